@@ -1,0 +1,160 @@
+package isolation
+
+import (
+	"context"
+	"io"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Tier names an isolation tier.
+type Tier string
+
+const (
+	TierNone      Tier = "none"
+	TierProcess   Tier = "process"
+	TierContainer Tier = "container"
+)
+
+// Annotation keys every backend copies onto the host resources it makes
+// (Docker labels, cgroup paths, socket names), so gc can find leftovers.
+const (
+	AnnotationRunID = "dev.sandboxed.run-id"
+	AnnotationTool  = "dev.sandboxed.tool"
+)
+
+// Plan is everything a backend needs to build one sandbox. It is data only:
+// building a Plan has no side effects, and the same Plan is printed by
+// `run --dump-plan` and rendered by `permissions explain`.
+//
+// One run is one sandbox (one cgroup, one set of namespaces or one
+// container) in which the init runs any number of commands (steps), one after
+// another or at once.
+type Plan struct {
+	RunID string `json:"run_id"`
+	Tool  string `json:"tool"`
+	Tier  Tier   `json:"tier"`
+	// Privilege is same-as-user, reduced or elevated.
+	Privilege string `json:"privilege"`
+
+	// Spec is the OCI runtime spec of the sandbox: Process holds the
+	// credentials, capabilities, no_new_privs, rlimits, base environment and
+	// working directory every command gets; Mounts, Linux.Namespaces,
+	// Linux.Resources, Linux.Seccomp, Linux.MaskedPaths/ReadonlyPaths and
+	// Linux.CgroupsPath describe the sandbox. Process.Args is unused: commands
+	// come through Sandbox.Exec.
+	Spec *specs.Spec `json:"spec"`
+
+	// Limits repeats the resource limits in plain units for backends and
+	// results; Spec.Linux.Resources holds the same values.
+	Limits Limits `json:"limits"`
+
+	// Container tier.
+	Image   string `json:"image,omitempty"`
+	Runtime string `json:"runtime,omitempty"`
+
+	// Egress is nil when the run has no network at all.
+	Egress *Egress `json:"egress,omitempty"`
+
+	// HostDir is a private, run-labelled host directory (mode 0700) the
+	// backend may use for sockets and bookkeeping; the controller creates it
+	// and removes it after Close.
+	HostDir string `json:"host_dir"`
+}
+
+// Limits are the run's resource limits. Zero means "no limit" only where
+// noted; the planner always sets memory and pids.
+type Limits struct {
+	MemoryBytes int64         `json:"memory_bytes"`
+	Pids        int64         `json:"pids"`
+	CPUs        float64       `json:"cpus,omitempty"` // 0: no cpu limit
+	TmpfsBytes  int64         `json:"tmpfs_bytes"`
+	Timeout     time.Duration `json:"timeout"`
+	KillGrace   time.Duration `json:"kill_grace"`
+}
+
+// Egress is the network a run may use, through the per-run proxy.
+type Egress struct {
+	// ProxySocket is the host path of the proxy's Unix socket. Backends
+	// bind-mount it at SandboxSocket inside the sandbox.
+	ProxySocket string `json:"proxy_socket"`
+	// ProxyPort is the loopback port inside the sandbox on which the init
+	// relays to the proxy; the tool's *_PROXY variables point at it.
+	ProxyPort int `json:"proxy_port"`
+	// LocalhostPorts are host 127.0.0.1 ports reachable at the same port
+	// inside the sandbox (network:localhost:PORT).
+	LocalhostPorts []int `json:"localhost_ports,omitempty"`
+	// Rules describe what the proxy admits, for display only.
+	Rules []string `json:"rules,omitempty"`
+}
+
+// SandboxSocket is where the egress socket appears inside every sandbox.
+const SandboxSocket = "/.sandboxed/egress.sock"
+
+// Command is one command to run inside a started sandbox.
+type Command struct {
+	Name string   `json:"name"` // step name, for records
+	Args []string `json:"args"`
+	// Env is the complete environment of the command (already scrubbed).
+	Env []string `json:"env"`
+	// Cwd is the working directory inside the sandbox.
+	Cwd string `json:"cwd"`
+}
+
+// Stdio connects a command to the controller. Nil Stdin reads /dev/null;
+// nil Stdout/Stderr discard. Backends copy into the writers as data arrives
+// and never buffer more than a pipe's worth themselves.
+type Stdio struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Exit is how a command ended.
+type Exit struct {
+	Code   int `json:"exit_code"`         // 128+signal when killed by a signal
+	Signal int `json:"signal,omitempty"` // 0 if it exited normally
+}
+
+// Stats are what the backend measured of the whole sandbox.
+type Stats struct {
+	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
+	OOMKilled       bool  `json:"oom_killed"`
+	PidsLimitHit    bool  `json:"pids_limit_hit,omitempty"`
+}
+
+// Backend makes sandboxes of one tier.
+type Backend interface {
+	// Tier reports the tier this backend implements.
+	Tier() Tier
+	// Check refuses a plan the host cannot enforce in full, with an error
+	// wrapping ErrUnsupported that says what is missing and how to fix it.
+	// It has no side effects.
+	Check(ctx context.Context, p *Plan) error
+	// Start builds the sandbox and its init. On error nothing is left behind.
+	// The caller must Close the returned Sandbox.
+	Start(ctx context.Context, p *Plan) (Sandbox, error)
+	// GC removes what crashed runs of this tier left behind (processes,
+	// cgroups, containers, mounts, sockets) and returns what it removed.
+	// Runs in keep are live and are not touched.
+	GC(ctx context.Context, keep func(runID string) bool) ([]string, error)
+}
+
+// Sandbox is one started sandbox.
+type Sandbox interface {
+	// Exec runs cmd inside the sandbox and waits for it to exit. When ctx is
+	// done, the command's process group gets SIGTERM, then SIGKILL after the
+	// plan's KillGrace; Exec then returns the exit and ctx.Err().
+	Exec(ctx context.Context, cmd Command, stdio Stdio) (Exit, error)
+	// Kill sends SIGTERM to every process of the sandbox, waits up to grace,
+	// then kills everything left (cgroup.kill, freeze-kill-thaw, or the
+	// container). Safe to call concurrently with Exec.
+	Kill(ctx context.Context, grace time.Duration) error
+	// Stats reports peak memory and whether the OOM killer struck.
+	Stats(ctx context.Context) (Stats, error)
+	// Close kills whatever still runs and removes every host resource of the
+	// sandbox. It is idempotent and must be called with a context that is
+	// not already cancelled (context.WithoutCancel plus a deadline).
+	Close(ctx context.Context) error
+}

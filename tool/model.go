@@ -1,0 +1,386 @@
+package tool
+
+import "time"
+
+// Pos is a location in a definition file. Line and Col are 1-based; a zero
+// Pos means "no location" (a definition built in memory).
+type Pos struct {
+	File string `json:"file,omitempty" yaml:"-"`
+	Line int    `json:"line,omitempty" yaml:"-"`
+	Col  int    `json:"col,omitempty" yaml:"-"`
+}
+
+// Scope says where a definition was found.
+type Scope string
+
+const (
+	ScopeLocal  Scope = "local"
+	ScopeUser   Scope = "user"
+	ScopeGlobal Scope = "global"
+	ScopePath   Scope = "path" // given on the command line as a file path
+)
+
+// Isolation is the tier a definition asks for (security.isolation).
+type Isolation string
+
+const (
+	IsolationNone      Isolation = "none"
+	IsolationProcess   Isolation = "process"
+	IsolationContainer Isolation = "container"
+)
+
+// Privilege is security.execution-privilege.
+type Privilege string
+
+const (
+	PrivilegeSameAsUser Privilege = "same-as-user"
+	PrivilegeReduced    Privilege = "reduced"
+	PrivilegeElevated   Privilege = "elevated"
+)
+
+// ParamType is a parameter's declared type.
+type ParamType string
+
+const (
+	TypeString  ParamType = "string"
+	TypeNumber  ParamType = "number"
+	TypeBoolean ParamType = "boolean"
+	TypeArray   ParamType = "array"
+	TypeObject  ParamType = "object"
+)
+
+// Definition is one CYCOD custom tool definition, with every field of the
+// reference schema (specs/000) plus our own `sandboxed:` section. It is
+// pure data: loading fills it, binding reads it, nothing mutates it after
+// Load returns.
+type Definition struct {
+	Name            string `json:"name"`
+	Description     string `json:"description"`
+	Version         string `json:"version,omitempty"`
+	MinCycodVersion string `json:"min-cycod-version,omitempty"`
+
+	// Execution: exactly one of Exec (single step), Commands (platform
+	// commands, normalised to a single step) or Steps, unless Type is alias.
+	Exec     *Exec             `json:"exec,omitempty"`
+	Commands *PlatformCommands `json:"commands,omitempty"`
+	Steps    []Step            `json:"steps,omitempty"`
+
+	Parameters  []Parameter  `json:"parameters,omitempty"` // in file order
+	Environment *Environment `json:"environment,omitempty"`
+
+	FunctionCalling *FunctionCalling `json:"function-calling,omitempty"`
+	Security        Security         `json:"security"`
+	FilePaths       *FilePaths       `json:"file-paths,omitempty"`
+	Metadata        *Metadata        `json:"metadata,omitempty"`
+	Resources       *Resources       `json:"resources,omitempty"`
+
+	Interactive        bool                `json:"interactive,omitempty"`
+	InteractiveOptions *InteractiveOptions `json:"interactive-options,omitempty"`
+
+	// Aliases.
+	Type              string            `json:"type,omitempty"` // "" or "alias"
+	BaseTool          string            `json:"base-tool,omitempty"`
+	DefaultParameters map[string]string `json:"default-parameters,omitempty"`
+
+	Tests        *TestSuite   `json:"tests,omitempty"`
+	Changelog    []Change     `json:"changelog,omitempty"`
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+	Debugging    *Debugging   `json:"debugging,omitempty"`
+
+	Tags             []string      `json:"tags,omitempty"`
+	Platforms        []string      `json:"platforms,omitempty"`
+	WorkingDirectory string        `json:"working-directory,omitempty"`
+	Timeout          time.Duration `json:"timeout,omitempty"` // top-level `timeout` (ms in YAML)
+	IgnoreErrors     bool          `json:"ignore-errors,omitempty"`
+	Input            string        `json:"input,omitempty"`
+
+	// Sandboxed holds our own additions (the one `sandboxed:` key).
+	Sandboxed *SandboxedExt `json:"sandboxed,omitempty"`
+
+	// Source is where the definition came from; not part of the YAML.
+	Source Source `json:"-"`
+	// Positions of notable nodes, for located errors after loading
+	// (e.g. a permission that fails to resolve at bind time).
+	Pos DefPositions `json:"-"`
+}
+
+// Source records where a definition was loaded from.
+type Source struct {
+	Path   string // absolute path of the file; "" for in-memory definitions
+	Scope  Scope
+	SHA256 string // hex digest of the file's bytes
+	Raw    []byte // the file's bytes, as read
+}
+
+// DefPositions locates the nodes later stages may need to point at.
+type DefPositions struct {
+	Name        Pos
+	Permissions []Pos          // parallel to Security.RequiredPermissions
+	Parameters  map[string]Pos // by parameter name
+	Steps       map[string]Pos // by step name
+}
+
+// ExecKind is the key that carried a command.
+type ExecKind string
+
+const (
+	ExecBash   ExecKind = "bash"
+	ExecCmd    ExecKind = "cmd"
+	ExecPwsh   ExecKind = "pwsh"
+	ExecRun    ExecKind = "run"
+	ExecScript ExecKind = "script"
+)
+
+// Exec is one command: the execution key that carried it, its text, and for
+// `script` the shell to run it with.
+type Exec struct {
+	Kind    ExecKind `json:"kind"`
+	Command string   `json:"command"`
+	Shell   string   `json:"shell,omitempty"` // only with script
+}
+
+// PlatformCommands is the `commands:` form.
+type PlatformCommands struct {
+	Default   string            `json:"default,omitempty"`
+	Platforms map[string]string `json:"platforms,omitempty"` // windows, linux, macos, unix
+}
+
+// Step is one entry of `steps:`.
+type Step struct {
+	Name             string            `json:"name"`
+	Exec             *Exec             `json:"exec,omitempty"`     // nil when UseTool is set
+	UseTool          string            `json:"use-tool,omitempty"` // composition
+	With             map[string]string `json:"with,omitempty"`
+	ContinueOnError  bool              `json:"continue-on-error,omitempty"`
+	RunCondition     string            `json:"run-condition,omitempty"`
+	Parallel         bool              `json:"parallel,omitempty"`
+	WaitFor          []string          `json:"wait-for,omitempty"`
+	ErrorHandling    *ErrorHandling    `json:"error-handling,omitempty"`
+	Output           *Output           `json:"output,omitempty"`
+	WorkingDirectory string            `json:"working-directory,omitempty"`
+	Environment      map[string]string `json:"environment,omitempty"`
+	Timeout          time.Duration     `json:"timeout,omitempty"`
+	Input            string            `json:"input,omitempty"`
+}
+
+// ErrorHandling is a step's retry and fallback.
+type ErrorHandling struct {
+	Retry    *Retry `json:"retry,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Retry: Attempts total tries, Delay between them.
+type Retry struct {
+	Attempts int           `json:"attempts"`
+	Delay    time.Duration `json:"delay"`
+}
+
+// OutputMode is buffer or stream.
+type OutputMode string
+
+const (
+	OutputBuffer OutputMode = "buffer"
+	OutputStream OutputMode = "stream"
+)
+
+// Output is a step's output management.
+type Output struct {
+	Mode           OutputMode `json:"mode,omitempty"`
+	BufferLimit    int64      `json:"buffer-limit,omitempty"` // bytes; 0 = default
+	StreamCallback string     `json:"stream-callback,omitempty"`
+}
+
+// Parameter is one entry of `parameters:`.
+type Parameter struct {
+	Name         string      `json:"name"`
+	Type         ParamType   `json:"type"`
+	Description  string      `json:"description"`
+	Required     bool        `json:"required,omitempty"`
+	Default      any         `json:"default,omitempty"` // as decoded from YAML
+	HasDefault   bool        `json:"-"`
+	Validation   *Validation `json:"validation,omitempty"`
+	Transform    string      `json:"transform,omitempty"`
+	Format       string      `json:"format,omitempty"`
+	Examples     []any       `json:"examples,omitempty"`
+	DetailedHelp string      `json:"detailed-help,omitempty"`
+	// EscapeShell is security.escape-shell; nil means the default, which is ON.
+	EscapeShell *bool `json:"escape-shell,omitempty"`
+}
+
+// Escapes reports whether the parameter's value is shell-escaped (default on).
+func (p *Parameter) Escapes() bool { return p.EscapeShell == nil || *p.EscapeShell }
+
+// Validation holds every validation rule of the spec. Pointers distinguish
+// "absent" from a zero value.
+type Validation struct {
+	Minimum     *float64               `json:"minimum,omitempty"`
+	Maximum     *float64               `json:"maximum,omitempty"`
+	Pattern     string                 `json:"pattern,omitempty"`
+	MinLength   *int                   `json:"minLength,omitempty"`
+	MaxLength   *int                   `json:"maxLength,omitempty"`
+	Enum        []any                  `json:"enum,omitempty"`
+	MinItems    *int                   `json:"minItems,omitempty"`
+	MaxItems    *int                   `json:"maxItems,omitempty"`
+	UniqueItems bool                   `json:"uniqueItems,omitempty"`
+	Required    []string               `json:"required,omitempty"`   // object type
+	Properties  map[string]*Validation `json:"properties,omitempty"` // object type
+	Type        ParamType              `json:"type,omitempty"`       // inside properties
+}
+
+// Environment is `environment:`.
+type Environment struct {
+	Variables map[string]string `json:"variables,omitempty"`
+	Inherit   bool              `json:"inherit,omitempty"`
+}
+
+// FunctionCalling is `function-calling:`.
+type FunctionCalling struct {
+	SchemaGeneration *SchemaGeneration `json:"schema-generation,omitempty"`
+}
+
+// SchemaGeneration controls schema export. Nil bools mean the default (true).
+type SchemaGeneration struct {
+	ParameterMapping    map[string]string `json:"parameter-mapping,omitempty"`
+	IncludeDescriptions *bool             `json:"include-descriptions,omitempty"`
+	IncludeDefaults     *bool             `json:"include-defaults,omitempty"`
+	ExampleGeneration   *bool             `json:"example-generation,omitempty"`
+	FunctionName        string            `json:"function-name,omitempty"`
+	DescriptionTemplate string            `json:"description-template,omitempty"`
+}
+
+// Security is `security:`. Zero values are the defaults: isolation process,
+// privilege same-as-user (the loader fills them in).
+type Security struct {
+	ExecutionPrivilege  Privilege `json:"execution-privilege"`
+	Isolation           Isolation `json:"isolation"`
+	RequiredPermissions []string  `json:"required-permissions,omitempty"`
+	Justification       string    `json:"justification,omitempty"`
+	Logging             *Logging  `json:"logging,omitempty"`
+	Auditing            *Auditing `json:"auditing,omitempty"`
+}
+
+// Logging is security.logging.
+type Logging struct {
+	Enabled             bool     `json:"enabled"`
+	Level               string   `json:"level,omitempty"`
+	IncludeParameters   bool     `json:"include-parameters,omitempty"`
+	SensitiveParameters []string `json:"sensitive-parameters,omitempty"`
+}
+
+// Auditing is security.auditing.
+type Auditing struct {
+	Enabled         bool          `json:"enabled"`
+	RecordCommand   bool          `json:"record-command,omitempty"`
+	RecordOutput    bool          `json:"record-output,omitempty"`
+	RetentionPeriod time.Duration `json:"retention-period,omitempty"` // "30d" in YAML
+}
+
+// FilePaths is `file-paths:`.
+type FilePaths struct {
+	Normalize        bool           `json:"normalize,omitempty"`
+	WorkingDirectory string         `json:"working-directory,omitempty"`
+	TempDirectory    string         `json:"temp-directory,omitempty"`
+	CrossPlatform    *CrossPlatform `json:"cross-platform,omitempty"`
+}
+
+// CrossPlatform is file-paths.cross-platform.
+type CrossPlatform struct {
+	WindowsSeparator string `json:"windows-separator,omitempty"`
+	UnixSeparator    string `json:"unix-separator,omitempty"`
+	AutoConvert      bool   `json:"auto-convert,omitempty"`
+}
+
+// Metadata is `metadata:`.
+type Metadata struct {
+	Category       string   `json:"category,omitempty"`
+	Subcategory    string   `json:"subcategory,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+	SearchKeywords []string `json:"search-keywords,omitempty"`
+}
+
+// Resources is `resources:`.
+type Resources struct {
+	Timeout   time.Duration `json:"timeout,omitempty"`
+	MaxMemory int64         `json:"max-memory,omitempty"` // bytes
+	Cleanup   *Cleanup      `json:"cleanup,omitempty"`
+}
+
+// Cleanup is resources.cleanup (a list of one-key maps in YAML).
+type Cleanup struct {
+	DeleteTempFiles bool     `json:"delete-temp-files,omitempty"`
+	FinalCommands   []string `json:"final-commands,omitempty"`
+}
+
+// InteractiveOptions is `interactive-options:`.
+type InteractiveOptions struct {
+	Timeout         time.Duration `json:"timeout,omitempty"`
+	DefaultResponse string        `json:"default-response"`
+}
+
+// TestSuite is `tests:`: a list of cases, optionally with suite-wide setup,
+// cleanup and environment (the spec shows both shapes).
+type TestSuite struct {
+	Setup       []string          `json:"setup,omitempty"`
+	Cleanup     []string          `json:"cleanup,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	Cases       []TestCase        `json:"cases,omitempty"`
+}
+
+// TestCase is one test.
+type TestCase struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Parameters  map[string]string `json:"parameters,omitempty"`
+	Expected    Expected          `json:"expected"`
+	Cleanup     []string          `json:"cleanup,omitempty"`
+	Pos         Pos               `json:"-"`
+}
+
+// Expected holds a test case's assertions. Pointers/empties mean "not asserted".
+type Expected struct {
+	ExitCode          *int           `json:"exit-code,omitempty"`
+	OutputContains    []string       `json:"output-contains,omitempty"`
+	OutputNotContains []string       `json:"output-not-contains,omitempty"`
+	OutputMatches     []string       `json:"output-matches,omitempty"`
+	FileExists        []string       `json:"file-exists,omitempty"`
+	FileNotExists     []string       `json:"file-not-exists,omitempty"`
+	FileContains      []FileContains `json:"file-contains,omitempty"`
+	Error             *bool          `json:"error,omitempty"`
+}
+
+// FileContains asserts that Path contains Text.
+type FileContains struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// Change is one changelog entry.
+type Change struct {
+	Version string `json:"version"`
+	Changes string `json:"changes"`
+}
+
+// Dependency is one entry of `dependencies:`.
+type Dependency struct {
+	Tool     string `json:"tool"`
+	Version  string `json:"version,omitempty"`
+	Required bool   `json:"required"`
+	Scope    string `json:"scope,omitempty"` // local, user, global, any
+}
+
+// Debugging is `debugging:`.
+type Debugging struct {
+	Verbose bool   `json:"verbose,omitempty"`
+	DryRun  bool   `json:"dry-run,omitempty"`
+	LogFile string `json:"log-file,omitempty"`
+}
+
+// SandboxedExt is our own `sandboxed:` section. Nothing here weakens
+// isolation; every field only narrows or selects.
+type SandboxedExt struct {
+	Image     string  `json:"image,omitempty"`      // container tier image
+	Runtime   string  `json:"runtime,omitempty"`    // container runtime, e.g. runsc
+	PidsLimit int64   `json:"pids-limit,omitempty"` // default 256 (64 for reduced)
+	CPUs      float64 `json:"cpus,omitempty"`       // e.g. 0.5
+	TmpfsSize int64   `json:"tmpfs-size,omitempty"` // bytes; default 64MiB
+}
