@@ -1,0 +1,352 @@
+package container
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// engine is the part of the Docker client the backend uses. A hand-written
+// fake implements it in the unit tests.
+type engine interface {
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
+	ContainerKill(ctx context.Context, containerID, signal string) error
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	Info(ctx context.Context) (system.Info, error)
+	ServerVersion(ctx context.Context) (types.Version, error)
+	ClientVersion() string
+	DaemonHost() string
+}
+
+// Backend makes container-tier sandboxes through the Docker Engine API.
+// It is safe for concurrent use.
+type Backend struct {
+	api engine
+	// initBinary is the static sandboxed binary bind-mounted as init.
+	initBinary string
+	// connect accepts the init's connection on ln and hands it the plan.
+	connect  connectFunc
+	uid, gid int
+
+	infoOnce sync.Once
+	info     system.Info
+	infoErr  error
+
+	binOnce sync.Once
+	binErr  error
+}
+
+// Option configures a Backend.
+type Option func(*Backend)
+
+// WithInitBinary sets the static binary that runs as the container's init;
+// the default is os.Executable(). It must call sbinit's entry point.
+func WithInitBinary(path string) Option { return func(b *Backend) { b.initBinary = path } }
+
+// WithClient makes the backend use c instead of a client configured from
+// DOCKER_HOST. The caller keeps ownership of c.
+func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c } }
+
+// New returns a container backend talking to the engine at DOCKER_HOST (the
+// default socket when unset), negotiating the API version. It makes no
+// request: an engine that is down shows in Check and Start.
+func New(opts ...Option) (*Backend, error) {
+	b := &Backend{uid: os.Getuid(), gid: os.Getgid(), connect: connectInit}
+	for _, o := range opts {
+		o(b)
+	}
+	if b.api == nil {
+		c, err := images.Connect()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", isolation.ErrUnsupported, err)
+		}
+		b.api = c
+	}
+	if b.initBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the sandboxed binary: %w", err)
+		}
+		b.initBinary = exe
+	}
+	return b, nil
+}
+
+// Tier reports isolation.TierContainer.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
+
+// Close releases the backend's engine connection.
+func (b *Backend) Close() error {
+	if c, ok := b.api.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// engineInfo returns the engine's info, asked once per Backend.
+func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
+	b.infoOnce.Do(func() {
+		b.info, b.infoErr = b.api.Info(ctx)
+		if b.infoErr != nil {
+			b.infoErr = b.engineErr("ask the Docker engine", b.infoErr)
+		}
+	})
+	return b.info, b.infoErr
+}
+
+// engineErr turns an engine error into one that says what to do. An engine
+// that cannot be reached is ErrUnsupported: the run is refused, never run
+// in a weaker tier.
+func (b *Backend) engineErr(op string, err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%s: %w", op, &isolation.UnsupportedError{
+			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " is unreachable",
+			Fix:  "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
+		})
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// imageErr is the error for a missing runner image.
+func imageErr(name string, err error) error {
+	if name == "" {
+		name = images.DefaultImage
+	}
+	return fmt.Errorf("%w: %w", &isolation.UnsupportedError{
+		What: "the container tier: image " + name + " is missing",
+		Fix:  "run: " + images.BuildCommandFor(name),
+	}, images.ErrNotFound)
+}
+
+// checkInitBinary refuses an init binary that is not a static ELF: it
+// must run in any image.
+func (b *Backend) checkInitBinary() error {
+	b.binOnce.Do(func() {
+		f, err := elf.Open(b.initBinary)
+		if err != nil {
+			b.binErr = fmt.Errorf("check init binary %s: %w: %w", b.initBinary, isolation.ErrUnsupported, err)
+			return
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				b.binErr = &isolation.UnsupportedError{
+					What: "the container tier: " + b.initBinary + " is dynamically linked",
+					Fix:  "build sandboxed with CGO_ENABLED=0 so it runs inside any image",
+				}
+				return
+			}
+		}
+	})
+	return b.binErr
+}
+
+// Check refuses a plan this engine cannot enforce in full: an engine that
+// is down, a missing image or runtime, an elevated run without user
+// namespace remapping, seccomp unavailable. It creates nothing.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	if _, _, err := translate(p, b.host(nil)); err != nil {
+		return err
+	}
+	if err := b.checkInitBinary(); err != nil {
+		return err
+	}
+	info, err := b.engineInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkInfo(info, p); err != nil {
+		return err
+	}
+	if _, err := b.api.ImageInspect(ctx, imageOf(p)); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return imageErr(imageOf(p), err)
+		}
+		return b.engineErr("inspect image "+imageOf(p), err)
+	}
+	return nil
+}
+
+// checkInfo checks what the plan needs of the engine's features.
+func checkInfo(info system.Info, p *isolation.Plan) error {
+	if p.Runtime != "" {
+		if _, ok := info.Runtimes[p.Runtime]; !ok {
+			return &isolation.UnsupportedError{
+				What: "runtime " + p.Runtime + " (the engine has " + strings.Join(runtimeNames(info), ", ") + ")",
+				Fix:  "install it and register it in /etc/docker/daemon.json, or choose another runtime",
+			}
+		}
+	}
+	if !hasSecOpt(info, "seccomp") && p.Runtime != "runsc" {
+		return &isolation.UnsupportedError{What: "seccomp in the Docker engine", Fix: "use an engine built with seccomp support"}
+	}
+	if p.Privilege == PrivilegeElevated && !hasSecOpt(info, "userns") && p.Runtime != "runsc" {
+		return &isolation.UnsupportedError{
+			What: "an elevated run in a container: root there would be host root",
+			Fix:  `enable user namespace remapping ("userns-remap": "default" in /etc/docker/daemon.json) and restart Docker, or use the runsc runtime`,
+		}
+	}
+	return nil
+}
+
+func hasSecOpt(info system.Info, name string) bool {
+	for _, o := range info.SecurityOptions {
+		if o == "name="+name || strings.HasPrefix(o, "name="+name+",") {
+			return true
+		}
+	}
+	return false
+}
+
+func runtimeNames(info system.Info) []string {
+	var out []string
+	for n := range info.Runtimes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func imageOf(p *isolation.Plan) string {
+	if p.Image == "" {
+		return images.DefaultImage
+	}
+	return p.Image
+}
+
+func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
+	return host{UID: b.uid, GID: b.gid, InitBinary: b.initBinary, lstat: lstat}
+}
+
+// Start creates and starts the run's container with the init as its
+// entrypoint, and waits until the init has connected and taken the plan.
+// On error nothing is left behind. Plan.HostDir must exist.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+	cfg, hc, err := translate(p, b.host(os.Lstat))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkInitBinary(); err != nil {
+		return nil, err
+	}
+	if p.Privilege == PrivilegeElevated || p.Runtime != "" {
+		info, err := b.engineInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkInfo(info, p); err != nil {
+			return nil, err
+		}
+	}
+
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{})}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = s.Close(cctx)
+		}
+	}()
+
+	sock := filepath.Join(p.HostDir, controlSocketName)
+	_ = os.Remove(sock) // a leftover of a crashed run with this id
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on control socket %s: %w", sock, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	s.ln = ln
+	// Any uid inside may dial it; HostDir (0700) keeps host users out.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		return nil, fmt.Errorf("open control socket %s: %w", sock, err)
+	}
+
+	created, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.name)
+	if err != nil {
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil, imageErr(cfg.Image, err)
+		case cerrdefs.IsConflict(err):
+			return nil, fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, p.RunID)
+		}
+		return nil, b.engineErr("create container "+s.name, err)
+	}
+	s.id = created.ID
+	if err := b.api.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
+		return nil, b.engineErr("start container "+s.name, err)
+	}
+	alive := func(ctx context.Context) error {
+		ins, err := b.api.ContainerInspect(ctx, s.id)
+		if err != nil {
+			return b.engineErr("inspect container "+s.name, err)
+		}
+		if ins.State != nil && !ins.State.Running {
+			return fmt.Errorf("%w: container %s exited (code %d) before its init connected: %s",
+				isolation.ErrUnsupported, s.name, ins.State.ExitCode, ins.State.Error)
+		}
+		return nil
+	}
+	init, err := b.connect(ctx, ln, p, alive)
+	if err != nil {
+		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
+	}
+	s.init = init
+	return s, nil
+}
+
+// GC removes containers labelled with a run id for which keep is false,
+// and returns their names.
+func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
+	list, err := b.api.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", isolation.AnnotationRunID)),
+	})
+	if err != nil {
+		return nil, b.engineErr("list containers", err)
+	}
+	var removed []string
+	var errs []error
+	for _, c := range list {
+		run := c.Labels[isolation.AnnotationRunID]
+		if keep != nil && keep(run) {
+			continue
+		}
+		name := c.ID
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		err := b.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
+			continue
+		}
+		removed = append(removed, "container "+name+" (run "+run+")")
+	}
+	return removed, errors.Join(errs...)
+}
