@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 
 	sandboxed "github.com/sandboxed-dev/sandboxed"
 )
@@ -211,16 +211,18 @@ func inspect(ctx context.Context, api engine, name string) (*Image, error) {
 	}
 	ii, err := api.ImageInspect(ctx, name)
 	if err != nil {
-		if errdefs.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, NotFoundError(name)
 		}
 		return nil, EngineError("inspect image "+name, err)
 	}
-	im := fromInspect(ii)
+	im := FromInspect(ii)
 	return &im, nil
 }
 
-func fromInspect(ii image.InspectResponse) Image {
+// FromInspect describes an image from the engine's inspect answer; Kind is
+// empty for images this package did not make.
+func FromInspect(ii image.InspectResponse) Image {
 	im := Image{ID: ii.ID, Tags: ii.RepoTags, Size: ii.Size}
 	if t, err := time.Parse(time.RFC3339Nano, ii.Created); err == nil {
 		im.Created = t
@@ -310,7 +312,7 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			b.progress("done", "%s is up to date (%s)", name, shortID(cur.ID))
 			return res, nil
 		}
-	case errdefs.IsNotFound(err):
+	case cerrdefs.IsNotFound(err):
 	default:
 		return nil, EngineError("inspect image "+name, err)
 	}
@@ -336,7 +338,7 @@ func (b *builder) base(ctx context.Context) (ref, id string, err error) {
 	if b.opts.Base != "" {
 		ii, err := b.api.ImageInspect(ctx, b.opts.Base)
 		if err != nil {
-			if errdefs.IsNotFound(err) {
+			if cerrdefs.IsNotFound(err) {
 				return "", "", fmt.Errorf("find base image %s: %w on the Docker engine: load it first or omit --base to make a Debian base locally", b.opts.Base, ErrNotFound)
 			}
 			return "", "", EngineError("inspect base image "+b.opts.Base, err)
@@ -351,7 +353,7 @@ func (b *builder) base(ctx context.Context) (ref, id string, err error) {
 	case err == nil && ii.Config != nil && ii.Config.Labels[LabelHash] == key:
 		b.progress("check", "base %s present (%s)", ref, shortID(ii.ID))
 		return ref, ii.ID, nil
-	case err == nil, errdefs.IsNotFound(err):
+	case err == nil, cerrdefs.IsNotFound(err):
 	default:
 		return "", "", EngineError("inspect base image "+ref, err)
 	}
