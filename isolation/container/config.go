@@ -245,12 +245,6 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	return cfg, hc, nil
 }
 
-// initArgs is the init's argv after the binary. It is a variable so the
-// init's flags live in one place (the init package).
-var initArgs = func(socket string) []string {
-	return []string{"__sandboxed-init", "--connect=" + socket}
-}
-
 func boolPtr(b bool) *bool { return &b }
 
 func bindMount(src, dst string, ro bool) mount.Mount {

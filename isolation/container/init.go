@@ -20,6 +20,8 @@ const alivePoll = 250 * time.Millisecond
 // connectInit accepts the init's connection on ln and hands the init its
 // configuration.
 func connectInit(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
 	conn, err := accept(ctx, ln, alive)
 	if err != nil {
 		return nil, err
@@ -32,11 +34,9 @@ func connectInit(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, a
 	return cl, nil
 }
 
-// accept waits for one connection on ln, until ctx ends, startTimeout
-// passes or alive reports the container gone.
+// accept waits for one connection on ln, until ctx ends or alive reports
+// the container gone.
 func accept(ctx context.Context, ln *net.UnixListener, alive func(context.Context) error) (*net.UnixConn, error) {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
 	type result struct {
 		c   *net.UnixConn
 		err error
@@ -73,7 +73,7 @@ func accept(ctx context.Context, ln *net.UnixListener, alive func(context.Contex
 		case <-ctx.Done():
 			err := ctx.Err()
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("the init did not connect within %s: %w", startTimeout, err)
+				err = fmt.Errorf("the init did not connect in time: %w", err)
 			}
 			return fail(err)
 		}
