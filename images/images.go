@@ -362,6 +362,15 @@ func (b *builder) base(ctx context.Context) (ref, id string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	unlock, err := lockCache(cache)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	// Another build may have imported the base while this one waited.
+	if ii, err := b.api.ImageInspect(ctx, ref); err == nil && ii.Config != nil && ii.Config.Labels[LabelHash] == key {
+		return ref, ii.ID, nil
+	}
 	tarball := rootfsTarball(cache)
 	if _, err := statFile(tarball); err != nil {
 		mirror := b.opts.Mirror

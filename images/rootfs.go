@@ -206,7 +206,12 @@ func makeRootfs(ctx context.Context, tarball, mirror string, progress func(Event
 	}
 
 	emit("debootstrap")("writing " + tarball)
-	tmp := tarball + ".tmp"
+	tmpf, err := os.CreateTemp(dir, "rootfs-*.tar.tmp")
+	if err != nil {
+		return fmt.Errorf("make the runner base: %w", err)
+	}
+	tmp := tmpf.Name()
+	tmpf.Close()
 	// GNU tar keeps owners, modes, links and devices exactly; the kernel's
 	// pseudo filesystems are left empty, Docker mounts its own.
 	if err := run(ctx, nil, nil, "tar", "--numeric-owner", "--xattrs", "-C", root,
