@@ -144,6 +144,18 @@ func imageErr(name string, err error) error {
 	}, images.ErrNotFound)
 }
 
+// checkLocal refuses an engine on another machine: bind sources, the init
+// binary and the control socket are paths of this host.
+func (b *Backend) checkLocal() error {
+	if h := b.api.DaemonHost(); !strings.HasPrefix(h, "unix://") {
+		return &isolation.UnsupportedError{
+			What: "the container tier with the Docker engine at " + h,
+			Fix:  "use a local engine on a Unix socket (unset DOCKER_HOST or set it to unix:///var/run/docker.sock): mounts and the init's socket are paths of this host",
+		}
+	}
+	return nil
+}
+
 // checkInitBinary refuses an init binary that is not a static ELF: it
 // must run in any image.
 func (b *Backend) checkInitBinary() error {
@@ -172,6 +184,9 @@ func (b *Backend) checkInitBinary() error {
 // namespace remapping, seccomp unavailable. It creates nothing.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if _, _, err := translate(p, b.host(nil)); err != nil {
+		return err
+	}
+	if err := b.checkLocal(); err != nil {
 		return err
 	}
 	if err := b.checkInitBinary(); err != nil {
@@ -250,6 +265,9 @@ func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
 	cfg, hc, err := translate(p, b.host(os.Lstat))
 	if err != nil {
+		return nil, err
+	}
+	if err := b.checkLocal(); err != nil {
 		return nil, err
 	}
 	if err := b.checkInitBinary(); err != nil {

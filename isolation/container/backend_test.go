@@ -331,3 +331,16 @@ func TestInitBinaryMustBeStatic(t *testing.T) {
 }
 
 func filepathEval(p string) (string, error) { return filepath.EvalSymlinks(p) }
+
+func TestRemoteEngineRefused(t *testing.T) {
+	f := newFakeEngine()
+	f.host = "tcp://10.0.0.5:2376"
+	b := newTestBackend(t, f, newFakeInit(), nil)
+	p := planIn(t)
+	if err := b.Check(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), "local engine") {
+		t.Errorf("Check: %v", err)
+	}
+	if _, err := b.Start(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) || len(f.Calls()) != 0 {
+		t.Errorf("Start: %v, calls %q", err, f.Calls())
+	}
+}

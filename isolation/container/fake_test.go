@@ -38,6 +38,7 @@ type fakeEngine struct {
 	}
 	removed []string
 	killed  []string
+	host    string
 }
 
 func newFakeEngine() *fakeEngine {
@@ -120,7 +121,12 @@ func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{Version: "20.10.24", APIVersion: "1.41"}, nil
 }
 func (f *fakeEngine) ClientVersion() string { return "1.41" }
-func (f *fakeEngine) DaemonHost() string    { return "unix:///fake.sock" }
+func (f *fakeEngine) DaemonHost() string {
+	if f.host != "" {
+		return f.host
+	}
+	return "unix:///fake.sock"
+}
 
 // fakeInit is a hand-written init channel.
 type fakeInit struct {

@@ -43,6 +43,8 @@ type sandbox struct {
 	execDone chan struct{} // signalled (non-blocking) when an Exec returns
 	killed   bool
 	closed   bool
+	pid      int         // the init's host pid, once an inspect told it
+	lastCg   cgroupStats // read just before the container was killed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,6 +95,14 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	if s.id == "" {
 		return nil
 	}
+	// The cgroup goes with the container: keep what it measured.
+	s.mu.Lock()
+	pid := s.pid
+	s.mu.Unlock()
+	cg := readCgroupStats(pid, s.id)
+	s.mu.Lock()
+	s.lastCg = maxStats(s.lastCg, cg)
+	s.mu.Unlock()
 	err := s.api.ContainerKill(ctx, s.id, "KILL")
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		return fmt.Errorf("kill container %s: %w", s.name, err)
@@ -122,8 +132,9 @@ func (s *sandbox) waitIdle(ctx context.Context, grace time.Duration) {
 }
 
 // Stats reports whether the engine saw an OOM kill and, best effort, the
-// container cgroup's peak memory and pids-limit hits. Call it before Close:
-// the cgroup goes with the container.
+// container cgroup's peak memory and pids-limit hits. The cgroup goes with
+// the container: Kill keeps its last reading, and after Close nothing is
+// left to ask.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	var st isolation.Stats
 	if s.id == "" {
@@ -139,6 +150,13 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 		pid = ins.State.Pid
 	}
 	cg := readCgroupStats(pid, s.id)
+	s.mu.Lock()
+	if pid > 0 {
+		s.pid = pid
+	}
+	cg = maxStats(cg, s.lastCg)
+	s.lastCg = cg
+	s.mu.Unlock()
 	st.PeakMemoryBytes = cg.peak
 	st.OOMKilled = st.OOMKilled || cg.oomKills > 0
 	st.PidsLimitHit = cg.pidsMax > 0

@@ -133,3 +133,8 @@ func readKey(p, key string) int64 {
 	}
 	return 0
 }
+
+// maxStats keeps the larger of two readings of each counter.
+func maxStats(a, b cgroupStats) cgroupStats {
+	return cgroupStats{peak: max(a.peak, b.peak), oomKills: max(a.oomKills, b.oomKills), pidsMax: max(a.pidsMax, b.pidsMax)}
+}
