@@ -24,6 +24,9 @@ import (
 // image or toolchain is a failure, never a skip.
 
 var (
+	imageOnce sync.Once
+	buildErr  error
+
 	initOnce sync.Once
 	initBin  string
 	initErr  error
@@ -60,6 +63,19 @@ func engineBackend(t testing.TB) *Backend {
 	r, err := b.Probe(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Reachable && !r.ImagePresent {
+		// Packages run in parallel: build the image here rather than
+		// depend on the images package's test having run first.
+		imageOnce.Do(func() {
+			_, buildErr = images.Build(context.Background(), images.BuildOptions{})
+		})
+		if buildErr != nil {
+			t.Fatalf("build the runner image for the real-engine tests: %v", buildErr)
+		}
+		if r, err = b.Probe(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !r.OK() {
 		t.Fatalf("the real-engine tests need a Docker engine and the runner image: %q", r.Problems)
