@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,5 +328,56 @@ func BenchmarkEngineRun(b *testing.B) {
 		if err := sb.Close(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEngineEgressRelay checks the egress path of the container tier: the
+// init's loopback listener reaches the host's proxy socket, bind-mounted
+// at isolation.SandboxSocket, and nothing else is reachable.
+func TestEngineEgressRelay(t *testing.T) {
+	b := engineBackend(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				c.Write(append([]byte("proxy got: "), buf[:n]...))
+			}()
+		}
+	}()
+	p := enginePlan(t, "egress")
+	p.Privilege = PrivilegeReduced
+	p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128}
+	sb, err := b.Start(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = sb.Close(context.Background())
+		assertGone(t, b, p)
+	}()
+	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"hello")
+print(s.recv(64).decode())
+`)
+	if r.err != nil || r.stdout != "proxy got: hello\n" {
+		t.Errorf("egress relay: %+v", r)
 	}
 }
