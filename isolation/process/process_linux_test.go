@@ -104,13 +104,18 @@ func assertNothingLeft(t testing.TB, runID string) {
 
 func run(t testing.TB, sb isolation.Sandbox, script string) (string, string, isolation.Exit) {
 	t.Helper()
+	return runCmd(t, sb, []string{"/bin/sh", "-c", script})
+}
+
+func runCmd(t testing.TB, sb isolation.Sandbox, args []string, env ...string) (string, string, isolation.Exit) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=" + sandbox.DefaultPath}, Cwd: "/"},
+	exit, err := sb.Exec(ctx, isolation.Command{Args: args, Env: append([]string{"PATH=" + sandbox.DefaultPath}, env...), Cwd: "/"},
 		isolation.Stdio{Stdout: &out, Stderr: &errb})
 	if err != nil {
-		t.Fatalf("exec %q: %v", script, err)
+		t.Fatalf("exec %q: %v", args, err)
 	}
 	return out.String(), errb.String(), exit
 }
