@@ -106,11 +106,47 @@ func resources(l isolation.Limits) cgroup.Resources {
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
 // credentials. On error nothing is left behind.
-func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	if err := b.Check(ctx, p); err != nil {
 		return nil, err
 	}
-	f := b.features(ctx)
+	return start(ctx, p, b.Exe, b.features(ctx).cgroups, true)
+}
+
+// StartUnconfined starts the init of the none tier: no namespaces, no new
+// root, no credential change; commands run as host processes in their own
+// sessions. The run's cgroup still holds every process and enforces the
+// plan's memory and pids limits; a limit that cannot be enforced is
+// refused. exe is the binary to re-execute ("" for /proc/self/exe).
+func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolation.Sandbox, error) {
+	if p == nil || p.Spec == nil {
+		return nil, fmt.Errorf("start: no plan or spec: %w", ErrBadPlan)
+	}
+	if _, err := cgroupRunID(p.RunID); err != nil {
+		return nil, err
+	}
+	var host *cgroup.Host
+	r := resources(p.Limits)
+	if r != (cgroup.Resources{}) {
+		h, err := cgroup.Detect()
+		if err != nil {
+			return nil, err
+		}
+		if errs := h.Missing(r); len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		if os.Geteuid() != 0 {
+			return nil, &isolation.UnsupportedError{What: "memory and pids limits without root", Fix: "run sandboxed as root (sudo) so it can create the run's cgroup"}
+		}
+		host = h
+	}
+	return start(ctx, p, exe, host, false)
+}
+
+// start starts the init. confined selects the process tier (namespaces,
+// new root, dropped credentials) over the none tier. host is nil when the
+// run needs no cgroup (none tier without limits).
+func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, confined bool) (_ isolation.Sandbox, retErr error) {
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -123,26 +159,28 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	}
 
-	cg, err := f.cgroups.New(p.RunID, resources(p.Limits))
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	var cg cgroup.Group
+	if host != nil {
+		var err error
+		if cg, err = host.New(p.RunID, resources(p.Limits)); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+		undo = append(undo, func() {
+			c, cancel := cleanCtx()
+			defer cancel()
+			_ = cg.Kill(c)
+			_ = cg.Delete()
+		})
 	}
-	undo = append(undo, func() {
-		c, cancel := cleanCtx()
-		defer cancel()
-		_ = cg.Kill(c)
-		_ = cg.Delete()
-	})
 
-	host, child, err := sbinit.SocketPair()
+	ctl, child, err := sbinit.SocketPair()
 	if err != nil {
 		return nil, err
 	}
 	defer child.Close()
-	cl := sbinit.NewClient(host)
+	cl := sbinit.NewClient(ctl)
 	undo = append(undo, func() { cl.Close() })
 
-	exe := b.Exe
 	if exe == "" {
 		exe = "/proc/self/exe"
 	}
@@ -152,13 +190,15 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		Env:        []string{},
 		ExtraFiles: []*os.File{child},
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
-				unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
 			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if p.Privilege == privElevated {
+	if confined {
+		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
+			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	}
+	if confined && p.Privilege == privElevated {
 		// Root inside, an unprivileged id outside: never host root.
 		hostUID, hostGID := os.Getuid(), os.Getgid()
 		if hostUID == 0 {
@@ -173,10 +213,10 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
 	}
 	var cgFile *os.File
-	if cg.Version() == 2 {
+	if cg != nil && cg.Version() == 2 {
 		// Born in the run's cgroup (and rooted there for its cgroup
 		// namespace), before it runs a single instruction.
-		if cgFile, err = os.OpenFile(f.cgroups.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		if cgFile, err = os.OpenFile(host.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			return nil, fmt.Errorf("open cgroup %s: %w", cg.Path(), err)
 		}
 		defer cgFile.Close()
@@ -198,7 +238,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		<-waited
 	})
 	child.Close()
-	if cg.Version() == 1 {
+	if cg != nil && cg.Version() == 1 {
 		// The init waits for its config frame; nothing runs before this.
 		if err := cg.AddProc(cmd.Process.Pid); err != nil {
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
@@ -207,6 +247,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 
 	cl.KillGrace = p.Limits.KillGrace
 	cfg := initConfig(p)
+	if !confined {
+		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	}
 	if _, err := cl.Handshake(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
@@ -271,7 +314,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 			// Kill took the whole sandbox down, the command with it.
 			return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctx.Err()
 		}
-		if st, serr := s.cg.Stats(); serr == nil && st.OOMKilled {
+		if st, serr := s.Stats(ctx); serr == nil && st.OOMKilled {
 			// The OOM killer chose the init (memory no process owns,
 			// such as a full /tmp, makes it the largest): the sandbox
 			// and the command died of the memory limit.
@@ -287,6 +330,19 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.killed = true
 	s.mu.Unlock()
+	if s.cg == nil {
+		// No cgroup (none tier without limits): the init signals what it
+		// started, then the init itself goes.
+		_ = s.cl.Signal(0, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		_ = s.cl.Signal(0, syscall.SIGKILL)
+		return nil
+	}
 	_ = s.cg.Signal(syscall.SIGTERM)
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	err := waitEmpty(gctx, s.cg)
@@ -323,6 +379,9 @@ func waitEmpty(ctx context.Context, cg cgroup.Group) error {
 
 // Stats reads the cgroup's counters.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	if s.cg == nil {
+		return isolation.Stats{}, nil
+	}
 	st, err := s.cg.Stats()
 	if err != nil {
 		return isolation.Stats{}, fmt.Errorf("stats of sandbox %s: %w", s.plan.RunID, err)
@@ -356,8 +415,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	t.Stop()
 	var errs []error
-	if err := s.cg.Kill(ctx); err != nil {
-		errs = append(errs, err)
+	if s.cg != nil {
+		if err := s.cg.Kill(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	select {
 	case <-s.waited:
@@ -365,8 +426,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		_ = s.cmd.Process.Kill()
 		<-s.waited
 	}
-	if err := s.cg.Delete(); err != nil {
-		errs = append(errs, err)
+	if s.cg != nil {
+		if err := s.cg.Delete(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close sandbox %s: %w", s.plan.RunID, err)

@@ -41,6 +41,7 @@ type initState struct {
 	byPid map[int]uint64    // running command pid -> id
 	pgids map[uint64]int    // command id -> process group
 	spawn chan spawnRequest // served on the locked main thread
+	setsid bool
 }
 
 type spawnRequest struct {
@@ -75,6 +76,12 @@ func runInit(args []string) int {
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
+	st.setsid = m.Config.NewSession
+	if !st.pid1 {
+		// Outside a pid namespace, orphans of the commands still come
+		// to the init to be reaped.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	if err := setup(m.Config); err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
@@ -341,7 +348,7 @@ func (st *initState) start(r spawnRequest) {
 		Dir:   cwd,
 		Env:   r.req.Env,
 		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()
 	pid, err := syscall.ForkExec(path, r.req.Args, attr)

@@ -91,6 +91,10 @@ type Config struct {
 	// RootBase is the directory (inside the init's private mount namespace)
 	// on which the new root tmpfs is mounted before pivot_root; default /tmp.
 	RootBase string `json:"root_base,omitempty"`
+	// NewSession starts every command in its own session (setsid) rather
+	// than only its own process group (none tier: detach from the
+	// controller's terminal).
+	NewSession bool `json:"new_session,omitempty"`
 	// Egress, when set, makes the init relay 127.0.0.1:Port to the Unix
 	// socket Socket (a path inside the sandbox).
 	Egress *EgressRelay `json:"egress,omitempty"`
