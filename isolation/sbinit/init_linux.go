@@ -37,10 +37,10 @@ type initState struct {
 	c    *conn
 	pid1 bool
 
-	mu    sync.Mutex        // held across fork+register and across reaping
-	byPid map[int]uint64    // running command pid -> id
-	pgids map[uint64]int    // command id -> process group
-	spawn chan spawnRequest // served on the locked main thread
+	mu     sync.Mutex        // held across fork+register and across reaping
+	byPid  map[int]uint64    // running command pid -> id
+	pgids  map[uint64]int    // command id -> process group
+	spawn  chan spawnRequest // served on the locked main thread
 	setsid bool
 }
 
