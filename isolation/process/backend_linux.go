@@ -276,7 +276,7 @@ func initConfig(p *isolation.Plan) *sbinit.Config {
 			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
 		})
 		cfg.Spec = &s
-		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket}
+		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
 	return cfg
 }

@@ -102,8 +102,14 @@ type Config struct {
 
 // EgressRelay is the loopback listener the init runs for the egress proxy.
 type EgressRelay struct {
+	// Port is relayed byte for byte to Socket (the proxy speaks HTTP
+	// CONNECT, plain HTTP and SOCKS5 there).
 	Port   int    `json:"port"`
 	Socket string `json:"socket"`
+	// LocalhostPorts are also listened on at 127.0.0.1; each connection
+	// is relayed to Socket after "CONNECT 127.0.0.1:PORT HTTP/1.1" got a
+	// 2xx answer, so the proxy decides and records it like any other.
+	LocalhostPorts []int `json:"localhost_ports,omitempty"`
 }
 
 // conn frames Messages over a Unix stream socket. Writes are serialised;
