@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -189,6 +190,9 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		Args:       []string{"sandboxed-init", sbinit.InitArg},
 		Env:        []string{},
 		ExtraFiles: []*os.File{child},
+		// The init reports through the protocol; its stderr only matters
+		// when it dies before that, and then it goes into the error.
+		Stderr: &tailBuffer{max: 4096},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
@@ -251,6 +255,13 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
 	}
 	if _, err := cl.Handshake(ctx, cfg); err != nil {
+		if errors.Is(err, sbinit.ErrInitGone) {
+			_ = cmd.Process.Kill()
+			<-waited
+			if tail := cmd.Stderr.(*tailBuffer).String(); tail != "" {
+				return nil, fmt.Errorf("start sandbox %s: %w: %s", p.RunID, err, tail)
+			}
+		}
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
@@ -292,6 +303,7 @@ type sandbox struct {
 	killed bool
 	closed bool
 	peak   int64
+	final  *isolation.Stats // read just before the cgroup went away
 }
 
 func (s *sandbox) isClosed() bool {
@@ -382,6 +394,12 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	if s.cg == nil {
 		return isolation.Stats{}, nil
 	}
+	s.mu.Lock()
+	final := s.final
+	s.mu.Unlock()
+	if final != nil {
+		return *final, nil
+	}
 	st, err := s.cg.Stats()
 	if err != nil {
 		return isolation.Stats{}, fmt.Errorf("stats of sandbox %s: %w", s.plan.RunID, err)
@@ -427,6 +445,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 		<-s.waited
 	}
 	if s.cg != nil {
+		// Stats stay readable after Close.
+		if st, err := s.Stats(ctx); err == nil {
+			s.mu.Lock()
+			s.final = &st
+			s.mu.Unlock()
+		}
 		if err := s.cg.Delete(); err != nil {
 			errs = append(errs, err)
 		}
@@ -472,4 +496,27 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }

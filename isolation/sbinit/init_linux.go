@@ -42,6 +42,7 @@ type initState struct {
 	pgids  map[uint64]int    // command id -> process group
 	spawn  chan spawnRequest // served on the locked main thread
 	setsid bool
+	cwd    string // default working directory (the spec's)
 }
 
 type spawnRequest struct {
@@ -77,6 +78,9 @@ func runInit(args []string) int {
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	st.setsid = m.Config.NewSession
+	if p := m.Config.Spec; p != nil && p.Process != nil {
+		st.cwd = p.Process.Cwd
+	}
 	if !st.pid1 {
 		// Outside a pid namespace, orphans of the commands still come
 		// to the init to be reaped.
@@ -370,6 +374,9 @@ func (st *initState) start(r spawnRequest) {
 		_ = st.c.send(&Message{Type: MsgExit, ID: r.id, Code: code, Error: msg})
 	}
 	cwd := r.req.Cwd
+	if cwd == "" {
+		cwd = st.cwd
+	}
 	if cwd == "" {
 		cwd = "/"
 	}
