@@ -37,10 +37,12 @@ type initState struct {
 	c    *conn
 	pid1 bool
 
-	mu    sync.Mutex        // held across fork+register and across reaping
-	byPid map[int]uint64    // running command pid -> id
-	pgids map[uint64]int    // command id -> process group
-	spawn chan spawnRequest // served on the locked main thread
+	mu     sync.Mutex        // held across fork+register and across reaping
+	byPid  map[int]uint64    // running command pid -> id
+	pgids  map[uint64]int    // command id -> process group
+	spawn  chan spawnRequest // served on the locked main thread
+	setsid bool
+	cwd    string // default working directory (the spec's)
 }
 
 type spawnRequest struct {
@@ -75,6 +77,15 @@ func runInit(args []string) int {
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
+	st.setsid = m.Config.NewSession
+	if p := m.Config.Spec; p != nil && p.Process != nil {
+		st.cwd = p.Process.Cwd
+	}
+	if !st.pid1 {
+		// Outside a pid namespace, orphans of the commands still come
+		// to the init to be reaped.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	if err := setup(m.Config); err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
@@ -174,31 +185,69 @@ func loopbackUp() error {
 	return nil
 }
 
-// startEgressRelay relays 127.0.0.1:Port to the egress Unix socket.
+// startEgressRelay relays 127.0.0.1:Port (and each localhost port) to the
+// egress Unix socket.
 func startEgressRelay(e *EgressRelay) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Port)))
-	if err != nil {
-		return fmt.Errorf("listen for egress on port %d: %w", e.Port, err)
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go relay(c, e.Socket)
+	listen := func(port int, connect bool) error {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("listen for egress on port %d: %w", port, err)
 		}
-	}()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				target := ""
+				if connect {
+					target = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+				}
+				go relay(c, e.Socket, target)
+			}
+		}()
+		return nil
+	}
+	if err := listen(e.Port, false); err != nil {
+		return err
+	}
+	for _, p := range e.LocalhostPorts {
+		if err := listen(p, true); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func relay(c net.Conn, socket string) {
+// relay copies c to and from a new connection to socket; with target set
+// it first asks the proxy to CONNECT there.
+func relay(c net.Conn, socket, target string) {
 	defer c.Close()
 	u, err := net.Dial("unix", socket)
 	if err != nil {
 		return
 	}
 	defer u.Close()
+	if target != "" {
+		if _, err := fmt.Fprintf(u, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
+			return
+		}
+		// Read the answer byte by byte so no tunnelled data is consumed.
+		var head []byte
+		var b [1]byte
+		for !strings.HasSuffix(string(head), "\r\n\r\n") {
+			if len(head) > 8192 {
+				return
+			}
+			if _, err := u.Read(b[:]); err != nil {
+				return
+			}
+			head = append(head, b[0])
+		}
+		if f := strings.Fields(string(head)); len(f) < 2 || !strings.HasPrefix(f[1], "2") {
+			return
+		}
+	}
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
 	go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
@@ -326,6 +375,9 @@ func (st *initState) start(r spawnRequest) {
 	}
 	cwd := r.req.Cwd
 	if cwd == "" {
+		cwd = st.cwd
+	}
+	if cwd == "" {
 		cwd = "/"
 	}
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
@@ -341,7 +393,7 @@ func (st *initState) start(r spawnRequest) {
 		Dir:   cwd,
 		Env:   r.req.Env,
 		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()
 	pid, err := syscall.ForkExec(path, r.req.Args, attr)
