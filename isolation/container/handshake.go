@@ -21,7 +21,11 @@ func handshake(ctx context.Context, conn *net.UnixConn, p *isolation.Plan) (init
 	cl.KillGrace = p.Limits.KillGrace
 	cfg := &sbinit.Config{RunID: p.RunID, Spec: p.Spec}
 	if p.Egress != nil {
-		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket}
+		cfg.Egress = &sbinit.EgressRelay{
+			Port:           p.Egress.ProxyPort,
+			Socket:         isolation.SandboxSocket,
+			LocalhostPorts: p.Egress.LocalhostPorts,
+		}
 	}
 	if _, err := cl.Handshake(ctx, cfg); err != nil {
 		_ = cl.Close()
