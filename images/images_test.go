@@ -320,3 +320,25 @@ func TestCacheDir(t *testing.T) {
 		t.Errorf("cache dir mode: %v %v", fi, err)
 	}
 }
+
+func TestRunStreamsLinesAndKeepsTheTail(t *testing.T) {
+	var lines []string
+	err := run(context.Background(), nil, func(l string) { lines = append(lines, l) }, "sh", "-c", "echo one; echo two >&2")
+	if err != nil || strings.Join(lines, ",") != "one,two" && strings.Join(lines, ",") != "two,one" {
+		t.Errorf("lines %q, err %v", lines, err)
+	}
+	err = run(context.Background(), nil, nil, "sh", "-c", "echo why; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "why") {
+		t.Errorf("failing command: %v, want its output in the error", err)
+	}
+}
+
+func TestMakeRootfsNeedsRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("runs as root: the refusal for other users cannot show")
+	}
+	err := makeRootfs(context.Background(), filepath.Join(t.TempDir(), "r.tar"), "http://m", nil)
+	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "--base") {
+		t.Errorf("makeRootfs as non-root: %v", err)
+	}
+}
