@@ -54,9 +54,10 @@ type Backend struct {
 	connect  connectFunc
 	uid, gid int
 
-	infoOnce sync.Once
-	info     system.Info
-	infoErr  error
+	ownClient bool // Close closes api
+
+	infoMu sync.Mutex
+	info   *system.Info // the engine's info, once it answered
 
 	binOnce sync.Once
 	binErr  error
@@ -86,7 +87,7 @@ func New(opts ...Option) (*Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", isolation.ErrUnsupported, err)
 		}
-		b.api = c
+		b.api, b.ownClient = c, true
 	}
 	if b.initBinary == "" {
 		exe, err := os.Executable()
@@ -101,23 +102,30 @@ func New(opts ...Option) (*Backend, error) {
 // Tier reports isolation.TierContainer.
 func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
 
-// Close releases the backend's engine connection.
+// Close releases the backend's engine connection, unless WithClient gave
+// it.
 func (b *Backend) Close() error {
-	if c, ok := b.api.(io.Closer); ok {
+	if c, ok := b.api.(io.Closer); ok && b.ownClient {
 		return c.Close()
 	}
 	return nil
 }
 
-// engineInfo returns the engine's info, asked once per Backend.
+// engineInfo returns the engine's info. The first answer is kept for the
+// Backend's life (runtimes and security options change only with a daemon
+// restart); a failure is not, so an engine started later is seen.
 func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
-	b.infoOnce.Do(func() {
-		b.info, b.infoErr = b.api.Info(ctx)
-		if b.infoErr != nil {
-			b.infoErr = b.engineErr("ask the Docker engine", b.infoErr)
-		}
-	})
-	return b.info, b.infoErr
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.info != nil {
+		return *b.info, nil
+	}
+	info, err := b.api.Info(ctx)
+	if err != nil {
+		return system.Info{}, b.engineErr("ask the Docker engine", err)
+	}
+	b.info = &info
+	return info, nil
 }
 
 // engineErr turns an engine error into one that says what to do. An engine
