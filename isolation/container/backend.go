@@ -313,6 +313,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, fmt.Errorf("open control socket %s: %w", sock, err)
 	}
 
+	// From here Close removes the container by name even when the answer
+	// to create was lost (a cancelled context after the engine made it).
+	s.ref = s.name
 	created, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.name)
 	if err != nil {
 		switch {
@@ -323,7 +326,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 		return nil, b.engineErr("create container "+s.name, err)
 	}
-	s.id = created.ID
+	s.id, s.ref = created.ID, created.ID
 	if err := b.api.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
 		return nil, b.engineErr("start container "+s.name, err)
 	}

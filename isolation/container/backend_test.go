@@ -75,8 +75,10 @@ func TestStartFailuresLeaveNothing(t *testing.T) {
 		removed    bool
 		is         error
 	}{
-		{"create fails", func(f *fakeEngine) { f.createErr = boom }, nil, false, boom},
-		{"image missing", func(f *fakeEngine) { f.createErr = errNotFound }, nil, false, images.ErrNotFound},
+		// A failed create may still have made the container (a cancelled
+		// request): it is removed by name.
+		{"create fails", func(f *fakeEngine) { f.createErr = boom }, nil, true, boom},
+		{"image missing", func(f *fakeEngine) { f.createErr = errNotFound }, nil, true, images.ErrNotFound},
 		{"start fails", func(f *fakeEngine) { f.startErr = boom }, nil, true, boom},
 		{"init never connects", func(f *fakeEngine) {}, context.DeadlineExceeded, true, context.DeadlineExceeded},
 	}

@@ -35,6 +35,9 @@ type sandbox struct {
 	plan *isolation.Plan
 	name string
 	id   string
+	// ref is what Close removes: the id, or the name when create was
+	// asked but its answer is unknown; empty before create.
+	ref string
 	ln   *net.UnixListener
 	init initConn
 
@@ -175,8 +178,8 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.init != nil {
 			_ = s.init.Close()
 		}
-		if s.id != "" {
-			err := s.api.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if s.ref != "" {
+			err := s.api.ContainerRemove(ctx, s.ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
 			if err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", s.name, err))
 			}
