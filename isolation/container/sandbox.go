@@ -37,7 +37,7 @@ type sandbox struct {
 	id   string
 	// ref is what Close removes: the id, or the name when create was
 	// asked but its answer is unknown; empty before create.
-	ref string
+	ref  string
 	ln   *net.UnixListener
 	init initConn
 
