@@ -336,8 +336,12 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			return b.engineErr("inspect container "+s.name, err)
 		}
 		if ins.State != nil && !ins.State.Running {
-			return fmt.Errorf("%w: container %s exited (code %d) before its init connected: %s",
-				isolation.ErrUnsupported, s.name, ins.State.ExitCode, ins.State.Error)
+			hint := "check that " + b.initBinary + " is the static sandboxed binary and runs in image " + cfg.Image
+			if p.Runtime == "runsc" {
+				hint = "runsc must let the sandbox dial host Unix sockets: add --host-uds=open to its runtimeArgs in /etc/docker/daemon.json"
+			}
+			return fmt.Errorf("%w: container %s exited (code %d%s) before its init connected: %s",
+				isolation.ErrUnsupported, s.name, ins.State.ExitCode, suffix(ins.State.Error), hint)
 		}
 		return nil
 	}
@@ -378,4 +382,12 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
 	return removed, errors.Join(errs...)
+}
+
+// suffix formats an optional engine message after a comma.
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ", " + msg
 }

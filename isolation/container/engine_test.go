@@ -381,3 +381,30 @@ print(s.recv(64).decode())
 		t.Errorf("egress relay: %+v", r)
 	}
 }
+
+// TestEngineInitDies: an init that exits before it connects fails Start
+// fast (not at the start timeout) and leaves nothing behind.
+func TestEngineInitDies(t *testing.T) {
+	engineBackend(t)
+	bin := filepath.Join(t.TempDir(), "exit")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/exit")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	b, err := New(WithInitBinary(bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p := enginePlan(t, "dies")
+	start := time.Now()
+	_, err = b.Start(context.Background(), p)
+	if !errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), "code 3") {
+		t.Errorf("Start with a dying init: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Start took %s to see the init die", d)
+	}
+	assertGone(t, b, p)
+}
