@@ -408,3 +408,36 @@ func TestEngineInitDies(t *testing.T) {
 	}
 	assertGone(t, b, p)
 }
+
+func TestEnginePidsLimit(t *testing.T) {
+	b := engineBackend(t)
+	p := enginePlan(t, "pids")
+	p.Limits.Pids = 16
+	sb, err := b.Start(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = sb.Close(context.Background())
+		assertGone(t, b, p)
+	}()
+	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
+import os, time
+kids = []
+try:
+    for _ in range(40):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(1)
+            os._exit(0)
+        kids.append(pid)
+except OSError as e:
+    print("fork failed:", e.errno)
+for k in kids:
+    os.waitpid(k, 0)
+`)
+	st, err := sb.Stats(context.Background())
+	if err != nil || !st.PidsLimitHit || !strings.Contains(r.stdout, "fork failed: 11") {
+		t.Errorf("Stats = %+v, %v after %+v: want the pids limit hit", st, err, r)
+	}
+}
