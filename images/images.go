@@ -70,6 +70,9 @@ type Event struct {
 	Message string `json:"message"`
 }
 
+// String renders the event as one line for a terminal: "stage: message".
+func (e Event) String() string { return e.Stage + ": " + e.Message }
+
 // BuildOptions say what to build. The zero value builds DefaultImage on a
 // locally made Debian base.
 type BuildOptions struct {
