@@ -1,0 +1,321 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// cleanupTimeout bounds teardown, which runs on its own context so a run
+// that timed out or was interrupted still cleans up.
+const cleanupTimeout = 30 * time.Second
+
+// ErrInterrupted is the cause set on the run context when sandboxed itself
+// gets SIGINT or SIGTERM.
+var ErrInterrupted = errors.New("interrupted")
+
+// Controller runs plans on backends and reports results.
+type Controller struct {
+	StateDir   string
+	RuntimeDir string
+	Backends   map[isolation.Tier]isolation.Backend
+	// Record, when set, is called with the final result before Execute
+	// returns (the audit log); its error fails the run report.
+	Record func(*Result) error
+}
+
+// Job is one run to execute: its plan and the commands of its steps.
+type Job struct {
+	Plan    *isolation.Plan
+	Version string
+	Steps   []JobStep
+	// Stdout and Stderr, when set, receive the tool's output live as well
+	// (the terminal); the Result keeps a capped copy either way.
+	Stdout, Stderr io.Writer
+	// Egress, when set, is called after the sandbox is gone to collect the
+	// proxy's connection records.
+	Egress func() []EgressEntry
+	// Notes are copied into the Result (e.g. "tier raised to process").
+	Notes []string
+}
+
+// JobStep is one command of a job.
+type JobStep struct {
+	Name            string
+	Cmd             isolation.Command
+	Stdin           []byte
+	Timeout         time.Duration // 0: only the run's timeout applies
+	BufferLimit     int64         // 0: DefaultBufferLimit
+	ContinueOnError bool
+}
+
+// Execute runs the job and returns its Result. Every outcome, including a
+// sandbox that failed to start, comes back as a Result with a status;
+// the error return is for failures to record the run.
+//
+// Teardown (kill, close, remove the run's host directory) always runs, on
+// a context of its own, also when ctx is cancelled.
+func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
+	p := job.Plan
+	start := time.Now()
+	res := &Result{
+		RunID:     p.RunID,
+		Tool:      p.Tool,
+		Version:   job.Version,
+		Isolation: string(p.Tier),
+		StartedAt: start.UTC(),
+		Steps:     []StepResult{},
+		Egress:    []EgressEntry{},
+		Notes:     job.Notes,
+	}
+	outAll := newCapture(sumLimits(job.Steps), nil)
+	errAll := newCapture(sumLimits(job.Steps), nil)
+
+	c.run(ctx, job, res, outAll, errAll)
+
+	if job.Egress != nil {
+		if e := job.Egress(); e != nil {
+			res.Egress = e
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	res.Stdout, res.Stderr = outAll.String(), errAll.String()
+	return res, c.finish(res, outAll.Bytes(), errAll.Bytes())
+}
+
+func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
+	var errs []error
+	if c.StateDir != "" {
+		if err := writeRecord(c.StateDir, res, stdout, stderr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Record != nil {
+		if err := c.Record(res); err != nil {
+			errs = append(errs, fmt.Errorf("record run %s: %w", res.RunID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sumLimits(steps []JobStep) int64 {
+	var n int64
+	for _, s := range steps {
+		if s.BufferLimit > 0 {
+			n += s.BufferLimit
+		} else {
+			n += DefaultBufferLimit
+		}
+	}
+	if n == 0 {
+		n = DefaultBufferLimit
+	}
+	return n
+}
+
+func (c *Controller) run(ctx context.Context, job *Job, res *Result, outAll, errAll *capture) {
+	p := job.Plan
+	fail := func(st Status, code, msg, hint string) {
+		res.Status = st
+		res.Error = &ErrorInfo{Code: code, Message: msg, Hint: hint}
+		res.ExitCode = res.ProcessExitCode()
+	}
+	b := c.Backends[p.Tier]
+	if b == nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`")
+		return
+	}
+	if err := b.Check(ctx, p); err != nil {
+		fail(StatusError, CodeInitFailed, err.Error(), hintFor(err))
+		return
+	}
+
+	// The run's private host directory: sockets and bookkeeping, labelled
+	// by run id so gc can find it after a crash.
+	if p.HostDir == "" {
+		p.HostDir = fmt.Sprintf("%s/%s", c.RuntimeDir, p.RunID)
+	}
+	if err := os.MkdirAll(c.RuntimeDir, 0o711); err != nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("create runtime dir %s: %v", c.RuntimeDir, err), "set SANDBOXED_RUNTIME_DIR to a writable directory")
+		return
+	}
+	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
+		return
+	}
+	defer os.RemoveAll(p.HostDir)
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if p.Limits.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, p.Limits.Timeout, context.DeadlineExceeded)
+		defer stop()
+	}
+
+	sb, err := b.Start(runCtx, p)
+	if err != nil {
+		switch {
+		case runCtx.Err() != nil:
+			c.ended(runCtx, res)
+		default:
+			fail(StatusError, CodeInitFailed, "start sandbox: "+err.Error(), hintFor(err))
+		}
+		return
+	}
+	teardown := func() {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer ccancel()
+		if st, err := sb.Stats(cctx); err == nil {
+			res.PeakMemoryBytes = st.PeakMemoryBytes
+			if st.OOMKilled && res.Status != StatusTimeout {
+				res.Status = StatusOOM
+				res.ExitCode = 137
+				res.Error = &ErrorInfo{
+					Code:    CodeQuota,
+					Message: fmt.Sprintf("killed by the memory limit of %s", humanBytes(p.Limits.MemoryBytes)),
+					Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
+				}
+			}
+		}
+		if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
+			res.Status = StatusError
+			res.ExitCode = 125
+			res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
+		}
+	}
+
+	// The watchdog: when the run's time is up or sandboxed is interrupted,
+	// every process of the sandbox gets SIGTERM, then SIGKILL after the grace.
+	var killed atomic.Bool
+	done := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		select {
+		case <-runCtx.Done():
+			killed.Store(true)
+			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer kcancel()
+			_ = sb.Kill(kctx, p.Limits.KillGrace)
+		case <-done:
+		}
+	}()
+
+	res.Status = StatusOK
+	failed, stepTimedOut := false, false
+	for _, st := range job.Steps {
+		if failed {
+			res.Steps = append(res.Steps, StepResult{Name: st.Name, Status: StatusFailed, Skipped: true})
+			continue
+		}
+		sr := c.runStep(runCtx, sb, st, job, outAll, errAll)
+		res.Steps = append(res.Steps, sr)
+		res.ExitCode = sr.ExitCode
+		if sr.ExitCode != 0 && !st.ContinueOnError {
+			failed = true
+			if sr.Status == StatusTimeout {
+				stepTimedOut = true
+			}
+		}
+		if runCtx.Err() != nil {
+			break
+		}
+	}
+	close(done)
+	<-watchdogDone
+
+	if runCtx.Err() != nil || killed.Load() {
+		c.ended(runCtx, res)
+	} else if stepTimedOut {
+		res.Status = StatusTimeout
+		res.ExitCode = 124
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "a step was killed at its time limit",
+			Hint: "raise the step's timeout if it needs longer"}
+	} else if failed || res.ExitCode != 0 {
+		res.Status = StatusFailed
+	}
+	teardown()
+}
+
+// ended sets the status of a run whose context ended before it did.
+func (c *Controller) ended(runCtx context.Context, res *Result) {
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		res.Status = StatusTimeout
+		res.ExitCode = 124
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "killed at the run's time limit",
+			Hint: "raise timeout (or resources.timeout) in the definition if the tool needs longer"}
+	default:
+		res.Status = StatusError
+		res.ExitCode = 130
+		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
+	}
+}
+
+func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outAll, errAll *capture) StepResult {
+	sctx := ctx
+	if st.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, context.DeadlineExceeded)
+		defer cancel()
+	}
+	out := newCapture(st.BufferLimit, job.Stdout)
+	errw := newCapture(st.BufferLimit, job.Stderr)
+	stdio := isolation.Stdio{Stdout: io.MultiWriter(out, outAll), Stderr: io.MultiWriter(errw, errAll)}
+	if st.Stdin != nil {
+		stdio.Stdin = bytes.NewReader(st.Stdin)
+	}
+	t0 := time.Now()
+	exit, err := sb.Exec(sctx, st.Cmd, stdio)
+	sr := StepResult{Name: st.Name, ExitCode: exit.Code, DurationMS: time.Since(t0).Milliseconds(), Attempts: 1}
+	switch {
+	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
+		sr.Status = StatusTimeout
+		sr.ExitCode = 124
+	case err != nil:
+		sr.Status = StatusError
+		if sr.ExitCode == 0 {
+			sr.ExitCode = 125
+		}
+		fmt.Fprintf(errAll, "sandboxed: step %s: %v\n", st.Name, err)
+	case exit.Code != 0:
+		sr.Status = StatusFailed
+	default:
+		sr.Status = StatusOK
+	}
+	return sr
+}
+
+// hintFor returns the fix an error carries, if it says one.
+func hintFor(err error) string {
+	var u *isolation.UnsupportedError
+	if errors.As(err, &u) {
+		return u.Fix
+	}
+	if errors.Is(err, isolation.ErrUnsupported) {
+		return "run `sandboxed doctor` to see what this host can enforce"
+	}
+	return ""
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%d bytes", n))
+}
