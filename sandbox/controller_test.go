@@ -24,7 +24,7 @@ type fakeBackend struct {
 	sb       *fakeSandbox
 }
 
-func (f *fakeBackend) Tier() isolation.Tier { return isolation.TierProcess }
+func (f *fakeBackend) Tier() isolation.Tier                         { return isolation.TierProcess }
 func (f *fakeBackend) Check(context.Context, *isolation.Plan) error { return f.checkErr }
 func (f *fakeBackend) GC(context.Context, func(string) bool) ([]string, error) {
 	return nil, nil
