@@ -23,7 +23,7 @@ e2e: build
 	SANDBOXED_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
 
 bench: build
-	SANDBOXED_BENCH=1 $(GO) run ./internal/bench
+	$(GO) run ./internal/bench -bin $(BIN)
 
 lint:
 	$(GO) vet ./...
