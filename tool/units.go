@@ -89,8 +89,8 @@ func FormatSize(n int64) string {
 // In YAML an integer duration is milliseconds (timeout, resources.timeout,
 // retry.delay, interactive-options.timeout, as the reference says). A
 // string is either an integer (milliseconds too) or a sequence of
-// number+unit pairs with units ms, s, m, h, d (24h) and w (7d): "30s",
-// "5m", "1h30m", "1.5h", "30d".
+// number+unit pairs with units ns, us, ms, s, m, h, d (24h) and w (7d):
+// "30s", "5m", "1h30m", "1.5h", "30d".
 
 var durationUnits = map[string]time.Duration{
 	"ms": time.Millisecond,
@@ -99,6 +99,8 @@ var durationUnits = map[string]time.Duration{
 	"h":  time.Hour,
 	"d":  24 * time.Hour,
 	"w":  7 * 24 * time.Hour,
+	"us": time.Microsecond,
+	"ns": time.Nanosecond,
 }
 
 // ParseDuration parses "1000" (milliseconds), "30s", "5m", "1h", "30d",
@@ -117,7 +119,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 		return time.Duration(n) * time.Millisecond, nil
 	}
-	var total float64
+	var total time.Duration
 	rest := t
 	for rest != "" {
 		i := 0
@@ -139,25 +141,42 @@ func ParseDuration(s string) (time.Duration, error) {
 		if !ok {
 			return 0, fmt.Errorf("parse duration %q: unknown unit %q (use ms, s, m, h, d, w)", s, unit)
 		}
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse duration %q: %q is not a number", s, num)
+		var part time.Duration
+		if !strings.Contains(num, ".") {
+			n, err := strconv.ParseInt(num, 10, 64)
+			if err != nil || n > math.MaxInt64/int64(mult) {
+				return 0, fmt.Errorf("parse duration %q: out of range", s)
+			}
+			part = time.Duration(n) * mult
+		} else {
+			f, err := strconv.ParseFloat(num, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse duration %q: %q is not a number", s, num)
+			}
+			v := f * float64(mult)
+			if v >= math.MaxInt64 {
+				return 0, fmt.Errorf("parse duration %q: out of range", s)
+			}
+			part = time.Duration(v)
 		}
-		total += f * float64(mult)
+		if total > math.MaxInt64-part {
+			return 0, fmt.Errorf("parse duration %q: out of range", s)
+		}
+		total += part
 	}
-	if total >= math.MaxInt64 || math.IsNaN(total) {
-		return 0, fmt.Errorf("parse duration %q: out of range", s)
-	}
-	return time.Duration(total), nil
+	return total, nil
 }
 
-// FormatDuration renders d for YAML: whole days as "Nd", otherwise
-// milliseconds as an integer string. ParseDuration(FormatDuration(d)) == d
-// for every whole number of milliseconds.
+// FormatDuration renders d for YAML: whole days as "Nd", whole
+// milliseconds as an integer string, anything finer as "Nns".
+// ParseDuration(FormatDuration(d)) == d for every d >= 0.
 func FormatDuration(d time.Duration) string {
 	day := 24 * time.Hour
-	if d > 0 && d%day == 0 {
+	switch {
+	case d > 0 && d%day == 0:
 		return strconv.FormatInt(int64(d/day), 10) + "d"
+	case d%time.Millisecond == 0:
+		return strconv.FormatInt(d.Milliseconds(), 10)
 	}
-	return strconv.FormatInt(d.Milliseconds(), 10)
+	return strconv.FormatInt(int64(d), 10) + "ns"
 }
