@@ -32,8 +32,18 @@ func (d *nodeDecoder) pos(n *yaml.Node) Pos {
 	return Pos{File: d.file, Line: n.Line, Col: col}
 }
 
+// maxDiags bounds the diagnostics of one file: past it, a file is so far
+// from a definition that more lines would not help.
+const maxDiags = 100
+
 func (d *nodeDecoder) errAt(p Pos, hint, format string, args ...any) {
-	d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...), Hint: hint})
+	switch {
+	case len(d.diags) < maxDiags:
+		d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...), Hint: hint})
+	case len(d.diags) == maxDiags:
+		d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf("too many errors; stopped after %d", maxDiags),
+			Hint: "fix the errors above and load the file again"})
+	}
 }
 
 func (d *nodeDecoder) errf(n *yaml.Node, hint, format string, args ...any) {
