@@ -163,18 +163,8 @@ func fieldKeys(m map[string]fieldFn) []string {
 // nearestKeyHint names the known key closest to key by edit distance, or
 // lists the known keys when none is close.
 func nearestKeyHint(key string, known []string) string {
-	best, bestD := "", math.MaxInt
-	for _, k := range known {
-		if dist := levenshtein(strings.ToLower(key), k); dist < bestD {
-			best, bestD = k, dist
-		}
-	}
-	limit := len(key) / 3
-	if limit < 2 {
-		limit = 2
-	}
-	if best != "" && bestD <= limit {
-		return "did you mean " + best + "?"
+	if h := nearestNameHint(key, known, ""); h != "" {
+		return h
 	}
 	if len(known) == 0 {
 		return ""

@@ -101,7 +101,7 @@ func (l *defLoader) validate() {
 	defaultEdges := map[string][]defaultEdge{}
 	for _, s := range l.sites {
 		for _, r := range scanRefs(s.text) {
-			l.checkrefSpan(s, r, params, paramNames, waits, defaultEdges)
+			l.checkRef(s, r, params, paramNames, waits, defaultEdges)
 		}
 	}
 	l.checkDefaultCycles(defaultEdges)
@@ -126,12 +126,15 @@ func (l *defLoader) validate() {
 
 func nearestNameHint(name string, known []string, fallback string) string {
 	best, bestD := "", 1<<30
+	limit := max(2, len(name)/3)
 	for _, k := range known {
+		if diff := len(k) - len(name); diff > limit || -diff > limit {
+			continue // too far apart to be a typo; skips the quadratic distance
+		}
 		if d := levenshtein(strings.ToLower(name), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
-	limit := max(2, len(name)/3)
 	if best != "" && bestD <= limit {
 		return "did you mean " + best + "?"
 	}
@@ -150,7 +153,10 @@ func (l *defLoader) stepLabel(i int) string {
 	return fmt.Sprintf("step %d", i+1)
 }
 
-func (l *defLoader) checkrefSpan(s textSite, r refSpan, params map[string]bool, paramNames []string, waits [][]bool, defaultEdges map[string][]defaultEdge) {
+func (l *defLoader) checkRef(s textSite, r refSpan, params map[string]bool, paramNames []string, waits *waitGraph, defaultEdges map[string][]defaultEdge) {
+	if len(l.diags) > maxDiags {
+		return // reporting has stopped; skip the work of building messages
+	}
 	p := l.textPos(s.node, r.Off)
 	where := s.ctx.what
 	if s.ctx.step >= 0 {
@@ -214,16 +220,41 @@ func (l *defLoader) checkrefSpan(s textSite, r refSpan, params map[string]bool, 
 		return
 	case idx == s.ctx.step && !s.ctx.self:
 		l.errAt(p, "a step's results exist only after it ran; use them in a later step", "%s refers to its own result %s", where, text)
-	case idx > s.ctx.step && !waits[s.ctx.step][idx]:
+	case idx > s.ctx.step && !waits.reaches(s.ctx.step, idx):
 		l.errAt(p, fmt.Sprintf("move step %s before %s, or add it to wait-for", r.Name, l.stepLabel(s.ctx.step)),
 			"%s refers to %s, but step %s comes later", where, text, r.Name)
 	}
 }
 
+// waitGraph is the wait-for relation between steps (by index).
+type waitGraph struct {
+	adj  [][]int
+	memo map[int]map[int]bool
+}
+
+// reaches reports whether step i waits, directly or not, for step j.
+func (g *waitGraph) reaches(i, j int) bool {
+	if seen, ok := g.memo[i]; ok {
+		return seen[j]
+	}
+	seen := map[int]bool{}
+	stack := append([]int(nil), g.adj[i]...)
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		stack = append(stack, g.adj[v]...)
+	}
+	g.memo[i] = seen
+	return seen[j]
+}
+
 // checkWaitFor checks each wait-for entry names another existing step and
-// that wait-for has no cycle. It returns the transitive closure:
-// waits[i][j] is true when step i waits, directly or not, for step j.
-func (l *defLoader) checkWaitFor() [][]bool {
+// that wait-for has no cycle, and returns the wait-for graph.
+func (l *defLoader) checkWaitFor() *waitGraph {
 	n := len(l.def.Steps)
 	adj := make([][]int, n)
 	edgeNode := map[[2]int]*yaml.Node{}
@@ -262,21 +293,7 @@ func (l *defLoader) checkWaitFor() [][]bool {
 		l.errf(last, "steps in a cycle wait for each other forever; remove one of these wait-for entries",
 			"wait-for cycle: %s", strings.Join(path, " → "))
 	}
-	waits := make([][]bool, n)
-	for i := range waits {
-		waits[i] = make([]bool, n)
-		stack := append([]int(nil), adj[i]...)
-		for len(stack) > 0 {
-			v := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if waits[i][v] {
-				continue
-			}
-			waits[i][v] = true
-			stack = append(stack, adj[v]...)
-		}
-	}
-	return waits
+	return &waitGraph{adj: adj, memo: map[int]map[int]bool{}}
 }
 
 // checkDefaultCycles reports defaults that refer to each other in a cycle
