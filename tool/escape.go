@@ -127,7 +127,7 @@ func decodeRune(s string) (rune, int) {
 	return utf8.DecodeRuneInString(s)
 }
 
-// ShellQuote returns v quoted as one literal POSIX shell word ('' for the
+// ShellQuote returns v quoted as one literal POSIX shell word (” for the
 // empty string, unlike substitution, which drops empty values). It is for
 // display and for callers that build a command line themselves.
 func ShellQuote(v string) string {

@@ -48,21 +48,21 @@ func (s Syntax) String() string {
 type qctx int
 
 const (
-	ctxPlain          qctx = iota // no shell: verbatim
-	ctxBare                       // unquoted shell word
-	ctxSingle                     // inside '...'
-	ctxDouble                     // inside "..."
-	ctxDollarSingle               // inside $'...' (bash)
-	ctxComment                    // inside a # comment
-	ctxHeredoc                    // here-document body, unquoted delimiter
-	ctxHeredocQuoted              // here-document body, quoted delimiter
-	ctxArith                      // inside $(( )) or (( ))
-	ctxUnsupported                // a context we refuse (backticks, ${...}, here-strings)
-	ctxPwshBare                   // PowerShell bare argument
-	ctxPwshSingle                 // PowerShell '...'
-	ctxPwshDouble                 // PowerShell "..."
-	ctxPwshComment                // PowerShell # comment
-	ctxArgv                       // a word of a `run:` command
+	ctxPlain         qctx = iota // no shell: verbatim
+	ctxBare                      // unquoted shell word
+	ctxSingle                    // inside '...'
+	ctxDouble                    // inside "..."
+	ctxDollarSingle              // inside $'...' (bash)
+	ctxComment                   // inside a # comment
+	ctxHeredoc                   // here-document body, unquoted delimiter
+	ctxHeredocQuoted             // here-document body, quoted delimiter
+	ctxArith                     // inside $(( )) or (( ))
+	ctxUnsupported               // a context we refuse (backticks, ${...}, here-strings)
+	ctxPwshBare                  // PowerShell bare argument
+	ctxPwshSingle                // PowerShell '...'
+	ctxPwshDouble                // PowerShell "..."
+	ctxPwshComment               // PowerShell # comment
+	ctxArgv                      // a word of a `run:` command
 )
 
 var ctxNames = map[qctx]string{
@@ -250,7 +250,7 @@ type shScanner struct {
 	lit     int // start of pending literal text
 }
 
-func (s *shScanner) top() *frame { return &s.stack[len(s.stack)-1] }
+func (s *shScanner) top() *frame  { return &s.stack[len(s.stack)-1] }
 func (s *shScanner) push(f frame) { s.stack = append(s.stack, f) }
 func (s *shScanner) pop() {
 	if len(s.stack) > 1 {

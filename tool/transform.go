@@ -192,7 +192,7 @@ func heapBytes() uint64 {
 
 // EvalTransform evaluates the JavaScript expression expr with `value` set
 // to value (a string, float64, bool, []any or map[string]any; typed, so
-// `value ? '-v' : ''` sees a boolean) and returns the result as text:
+// `value ? '-v' : ”` sees a boolean) and returns the result as text:
 // null and undefined become "", numbers print without a trailing ".0",
 // arrays join with "," (as JavaScript's String does), objects become JSON.
 // The returned error is a *TransformError.
