@@ -127,9 +127,10 @@ func decodeRune(s string) (rune, int) {
 	return utf8.DecodeRuneInString(s)
 }
 
-// ShellQuote returns v quoted as one literal POSIX shell word (” for the
-// empty string, unlike substitution, which drops empty values). It is for
-// display and for callers that build a command line themselves.
+// ShellQuote returns v quoted as one literal POSIX shell word; the empty
+// string becomes a pair of single quotes (substitution, unlike this, drops
+// empty values). It is for display and for callers that build a command
+// line themselves.
 func ShellQuote(v string) string {
 	if v == "" {
 		return "''"
