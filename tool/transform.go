@@ -17,7 +17,7 @@ type TransformLimits struct {
 	// Timeout is the wall-clock limit (default 250ms).
 	Timeout time.Duration
 	// MaxHeapGrowth is how much the process heap may grow while the
-	// transform runs before it is stopped (default 256 MiB).
+	// transform runs before it is stopped (default 128 MiB).
 	MaxHeapGrowth uint64
 	// MaxResult is the longest result text accepted, in bytes (default 1 MiB).
 	MaxResult int
@@ -26,7 +26,7 @@ type TransformLimits struct {
 // DefaultTransformLimits are the limits Bind uses unless BindEnv says otherwise.
 var DefaultTransformLimits = TransformLimits{
 	Timeout:       250 * time.Millisecond,
-	MaxHeapGrowth: 256 << 20,
+	MaxHeapGrowth: 128 << 20,
 	MaxResult:     1 << 20,
 }
 
@@ -272,7 +272,7 @@ func evalIn(vm *goja.Runtime, expr string, value any, lim TransformLimits) (stri
 		if asInterrupted(err, &intr) {
 			return "", &TransformError{Reason: "interrupted"}
 		}
-		return "", &TransformError{Reason: firstLine(err.Error())}
+		return "", &TransformError{Reason: errText(err)}
 	}
 	if res == nil || goja.IsUndefined(res) || goja.IsNull(res) {
 		return "", nil
@@ -290,7 +290,7 @@ func evalIn(vm *goja.Runtime, expr string, value any, lim TransformLimits) (stri
 		fn, _ := goja.AssertFunction(s)
 		out, err := fn(goja.Undefined(), res)
 		if err != nil {
-			return "", &TransformError{Reason: firstLine(err.Error())}
+			return "", &TransformError{Reason: errText(err)}
 		}
 		text = out.String()
 	default:
@@ -313,6 +313,18 @@ func asInterrupted(err error, target **goja.InterruptedError) bool {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// errText is the first line of a script error: "ReferenceError: x is not
+// defined", "RangeError: Maximum call stack size exceeded".
+func errText(err error) string {
+	switch e := err.(type) {
+	case *goja.Exception:
+		return firstLine(e.Value().String())
+	case *goja.StackOverflowError:
+		return "RangeError: maximum call stack size exceeded"
+	}
+	return firstLine(err.Error())
 }
 
 func firstLine(s string) string {
