@@ -422,6 +422,9 @@ func Bind(d *Definition, in Input, env BindEnv) (*Bound, error) {
 	if d == nil {
 		return nil, fmt.Errorf("bind: no definition: %w", ErrUnsupportedExec)
 	}
+	if d.Type == "alias" && d.Exec == nil && d.Commands == nil && len(d.Steps) == 0 {
+		return nil, fmt.Errorf("bind %s: an alias must be merged with its base tool %q first (MergeAlias): %w", d.Name, d.BaseTool, ErrUnsupportedExec)
+	}
 	if env.Platform == "" {
 		env.Platform = "linux"
 	}
@@ -718,8 +721,6 @@ func (bd *binder) bindRest() error {
 		return err
 	}
 	switch {
-	case d.Type == "alias" && d.Exec == nil && d.Commands == nil && len(d.Steps) == 0:
-		return fmt.Errorf("bind %s: an alias must be merged with its base tool %q first (MergeAlias): %w", d.Name, d.BaseTool, ErrUnsupportedExec)
 	case len(d.Steps) > 0:
 		for i := range d.Steps {
 			s, err := bd.step(&d.Steps[i], toolTimeout)
