@@ -18,7 +18,7 @@ import (
 //	here-document       \ $ ` preceded by a backslash (unquoted delimiter),
 //	                    verbatim (quoted delimiter); a newline is refused and
 //	                    a line that would equal the delimiter is refused
-//	comment             newlines become spaces
+//	comment             line breaks and backslashes become spaces
 //	$(( )) / (( ))      only an optionally signed integer is accepted
 //	backticks, ${...}   refused: use $(...) or a plain word instead
 //	PowerShell bare     'v' with every single-quote character doubled
@@ -57,7 +57,9 @@ func escapeValue(ctx qctx, why, name, v string) (string, error) {
 		}
 		return v, nil
 	case ctxComment:
-		return strings.NewReplacer("\n", " ", "\r", " ").Replace(v), nil
+		// A comment's text does no work; line breaks (and backslashes, which
+		// some parsers take as continuing the line) become spaces.
+		return strings.NewReplacer("\n", " ", "\r", " ", "\\", " ").Replace(v), nil
 	case ctxArith:
 		if !arithRe.MatchString(v) {
 			return "", fmt.Errorf("substitute {%s} into %s: %q is not an integer; only integers may be placed in $(( )): %w", name, ctx, v, ErrUnsafeValue)
