@@ -1,0 +1,57 @@
+package cgroup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// Parent is the cgroup directory (under each hierarchy root) that holds
+// one child per run.
+const Parent = "sandboxed"
+
+// Resources are the limits of one run's cgroup. Zero Memory or Pids means
+// no limit of that kind; CPUs 0 means no cpu limit.
+type Resources struct {
+	MemoryBytes int64
+	Pids        int64
+	CPUs        float64
+}
+
+// Stats are what the cgroup measured.
+type Stats struct {
+	PeakMemoryBytes int64
+	OOMKilled       bool
+	PidsLimitHit    bool
+}
+
+// Group is one run's cgroup. Methods are safe for concurrent use.
+type Group interface {
+	// Version is 1 or 2.
+	Version() int
+	// Path is the group's path relative to the hierarchy roots.
+	Path() string
+	// AddProc moves pid (a whole thread group) into the group.
+	AddProc(pid int) error
+	// Procs lists the (host) pids in the group.
+	Procs() ([]int, error)
+	// Signal sends sig to every process in the group.
+	Signal(sig syscall.Signal) error
+	// Kill kills every process of the group and returns when it is empty.
+	Kill(ctx context.Context) error
+	// Stats reads peak memory and whether the OOM killer or the pids limit
+	// struck.
+	Stats() (Stats, error)
+	// Delete removes the (empty) group. Deleting a missing group is not an
+	// error.
+	Delete() error
+}
+
+// path returns the relative path of run id's cgroup.
+func path(runID string) (string, error) {
+	if runID == "" || strings.ContainsAny(runID, "/\x00") || runID == "." || runID == ".." || len(runID) > 200 {
+		return "", fmt.Errorf("cgroup for run %q: %w", runID, ErrBadRunID)
+	}
+	return "/" + Parent + "/" + runID, nil
+}

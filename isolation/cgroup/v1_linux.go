@@ -1,0 +1,192 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+type v1Group struct {
+	h    *Host
+	path string
+	cg   cgroup1.Cgroup
+}
+
+// v1Hierarchy hands the library its controllers. The library names a
+// controller's directory root/<name>, so root is the directory holding the
+// mountpoint (hosts that co-mount cpu,cpuacct have a cpu symlink there).
+func (h *Host) v1Hierarchy() cgroup1.Hierarchy {
+	return func() ([]cgroup1.Subsystem, error) {
+		var subs []cgroup1.Subsystem
+		for _, name := range []string{"memory", "pids", "cpu", "freezer"} {
+			mnt, ok := h.V1[name]
+			if !ok {
+				continue
+			}
+			root := filepath.Dir(mnt)
+			if fi, err := os.Stat(filepath.Join(root, name)); err != nil || !fi.IsDir() {
+				return nil, fmt.Errorf("cgroup v1 %s controller at %s: no %s directory next to it", name, mnt, name)
+			}
+			switch name {
+			case "memory":
+				subs = append(subs, cgroup1.NewMemory(root, cgroup1.OptionalSwap()))
+			case "pids":
+				subs = append(subs, cgroup1.NewPids(root))
+			case "cpu":
+				subs = append(subs, cgroup1.NewCpu(root))
+			case "freezer":
+				subs = append(subs, cgroup1.NewFreezer(root))
+			}
+		}
+		return subs, nil
+	}
+}
+
+// v1Resources turns r into the OCI resources for cgroup v1: memory+swap is
+// held to the memory limit where the kernel accounts swap, otherwise
+// swapping is turned off for the group.
+func v1Resources(r Resources, memswAvailable bool) *specs.LinuxResources {
+	res := &specs.LinuxResources{}
+	if r.MemoryBytes > 0 {
+		m := r.MemoryBytes
+		res.Memory = &specs.LinuxMemory{Limit: &m}
+		if memswAvailable {
+			res.Memory.Swap = &m
+		} else {
+			var zero uint64
+			res.Memory.Swappiness = &zero
+		}
+	}
+	if r.Pids > 0 {
+		res.Pids = &specs.LinuxPids{Limit: &r.Pids}
+	}
+	if r.CPUs > 0 {
+		period := uint64(100000)
+		quota := int64(r.CPUs * float64(period))
+		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+	}
+	return res
+}
+
+func newV1(h *Host, p string, r Resources) (Group, error) {
+	memsw := false
+	if root, ok := h.V1["memory"]; ok {
+		_, err := os.Stat(filepath.Join(root, "memory.memsw.limit_in_bytes"))
+		memsw = err == nil
+	}
+	cg, err := cgroup1.New(cgroup1.StaticPath(p), v1Resources(r, memsw), cgroup1.WithHierarchy(h.v1Hierarchy()))
+	if err != nil {
+		// Creation may have made some of the directories.
+		if old, lerr := cgroup1.Load(cgroup1.StaticPath(p), cgroup1.WithHierarchy(h.v1Hierarchy())); lerr == nil {
+			_ = old.Delete()
+		}
+		return nil, fmt.Errorf("create cgroup %s: %w", p, err)
+	}
+	return &v1Group{h: h, path: p, cg: cg}, nil
+}
+
+func loadV1(h *Host, p string) (Group, error) {
+	cg, err := cgroup1.Load(cgroup1.StaticPath(p), cgroup1.WithHierarchy(h.v1Hierarchy()))
+	if err != nil {
+		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
+			return nil, fmt.Errorf("load cgroup %s: %w", p, ErrNotFound)
+		}
+		return nil, fmt.Errorf("load cgroup %s: %w", p, err)
+	}
+	return &v1Group{h: h, path: p, cg: cg}, nil
+}
+
+func (g *v1Group) Version() int { return 1 }
+func (g *v1Group) Path() string { return g.path }
+
+func (g *v1Group) AddProc(pid int) error {
+	if err := g.cg.AddProc(uint64(pid)); err != nil {
+		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.path, err)
+	}
+	return nil
+}
+
+// file is a control file of controller ctl.
+func (g *v1Group) file(ctl, name string) string {
+	return filepath.Join(g.h.V1[ctl], g.path, name)
+}
+
+func (g *v1Group) Procs() ([]int, error) {
+	// The freezer (or memory) hierarchy holds every process of the run.
+	ctl := "freezer"
+	if _, ok := g.h.V1[ctl]; !ok {
+		ctl = "memory"
+	}
+	return readProcs(g.file(ctl, "cgroup.procs"))
+}
+
+func (g *v1Group) Signal(sig syscall.Signal) error {
+	pids, err := g.Procs()
+	if err != nil {
+		return fmt.Errorf("signal cgroup %s: %w", g.path, err)
+	}
+	signalAll(pids, sig)
+	return nil
+}
+
+// Kill freezes the group so nothing can fork, SIGKILLs every task, thaws
+// it so the kill is delivered, and repeats until the group is empty.
+func (g *v1Group) Kill(ctx context.Context) error {
+	for {
+		if err := g.cg.Freeze(); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("freeze cgroup %s: %w", g.path, err)
+		}
+		pids, err := g.Procs()
+		if err != nil && !os.IsNotExist(err) {
+			_ = g.cg.Thaw()
+			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
+		}
+		signalAll(pids, syscall.SIGKILL)
+		if err := g.cg.Thaw(); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("thaw cgroup %s: %w", g.path, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if err := waitEmpty(ctx, g.Procs); err == nil {
+			return nil
+		} else if ctx.Err() != nil {
+			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
+		}
+	}
+}
+
+func (g *v1Group) Stats() (Stats, error) {
+	var s Stats
+	if _, ok := g.h.V1["memory"]; ok {
+		peak, err := readInt(g.file("memory", "memory.max_usage_in_bytes"))
+		if err != nil {
+			return s, fmt.Errorf("read cgroup %s memory peak: %w", g.path, err)
+		}
+		s.PeakMemoryBytes = peak
+		oom, err := readKey(g.file("memory", "memory.oom_control"), "oom_kill")
+		if err != nil {
+			return s, fmt.Errorf("read cgroup %s oom count: %w", g.path, err)
+		}
+		s.OOMKilled = oom > 0
+	}
+	if _, ok := g.h.V1["pids"]; ok {
+		if n, err := readKey(g.file("pids", "pids.events"), "max"); err == nil {
+			s.PidsLimitHit = n > 0
+		}
+	}
+	return s, nil
+}
+
+func (g *v1Group) Delete() error {
+	if err := g.cg.Delete(); err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", g.path, err)
+	}
+	return nil
+}

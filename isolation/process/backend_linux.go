@@ -1,0 +1,409 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
+)
+
+// Backend is the process tier.
+type Backend struct {
+	// Exe is the binary re-executed as the init; empty means
+	// /proc/self/exe. It must call sbinit.Main early (see package doc).
+	Exe string
+
+	once  sync.Once
+	feats Features
+}
+
+// New returns the process-tier backend.
+func New() *Backend { return &Backend{} }
+
+var _ isolation.Backend = (*Backend)(nil)
+
+// Tier reports isolation.TierProcess.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierProcess }
+
+func (b *Backend) features(ctx context.Context) *Features {
+	b.once.Do(func() { b.feats = Probe(ctx) })
+	return &b.feats
+}
+
+// Privilege names (tool.Definition's execution-privilege values).
+const (
+	privSameAsUser = "same-as-user"
+	privReduced    = "reduced"
+	privElevated   = "elevated"
+)
+
+// Check refuses a plan this host cannot enforce in full.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	if p == nil || p.Spec == nil || p.Spec.Process == nil {
+		return fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
+	}
+	if p.Tier != isolation.TierProcess {
+		return fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
+	}
+	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 {
+		return fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
+	}
+	f := b.features(ctx)
+	if !f.Root {
+		return &isolation.UnsupportedError{What: "the process tier without root", Fix: "run sandboxed as root (sudo), or use isolation: container or none"}
+	}
+	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		if !f.Namespaces[ns] {
+			return &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
+		}
+	}
+	if p.Privilege == privElevated && !f.Namespaces["user"] {
+		return &isolation.UnsupportedError{What: "user namespaces (elevated privilege)", Fix: "sysctl -w user.max_user_namespaces=15000, or run without elevated"}
+	}
+	if f.cgroups == nil {
+		return &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+	}
+	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
+		if !f.Seccomp {
+			return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+		}
+		if _, err := seccomp.Compile(p.Spec.Linux.Seccomp); err != nil {
+			return fmt.Errorf("check plan: %w", err)
+		}
+	}
+	if _, err := cgroupRunID(p.RunID); err != nil {
+		return err
+	}
+	return nil
+}
+
+func cgroupRunID(id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("check plan: no run id: %w", ErrBadPlan)
+	}
+	return id, nil
+}
+
+func resources(l isolation.Limits) cgroup.Resources {
+	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}
+}
+
+// Start builds the sandbox: cgroup, init in new namespaces, root, dropped
+// credentials. On error nothing is left behind.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+	if err := b.Check(ctx, p); err != nil {
+		return nil, err
+	}
+	f := b.features(ctx)
+	var undo []func()
+	defer func() {
+		if retErr != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	cleanCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	}
+
+	cg, err := f.cgroups.New(p.RunID, resources(p.Limits))
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	undo = append(undo, func() {
+		c, cancel := cleanCtx()
+		defer cancel()
+		_ = cg.Kill(c)
+		_ = cg.Delete()
+	})
+
+	host, child, err := sbinit.SocketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer child.Close()
+	cl := sbinit.NewClient(host)
+	undo = append(undo, func() { cl.Close() })
+
+	exe := b.Exe
+	if exe == "" {
+		exe = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:       exe,
+		Args:       []string{"sandboxed-init", sbinit.InitArg},
+		Env:        []string{},
+		ExtraFiles: []*os.File{child},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
+				unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
+			Setsid:    true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if p.Privilege == privElevated {
+		// Root inside, an unprivileged id outside: never host root.
+		hostUID, hostGID := os.Getuid(), os.Getgid()
+		if hostUID == 0 {
+			hostUID, hostGID = 65534, 65534
+		}
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostUID, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostGID, Size: 1}}
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = os.Getuid() == 0
+	}
+	var cgFile *os.File
+	if cg.Version() == 2 {
+		// Born in the run's cgroup (and rooted there for its cgroup
+		// namespace), before it runs a single instruction.
+		if cgFile, err = os.OpenFile(f.cgroups.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open cgroup %s: %w", cg.Path(), err)
+		}
+		defer cgFile.Close()
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
+	}
+	// Pdeathsig fires when the starting thread exits: keep it on one that
+	// the runtime does not retire.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox init: %w", err)
+	}
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); close(waited) }()
+	undo = append(undo, func() {
+		_ = cmd.Process.Kill()
+		<-waited
+	})
+	child.Close()
+	if cg.Version() == 1 {
+		// The init waits for its config frame; nothing runs before this.
+		if err := cg.AddProc(cmd.Process.Pid); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	}
+
+	cl.KillGrace = p.Limits.KillGrace
+	cfg := initConfig(p)
+	if _, err := cl.Handshake(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// initConfig is what the init needs of the plan.
+func initConfig(p *isolation.Plan) *sbinit.Config {
+	spec := p.Spec
+	cfg := &sbinit.Config{
+		RunID:          p.RunID,
+		Spec:           spec,
+		BuildRoot:      true,
+		DropPrivileges: true,
+		NetworkUp:      true,
+		TmpfsBytes:     p.Limits.TmpfsBytes,
+	}
+	if p.Egress != nil {
+		s := *spec
+		s.Mounts = append(append([]specs.Mount(nil), spec.Mounts...), specs.Mount{
+			Destination: isolation.SandboxSocket,
+			Source:      p.Egress.ProxySocket,
+			Type:        "bind",
+			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
+		})
+		cfg.Spec = &s
+		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket}
+	}
+	return cfg
+}
+
+type sandbox struct {
+	plan   *isolation.Plan
+	cg     cgroup.Group
+	cl     *sbinit.Client
+	cmd    *exec.Cmd
+	waited chan struct{}
+
+	mu     sync.Mutex
+	killed bool
+	closed bool
+	peak   int64
+}
+
+func (s *sandbox) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Exec runs cmd through the init.
+func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
+	if s.isClosed() {
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: %w", s.plan.RunID, isolation.ErrClosed)
+	}
+	exit, err := s.cl.Exec(ctx, cmd, stdio)
+	if errors.Is(err, sbinit.ErrInitGone) {
+		s.mu.Lock()
+		killed := s.killed
+		s.mu.Unlock()
+		if killed {
+			// Kill took the whole sandbox down, the command with it.
+			return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctx.Err()
+		}
+		if st, serr := s.cg.Stats(); serr == nil && st.OOMKilled {
+			// The OOM killer chose the init (memory no process owns,
+			// such as a full /tmp, makes it the largest): the sandbox
+			// and the command died of the memory limit.
+			return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctx.Err()
+		}
+	}
+	return exit, err
+}
+
+// Kill sends SIGTERM to every process of the run (host pids, from the
+// cgroup), waits up to grace for them to go, then kills the cgroup.
+func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	_ = s.cg.Signal(syscall.SIGTERM)
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	err := waitEmpty(gctx, s.cg)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if err := s.cg.Kill(ctx); err != nil {
+		return fmt.Errorf("kill sandbox %s: %w", s.plan.RunID, err)
+	}
+	return nil
+}
+
+// waitEmpty waits until the cgroup has no process or ctx ends.
+func waitEmpty(ctx context.Context, cg cgroup.Group) error {
+	delay := 500 * time.Microsecond
+	for {
+		pids, err := cg.Procs()
+		if err != nil || len(pids) == 0 {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Stats reads the cgroup's counters.
+func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	st, err := s.cg.Stats()
+	if err != nil {
+		return isolation.Stats{}, fmt.Errorf("stats of sandbox %s: %w", s.plan.RunID, err)
+	}
+	s.mu.Lock()
+	if st.PeakMemoryBytes > s.peak {
+		s.peak = st.PeakMemoryBytes
+	}
+	peak := s.peak
+	s.mu.Unlock()
+	return isolation.Stats{PeakMemoryBytes: peak, OOMKilled: st.OOMKilled, PidsLimitHit: st.PidsLimitHit}, nil
+}
+
+// Close ends the init (closing the control channel makes it kill
+// everything), makes sure the cgroup is empty and removes it.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	_ = s.cl.Close()
+	t := time.NewTimer(time.Second)
+	select {
+	case <-s.waited:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	var errs []error
+	if err := s.cg.Kill(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	select {
+	case <-s.waited:
+	case <-ctx.Done():
+		_ = s.cmd.Process.Kill()
+		<-s.waited
+	}
+	if err := s.cg.Delete(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sandbox %s: %w", s.plan.RunID, err)
+	}
+	return nil
+}
+
+// GC kills and removes the cgroups of runs that are not live.
+func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
+	f := b.features(ctx)
+	if f.cgroups == nil {
+		return nil, nil
+	}
+	return gcCgroups(ctx, f.cgroups, keep)
+}
+
+func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]string, error) {
+	ids, err := h.List()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, id := range ids {
+		if keep != nil && keep(id) {
+			continue
+		}
+		cg, err := h.Load(id)
+		if err != nil {
+			continue
+		}
+		if err := cg.Kill(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := cg.Delete(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,43 @@
+//go:build !linux
+
+package process
+
+import (
+	"context"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// Backend is the process tier; it needs Linux.
+type Backend struct{ Exe string }
+
+// Features is what this host offers the process tier.
+type Features struct {
+	Missing []error `json:"-"`
+}
+
+// Probe reports that the process tier needs Linux.
+func Probe(ctx context.Context) Features {
+	return Features{Missing: []error{unsupported()}}
+}
+
+func unsupported() error {
+	return &isolation.UnsupportedError{What: "the process tier", Fix: "run on Linux, or use isolation: container or none"}
+}
+
+// New returns the process-tier backend.
+func New() *Backend { return &Backend{} }
+
+// Tier reports isolation.TierProcess.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierProcess }
+
+// Check refuses every plan off Linux.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error { return unsupported() }
+
+// Start refuses every plan off Linux.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	return nil, unsupported()
+}
+
+// GC has nothing to do off Linux.
+func (b *Backend) GC(ctx context.Context, keep func(string) bool) ([]string, error) { return nil, nil }

@@ -1,0 +1,269 @@
+package process_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if sbinit.IsInit() {
+		sbinit.Main()
+	}
+	os.Exit(m.Run())
+}
+
+// needRoot gates tests of the real backend: they need root and
+// SANDBOXED_E2E=1. With CI set they fail instead of skipping.
+func needRoot(t testing.TB) {
+	t.Helper()
+	var why string
+	switch {
+	case os.Getenv("SANDBOXED_E2E") != "1":
+		why = "SANDBOXED_E2E=1 not set"
+	case os.Geteuid() != 0:
+		why = "needs root"
+	default:
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("process backend tests cannot run in CI: %s", why)
+	}
+	t.Skip(why)
+}
+
+var runSeq atomic.Int64
+
+func testPlan(t testing.TB, priv string, opts ...sandbox.SpecOpt) *isolation.Plan {
+	t.Helper()
+	id := fmt.Sprintf("test-%d-%d", os.Getpid(), runSeq.Add(1))
+	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64)}
+	if priv == sandbox.PrivSameAsUser {
+		base = append(base, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
+	}
+	spec, err := sandbox.NewSpec(id, priv, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &isolation.Plan{
+		RunID: id, Tool: "test", Tier: isolation.TierProcess, Privilege: priv, Spec: spec,
+		Limits: isolation.Limits{MemoryBytes: 256 << 20, Pids: 64, TmpfsBytes: 16 << 20, KillGrace: 200 * time.Millisecond},
+	}
+}
+
+func start(t testing.TB, p *isolation.Plan) isolation.Sandbox {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sb, err := process.New().Start(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := sb.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		assertNothingLeft(t, p.RunID)
+	})
+	return sb
+}
+
+// assertNothingLeft checks that no cgroup or host mount of the run remains.
+func assertNothingLeft(t testing.TB, runID string) {
+	t.Helper()
+	for _, ctl := range []string{"memory", "pids", "freezer", "cpu", "unified", ""} {
+		dir := "/sys/fs/cgroup/" + ctl + "/sandboxed/" + runID
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("cgroup %s left behind", dir)
+		}
+	}
+	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
+		return !strings.Contains(i.Mountpoint, runID) && !strings.Contains(i.Source, runID), false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		t.Errorf("mount %s left behind", m.Mountpoint)
+	}
+}
+
+func run(t testing.TB, sb isolation.Sandbox, script string) (string, string, isolation.Exit) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=" + sandbox.DefaultPath}, Cwd: "/"},
+		isolation.Stdio{Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatalf("exec %q: %v", script, err)
+	}
+	return out.String(), errb.String(), exit
+}
+
+func TestEchoAndConfinement(t *testing.T) {
+	needRoot(t)
+	for _, priv := range []string{sandbox.PrivSameAsUser, sandbox.PrivReduced} {
+		t.Run(priv, func(t *testing.T) {
+			sb := start(t, testPlan(t, priv))
+			out, errs, exit := run(t, sb, "echo hi")
+			if out != "hi\n" || exit.Code != 0 {
+				t.Fatalf("stdout %q stderr %q exit %+v", out, errs, exit)
+			}
+			out, _, _ = run(t, sb, "grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Uid):' /proc/self/status")
+			wantUID := fmt.Sprint(os.Getuid())
+			if priv == sandbox.PrivReduced {
+				wantUID = "65534"
+			}
+			for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "Uid:\t" + wantUID + "\t"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("status lacks %q:\n%s", want, out)
+				}
+			}
+			checks := map[string]string{
+				"root invisible":   "test ! -e /root && test ! -e /home && test ! -e /run && test ! -e /sys",
+				"root read-only":   "! touch /x 2>/dev/null && ! touch /usr/x 2>/dev/null",
+				"tmp writable":     "echo x > /tmp/x && cat /tmp/x >/dev/null",
+				"mount denied":     "! mount -t tmpfs none /tmp 2>/dev/null",
+				"unshare denied":   "! unshare -n true 2>/dev/null",
+				"hostname":         "test \"$(cat /proc/sys/kernel/hostname)\" = sandbox",
+				"pid 1 is init":    "test \"$(cat /proc/1/cmdline | tr '\\0' ' ')\" = 'sandboxed-init __sandboxed-init '",
+				"no network":       "! test -e /proc/net/route || test \"$(wc -l < /proc/net/route)\" -le 1",
+				"kcore masked":     "test ! -s /proc/kcore",
+				"proc sys ro":      "! echo 1 > /proc/sys/kernel/hostname 2>/dev/null",
+				"etc passwd":       "grep -q nobody /etc/passwd && test ! -e /etc/shadow && test ! -e /etc/resolv.conf",
+				"dev null":         "echo x > /dev/null && head -c1 /dev/zero | wc -c | grep -q 1",
+				"init fds hidden":  "! readlink /proc/1/fd/0 >/dev/null 2>&1 && ! cat /proc/1/environ >/dev/null 2>&1",
+				"setuid no effect": "test \"$(id -u)\" = " + wantUID,
+			}
+			for name, script := range checks {
+				if out, errs, exit := run(t, sb, script); exit.Code != 0 {
+					t.Errorf("%s: exit %+v stderr %q stdout %q", name, exit, errs, out)
+				}
+			}
+		})
+	}
+}
+
+func TestGrants(t *testing.T) {
+	needRoot(t)
+	ro := t.TempDir()
+	rw := t.TempDir()
+	os.WriteFile(ro+"/in", []byte("data"), 0o644)
+	sb := start(t, testPlan(t, sandbox.PrivSameAsUser, sandbox.WithReadBind(ro, "/work/in"), sandbox.WithWriteBind(rw, "/work/out")))
+	out, errs, exit := run(t, sb, "cat /work/in/in && ! touch /work/in/x 2>/dev/null && echo y > /work/out/f")
+	if exit.Code != 0 || out != "data" {
+		t.Fatalf("exit %+v out %q err %q", exit, out, errs)
+	}
+	if b, _ := os.ReadFile(rw + "/f"); string(b) != "y\n" {
+		t.Fatalf("write grant: got %q", b)
+	}
+}
+
+func TestSymlinkedGrantRefused(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	os.Symlink("/etc", dir+"/link")
+	p := testPlan(t, sandbox.PrivSameAsUser, sandbox.WithReadBind(dir+"/link", "/work"))
+	_, err := process.New().Start(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("err = %v", err)
+	}
+	assertNothingLeft(t, p.RunID)
+}
+
+func TestMemoryBombOOM(t *testing.T) {
+	needRoot(t)
+	p := testPlan(t, sandbox.PrivSameAsUser)
+	p.Limits.MemoryBytes = 32 << 20
+	p.Limits.TmpfsBytes = 512 << 20
+	sb := start(t, p)
+	// A shell variable of 200 MB: the shell is the largest process.
+	_, _, exit := run(t, sb, "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo done")
+	st, err := sb.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.OOMKilled || exit.Code != 137 {
+		t.Fatalf("exit %+v stats %+v: expected an OOM kill", exit, st)
+	}
+	if st.PeakMemoryBytes < 16<<20 {
+		t.Fatalf("peak memory %d: too low", st.PeakMemoryBytes)
+	}
+	// Memory nobody owns (tmpfs) past the limit: the sandbox dies of it.
+	p2 := testPlan(t, sandbox.PrivSameAsUser)
+	p2.Limits.MemoryBytes = 32 << 20
+	p2.Limits.TmpfsBytes = 512 << 20
+	sb2 := start(t, p2)
+	_, _, exit = run(t, sb2, "head -c 200000000 /dev/zero > /tmp/big; echo done")
+	if st, _ := sb2.Stats(context.Background()); !st.OOMKilled || exit.Code != 137 {
+		t.Fatalf("tmpfs bomb: exit %+v stats %+v", exit, st)
+	}
+}
+
+func TestForkBombStopped(t *testing.T) {
+	needRoot(t)
+	p := testPlan(t, sandbox.PrivSameAsUser)
+	p.Limits.Pids = 16
+	sb := start(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var errb bytes.Buffer
+	sb.Exec(ctx, isolation.Command{Args: []string{"/bin/sh", "-c", "for i in $(seq 100); do sleep 5 & done; wait"}, Env: []string{"PATH=" + sandbox.DefaultPath}},
+		isolation.Stdio{Stderr: &errb})
+	st, _ := sb.Stats(context.Background())
+	if !st.PidsLimitHit && !strings.Contains(errb.String(), "fork") {
+		t.Fatalf("pids limit not hit: stats %+v stderr %q", st, errb.String())
+	}
+	if err := sb.Kill(context.Background(), 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExecTimeout(t *testing.T) {
+	needRoot(t)
+	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"sleep", "30"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{})
+	if err == nil || exit.Signal == 0 {
+		t.Fatalf("exit %+v err %v", exit, err)
+	}
+	if out, _, _ := run(t, sb, "echo still"); out != "still\n" {
+		t.Fatalf("sandbox unusable after a timeout: %q", out)
+	}
+}
+
+func BenchmarkStartExecClose(b *testing.B) {
+	needRoot(b)
+	be := process.New()
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		p := testPlan(b, sandbox.PrivSameAsUser)
+		sb, err := be.Start(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"/bin/true"}}, isolation.Stdio{})
+		if err != nil || exit.Code != 0 {
+			b.Fatal(exit, err)
+		}
+		if err := sb.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,339 @@
+package sbinit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// DefaultKillGrace is the time between SIGTERM and SIGKILL when an Exec's
+// context ends and Client.KillGrace is zero.
+const DefaultKillGrace = 2 * time.Second
+
+// outputDrain is how long Exec waits, after the command exited, for
+// processes it left behind to close its stdout and stderr.
+const outputDrain = time.Second
+
+// Client is the host side of one init's control channel. It is safe for
+// concurrent use; Exec may run concurrently.
+type Client struct {
+	// KillGrace is the time between SIGTERM and SIGKILL when an Exec's
+	// context ends. Set it before the first Exec.
+	KillGrace time.Duration
+
+	c *conn
+
+	mu      sync.Mutex
+	nextID  uint64
+	waiters map[uint64]chan *Message
+	ready   chan *Message
+	dead    chan struct{} // closed when the channel broke
+	deadErr error
+	closed  bool
+	initPid int
+}
+
+// NewClient wraps a connected control socket. The Client owns sock and
+// starts reading it at once; call Handshake next.
+func NewClient(sock *net.UnixConn) *Client {
+	cl := &Client{
+		c:       newConn(sock),
+		waiters: make(map[uint64]chan *Message),
+		ready:   make(chan *Message, 1),
+		dead:    make(chan struct{}),
+	}
+	go cl.readLoop()
+	return cl
+}
+
+// Handshake sends cfg and waits until the init reports it is ready. It
+// returns the init's pid as the init sees itself (1 in a new pid
+// namespace). An init that failed to set up returns an error wrapping
+// ErrSetup with its reason.
+func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
+	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
+		return 0, fmt.Errorf("configure sandbox init: %w", err)
+	}
+	select {
+	case m := <-cl.ready:
+		if m.Type == MsgError {
+			return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+		}
+		cl.mu.Lock()
+		cl.initPid = m.Pid
+		cl.mu.Unlock()
+		return m.Pid, nil
+	case <-cl.dead:
+		return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
+	case <-ctx.Done():
+		return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
+	}
+}
+
+// Done is closed when the control channel is gone (init exited or Close).
+func (cl *Client) Done() <-chan struct{} { return cl.dead }
+
+func (cl *Client) readLoop() {
+	var err error
+	for {
+		var m *Message
+		var fds []int
+		m, fds, err = cl.c.recv()
+		if err != nil {
+			break
+		}
+		for _, fd := range fds {
+			syscall.Close(fd) // init never sends descriptors
+		}
+		switch m.Type {
+		case MsgReady, MsgError:
+			select {
+			case cl.ready <- m:
+			default:
+			}
+		case MsgStarted, MsgExit:
+			cl.mu.Lock()
+			w := cl.waiters[m.ID]
+			cl.mu.Unlock()
+			if w != nil {
+				w <- m // buffered for started and exit
+			}
+		}
+	}
+	cl.c.dropFDs()
+	cl.mu.Lock()
+	if cl.closed || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		cl.deadErr = ErrInitGone
+	} else {
+		cl.deadErr = fmt.Errorf("%w: %v", ErrInitGone, err)
+	}
+	cl.mu.Unlock()
+	close(cl.dead)
+}
+
+// Signal sends sig to the process group of command id, or to every
+// process of the sandbox when id is 0.
+func (cl *Client) Signal(id uint64, sig syscall.Signal) error {
+	if err := cl.c.send(&Message{Type: MsgSignal, ID: id, Signal: int(sig)}); err != nil {
+		return fmt.Errorf("signal sandbox: %w", ErrInitGone)
+	}
+	return nil
+}
+
+// Close closes the control channel; the init then kills every process of
+// the sandbox and exits. Close is idempotent.
+func (cl *Client) Close() error {
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return nil
+	}
+	cl.closed = true
+	cl.mu.Unlock()
+	err := cl.c.c.Close()
+	<-cl.dead
+	return err
+}
+
+// Exec runs cmd in the sandbox and waits for it. When ctx ends, the
+// command's process group gets SIGTERM, then SIGKILL after KillGrace; Exec
+// then returns the exit and ctx.Err(). A command that cannot be started
+// (not found, not executable, bad cwd) exits 127 or 126 with the reason on
+// its stderr, like a shell.
+func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
+	if len(cmd.Args) == 0 {
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox: empty command: %w", ErrProtocol)
+	}
+	ends, err := newStdioPipes(stdio)
+	if err != nil {
+		return isolation.Exit{}, err
+	}
+	defer ends.closeAll()
+
+	ch := make(chan *Message, 2)
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox: %w", isolation.ErrClosed)
+	}
+	cl.nextID++
+	id := cl.nextID
+	cl.waiters[id] = ch
+	cl.mu.Unlock()
+	defer func() {
+		cl.mu.Lock()
+		delete(cl.waiters, id)
+		cl.mu.Unlock()
+	}()
+
+	req := &Message{Type: MsgExec, ID: id, Exec: &ExecReq{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd}}
+	if err := cl.c.send(req, ends.childFDs()...); err != nil {
+		return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w: %v", cmd.Args[0], ErrInitGone, err)
+	}
+	ends.closeChild()
+	ends.startCopy()
+
+	grace := cl.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	var (
+		done    = ctx.Done()
+		killC   <-chan time.Time
+		ctxErr  error
+		exit    isolation.Exit
+		started bool
+	)
+	for {
+		select {
+		case m := <-ch:
+			if m.Type == MsgStarted {
+				started = true
+				continue
+			}
+			exit = isolation.Exit{Code: m.Code, Signal: m.Signal}
+			ends.finish(outputDrain)
+			return exit, ctxErr
+		case <-done:
+			ctxErr = ctx.Err()
+			done = nil
+			_ = cl.Signal(id, syscall.SIGTERM)
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			killC = t.C
+		case <-killC:
+			killC = nil
+			_ = cl.Signal(id, syscall.SIGKILL)
+		case <-cl.dead:
+			ends.finish(0)
+			_ = started
+			if ctxErr != nil {
+				return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctxErr
+			}
+			return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w", cmd.Args[0], cl.deadErr)
+		}
+	}
+}
+
+// stdioPipes holds both ends of a command's three standard descriptors.
+type stdioPipes struct {
+	child [3]*os.File // sent to the init, closed after sending
+	// parent ends: in[0] is written from Stdin; out[1], out[2] are read into
+	// Stdout/Stderr. nil where the child got /dev/null.
+	stdinW       *os.File
+	outR         [3]*os.File
+	stdio        isolation.Stdio
+	copies       sync.WaitGroup
+	stdinStarted bool
+}
+
+func newStdioPipes(s isolation.Stdio) (_ *stdioPipes, retErr error) {
+	p := &stdioPipes{stdio: s}
+	defer func() {
+		if retErr != nil {
+			p.closeAll()
+		}
+	}()
+	var err error
+	if s.Stdin == nil {
+		if p.child[0], err = os.Open(os.DevNull); err != nil {
+			return nil, fmt.Errorf("open stdin: %w", err)
+		}
+	} else {
+		if p.child[0], p.stdinW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("make stdin pipe: %w", err)
+		}
+	}
+	for i, w := range []io.Writer{s.Stdout, s.Stderr} {
+		fd := i + 1
+		if w == nil {
+			if p.child[fd], err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+				return nil, fmt.Errorf("open output: %w", err)
+			}
+			continue
+		}
+		if p.outR[fd], p.child[fd], err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("make output pipe: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func (p *stdioPipes) childFDs() []int {
+	return []int{int(p.child[0].Fd()), int(p.child[1].Fd()), int(p.child[2].Fd())}
+}
+
+func (p *stdioPipes) closeChild() {
+	for i, f := range p.child {
+		if f != nil {
+			f.Close()
+			p.child[i] = nil
+		}
+	}
+}
+
+func (p *stdioPipes) startCopy() {
+	if p.stdinW != nil {
+		w := p.stdinW
+		go func() {
+			// Not waited for: a reader like os.Stdin may block forever.
+			io.Copy(w, p.stdio.Stdin)
+			w.Close()
+		}()
+	}
+	for fd, w := range map[int]io.Writer{1: p.stdio.Stdout, 2: p.stdio.Stderr} {
+		r := p.outR[fd]
+		if r == nil {
+			continue
+		}
+		p.copies.Add(1)
+		go func() {
+			defer p.copies.Done()
+			io.Copy(w, r)
+		}()
+	}
+}
+
+// finish waits up to drain for the output copies to reach EOF, then cuts
+// them off by closing the read ends.
+func (p *stdioPipes) finish(drain time.Duration) {
+	done := make(chan struct{})
+	go func() { p.copies.Wait(); close(done) }()
+	if drain > 0 {
+		t := time.NewTimer(drain)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	for _, r := range p.outR {
+		if r != nil {
+			r.SetReadDeadline(time.Now())
+		}
+	}
+	<-done
+	if p.stdinW != nil {
+		p.stdinW.Close() // the command is gone; stop feeding it
+	}
+}
+
+func (p *stdioPipes) closeAll() {
+	p.closeChild()
+	if p.stdinW != nil {
+		p.stdinW.Close()
+	}
+	for _, r := range p.outR {
+		if r != nil {
+			r.Close()
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Package sbinit is the in-sandbox init and its host-side client. The same
+// init runs as PID 1 of every process-tier sandbox (re-executed from the
+// sandboxed binary) and of every container-tier sandbox (the container's
+// entrypoint).
+//
+// It owns the control protocol between host and init, the init's
+// request loop (exec, signal, reaping), and, for the process tier only,
+// building the sandbox root and dropping privileges. It must not make policy
+// decisions: it enforces the Config it is given and fails closed when it
+// cannot.
+//
+// # Entry
+//
+// A binary that may be re-executed as init calls Main early in main (before
+// flag parsing) when IsInit reports true:
+//
+//	func main() {
+//		if sbinit.IsInit() {
+//			sbinit.Main() // never returns
+//		}
+//		...
+//	}
+//
+// The init is started with argv[1] == InitArg. Where its control channel
+// comes from is a switch: by default the connected socket on fd 3
+// (ControlFD, process tier: one end of a socketpair); with
+// "--connect=PATH" (ConnectArgs) it dials the Unix socket PATH that the host
+// listens on (container tier: PATH is inside a bind-mounted directory).
+//
+// # Protocol
+//
+// The control channel is a SOCK_STREAM Unix socket carrying frames: a 4-byte
+// big-endian length, then one JSON Message. File descriptors (SCM_RIGHTS) are
+// attached to the 4-byte header of the frame that announces them (Message.NFDs),
+// so they work across mount namespaces and into containers.
+//
+//	host (Client)                                  init (PID 1)
+//	    |  start init; control socket on fd 3 or     |
+//	    |  accept its connection                     |
+//	    |  [v1 cgroups: pid -> cgroup.procs]         | blocks on the first frame:
+//	    | ---- config{Config} ---------------------> | it doubles as the "go" sync
+//	    |                                            | build root, hostname, lo up,
+//	    |                                            | rlimits, drop creds, caps,
+//	    |                                            | no_new_privs, seccomp
+//	    | <--------------------------- ready{pid} -- | (or error{msg}, then exit 1)
+//	    |                                            |
+//	    | ---- exec{id,args,env,cwd} + 3 fds ------> | fork+exec in own process
+//	    | <----------------------- started{id,pid} - | group (or exit{id,127}
+//	    | <--------------------- exit{id,code,sig} - | after a message on stderr)
+//	    | ---- signal{id | 0=all, sig} ------------> | kill(-pgid) / kill(-1)
+//	    |                                            |
+//	    | ---- close -------------------------------> | SIGKILL everything, exit
+//
+// Every exec carries three descriptors, stdin, stdout and stderr, made by the
+// host (pipes or /dev/null). Exec requests may overlap: ids are chosen by the
+// host and are unique per channel. Init reaps every process (orphans
+// reparent to it) and forwards SIGTERM and SIGINT it receives to all of them.
+package sbinit

@@ -1,0 +1,418 @@
+package sbinit
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsInit reports whether this process was started as a sandbox init. A
+// binary that may be re-executed as init calls it first thing in main and
+// then Main.
+func IsInit() bool {
+	return len(os.Args) > 1 && os.Args[1] == InitArg
+}
+
+// Main runs the init and never returns. Preconditions: IsInit() is true.
+func Main() {
+	// Every credential change and every fork happens on this thread, so
+	// commands inherit exactly the dropped credentials even where a
+	// change is per-thread (capabilities, bounding set).
+	runtime.LockOSThread()
+	os.Exit(runInit(os.Args[2:]))
+}
+
+// initState is the init's view of its commands.
+type initState struct {
+	c    *conn
+	pid1 bool
+
+	mu    sync.Mutex        // held across fork+register and across reaping
+	byPid map[int]uint64    // running command pid -> id
+	pgids map[uint64]int    // command id -> process group
+	spawn chan spawnRequest // served on the locked main thread
+}
+
+type spawnRequest struct {
+	id  uint64
+	req *ExecReq
+	fds []int
+}
+
+func runInit(args []string) int {
+	sock, err := controlSocket(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxed init:", err)
+		return 1
+	}
+	st := &initState{
+		c:     newConn(sock),
+		pid1:  os.Getpid() == 1,
+		byPid: make(map[int]uint64),
+		pgids: make(map[uint64]int),
+		spawn: make(chan spawnRequest),
+	}
+	m, fds, err := st.c.recv()
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	if err != nil || m.Type != MsgConfig || m.Config == nil {
+		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
+		return 1
+	}
+	// Signals are caught before setup so that a SIGTERM during setup is
+	// not lost and SIGCHLD of early children is seen.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+
+	if err := setup(m.Config); err != nil {
+		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+		return 1
+	}
+	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid()}); err != nil {
+		return 1
+	}
+	go st.signals(sigs)
+	go st.readLoop()
+	// The locked main thread forks every command.
+	for r := range st.spawn {
+		st.start(r)
+	}
+	return 0
+}
+
+func controlSocket(args []string) (*net.UnixConn, error) {
+	for _, a := range args {
+		if path, ok := strings.CutPrefix(a, connectFlag); ok {
+			c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				return nil, fmt.Errorf("connect control socket %s: %w", path, err)
+			}
+			return c, nil
+		}
+	}
+	f := os.NewFile(ControlFD, "control")
+	if f == nil {
+		return nil, fmt.Errorf("open control socket: no fd %d", ControlFD)
+	}
+	fc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("open control socket on fd %d: %w", ControlFD, err)
+	}
+	uc, ok := fc.(*net.UnixConn)
+	if !ok {
+		fc.Close()
+		return nil, fmt.Errorf("open control socket on fd %d: not a unix socket", ControlFD)
+	}
+	return uc, nil
+}
+
+// setup applies cfg in the order the kernel requires: mounts need
+// privilege, so the root is built first and privileges dropped last.
+func setup(cfg *Config) error {
+	if cfg.Spec == nil {
+		return fmt.Errorf("config has no spec")
+	}
+	if cfg.BuildRoot {
+		if err := buildRoot(cfg); err != nil {
+			return err
+		}
+		host := cfg.Spec.Hostname
+		if host == "" {
+			host = "sandbox"
+		}
+		if err := unix.Sethostname([]byte(host)); err != nil {
+			return fmt.Errorf("set hostname: %w", err)
+		}
+	}
+	if cfg.NetworkUp {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+	}
+	if cfg.Egress != nil {
+		if err := startEgressRelay(cfg.Egress); err != nil {
+			return err
+		}
+	}
+	if cfg.DropPrivileges {
+		if err := dropPrivileges(cfg.Spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring up lo: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("bring up lo: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up lo: read flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up lo: set flags: %w", err)
+	}
+	return nil
+}
+
+// startEgressRelay relays 127.0.0.1:Port to the egress Unix socket.
+func startEgressRelay(e *EgressRelay) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Port)))
+	if err != nil {
+		return fmt.Errorf("listen for egress on port %d: %w", e.Port, err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go relay(c, e.Socket)
+		}
+	}()
+	return nil
+}
+
+func relay(c net.Conn, socket string) {
+	defer c.Close()
+	u, err := net.Dial("unix", socket)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+func (st *initState) readLoop() {
+	for {
+		m, fds, err := st.c.recv()
+		if err != nil {
+			break
+		}
+		switch m.Type {
+		case MsgExec:
+			if m.Exec == nil || len(m.Exec.Args) == 0 || len(fds) != 3 {
+				closeFDs(fds)
+				_ = st.c.send(&Message{Type: MsgExit, ID: m.ID, Code: 126, Error: "malformed exec request"})
+				continue
+			}
+			st.spawn <- spawnRequest{id: m.ID, req: m.Exec, fds: fds}
+		case MsgSignal:
+			closeFDs(fds)
+			st.signal(m.ID, syscall.Signal(m.Signal))
+		default:
+			closeFDs(fds)
+		}
+	}
+	// The host is gone or closed the channel: nothing may outlive it.
+	st.killAll(unix.SIGKILL)
+	os.Exit(0)
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// signal sends sig to command id's process group, or to everything.
+func (st *initState) signal(id uint64, sig syscall.Signal) {
+	if sig <= 0 || sig > 64 {
+		return
+	}
+	if id == 0 {
+		st.killAll(sig)
+		return
+	}
+	st.mu.Lock()
+	pgid, ok := st.pgids[id]
+	st.mu.Unlock()
+	if ok {
+		_ = unix.Kill(-pgid, sig)
+	}
+}
+
+// killAll signals every process of the sandbox. As PID 1 of its pid
+// namespace, kill(-1) reaches exactly the sandbox; otherwise (never in a
+// real sandbox) only the process groups the init started.
+func (st *initState) killAll(sig syscall.Signal) {
+	if st.pid1 {
+		_ = unix.Kill(-1, sig)
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, pgid := range st.pgids {
+		_ = unix.Kill(-pgid, sig)
+	}
+}
+
+func (st *initState) signals(sigs <-chan os.Signal) {
+	for s := range sigs {
+		switch s {
+		case unix.SIGCHLD:
+			st.reap()
+		default:
+			st.killAll(s.(syscall.Signal))
+		}
+	}
+}
+
+// reap collects every exited child; the commands' exits are reported.
+func (st *initState) reap() {
+	type exited struct {
+		id     uint64
+		status unix.WaitStatus
+	}
+	var done []exited
+	st.mu.Lock()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			break
+		}
+		if id, ok := st.byPid[pid]; ok {
+			delete(st.byPid, pid)
+			done = append(done, exited{id, ws})
+		}
+	}
+	st.mu.Unlock()
+	for _, e := range done {
+		m := &Message{Type: MsgExit, ID: e.id}
+		switch {
+		case e.status.Exited():
+			m.Code = e.status.ExitStatus()
+		case e.status.Signaled():
+			m.Signal = int(e.status.Signal())
+			m.Code = 128 + m.Signal
+		}
+		_ = st.c.send(m)
+	}
+}
+
+// start forks and execs one command. It runs on the locked main thread.
+func (st *initState) start(r spawnRequest) {
+	defer closeFDs(r.fds)
+	fail := func(code int, msg string) {
+		_, _ = unix.Write(r.fds[2], []byte("sandboxed: "+msg+"\n"))
+		_ = st.c.send(&Message{Type: MsgExit, ID: r.id, Code: code, Error: msg})
+	}
+	cwd := r.req.Cwd
+	if cwd == "" {
+		cwd = "/"
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		fail(126, fmt.Sprintf("working directory %s: not a directory in the sandbox", cwd))
+		return
+	}
+	path, code, err := lookPath(r.req.Args[0], r.req.Env, cwd)
+	if err != nil {
+		fail(code, err.Error())
+		return
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   cwd,
+		Env:   r.req.Env,
+		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	st.mu.Lock()
+	pid, err := syscall.ForkExec(path, r.req.Args, attr)
+	if err == nil {
+		st.byPid[pid] = r.id
+		st.pgids[r.id] = pid
+	}
+	st.mu.Unlock()
+	if err != nil {
+		code := 126
+		if err == syscall.ENOENT {
+			code = 127
+		}
+		fail(code, fmt.Sprintf("exec %s: %v", r.req.Args[0], err))
+		return
+	}
+	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: pid})
+	// A child that exited before it was registered is reaped now.
+	st.reap()
+}
+
+// lookPath finds name like a shell would, with the command's own PATH.
+func lookPath(name string, env []string, cwd string) (string, int, error) {
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return syscall.EACCES
+		}
+		return nil
+	}
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if err := check(p); err != nil {
+			if os.IsNotExist(err) {
+				return "", 127, fmt.Errorf("%s: command not found", name)
+			}
+			return "", 126, fmt.Errorf("%s: %v", name, err)
+		}
+		return p, 0, nil
+	}
+	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	denied := false
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		err := check(p)
+		if err == nil {
+			return p, 0, nil
+		}
+		if !os.IsNotExist(err) {
+			denied = true
+		}
+	}
+	if denied {
+		return "", 126, fmt.Errorf("%s: permission denied", name)
+	}
+	return "", 127, fmt.Errorf("%s: command not found", name)
+}

@@ -1,0 +1,217 @@
+package sbinit
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// InitArg is argv[1] of a re-executed init.
+	InitArg = "__sandboxed-init"
+	// ControlFD is the descriptor on which a re-executed init finds its
+	// control socket when no --connect is given.
+	ControlFD = 3
+	// connectFlag selects a dialled control socket (container tier).
+	connectFlag = "--connect="
+
+	// maxFrame bounds one message (argv+env of a command fit easily).
+	maxFrame = 16 << 20
+	// maxFDs bounds the descriptors one frame may carry.
+	maxFDs = 3
+)
+
+// ConnectArgs is the argv (after the binary) of an init that dials the
+// host's Unix socket at path (as seen inside the sandbox).
+func ConnectArgs(path string) []string {
+	return []string{InitArg, connectFlag + path}
+}
+
+// Message types.
+const (
+	MsgConfig  = "config"  // host -> init, first frame
+	MsgReady   = "ready"   // init -> host: set up, serving
+	MsgError   = "error"   // init -> host: setup failed (Error), init exits
+	MsgExec    = "exec"    // host -> init, with 3 fds
+	MsgStarted = "started" // init -> host: command pid
+	MsgExit    = "exit"    // init -> host: command ended
+	MsgSignal  = "signal"  // host -> init
+)
+
+// Message is one frame of the control protocol. Fields not used by a type
+// are left zero.
+type Message struct {
+	Type string `json:"type"`
+	// ID names the command of exec/started/exit/signal; 0 in signal means
+	// every process of the sandbox.
+	ID     uint64   `json:"id,omitempty"`
+	Config *Config  `json:"config,omitempty"`
+	Exec   *ExecReq `json:"exec,omitempty"`
+	Pid    int      `json:"pid,omitempty"`
+	Code   int      `json:"code,omitempty"`
+	Signal int      `json:"signal,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	// NFDs is the number of descriptors attached to this frame.
+	NFDs int `json:"nfds,omitempty"`
+}
+
+// ExecReq is one command to start.
+type ExecReq struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Cwd  string   `json:"cwd"`
+}
+
+// Config tells the init what to build and enforce. It is sent as the first
+// frame of the control channel.
+type Config struct {
+	RunID string `json:"run_id"`
+	// Spec is the plan's OCI spec: Process (user, capabilities, rlimits,
+	// no_new_privs), Mounts, Hostname, Linux.MaskedPaths/ReadonlyPaths and
+	// Linux.Seccomp.
+	Spec *specs.Spec `json:"spec"`
+	// BuildRoot makes the init build the sandbox root (process tier). The
+	// container tier leaves it false: the engine built the root.
+	BuildRoot bool `json:"build_root"`
+	// DropPrivileges makes the init switch to Spec.Process.User, set the
+	// capability sets, no_new_privs, rlimits and load Spec.Linux.Seccomp
+	// before serving (process tier).
+	DropPrivileges bool `json:"drop_privileges"`
+	// NetworkUp brings the loopback interface up (a fresh network namespace
+	// starts with it down).
+	NetworkUp bool `json:"network_up"`
+	// TmpfsBytes caps /tmp (process tier); 0 means 64 MiB.
+	TmpfsBytes int64 `json:"tmpfs_bytes"`
+	// RootBase is the directory (inside the init's private mount namespace)
+	// on which the new root tmpfs is mounted before pivot_root; default /tmp.
+	RootBase string `json:"root_base,omitempty"`
+	// Egress, when set, makes the init relay 127.0.0.1:Port to the Unix
+	// socket Socket (a path inside the sandbox).
+	Egress *EgressRelay `json:"egress,omitempty"`
+}
+
+// EgressRelay is the loopback listener the init runs for the egress proxy.
+type EgressRelay struct {
+	Port   int    `json:"port"`
+	Socket string `json:"socket"`
+}
+
+// conn frames Messages over a Unix stream socket. Writes are serialised;
+// a single goroutine must call recv.
+type conn struct {
+	c   *net.UnixConn
+	wmu sync.Mutex
+
+	buf []byte // received, unparsed bytes
+	fds []int  // received, unclaimed descriptors in arrival order
+}
+
+func newConn(c *net.UnixConn) *conn { return &conn{c: c} }
+
+// send writes m with fds attached. The descriptors stay owned by the caller.
+func (c *conn) send(m *Message, fds ...int) error {
+	if len(fds) > maxFDs {
+		return fmt.Errorf("send %s: %d descriptors: %w", m.Type, len(fds), ErrProtocol)
+	}
+	m.NFDs = len(fds)
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	if len(body) > maxFrame {
+		return fmt.Errorf("send %s: message of %d bytes too large: %w", m.Type, len(body), ErrProtocol)
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	// The descriptors ride on the header; the body follows as plain data.
+	n, _, err := c.c.WriteMsgUnix(hdr[:], oob, nil)
+	if err == nil && n != len(hdr) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("send %s: %w", m.Type, err)
+	}
+	if _, err := c.c.Write(body); err != nil {
+		return fmt.Errorf("send %s: %w", m.Type, err)
+	}
+	return nil
+}
+
+// recv reads the next Message and the descriptors it announced. The caller
+// owns the returned descriptors (close-on-exec is set).
+func (c *conn) recv() (*Message, []int, error) {
+	for {
+		if len(c.buf) >= 4 {
+			n := binary.BigEndian.Uint32(c.buf[:4])
+			if n > maxFrame {
+				return nil, nil, fmt.Errorf("receive: frame of %d bytes: %w", n, ErrProtocol)
+			}
+			if uint32(len(c.buf)-4) >= n {
+				var m Message
+				err := json.Unmarshal(c.buf[4:4+n], &m)
+				c.buf = append(c.buf[:0], c.buf[4+n:]...)
+				if err != nil {
+					return nil, nil, fmt.Errorf("decode message: %v: %w", err, ErrProtocol)
+				}
+				if m.NFDs < 0 || m.NFDs > maxFDs || m.NFDs > len(c.fds) {
+					return nil, nil, fmt.Errorf("receive %s: %d descriptors announced, %d received: %w", m.Type, m.NFDs, len(c.fds), ErrProtocol)
+				}
+				fds := append([]int(nil), c.fds[:m.NFDs]...)
+				c.fds = c.fds[m.NFDs:]
+				return &m, fds, nil
+			}
+		}
+		if err := c.fill(); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+func (c *conn) fill() error {
+	var data [64 << 10]byte
+	oob := make([]byte, unix.CmsgSpace(maxFDs*4)*4)
+	n, oobn, _, _, err := c.c.ReadMsgUnix(data[:], oob)
+	if n < 0 {
+		n = 0
+	}
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		if perr == nil {
+			for _, cm := range msgs {
+				fds, ferr := unix.ParseUnixRights(&cm)
+				if ferr == nil {
+					c.fds = append(c.fds, fds...)
+				}
+			}
+		}
+	}
+	c.buf = append(c.buf, data[:n]...)
+	if n == 0 && err == nil {
+		err = io.EOF
+	}
+	if err != nil && n == 0 {
+		return err
+	}
+	return nil
+}
+
+// dropFDs closes every descriptor received but not claimed. Only the
+// receiving goroutine may call it.
+func (c *conn) dropFDs() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}

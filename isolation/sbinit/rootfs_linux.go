@@ -1,0 +1,499 @@
+package sbinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// The process-tier root, built by the init inside its own mount namespace:
+//
+//	/                 tmpfs (read-only after pivot_root), holds mountpoints
+//	/usr /bin /sbin   read-only, nosuid, nodev binds of the host's (symlinks
+//	/lib* ...         such as /bin -> usr/bin are recreated as symlinks)
+//	/etc              generated passwd, group, hosts, nsswitch.conf,
+//	                  hostname; read-only binds of what programs need to
+//	                  load and verify TLS (ld.so.*, ssl/certs, ...); no
+//	                  resolv.conf: the sandbox has no resolver
+//	/proc             fresh procfs, masked and read-only paths as the spec says
+//	/dev              tmpfs: null zero full random urandom tty (binds of the
+//	                  host nodes), pts (newinstance), shm, fd/std* symlinks
+//	/tmp              size-capped tmpfs, nosuid, nodev. Not noexec: tools
+//	                  legitimately run scripts they write to /tmp, and
+//	                  noexec is no security boundary (sh /tmp/x runs anyway).
+//	grants            the spec's bind mounts, after the above
+//
+// Nothing of /home, /root, /run, /var, /sys or /mnt exists. Binds are not
+// recursive: mounts below a granted directory stay invisible.
+
+// systemDirs are bound read-only when they exist.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcEntries are the parts of the host /etc programs need; everything else
+// of /etc stays hidden. /etc/ssl/private is deliberately absent.
+var etcEntries = []string{
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf",
+	"ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust",
+	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types",
+}
+
+// skeleton destinations are built by the init itself; spec mounts for them
+// only carry options.
+var skeleton = map[string]bool{
+	"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true,
+	"/sys": true, "/sys/fs/cgroup": true, "/tmp": true,
+}
+
+const defaultTmpfsBytes = 64 << 20
+
+// mountError is a failed mount(2) with its arguments.
+type mountError struct {
+	op, source, target, fstype string
+	flags                      uintptr
+	data                       string
+	err                        error
+}
+
+func (e *mountError) Error() string {
+	return fmt.Sprintf("%s %s on %s (type %q, flags %#x, data %q): %v", e.op, e.source, e.target, e.fstype, e.flags, e.data, e.err)
+}
+
+func (e *mountError) Unwrap() error { return e.err }
+
+func mount(source, target, fstype string, flags uintptr, data string) error {
+	if err := unix.Mount(source, target, fstype, flags, data); err != nil {
+		return &mountError{op: "mount", source: source, target: target, fstype: fstype, flags: flags, data: data, err: err}
+	}
+	return nil
+}
+
+// bindSource is a host path opened O_PATH before the new root hides it.
+type bindSource struct {
+	fd   int
+	path string
+}
+
+func (b bindSource) procPath() string { return "/proc/self/fd/" + strconv.Itoa(b.fd) }
+
+// openGrantSource opens a planner-resolved source so that no path component
+// may be a symlink: a source swapped for a symlink after planning is refused.
+func openGrantSource(path string) (bindSource, error) {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return bindSource{}, fmt.Errorf("bind source %q: not an absolute, clean path", path)
+	}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+	if err == nil {
+		return bindSource{fd: fd, path: path}, nil
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return bindSource{}, fmt.Errorf("bind source %s: a path component is a symlink (changed since planning); refused", path)
+	}
+	if !errors.Is(err, unix.ENOSYS) {
+		return bindSource{}, fmt.Errorf("open bind source %s: %w", path, err)
+	}
+	// Kernels before 5.6: open without following the last component,
+	// then check that the kernel's name for what we opened is the path.
+	fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return bindSource{}, fmt.Errorf("open bind source %s: %w", path, err)
+	}
+	got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || got != path {
+		unix.Close(fd)
+		return bindSource{}, fmt.Errorf("bind source %s: resolves to %q (changed since planning); refused", path, got)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		unix.Close(fd)
+		return bindSource{}, fmt.Errorf("bind source %s: is a symlink; refused", path)
+	}
+	return bindSource{fd: fd, path: path}, nil
+}
+
+// plannedBind is one bind the root will get.
+type plannedBind struct {
+	src    bindSource
+	target string // inside the new root
+	ro     bool
+	dev    bool // device node: allow device access on this mount
+}
+
+// buildRoot builds the sandbox root and pivots into it.
+func buildRoot(cfg *Config) (retErr error) {
+	spec := cfg.Spec
+	// Nothing done here may propagate back to the host.
+	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return err
+	}
+	var binds []plannedBind
+	var links [][2]string // target -> link text
+	var grants []plannedBind
+	defer func() {
+		for _, b := range append(binds, grants...) {
+			unix.Close(b.src.fd)
+		}
+	}()
+	openHost := func(path string) (bindSource, error) {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return bindSource{}, err
+		}
+		return bindSource{fd: fd, path: path}, nil
+	}
+	addSystem := func(path string) error {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return nil // absent on this host
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			dst, err := os.Readlink(path)
+			if err != nil {
+				return fmt.Errorf("read link %s: %w", path, err)
+			}
+			links = append(links, [2]string{path, dst})
+			return nil
+		}
+		src, err := openHost(path)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		binds = append(binds, plannedBind{src: src, target: path, ro: true})
+		return nil
+	}
+	for _, d := range systemDirs {
+		if err := addSystem(d); err != nil {
+			return err
+		}
+	}
+	for _, e := range etcEntries {
+		if err := addSystem("/etc/" + e); err != nil {
+			return err
+		}
+	}
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		src, err := openHost("/dev/" + n)
+		if err != nil {
+			return fmt.Errorf("open /dev/%s: %w", n, err)
+		}
+		binds = append(binds, plannedBind{src: src, target: "/dev/" + n, dev: true})
+	}
+	var tmpfsBytes = cfg.TmpfsBytes
+	if tmpfsBytes <= 0 {
+		tmpfsBytes = defaultTmpfsBytes
+	}
+	var tmpfsMounts []specs.Mount
+	for _, m := range spec.Mounts {
+		dst := filepath.Clean(m.Destination)
+		if !filepath.IsAbs(dst) {
+			return fmt.Errorf("mount destination %q: not absolute", m.Destination)
+		}
+		if skeleton[dst] {
+			continue
+		}
+		if isBind(m) {
+			src, err := openGrantSource(m.Source)
+			if err != nil {
+				return err
+			}
+			grants = append(grants, plannedBind{src: src, target: dst, ro: hasOpt(m.Options, "ro")})
+			continue
+		}
+		if m.Type == "tmpfs" {
+			tmpfsMounts = append(tmpfsMounts, m)
+			continue
+		}
+		return fmt.Errorf("mount %s: type %q not supported by the process tier", dst, m.Type)
+	}
+
+	base := cfg.RootBase
+	if base == "" {
+		base = "/tmp"
+	}
+	// The new root: a small tmpfs holding mountpoints and generated files.
+	if err := mount("sandbox", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
+		return err
+	}
+	root := base
+	in := func(p string) string { return filepath.Join(root, p) }
+
+	for _, l := range links {
+		if err := os.MkdirAll(filepath.Dir(in(l[0])), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink(l[1], in(l[0])); err != nil {
+			return fmt.Errorf("recreate symlink %s: %w", l[0], err)
+		}
+	}
+	if err := writeEtc(root, spec); err != nil {
+		return err
+	}
+	// /dev before its node binds.
+	if err := os.Mkdir(in("/dev"), 0o755); err != nil {
+		return err
+	}
+	if err := mount("sandbox-dev", in("/dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return err
+	}
+	for _, b := range binds {
+		if err := bindInto(root, b); err != nil {
+			return err
+		}
+	}
+	if err := finishDev(root); err != nil {
+		return err
+	}
+	if err := os.Mkdir(in("/proc"), 0o555); err != nil {
+		return err
+	}
+	if err := mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	if err := os.Mkdir(in("/tmp"), 0o1777); err != nil {
+		return err
+	}
+	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", tmpfsBytes)); err != nil {
+		return err
+	}
+	for _, m := range tmpfsMounts {
+		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
+			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
+		}
+		flags, data := tmpfsOptions(m.Options)
+		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, data); err != nil {
+			return err
+		}
+	}
+	for _, g := range grants {
+		if err := bindInto(root, g); err != nil {
+			return err
+		}
+	}
+	if spec.Linux != nil {
+		for _, p := range spec.Linux.MaskedPaths {
+			if err := maskPath(root, p); err != nil {
+				return err
+			}
+		}
+		for _, p := range spec.Linux.ReadonlyPaths {
+			if err := readonlyPath(root, p); err != nil {
+				return err
+			}
+		}
+	}
+	return pivot(root)
+}
+
+func isBind(m specs.Mount) bool {
+	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
+}
+
+func hasOpt(opts []string, o string) bool {
+	for _, x := range opts {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+func tmpfsOptions(opts []string) (uintptr, string) {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	var data []string
+	for _, o := range opts {
+		switch o {
+		case "ro":
+			flags |= unix.MS_RDONLY
+		case "noexec":
+			flags |= unix.MS_NOEXEC
+		case "nosuid", "nodev", "rw", "exec":
+		default:
+			if strings.HasPrefix(o, "size=") || strings.HasPrefix(o, "mode=") || strings.HasPrefix(o, "nr_inodes=") {
+				data = append(data, o)
+			}
+		}
+	}
+	return flags, strings.Join(data, ",")
+}
+
+// bindInto bind-mounts b into root and remounts it with the wanted flags,
+// keeping the flags the kernel locks on the source (user namespaces).
+func bindInto(root string, b plannedBind) error {
+	target := filepath.Join(root, b.target)
+	var st unix.Stat_t
+	if err := unix.Fstat(b.src.fd, &st); err != nil {
+		return fmt.Errorf("stat bind source %s: %w", b.src.path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return fmt.Errorf("make mountpoint for %s: %w", b.target, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := os.Mkdir(target, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("make mountpoint %s: %w", b.target, err)
+		}
+	} else {
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("make mountpoint %s: %w", b.target, err)
+		}
+		f.Close()
+	}
+	if err := mount(b.src.procPath(), target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", b.src.path, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID)
+	if !b.dev {
+		flags |= unix.MS_NODEV
+	} else {
+		flags |= unix.MS_NOEXEC
+	}
+	if b.ro {
+		flags |= unix.MS_RDONLY
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(target, &sfs); err == nil {
+		flags |= lockedFlags(sfs.Flags)
+	}
+	if err := mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("remount %s: %w", b.target, err)
+	}
+	return nil
+}
+
+// lockedFlags maps statfs flags to the mount flags a remount must keep.
+func lockedFlags(f int64) uintptr {
+	var out uintptr
+	for st, ms := range map[int64]uintptr{
+		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME,
+		unix.ST_RDONLY: unix.MS_RDONLY,
+	} {
+		if f&st != 0 {
+			out |= ms
+		}
+	}
+	return out
+}
+
+func finishDev(root string) error {
+	dev := filepath.Join(root, "dev")
+	if err := os.Mkdir(filepath.Join(dev, "pts"), 0o755); err != nil {
+		return err
+	}
+	if err := mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(dev, "shm"), 0o1777); err != nil {
+		return err
+	}
+	if err := mount("shm", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("make /dev/%s: %w", name, err)
+		}
+	}
+	// The mode of the tmpfs root: read-only from here on.
+	return mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
+}
+
+// maskPath hides p (inside the new root): files get /dev/null bound over
+// them, directories an empty read-only tmpfs. Absent paths are skipped.
+func maskPath(root, p string) error {
+	target := filepath.Join(root, p)
+	fi, err := os.Lstat(target)
+	if err != nil {
+		return nil
+	}
+	if fi.IsDir() {
+		return mount("masked", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555")
+	}
+	return mount(filepath.Join(root, "dev/null"), target, "", unix.MS_BIND, "")
+}
+
+// readonlyPath makes p (inside the new root) read-only.
+func readonlyPath(root, p string) error {
+	target := filepath.Join(root, p)
+	if _, err := os.Lstat(target); err != nil {
+		return nil
+	}
+	if err := mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+}
+
+// pivot makes root the root, detaches the old one and makes / read-only.
+func pivot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return fmt.Errorf("enter new root: %w", err)
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; detaching
+	// "." then removes it (runc's trick, no put_old directory needed).
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root to %s: %w", root, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	return mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+}
+
+// writeEtc writes the generated /etc files.
+func writeEtc(root string, spec *specs.Spec) error {
+	etc := filepath.Join(root, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return err
+	}
+	uid, gid := uint32(0), uint32(0)
+	if spec.Process != nil {
+		uid, gid = spec.Process.User.UID, spec.Process.User.GID
+	}
+	host := spec.Hostname
+	if host == "" {
+		host = "sandbox"
+	}
+	files := map[string]string{
+		"passwd": passwdFile(uid, gid),
+		"group":  groupFile(gid),
+		"hosts": "127.0.0.1\tlocalhost " + host + "\n" +
+			"::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
+		"hostname":      host + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write /etc/%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func passwdFile(uid, gid uint32) string {
+	s := "root:x:0:0:root:/tmp:/bin/sh\n"
+	if uid != 0 && uid != 65534 {
+		s += fmt.Sprintf("sandbox:x:%d:%d:sandbox:/tmp:/bin/sh\n", uid, gid)
+	}
+	return s + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+}
+
+func groupFile(gid uint32) string {
+	s := "root:x:0:\n"
+	if gid != 0 && gid != 65534 {
+		s += fmt.Sprintf("sandbox:x:%d:\n", gid)
+	}
+	return s + "nogroup:x:65534:\n"
+}

@@ -1,0 +1,308 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// Privilege values (a tool's security.execution-privilege).
+const (
+	PrivSameAsUser = "same-as-user"
+	PrivReduced    = "reduced"
+	PrivElevated   = "elevated"
+)
+
+// Spec defaults.
+const (
+	// NobodyID is the uid and gid of the reduced privilege.
+	NobodyID = 65534
+	// DefaultPath is the PATH every command starts with.
+	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// DefaultTmpfsBytes is the size of /tmp unless WithTmpfs says otherwise.
+	DefaultTmpfsBytes = 64 << 20
+	// DefaultNoFile is the open-files limit of every command.
+	DefaultNoFile = 1024
+)
+
+// ErrSpec: a spec option got a value it cannot use.
+var ErrSpec = errors.New("invalid sandbox spec option")
+
+// SpecOpt changes a spec. Options are pure: they capture data only.
+type SpecOpt func(*specs.Spec) error
+
+// DockerDefaultCaps is Docker's default capability set, which the elevated
+// privilege gets inside its user namespace.
+var DockerDefaultCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// MaskedPaths are hidden in every sandbox (Docker's list).
+var MaskedPaths = []string{
+	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+	"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+}
+
+// ReadonlyPaths are read-only in every sandbox (Docker's list).
+var ReadonlyPaths = []string{
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+}
+
+// DefaultSpec is the closed default of a run: every namespace, no
+// capabilities, no_new_privs, a read-only root, masked and read-only /proc
+// paths, NOFILE 1024, the seccomp profile of the privilege, a size-capped
+// /tmp and no network. priv is same-as-user, reduced or elevated; an
+// unknown value gets the reduced defaults. The planner adds the rest with
+// SpecOpts (WithUser for same-as-user).
+func DefaultSpec(runID string, priv string) *specs.Spec {
+	s := &specs.Spec{
+		Version:  specs.Version,
+		Root:     &specs.Root{Path: "rootfs", Readonly: true},
+		Hostname: "sandbox",
+		Process: &specs.Process{
+			User:            specs.User{UID: NobodyID, GID: NobodyID},
+			Args:            nil, // commands come through Sandbox.Exec
+			Env:             []string{"PATH=" + DefaultPath},
+			Cwd:             "/",
+			NoNewPrivileges: true,
+			Capabilities:    &specs.LinuxCapabilities{},
+			Rlimits: []specs.POSIXRlimit{
+				{Type: "RLIMIT_NOFILE", Hard: DefaultNoFile, Soft: DefaultNoFile},
+				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+			},
+		},
+		Mounts: []specs.Mount{
+			{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}},
+			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=" + strconv.FormatInt(DefaultTmpfsBytes, 10)}},
+		},
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
+			},
+			Resources:     &specs.LinuxResources{},
+			CgroupsPath:   "/sandboxed/" + runID,
+			MaskedPaths:   append([]string(nil), MaskedPaths...),
+			ReadonlyPaths: append([]string(nil), ReadonlyPaths...),
+			Seccomp:       SeccompProfile(priv),
+		},
+		Annotations: map[string]string{isolation.AnnotationRunID: runID},
+	}
+	switch priv {
+	case PrivSameAsUser:
+		s.Process.User = specs.User{UID: 0, GID: 0} // WithUser sets the invoking user
+	case PrivElevated:
+		_ = WithElevated()(s)
+	}
+	return s
+}
+
+// NewSpec is DefaultSpec with opts applied in order.
+func NewSpec(runID, priv string, opts ...SpecOpt) (*specs.Spec, error) {
+	s := DefaultSpec(runID, priv)
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// WithMemory limits memory to bytes, swap included (swap = limit).
+func WithMemory(bytes int64) SpecOpt {
+	return func(s *specs.Spec) error {
+		if bytes <= 0 {
+			return fmt.Errorf("memory limit %d: %w", bytes, ErrSpec)
+		}
+		res := resources(s)
+		swap := bytes
+		res.Memory = &specs.LinuxMemory{Limit: &bytes, Swap: &swap}
+		return nil
+	}
+}
+
+// WithPids limits the number of processes and threads.
+func WithPids(n int64) SpecOpt {
+	return func(s *specs.Spec) error {
+		if n <= 0 {
+			return fmt.Errorf("pids limit %d: %w", n, ErrSpec)
+		}
+		resources(s).Pids = &specs.LinuxPids{Limit: &n}
+		return nil
+	}
+}
+
+// WithCPUs limits CPU time to cpus CPUs (quota over a 100ms period).
+func WithCPUs(cpus float64) SpecOpt {
+	return func(s *specs.Spec) error {
+		if cpus <= 0 {
+			return fmt.Errorf("cpu limit %v: %w", cpus, ErrSpec)
+		}
+		period := uint64(100000)
+		quota := int64(cpus * float64(period))
+		resources(s).CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+		return nil
+	}
+}
+
+// WithTmpfs sets the size of /tmp.
+func WithTmpfs(bytes int64) SpecOpt {
+	return func(s *specs.Spec) error {
+		if bytes <= 0 {
+			return fmt.Errorf("tmpfs size %d: %w", bytes, ErrSpec)
+		}
+		for i := range s.Mounts {
+			if s.Mounts[i].Destination != "/tmp" {
+				continue
+			}
+			opts := s.Mounts[i].Options[:0:0]
+			for _, o := range s.Mounts[i].Options {
+				if !strings.HasPrefix(o, "size=") {
+					opts = append(opts, o)
+				}
+			}
+			s.Mounts[i].Options = append(opts, "size="+strconv.FormatInt(bytes, 10))
+			return nil
+		}
+		return fmt.Errorf("tmpfs size: spec has no /tmp: %w", ErrSpec)
+	}
+}
+
+// WithReadBind makes host (already symlink-resolved) visible read-only at
+// target.
+func WithReadBind(host, target string) SpecOpt { return bind(host, target, "ro") }
+
+// WithWriteBind makes host (already symlink-resolved) visible read-write
+// at target.
+func WithWriteBind(host, target string) SpecOpt { return bind(host, target, "rw") }
+
+func bind(host, target, mode string) SpecOpt {
+	return func(s *specs.Spec) error {
+		for _, p := range []string{host, target} {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return fmt.Errorf("bind %s -> %s: %q is not an absolute, clean path: %w", host, target, p, ErrSpec)
+			}
+		}
+		if target == "/" {
+			return fmt.Errorf("bind %s over the root: %w", host, ErrSpec)
+		}
+		// A later grant for the same target replaces the earlier one.
+		for i, m := range s.Mounts {
+			if m.Destination == target && m.Type == "bind" {
+				s.Mounts = append(s.Mounts[:i:i], s.Mounts[i+1:]...)
+				break
+			}
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{
+			Destination: target, Type: "bind", Source: host,
+			Options: []string{"bind", mode, "nosuid", "nodev"},
+		})
+		return nil
+	}
+}
+
+// WithUser sets the uid and gid commands run as (no supplementary groups).
+func WithUser(uid, gid uint32) SpecOpt {
+	return func(s *specs.Spec) error {
+		s.Process.User = specs.User{UID: uid, GID: gid}
+		return nil
+	}
+}
+
+// WithEnv sets the base environment of every command (replacing it).
+func WithEnv(env []string) SpecOpt {
+	return func(s *specs.Spec) error {
+		for _, kv := range env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("environment entry %q: not NAME=VALUE: %w", kv, ErrSpec)
+			}
+		}
+		s.Process.Env = append([]string(nil), env...)
+		return nil
+	}
+}
+
+// WithCwd sets the working directory inside the sandbox.
+func WithCwd(dir string) SpecOpt {
+	return func(s *specs.Spec) error {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("working directory %q: not absolute: %w", dir, ErrSpec)
+		}
+		s.Process.Cwd = filepath.Clean(dir)
+		return nil
+	}
+}
+
+// WithElevated makes commands root inside a user namespace with Docker's
+// default capabilities; uid 0 maps to an unprivileged host id (the
+// backend chooses it), never to host root.
+func WithElevated() SpecOpt {
+	return func(s *specs.Spec) error {
+		s.Process.User = specs.User{UID: 0, GID: 0}
+		caps := append([]string(nil), DockerDefaultCaps...)
+		s.Process.Capabilities = &specs.LinuxCapabilities{
+			Bounding:  caps,
+			Effective: append([]string(nil), caps...),
+			Permitted: append([]string(nil), caps...),
+		}
+		for _, ns := range s.Linux.Namespaces {
+			if ns.Type == specs.UserNamespace {
+				return nil
+			}
+		}
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+		return nil
+	}
+}
+
+// WithSeccomp replaces the seccomp profile.
+func WithSeccomp(p *specs.LinuxSeccomp) SpecOpt {
+	return func(s *specs.Spec) error {
+		if p == nil {
+			return fmt.Errorf("seccomp profile: nil (a sandbox always has one): %w", ErrSpec)
+		}
+		s.Linux.Seccomp = p
+		return nil
+	}
+}
+
+// WithHostname sets the sandbox's hostname.
+func WithHostname(name string) SpecOpt {
+	return func(s *specs.Spec) error {
+		if name == "" || len(name) > 64 || strings.ContainsAny(name, "/ \x00") {
+			return fmt.Errorf("hostname %q: %w", name, ErrSpec)
+		}
+		s.Hostname = name
+		return nil
+	}
+}
+
+// WithAnnotation records key=value on the spec (e.g. the tool name).
+func WithAnnotation(key, value string) SpecOpt {
+	return func(s *specs.Spec) error {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[key] = value
+		return nil
+	}
+}
+
+func resources(s *specs.Spec) *specs.LinuxResources {
+	if s.Linux.Resources == nil {
+		s.Linux.Resources = &specs.LinuxResources{}
+	}
+	return s.Linux.Resources
+}

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Errno values used by the profiles (Linux, all architectures we build).
+const (
+	errnoEPERM        = 1
+	errnoENOSYS       = 38
+	errnoEAFNOSUPPORT = 97
+)
+
+// Clone namespace flags (linux/sched.h).
+const (
+	cloneNewTime   = 0x00000080
+	cloneNewNS     = 0x00020000
+	cloneNewCgroup = 0x02000000
+	cloneNewUTS    = 0x04000000
+	cloneNewIPC    = 0x08000000
+	cloneNewUser   = 0x10000000
+	cloneNewPID    = 0x20000000
+	cloneNewNet    = 0x40000000
+)
+
+// deniedSyscalls fail with EPERM in every sandbox: at least Docker's
+// default denials (kernel modules, mounts, namespaces, tracing, keyrings,
+// clocks, bpf, io_uring, ...).
+var deniedSyscalls = []string{
+	"acct", "add_key", "adjtimex", "bpf", "clock_adjtime", "clock_settime", "clock_settime64",
+	"create_module", "delete_module", "finit_module", "fanotify_init", "fsconfig", "fsmount",
+	"fsopen", "fspick", "get_kernel_syms", "get_mempolicy", "init_module", "io_uring_enter",
+	"io_uring_register", "io_uring_setup", "ioperm", "iopl", "kcmp", "kexec_file_load",
+	"kexec_load", "keyctl", "lookup_dcookie", "mbind", "migrate_pages", "mount", "mount_setattr",
+	"move_mount", "move_pages", "name_to_handle_at", "nfsservctl", "open_by_handle_at",
+	"open_tree", "open_tree_attr", "perf_event_open", "pidfd_getfd", "pivot_root",
+	"process_madvise", "process_vm_readv", "process_vm_writev", "ptrace", "query_module",
+	"quotactl", "quotactl_fd", "reboot", "request_key", "set_mempolicy", "setdomainname",
+	"sethostname", "setns", "settimeofday", "stime", "swapoff", "swapon", "syslog", "_sysctl",
+	"sysfs", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vhangup",
+	"afs_syscall", "tuxcall", "security", "vserver", "lsm_set_self_attr",
+}
+
+// reducedDenied fail with EPERM under the reduced privilege as well.
+var reducedDenied = []string{
+	"chroot", "mknod", "mknodat", "memfd_secret", "remap_file_pages",
+	"msgget", "semget", "shmget",
+}
+
+// SeccompProfile is the seccomp profile of priv, as data (OCI format).
+// Default allow; the listed syscalls fail with EPERM; clone with any
+// namespace flag fails with EPERM; clone3 fails with ENOSYS so that libc
+// falls back to clone, whose flags the filter can see; personality is
+// limited to the harmless personas. reduced also forbids chroot, mknod,
+// System V IPC and socket families other than unix, inet, inet6 and
+// netlink. elevated gets the same profile as same-as-user: its extra
+// capabilities live in a user namespace.
+//
+// The uid/gid-changing syscalls are not filtered: without capabilities
+// every change except a no-op already fails with EPERM.
+func SeccompProfile(priv string) *specs.LinuxSeccomp {
+	p := &specs.LinuxSeccomp{
+		DefaultAction: specs.ActAllow,
+		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchAARCH64},
+	}
+	eperm := func(names ...string) specs.LinuxSyscall {
+		e := uint(errnoEPERM)
+		return specs.LinuxSyscall{Names: names, Action: specs.ActErrno, ErrnoRet: &e}
+	}
+	allowIf := func(name string, args ...specs.LinuxSeccompArg) specs.LinuxSyscall {
+		return specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: args}
+	}
+	eq := func(i uint, v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: i, Value: v, Op: specs.OpEqualTo}
+	}
+
+	denied := append([]string(nil), deniedSyscalls...)
+	if priv != PrivSameAsUser && priv != PrivElevated {
+		denied = append(denied, reducedDenied...)
+	}
+	p.Syscalls = append(p.Syscalls, eperm(denied...))
+
+	// clone: one rule per namespace flag (each is "this bit is set").
+	// Argument 0 holds the flags on x86_64 and arm64.
+	for _, flag := range []uint64{cloneNewNS, cloneNewCgroup, cloneNewUTS, cloneNewIPC, cloneNewUser, cloneNewPID, cloneNewNet, cloneNewTime} {
+		r := eperm("clone")
+		r.Args = []specs.LinuxSeccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}}
+		p.Syscalls = append(p.Syscalls, r)
+	}
+	enosys := uint(errnoENOSYS)
+	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys})
+
+	// personality: PER_LINUX, PER_LINUX32, UNAME26 variants and the query.
+	for _, v := range []uint64{0x0, 0x0008, 0x20000, 0x20008, 0xffffffff} {
+		p.Syscalls = append(p.Syscalls, allowIf("personality", eq(0, v)))
+	}
+	p.Syscalls = append(p.Syscalls, eperm("personality"))
+
+	if priv != PrivSameAsUser && priv != PrivElevated {
+		// AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16.
+		for _, fam := range []uint64{1, 2, 10, 16} {
+			p.Syscalls = append(p.Syscalls, allowIf("socket", eq(0, fam)))
+		}
+		e := uint(errnoEAFNOSUPPORT)
+		p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &e})
+	}
+	return p
+}
