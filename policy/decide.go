@@ -557,6 +557,9 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		for _, r := range holds {
 			names = append(names, r.raw)
 		}
+		if len(names) > 4 {
+			names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+		}
 		it.Reason = fmt.Sprintf("%s holds protected paths (%s); they stay hidden even when approved, but a grant this wide is rarely needed",
 			m.HostPath, strings.Join(names, ", "))
 		it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
