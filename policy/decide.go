@@ -143,12 +143,12 @@ type Item struct {
 	ApprovedBy string `json:"approved_by,omitempty"`
 }
 
-// Mask is a path the sandbox must hide or make read-only inside a granted
+// PathMask is a path the sandbox must hide or make read-only inside a granted
 // mount, because a policy rule protects it and the grant covers it. The
 // plan must apply every mask (over-mount an empty read-only directory or
 // file to hide; a read-only bind to protect) and refuse to run when it
 // cannot. A mask whose path does not exist on the host is skipped.
-type Mask struct {
+type PathMask struct {
 	// Path is inside the sandbox. It may hold the globs of the rule (`*`,
 	// `**`), to be matched against the tree under Under.
 	Path string `json:"path"`
@@ -190,7 +190,7 @@ type Decision struct {
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
 	// Masks must be applied inside the granted mounts.
-	Masks []Mask `json:"masks,omitempty"`
+	Masks []PathMask `json:"masks,omitempty"`
 	// EgressDeny are host patterns the egress proxy must refuse even when
 	// a grant covers them (deny wins).
 	EgressDeny []string `json:"egress_deny,omitempty"`
@@ -438,7 +438,7 @@ func (p *Policy) compilePaths(home string) compiledPaths {
 	}
 }
 
-func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g permissions.Grant) (Item, []Mask) {
+func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g permissions.Grant) (Item, []PathMask) {
 	it := Item{Subject: g.String(), Kind: ItemGrant, Grant: &g, Description: g.Describe(), Verdict: Allow}
 	switch g.Kind {
 	case permissions.KindMount:
@@ -485,7 +485,7 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 	return it, nil
 }
 
-func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount) (Item, []Mask) {
+func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount) (Item, []PathMask) {
 	paths := []string{m.HostPath}
 	if m.Resolved != "" && m.Resolved != m.HostPath {
 		paths = append(paths, m.Resolved)
@@ -497,7 +497,7 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		}
 		return p + " is"
 	}
-	deny := func(r pathRule, p, what string) (Item, []Mask) {
+	deny := func(r pathRule, p, what string) (Item, []PathMask) {
 		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, r.name()
 		it.Reason = fmt.Sprintf("%s %s %s; %s", via(p), "under", r.raw, what)
 		it.PolicyFix = "remove " + r.raw + " from " + r.list + " (not recommended)"
@@ -520,13 +520,13 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	}
 	// 2. Protected paths inside the grant: they are masked in any case, and
 	// a grant holding a whole protected path needs approval.
-	var masks []Mask
+	var masks []PathMask
 	var holds []pathRule
 	addMasks := func(list []pathRule, hide bool) {
 		for _, r := range list {
 			for _, p := range paths {
 				if r.anywhere {
-					masks = append(masks, Mask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
+					masks = append(masks, PathMask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
 					break
 				}
 				if r.inside(p) {
@@ -538,7 +538,7 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 						rel, _ := filepath.Rel(p, expandHome(r.raw, req.Home))
 						target = filepath.Join(m.Target, rel)
 					}
-					masks = append(masks, Mask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
+					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
 					holds = append(holds, r)
 					break
 				}
@@ -629,9 +629,9 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	return it, masks
 }
 
-func dedupMasks(ms []Mask) []Mask {
-	var out []Mask
-	seen := map[Mask]bool{}
+func dedupMasks(ms []PathMask) []PathMask {
+	var out []PathMask
+	seen := map[PathMask]bool{}
 	for _, m := range ms {
 		if !seen[m] {
 			seen[m] = true

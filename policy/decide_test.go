@@ -457,8 +457,8 @@ func TestDecideMasks(t *testing.T) {
 	if d.Verdict != Allow {
 		t.Fatalf("verdict = %s\n%s", d.Verdict, d.Hint())
 	}
-	has := func(m Mask) bool { return slices.Contains(d.Masks, m) }
-	for _, m := range []Mask{
+	has := func(m PathMask) bool { return slices.Contains(d.Masks, m) }
+	for _, m := range []PathMask{
 		{Path: cwd + "/**/.git/hooks", Under: cwd, Hide: false, Rule: "paths.deny-write[0] **/.git/hooks"},
 		{Path: cwd + "/**/.git/config", Under: cwd, Hide: false, Rule: "paths.deny-write[1] **/.git/config"},
 		{Path: home + "/.ssh", Under: home, Hide: true, Rule: "paths.deny[0] ~/.ssh"},
@@ -481,7 +481,7 @@ func TestDecideMasks(t *testing.T) {
 	r.Grants = grants(t, "filesystem:read:/data/h=>/home/u")
 	r.Approvals = []string{"all"}
 	d = Default().Decide(r)
-	if !slices.Contains(d.Masks, Mask{Path: "/data/h/.ssh", Under: "/data/h", Hide: true, Rule: "paths.deny[0] ~/.ssh"}) {
+	if !slices.Contains(d.Masks, PathMask{Path: "/data/h/.ssh", Under: "/data/h", Hide: true, Rule: "paths.deny[0] ~/.ssh"}) {
 		t.Errorf("masks = %+v", d.Masks)
 	}
 	if len(d.EgressDeny) != 3 {
