@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,6 +74,9 @@ type Request struct {
 	// with symlinks resolved, when the caller knows it. Home is the
 	// invoking user's home directory, for the ~ rules of the policy.
 	Cwd, CwdResolved, Home string
+	// HomeResolved is Home with symlinks resolved, when the caller knows
+	// it and it differs; the ~ rules then match under both.
+	HomeResolved string
 	// Approvals are the --approve values.
 	Approvals []string
 }
@@ -161,11 +166,34 @@ type PathMask struct {
 }
 
 // Effective are the resource limits of the run, after defaults and caps.
+// In JSON: memory_bytes, timeout_ms, pids, output_bytes.
 type Effective struct {
-	MemoryBytes int64         `json:"memory_bytes"`
-	Timeout     time.Duration `json:"timeout_ns"`
-	Pids        int64         `json:"pids"`
-	OutputBytes int64         `json:"output_bytes"`
+	MemoryBytes int64
+	Timeout     time.Duration
+	Pids        int64
+	OutputBytes int64
+}
+
+type effectiveJSON struct {
+	MemoryBytes int64 `json:"memory_bytes"`
+	TimeoutMS   int64 `json:"timeout_ms"`
+	Pids        int64 `json:"pids"`
+	OutputBytes int64 `json:"output_bytes"`
+}
+
+// MarshalJSON writes the timeout in milliseconds, as results do.
+func (e Effective) MarshalJSON() ([]byte, error) {
+	return json.Marshal(effectiveJSON{e.MemoryBytes, e.Timeout.Milliseconds(), e.Pids, e.OutputBytes})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Effective) UnmarshalJSON(b []byte) error {
+	var j effectiveJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Effective{j.MemoryBytes, time.Duration(j.TimeoutMS) * time.Millisecond, j.Pids, j.OutputBytes}
+	return nil
 }
 
 // SourceMatch says which source rule applied.
@@ -229,6 +257,9 @@ func (p *Policy) Decide(req Request) Decision {
 	d.Isolation = iso
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
+	if iso == tool.IsolationNone {
+		d.Notes = append(d.Notes, "isolation none: the grants below are not enforced; the tool can read, write and reach whatever the user can")
+	}
 	if req.InheritEnv {
 		d.Items = append(d.Items, Item{
 			Subject: "environment.inherit", Kind: ItemEnvironment, Verdict: NeedsApproval, Risk: RiskHigh,
@@ -238,7 +269,11 @@ func (p *Policy) Decide(req Request) Decision {
 			ApproveFlag: ApproveEnvInherit, PolicyFix: "approval.standing: [env-inherit]",
 		})
 	}
-	rules := p.compilePaths(req.Home)
+	homes := []string{req.Home}
+	if req.HomeResolved != "" && req.HomeResolved != req.Home {
+		homes = append(homes, req.HomeResolved)
+	}
+	rules := p.compilePaths(homes)
 	for i := range req.Grants {
 		g := req.Grants[i]
 		it, masks := p.decideGrant(req, src, rules, g)
@@ -429,12 +464,12 @@ type compiledPaths struct {
 	deny, denyWrite, approve, allowWrite []pathRule
 }
 
-func (p *Policy) compilePaths(home string) compiledPaths {
+func (p *Policy) compilePaths(homes []string) compiledPaths {
 	return compiledPaths{
-		deny:       compileRules("paths.deny", p.Paths.Deny, home),
-		denyWrite:  compileRules("paths.deny-write", p.Paths.DenyWrite, home),
-		approve:    compileRules("paths.approve", p.Paths.Approve, home),
-		allowWrite: compileRules("paths.allow-write", p.Paths.AllowWrite, home),
+		deny:       compileRules("paths.deny", p.Paths.Deny, homes),
+		denyWrite:  compileRules("paths.deny-write", p.Paths.DenyWrite, homes),
+		approve:    compileRules("paths.approve", p.Paths.Approve, homes),
+		allowWrite: compileRules("paths.allow-write", p.Paths.AllowWrite, homes),
 	}
 }
 
@@ -535,7 +570,7 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 						rel, _ := filepath.Rel(p, r.prefix)
 						target = filepath.Join(m.Target, rel)
 					} else {
-						rel, _ := filepath.Rel(p, expandHome(r.raw, req.Home))
+						rel, _ := filepath.Rel(p, r.exp)
 						target = filepath.Join(m.Target, rel)
 					}
 					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
@@ -555,7 +590,9 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		it.Rule = holds[0].name() + " (inside the granted path)"
 		var names []string
 		for _, r := range holds {
-			names = append(names, r.raw)
+			if !slices.Contains(names, r.raw) {
+				names = append(names, r.raw)
+			}
 		}
 		if len(names) > 4 {
 			names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
@@ -577,9 +614,19 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 			}
 		}
 	}
-	cwds := []string{req.Cwd}
-	if req.CwdResolved != "" {
-		cwds = append(cwds, req.CwdResolved)
+	// The working directory counts only when it is narrower than the
+	// home directory: run from / or from ~, "inside the working directory"
+	// would be everything (or every credential).
+	var cwds []string
+	broadCwd := false
+	for _, c := range []string{req.Cwd, req.CwdResolved} {
+		switch {
+		case c == "":
+		case c == "/" || under(req.Home, c) || req.HomeResolved != "" && under(req.HomeResolved, c):
+			broadCwd = true
+		default:
+			cwds = append(cwds, c)
+		}
 	}
 	inCwd := func(p string) bool {
 		for _, c := range cwds {
@@ -608,15 +655,27 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		it.Risk, it.Rule, it.Reason = RiskMedium, "default: writes inside the working directory are allowed", "inside the working directory "+req.Cwd
 		return it, masks
 	}
-	for _, r := range rules.allowWrite {
-		ok := true
-		for _, p := range paths {
-			ok = ok && r.matches(p)
+	// Every path (declared and resolved) must be under an allow-write rule.
+	var allowedBy *pathRule
+	for _, p := range paths {
+		var hit *pathRule
+		for i := range rules.allowWrite {
+			if rules.allowWrite[i].matches(p) {
+				hit = &rules.allowWrite[i]
+				break
+			}
 		}
-		if ok {
-			it.Risk, it.Rule, it.Reason = RiskMedium, r.name(), "the policy allows writes under "+r.raw
-			return it, masks
+		if hit == nil {
+			allowedBy = nil
+			break
 		}
+		if allowedBy == nil {
+			allowedBy = hit
+		}
+	}
+	if allowedBy != nil {
+		it.Risk, it.Rule, it.Reason = RiskMedium, allowedBy.name(), "the policy allows writes under "+allowedBy.raw
+		return it, masks
 	}
 	it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskMedium, it.Subject
 	it.Rule = "default: writes outside the working directory need approval"
@@ -625,6 +684,9 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		where += " (resolved " + m.Resolved + ")"
 	}
 	it.Reason = where + " is outside the working directory " + req.Cwd
+	if broadCwd {
+		it.Reason = "the working directory " + req.Cwd + " is / or holds the home directory, so no write counts as inside it"
+	}
 	it.PolicyFix = "paths.allow-write: [" + m.HostPath + "]"
 	return it, masks
 }
@@ -651,6 +713,13 @@ func (p *Policy) decideEgress(src sourceRule, it Item, e *permissions.Egress) It
 			it.PolicyFix = "remove " + string(h) + " from network.deny"
 			return it
 		}
+	}
+	if localAddress(e.Host) {
+		it.Verdict, it.Risk = Deny, RiskHigh
+		it.Rule = "default: network:external cannot reach this machine or a private network"
+		it.Reason = e.Host + " is a loopback, private, link-local or unspecified address, which the egress proxy refuses"
+		it.PolicyFix = "none: use network:localhost:PORT for a service on this machine"
+		return it
 	}
 	for i, h := range p.Network.Allow {
 		if hostCovers(string(h), e.Host) {
@@ -854,4 +923,18 @@ func shellQuote(s string) string {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	return s
+}
+
+// cgnat is the carrier-grade NAT range (RFC 6598), which the proxy refuses.
+var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
+
+// localAddress reports whether host names this machine or a private
+// network: what the egress proxy refuses whatever the grant says.
+func localAddress(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || cgnat.Contains(ip) || ip.Equal(net.IPv4bcast))
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -188,7 +189,20 @@ func TestDecideRules(t *testing.T) {
 		{name: "deny wins over allow-write", policy: mutate(Default(), func(p *Policy) { p.Paths.AllowWrite = []PathPattern{"/"} }),
 			perms: []string{"filesystem:write:/etc/cron.d"}, subject: "filesystem:write:/etc/cron.d", verdict: Deny, rule: "/etc"},
 
+		{name: "working directory / does not count", perms: []string{"filesystem:write:/usr/local"}, req: func(r *Request) { r.Cwd = "/" },
+			subject: "filesystem:write:/usr/local", verdict: NeedsApproval, flag: "filesystem:write:/usr/local", reason: "is / or holds the home directory"},
+		{name: "working directory ~ does not count", perms: []string{"filesystem:write:notes"}, req: func(r *Request) { r.Cwd = home },
+			subject: "filesystem:write:/home/u/project/notes", verdict: NeedsApproval, reason: "holds the home directory",
+			flag: "filesystem:write:/home/u/project/notes"},
+		{name: "resolved home matches ~ rules", perms: []string{"filesystem:read:/tmp/k=>/data/home/u/.ssh/id_rsa"},
+			req: func(r *Request) { r.HomeResolved = "/data/home/u" }, subject: "filesystem:read:/tmp/k", verdict: Deny, rule: "paths.deny[0] ~/.ssh"},
+
 		// Network.
+		{name: "loopback by external grant", perms: []string{"network:external:127.0.0.1:8080"}, subject: "network:external:127.0.0.1:8080",
+			verdict: Deny, rule: "cannot reach this machine"},
+		{name: "private network by external grant", perms: []string{"network:external:10.1.2.3"}, subject: "network:external:10.1.2.3", verdict: Deny},
+		{name: "localhost name by external grant", perms: []string{"network:external:localhost"}, subject: "network:external:localhost", verdict: Deny},
+		{name: "documentation range is public", perms: []string{"network:external:192.0.2.10"}, subject: "network:external:192.0.2.10", verdict: Allow},
 		{name: "named host from a trusted source", perms: []string{"network:external:api.github.com"},
 			subject: "network:external:api.github.com", verdict: Allow, rule: "allowed for trusted sources"},
 		{name: "named host from a path", perms: []string{"network:external:api.github.com"}, req: func(r *Request) { r.Scope = tool.ScopePath },
@@ -486,6 +500,31 @@ func TestDecideMasks(t *testing.T) {
 	}
 	if len(d.EgressDeny) != 3 {
 		t.Errorf("egress deny = %q", d.EgressDeny)
+	}
+}
+
+func TestIsolationNoneNote(t *testing.T) {
+	r := baseRequest()
+	r.Isolation = tool.IsolationNone
+	r.Approvals = []string{"isolation-none"}
+	d := Default().Decide(r)
+	if d.Verdict != Allow || d.Isolation != tool.IsolationNone || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "not enforced") {
+		t.Errorf("decision = %s %s %q", d.Verdict, d.Isolation, d.Notes)
+	}
+}
+
+func TestEffectiveJSON(t *testing.T) {
+	e := Effective{MemoryBytes: 1, Timeout: 1500 * time.Millisecond, Pids: 2, OutputBytes: 3}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"memory_bytes":1,"timeout_ms":1500,"pids":2,"output_bytes":3}` {
+		t.Errorf("JSON = %s", b)
+	}
+	var back Effective
+	if err := json.Unmarshal(b, &back); err != nil || back != e {
+		t.Errorf("round trip = %+v, %v", back, err)
 	}
 }
 

@@ -177,6 +177,7 @@ type pathRule struct {
 	list     string // e.g. "paths.deny"
 	index    int
 	raw      string
+	exp      string         // raw with ~ expanded
 	re       *regexp.Regexp // matches the path itself or anything under it
 	prefix   string         // the longest literal directory before any glob; "" for **/ patterns
 	literal  bool           // no glob characters: prefix is the whole path
@@ -185,27 +186,36 @@ type pathRule struct {
 
 func (r pathRule) name() string { return fmt.Sprintf("%s[%d] %s", r.list, r.index, r.raw) }
 
-func compileRules(list string, pats []PathPattern, home string) []pathRule {
+// compileRules compiles the patterns of one list, once per home
+// directory given (the home as given and, when it differs, with symlinks
+// resolved), so that ~ rules match declared and resolved paths alike.
+func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	var out []pathRule
 	for i, p := range pats {
 		s := string(p)
-		if (s == "~" || strings.HasPrefix(s, "~/")) && !filepath.IsAbs(home) {
-			continue // no home directory: a ~ rule matches nothing
-		}
-		re, err := compileGlob(s, home)
-		if err != nil {
-			continue // Load rejected it already; a Policy built in code may not have
-		}
-		r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
-		if !r.anywhere {
-			exp := expandHome(s, home)
-			if j := strings.IndexAny(exp, "*?["); j >= 0 {
-				r.prefix = filepath.Dir(exp[:j+1])
-			} else {
-				r.prefix, r.literal = filepath.Clean(exp), true
+		for _, home := range homes {
+			isHome := s == "~" || strings.HasPrefix(s, "~/")
+			if isHome && !filepath.IsAbs(home) {
+				continue // no home directory: a ~ rule matches nothing
+			}
+			re, err := compileGlob(s, home)
+			if err != nil {
+				break // Load rejected it already; a Policy built in code may not have
+			}
+			r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
+			r.exp = expandHome(s, home)
+			if !r.anywhere {
+				if j := strings.IndexAny(r.exp, "*?["); j >= 0 {
+					r.prefix = filepath.Dir(r.exp[:j+1])
+				} else {
+					r.prefix, r.literal = filepath.Clean(r.exp), true
+				}
+			}
+			out = append(out, r)
+			if !isHome {
+				break // the same for every home
 			}
 		}
-		out = append(out, r)
 	}
 	return out
 }
