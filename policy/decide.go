@@ -274,6 +274,17 @@ func (p *Policy) Decide(req Request) Decision {
 		homes = append(homes, req.HomeResolved)
 	}
 	rules := p.compilePaths(homes)
+	if !filepath.IsAbs(req.Home) && p.hasHomeRules() && hasMounts(req.Grants) {
+		// Fail closed: without a home directory the ~ rules (credentials,
+		// shell start-up files) could not match anything.
+		d.Items = append(d.Items, Item{
+			Subject: "home directory", Kind: ItemGrant, Verdict: Deny, Risk: RiskHigh,
+			Description: "checks filesystem grants against the policy's ~ rules",
+			Rule:        "default: filesystem grants need a known home directory",
+			Reason:      fmt.Sprintf("the home directory %q is not an absolute path, so the ~ rules cannot be checked", req.Home),
+			PolicyFix:   "none: set HOME to the user's home directory",
+		})
+	}
 	for i := range req.Grants {
 		g := req.Grants[i]
 		it, masks := p.decideGrant(req, src, rules, g)
@@ -937,4 +948,24 @@ func localAddress(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsUnspecified() || ip.IsMulticast() || cgnat.Contains(ip) || ip.Equal(net.IPv4bcast))
+}
+
+func (p *Policy) hasHomeRules() bool {
+	for _, list := range [][]PathPattern{p.Paths.Deny, p.Paths.DenyWrite, p.Paths.Approve} {
+		for _, pat := range list {
+			if pat == "~" || strings.HasPrefix(string(pat), "~/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasMounts(gs []permissions.Grant) bool {
+	for _, g := range gs {
+		if g.Kind == permissions.KindMount {
+			return true
+		}
+	}
+	return false
 }

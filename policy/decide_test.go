@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -196,6 +197,9 @@ func TestDecideRules(t *testing.T) {
 			flag: "filesystem:write:/home/u/project/notes"},
 		{name: "resolved home matches ~ rules", perms: []string{"filesystem:read:/tmp/k=>/data/home/u/.ssh/id_rsa"},
 			req: func(r *Request) { r.HomeResolved = "/data/home/u" }, subject: "filesystem:read:/tmp/k", verdict: Deny, rule: "paths.deny[0] ~/.ssh"},
+
+		{name: "unknown home directory fails closed", perms: []string{"filesystem:read:/srv/x"}, req: func(r *Request) { r.Home = "" },
+			subject: "home directory", verdict: Deny, rule: "need a known home directory"},
 
 		// Network.
 		{name: "loopback by external grant", perms: []string{"network:external:127.0.0.1:8080"}, subject: "network:external:127.0.0.1:8080",
@@ -605,5 +609,26 @@ func TestValidateApprovals(t *testing.T) {
 		if err := ValidateApprovals([]string{bad}); err == nil {
 			t.Errorf("ValidateApprovals(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestDecisionErr(t *testing.T) {
+	r := baseRequest()
+	if err := Default().Decide(r).Err(); err != nil {
+		t.Errorf("allowed decision: Err = %v", err)
+	}
+	r.Privilege = tool.PrivilegeElevated
+	err := Default().Decide(r).Err()
+	var de *DecisionError
+	if !errors.Is(err, ErrApprovalRequired) || !errors.As(err, &de) || de.Code != CodePermissionDenied || de.Hint == "" {
+		t.Errorf("approval: Err = %#v", err)
+	}
+	if err.Error() != "run t: needs approval: execution-privilege" {
+		t.Errorf("message = %q", err)
+	}
+	r.Grants = grants(t, "filesystem:read:~/.kube/config")
+	err = Default().Decide(r).Err()
+	if !errors.Is(err, ErrDenied) || err.Error() != "run t: denied by policy: filesystem:read:/home/u/.kube/config" {
+		t.Errorf("deny: Err = %v", err)
 	}
 }
