@@ -632,3 +632,19 @@ func TestDecisionErr(t *testing.T) {
 		t.Errorf("deny: Err = %v", err)
 	}
 }
+
+func TestInvalidPatternsFailClosed(t *testing.T) {
+	p := Default()
+	p.Paths.Deny = []PathPattern{"relative"}
+	p.Paths.AllowWrite = []PathPattern{""}
+	r := baseRequest()
+	r.Grants = grants(t, "filesystem:read:/srv/a")
+	if d := p.Decide(r); d.Verdict != Deny {
+		t.Errorf("invalid deny pattern: %s", d.Verdict)
+	}
+	p.Paths.Deny = nil
+	r.Grants = grants(t, "filesystem:write:/srv/a")
+	if d := p.Decide(r); d.Verdict != NeedsApproval {
+		t.Errorf("invalid allow-write pattern: %s", d.Verdict)
+	}
+}

@@ -158,7 +158,13 @@ var validators = map[reflect.Type]func(string) error{
 		}
 		return fmt.Errorf("scope %q: want local, user, global, path, unknown or any", s)
 	},
-	reflect.TypeOf(Glob("")):        func(s string) error { _, err := compileGlob(s, "/home"); return err },
+	reflect.TypeOf(Glob("")): func(s string) error {
+		if s == "" {
+			return fmt.Errorf("empty path glob")
+		}
+		_, err := compileGlob(s, "/home")
+		return err
+	},
 	reflect.TypeOf(PathPattern("")): func(s string) error { return checkPathPattern(s) },
 	reflect.TypeOf(HostPattern("")): func(s string) error { return checkHostPattern(s) },
 	reflect.TypeOf(Matcher("")):     func(s string) error { return checkMatcher(s) },
@@ -186,6 +192,11 @@ func checkNode(n *yaml.Node, t reflect.Type, where string) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		if t.Kind() == reflect.Struct {
 			return at("want a mapping, got an empty value")
+		}
+		if validators[t] != nil {
+			// A bare ~ is YAML's null: an empty pattern would match
+			// everything, so it is an error, never a wildcard.
+			return at("empty value (YAML reads a bare ~ as empty: write \"~\" in quotes for the home directory)")
 		}
 		return nil
 	}

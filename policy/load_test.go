@@ -162,6 +162,10 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "version: 1\n---\nversion: 1\n", `p.yaml:2: more than one YAML document`},
 		{"syntax", "limits: {\n", `p.yaml:`},
 		{"root scalar", "hello\n", `p.yaml:1: want a mapping`},
+		{"bare ~ path", "paths:\n  allow-write: [~]\n", `p.yaml:2: paths.allow-write[0]: empty value (YAML reads a bare ~ as empty`},
+		{"empty host", "network:\n  allow: [\"\"]\n", `p.yaml:2: network.allow[0]: host ""`},
+		{"empty glob", "sources:\n  - path: \"\"\n", `p.yaml:2: sources[0].path: empty path glob`},
+		{"null isolation", "sources:\n  - isolation: {minimum: }\n", `p.yaml:2: sources[0].isolation.minimum: empty value`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

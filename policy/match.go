@@ -189,10 +189,21 @@ func (r pathRule) name() string { return fmt.Sprintf("%s[%d] %s", r.list, r.inde
 // compileRules compiles the patterns of one list, once per home
 // directory given (the home as given and, when it differs, with symlinks
 // resolved), so that ~ rules match declared and resolved paths alike.
+//
+// A pattern that is not valid (only a Policy built in code can hold one)
+// matches everything in the deny lists and nothing elsewhere: it fails
+// closed.
 func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	var out []pathRule
+	denyList := strings.HasPrefix(list, "paths.deny")
 	for i, p := range pats {
 		s := string(p)
+		if err := checkPathPattern(s); err != nil {
+			if denyList {
+				out = append(out, pathRule{list: list, index: i, raw: s, re: regexp.MustCompile(`^`), prefix: "/", exp: "/"})
+			}
+			continue
+		}
 		for _, home := range homes {
 			isHome := s == "~" || strings.HasPrefix(s, "~/")
 			if isHome && !filepath.IsAbs(home) {
