@@ -648,3 +648,53 @@ func TestInvalidPatternsFailClosed(t *testing.T) {
 		t.Errorf("invalid allow-write pattern: %s", d.Verdict)
 	}
 }
+
+func TestGlobDenyInsideGrant(t *testing.T) {
+	p := Default()
+	p.Paths.Deny = []PathPattern{"~/.config/*/token"}
+	r := baseRequest()
+	r.Grants = grants(t, "filesystem:read:~/.config")
+	d := p.Decide(r)
+	it, _ := item(d, "filesystem:read:/home/u/.config")
+	if it.Verdict != NeedsApproval || it.Rule != "paths.deny[0] ~/.config/*/token (inside the granted path)" {
+		t.Errorf("item = %+v", it)
+	}
+	want := PathMask{Path: "/home/u/.config/*/token", Under: "/home/u/.config", Hide: true, Rule: "paths.deny[0] ~/.config/*/token"}
+	if !slices.Contains(d.Masks, want) {
+		t.Errorf("masks = %+v", d.Masks)
+	}
+	r.Grants = grants(t, "filesystem:read:~/.config/app/token")
+	if d := p.Decide(r); d.Verdict != Deny {
+		t.Errorf("glob deny: %s", d.Verdict)
+	}
+	r.Grants = grants(t, "filesystem:read:~/.config/app/other")
+	if d := p.Decide(r); d.Verdict != Allow {
+		t.Errorf("glob deny matched a sibling: %s", d.Verdict)
+	}
+}
+
+func TestHostCovers(t *testing.T) {
+	tests := []struct {
+		pattern, grant string
+		want           bool
+	}{
+		{"*", "*", true},
+		{"*", "a.com", true},
+		{"a.com", "*", false},
+		{"*.a.com", "*", false},
+		{"a.com", "a.com", true},
+		{"A.com", "a.COM", true},
+		{"a.com", "b.a.com", false},
+		{"*.a.com", "b.a.com", true},
+		{"*.a.com", "a.com", false},
+		{"*.a.com", "*.a.com", true},
+		{"*.a.com", "*.b.a.com", true},
+		{"*.b.a.com", "*.a.com", false},
+		{"a.com", "*.a.com", false},
+	}
+	for _, tt := range tests {
+		if got := hostCovers(tt.pattern, tt.grant); got != tt.want {
+			t.Errorf("hostCovers(%q, %q) = %v, want %v", tt.pattern, tt.grant, got, tt.want)
+		}
+	}
+}
