@@ -3,6 +3,7 @@ package permissions
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -235,7 +236,7 @@ func resolveOne(i int, raw, cwd, home string) (Grant, error) {
 	bad := func(reason string) (Grant, error) {
 		return Grant{}, &PermissionError{Index: i, Permission: raw, Reason: reason}
 	}
-	p, err := tool.ParsePermission(raw)
+	p, err := tool.ParsePermission(urlToHost(raw))
 	if err != nil {
 		return Grant{}, &PermissionError{Index: i, Permission: raw, Err: err}
 	}
@@ -274,6 +275,29 @@ func resolveOne(i int, raw, cwd, home string) (Grant, error) {
 		return bad("unknown kind")
 	}
 	return g, nil
+}
+
+// urlToHost rewrites network:external:SCHEME://HOST[:PORT][/PATH] as
+// network:external:HOST[:PORT]. Definitions often substitute a URL
+// parameter ({JIRA_URL}) into a network grant; the grant is still for that
+// one host.
+func urlToHost(raw string) string {
+	rest, ok := strings.CutPrefix(raw, string(tool.PermNetExternal)+":")
+	if !ok || !strings.Contains(rest, "://") {
+		return raw
+	}
+	u, err := url.Parse(rest)
+	if err != nil || u.Hostname() == "" || u.User != nil {
+		return raw
+	}
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if u.Port() != "" {
+		host += ":" + u.Port()
+	}
+	return string(tool.PermNetExternal) + ":" + host
 }
 
 // absPath expands `~`, makes p absolute against cwd and cleans it. It

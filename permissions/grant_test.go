@@ -78,6 +78,16 @@ func TestResolve(t *testing.T) {
 			str:  "network:external:[2001:db8::1]:443",
 		},
 		{
+			perm: "network:external:https://Jira.Example.com/rest/api",
+			want: Grant{Kind: KindEgress, Egress: &Egress{Host: "jira.example.com"}},
+			str:  "network:external:jira.example.com",
+		},
+		{
+			perm: "network:external:http://[2001:db8::2]:8080/",
+			want: Grant{Kind: KindEgress, Egress: &Egress{Host: "2001:db8::2", Port: 8080}},
+			str:  "network:external:[2001:db8::2]:8080",
+		},
+		{
 			perm: "network:localhost:5432",
 			want: Grant{Kind: KindLocalhost, Localhost: &Localhost{Port: 5432}},
 			str:  "network:localhost:5432",
@@ -145,6 +155,7 @@ func TestResolveErrors(t *testing.T) {
 		{"filesystem:read:~other/x", cwd, home, "~user"},
 		{"filesystem:read:~/x", cwd, "", "home directory is unknown"},
 		{"filesystem:read:x", "relative", home, "not absolute"},
+		{"network:external:https://user:pw@example.com", cwd, home, "not allowed in a host name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.perm, func(t *testing.T) {
