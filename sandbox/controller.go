@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
 // cleanupTimeout bounds teardown, which runs on its own context so a run
@@ -45,6 +46,9 @@ type Job struct {
 	Egress func() []EgressEntry
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
+	// Prepare, when set, runs after the run's host directory exists and
+	// before the sandbox starts (the egress proxy starts here).
+	Prepare func(ctx context.Context, p *isolation.Plan) error
 }
 
 // JobStep is one command of a job.
@@ -55,6 +59,9 @@ type JobStep struct {
 	Timeout         time.Duration // 0: only the run's timeout applies
 	BufferLimit     int64         // 0: DefaultBufferLimit
 	ContinueOnError bool
+	// Bound, when set, is the step as bound; a command that references the
+	// output of earlier steps is resolved from it just before it runs.
+	Bound *tool.BoundStep
 }
 
 // Execute runs the job and returns its Result. Every outcome, including a
@@ -152,6 +159,12 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outAll, err
 		return
 	}
 	defer os.RemoveAll(p.HostDir)
+	if job.Prepare != nil {
+		if err := job.Prepare(ctx, p); err != nil {
+			fail(StatusError, CodeInitFailed, "prepare run: "+err.Error(), hintFor(err))
+			return
+		}
+	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -212,12 +225,14 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outAll, err
 
 	res.Status = StatusOK
 	failed, stepTimedOut := false, false
+	outputs := map[string]tool.StepOutput{}
 	for _, st := range job.Steps {
 		if failed {
 			res.Steps = append(res.Steps, StepResult{Name: st.Name, Status: StatusFailed, Skipped: true})
 			continue
 		}
-		sr := c.runStep(runCtx, sb, st, job, outAll, errAll)
+		sr, so := c.runStep(runCtx, sb, st, job, outputs, outAll, errAll)
+		outputs[st.Name] = so
 		res.Steps = append(res.Steps, sr)
 		res.ExitCode = sr.ExitCode
 		if sr.ExitCode != 0 && !st.ContinueOnError {
@@ -262,7 +277,22 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 	}
 }
 
-func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outAll, errAll *capture) StepResult {
+func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outputs map[string]tool.StepOutput, outAll, errAll *capture) (StepResult, tool.StepOutput) {
+	if st.Bound != nil && len(st.Bound.StepRefs()) > 0 {
+		argv, _, err := st.Bound.Resolve(outputs)
+		if err == nil {
+			var in string
+			in, err = st.Bound.ResolveInput(outputs)
+			if in != "" {
+				st.Stdin = []byte(in)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(errAll, "sandboxed: step %s: %v\n", st.Name, err)
+			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125}, tool.StepOutput{ExitCode: 125}
+		}
+		st.Cmd.Args = argv
+	}
 	sctx := ctx
 	if st.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -293,7 +323,7 @@ func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobSt
 	default:
 		sr.Status = StatusOK
 	}
-	return sr
+	return sr, tool.StepOutput{Output: string(out.Bytes()), Error: string(errw.Bytes()), ExitCode: sr.ExitCode}
 }
 
 // hintFor returns the fix an error carries, if it says one.
