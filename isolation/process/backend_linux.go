@@ -168,6 +168,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostUID, Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostGID, Size: 1}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = os.Getuid() == 0
+		// Become the mapped root before exec, so the init keeps the
+		// namespace's capabilities across it.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
 	}
 	var cgFile *os.File
 	if cg.Version() == 2 {

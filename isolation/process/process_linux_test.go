@@ -104,13 +104,18 @@ func assertNothingLeft(t testing.TB, runID string) {
 
 func run(t testing.TB, sb isolation.Sandbox, script string) (string, string, isolation.Exit) {
 	t.Helper()
+	return runCmd(t, sb, []string{"/bin/sh", "-c", script})
+}
+
+func runCmd(t testing.TB, sb isolation.Sandbox, args []string, env ...string) (string, string, isolation.Exit) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=" + sandbox.DefaultPath}, Cwd: "/"},
+	exit, err := sb.Exec(ctx, isolation.Command{Args: args, Env: append([]string{"PATH=" + sandbox.DefaultPath}, env...), Cwd: "/"},
 		isolation.Stdio{Stdout: &out, Stderr: &errb})
 	if err != nil {
-		t.Fatalf("exec %q: %v", script, err)
+		t.Fatalf("exec %q: %v", args, err)
 	}
 	return out.String(), errb.String(), exit
 }
@@ -266,4 +271,75 @@ func BenchmarkStartExecClose(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestElevated(t *testing.T) {
+	needRoot(t)
+	sb := start(t, testPlan(t, sandbox.PrivElevated))
+	out, errs, exit := run(t, sb, "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /tmp/x && chown 0:0 /tmp/x && echo chown-ok; mount -t tmpfs none /tmp 2>/dev/null || echo mount-denied")
+	if exit.Code != 0 {
+		t.Fatalf("exit %+v stderr %q", exit, errs)
+	}
+	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "NoNewPrivs:\t1", "Seccomp:\t2", "65534", "chown-ok", "mount-denied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "         0          0") {
+		t.Errorf("uid 0 maps to host root:\n%s", out)
+	}
+}
+
+func TestKillTakesEverythingDown(t *testing.T) {
+	needRoot(t)
+	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
+	done := make(chan isolation.Exit, 1)
+	go func() {
+		exit, _ := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & sleep 60"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{})
+		done <- exit
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := sb.Kill(context.Background(), 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case exit := <-done:
+		if exit.Signal == 0 {
+			t.Fatalf("exit %+v", exit)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Exec did not return after Kill")
+	}
+}
+
+func TestGCRemovesDeadRuns(t *testing.T) {
+	needRoot(t)
+	be := process.New()
+	p := testPlan(t, sandbox.PrivSameAsUser)
+	sb, err := be.Start(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep it: GC must not touch it.
+	removed, err := be.GC(context.Background(), func(id string) bool { return id == p.RunID || !strings.HasPrefix(id, "test-") })
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("gc with keep: %v %v", removed, err)
+	}
+	if out, _, _ := run(t, sb, "echo alive"); out != "alive\n" {
+		t.Fatal("kept run was touched")
+	}
+	// A crashed controller: nothing calls Close. GC reaps it.
+	removed, err = be.GC(context.Background(), func(id string) bool { return !strings.HasPrefix(id, "test-") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range removed {
+		found = found || strings.Contains(r, p.RunID)
+	}
+	if !found {
+		t.Fatalf("gc removed %v, not %s", removed, p.RunID)
+	}
+	sb.Close(context.Background())
+	assertNothingLeft(t, p.RunID)
 }

@@ -1,10 +1,9 @@
 package seccomp
 
 import (
+	"encoding/binary"
 	"fmt"
-	"math/bits"
 
-	libseccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
@@ -12,15 +11,31 @@ import (
 
 // Kernel constants, spelled out so this file builds on every OS.
 const (
-	retErrno = 0x00050000 // SECCOMP_RET_ERRNO
-	eperm    = 1
-	enosys   = 38
-	archOff  = 4 // offsetof(struct seccomp_data, arch)
+	retKillThread  = 0x00000000
+	retKillProcess = 0x80000000
+	retTrap        = 0x00030000
+	retErrno       = 0x00050000
+	retLog         = 0x7ffc0000
+	retAllow       = 0x7fff0000
+
+	eperm  = 1
+	enosys = 38
+
+	offNr   = 0  // offsetof(struct seccomp_data, nr)
+	offArch = 4  // offsetof(struct seccomp_data, arch)
+	offArgs = 16 // offsetof(struct seccomp_data, args)
+
+	x32Bit = 0x40000000 // __X32_SYSCALL_BIT
 )
 
-// Compile turns p into a BPF program for the native architecture. The
-// program begins with an architecture guard: any other audit arch gets
-// ENOSYS.
+// Compile turns p into a BPF program for the native architecture.
+//
+// The program is a straight list of rules, each reloading the syscall
+// number, so that argument checks of one rule cannot confuse the next (the
+// argument conditions of github.com/elastic/go-seccomp-bpf v1.6.0 leave an
+// argument in the accumulator for the following groups; this package
+// therefore uses only its syscall tables and builds the program itself
+// with golang.org/x/net/bpf).
 func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	if p == nil {
 		return nil, fmt.Errorf("compile seccomp profile: no profile: %w", ErrInvalid)
@@ -33,43 +48,73 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile seccomp profile: default action: %w", err)
 	}
-	policy := libseccomp.Policy{DefaultAction: libseccomp.ActionAllow}
+	a := &asm{}
+	// Any other ABI than the native one gets ENOSYS: a denylist must not
+	// be bypassable through int 0x80 or x32.
+	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	a.jump(bpf.JumpEqual, uint32(info.ID), "", "bad-abi")
+	if info.ID == arch.X86_64.ID {
+		a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+		a.jump(bpf.JumpGreaterOrEqual, x32Bit, "bad-abi", "")
+	}
+	a.emit(bpf.Jump{Skip: 1})
+	a.label("bad-abi")
+	a.emit(bpf.RetConstant{Val: retErrno | enosys})
+
 	for i, rule := range p.Syscalls {
-		g, err := group(info, rule)
+		act, err := action(rule.Action, rule.ErrnoRet)
 		if err != nil {
 			return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, rule.Names, err)
 		}
-		if g != nil {
-			policy.Syscalls = append(policy.Syscalls, *g)
+		var nrs []uint32
+		seen := map[string]bool{}
+		for _, name := range rule.Names {
+			nr, ok := info.SyscallNames[name]
+			if !ok || seen[name] {
+				continue // another architecture's syscall, or repeated
+			}
+			seen[name] = true
+			nrs = append(nrs, uint32(nr|info.SeccompMask))
+		}
+		if len(nrs) == 0 {
+			continue
+		}
+		if len(rule.Args) == 0 {
+			// Unconditional: one load, a run of compares, one return.
+			for start := 0; start < len(nrs); start += 100 {
+				chunk := nrs[start:min(start+100, len(nrs))]
+				match, next := a.fresh("match"), a.fresh("next")
+				a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+				for _, nr := range chunk {
+					a.jump(bpf.JumpEqual, nr, match, "")
+				}
+				a.emit(bpf.Jump{Skip: 1})
+				a.label(match)
+				a.emit(bpf.RetConstant{Val: act})
+				a.label(next)
+			}
+			continue
+		}
+		for _, nr := range nrs {
+			end := a.fresh("end")
+			a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+			a.jump(bpf.JumpEqual, nr, "", end)
+			for _, c := range rule.Args {
+				if err := a.cond(c, end); err != nil {
+					return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, rule.Names, err)
+				}
+			}
+			a.emit(bpf.RetConstant{Val: act})
+			a.label(end)
 		}
 	}
-	if len(policy.Syscalls) == 0 {
-		// The library wants at least one group; this one never matches.
-		policy.Syscalls = []libseccomp.SyscallGroup{{
-			NamesWithCondtions: []libseccomp.NameWithConditions{{
-				Name:       "getpid",
-				Conditions: libseccomp.ArgumentConditions{{Argument: 0, Operation: libseccomp.Equal, Value: 1}},
-			}},
-			Action: libseccomp.ActionAllow,
-		}}
-	}
-	insts, err := policy.Assemble()
+	a.emit(bpf.RetConstant{Val: def})
+
+	insts, err := a.resolve()
 	if err != nil {
-		return nil, fmt.Errorf("compile seccomp profile: %v: %w", err, ErrInvalid)
+		return nil, fmt.Errorf("compile seccomp profile: %w", err)
 	}
-	// The library returns the default action on the last instruction (and
-	// on a foreign arch); make it ours.
-	if n := len(insts); n > 0 {
-		if r, ok := insts[n-1].(bpf.RetConstant); ok && r.Val == uint32(libseccomp.ActionAllow) {
-			insts[n-1] = bpf.RetConstant{Val: uint32(def)}
-		}
-	}
-	guard := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: archOff, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
-		bpf.RetConstant{Val: retErrno | enosys},
-	}
-	raw, err := bpf.Assemble(append(guard, insts...))
+	raw, err := bpf.Assemble(insts)
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp program: %w", err)
 	}
@@ -79,10 +124,10 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	return raw, nil
 }
 
-func action(a specs.LinuxSeccompAction, errno *uint) (libseccomp.Action, error) {
+func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 	switch a {
 	case specs.ActAllow:
-		return libseccomp.ActionAllow, nil
+		return retAllow, nil
 	case specs.ActErrno:
 		e := uint32(eperm)
 		if errno != nil {
@@ -91,80 +136,139 @@ func action(a specs.LinuxSeccompAction, errno *uint) (libseccomp.Action, error) 
 		if e == 0 || e > 0xffff {
 			return 0, fmt.Errorf("errno %d: %w", e, ErrInvalid)
 		}
-		return libseccomp.Action(retErrno | e), nil
+		return retErrno | e, nil
 	case specs.ActKill, specs.ActKillThread:
-		return libseccomp.ActionKillThread, nil
+		return retKillThread, nil
 	case specs.ActKillProcess:
-		return libseccomp.ActionKillProcess, nil
+		return retKillProcess, nil
 	case specs.ActTrap:
-		return libseccomp.ActionTrap, nil
+		return retTrap, nil
 	case specs.ActLog:
-		return libseccomp.ActionLog, nil
+		return retLog, nil
 	}
 	return 0, fmt.Errorf("action %q: %w", a, ErrUnsupported)
 }
 
-func group(info *arch.Info, rule specs.LinuxSyscall) (*libseccomp.SyscallGroup, error) {
-	act, err := action(rule.Action, rule.ErrnoRet)
-	if err != nil {
-		return nil, err
-	}
-	conds, err := conditions(rule.Args)
-	if err != nil {
-		return nil, err
-	}
-	g := &libseccomp.SyscallGroup{Action: act}
-	seen := map[string]bool{}
-	for _, name := range rule.Names {
-		if _, ok := info.SyscallNames[name]; !ok || seen[name] {
-			continue // another architecture's syscall, or repeated
-		}
-		seen[name] = true
-		if len(conds) == 0 {
-			g.Names = append(g.Names, name)
-		} else {
-			g.NamesWithCondtions = append(g.NamesWithCondtions, libseccomp.NameWithConditions{Name: name, Conditions: conds})
-		}
-	}
-	if len(g.Names)+len(g.NamesWithCondtions) == 0 {
-		return nil, nil
-	}
-	return g, nil
+// asm is a tiny assembler with named forward labels.
+type asm struct {
+	insts  []bpf.Instruction
+	jumps  map[int][2]string // instruction index -> true, false label ("" = next)
+	labels map[string]int
+	n      int
 }
 
-func conditions(args []specs.LinuxSeccompArg) (libseccomp.ArgumentConditions, error) {
-	var out libseccomp.ArgumentConditions
-	for _, a := range args {
-		if a.Index > 5 {
-			return nil, fmt.Errorf("argument index %d: %w", a.Index, ErrInvalid)
-		}
-		c := libseccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
-		switch a.Op {
-		case specs.OpEqualTo:
-			c.Operation = libseccomp.Equal
-		case specs.OpNotEqual:
-			c.Operation = libseccomp.NotEqual
-		case specs.OpLessThan:
-			c.Operation = libseccomp.LessThan
-		case specs.OpLessEqual:
-			c.Operation = libseccomp.LessOrEqual
-		case specs.OpGreaterThan:
-			c.Operation = libseccomp.GreaterThan
-		case specs.OpGreaterEqual:
-			c.Operation = libseccomp.GreaterOrEqual
-		case specs.OpMaskedEqual:
-			switch {
-			case a.ValueTwo == 0:
-				c.Operation = libseccomp.BitsNotSet
-			case a.ValueTwo == a.Value && bits.OnesCount64(a.Value) == 1:
-				c.Operation = libseccomp.BitsSet
-			default:
-				return nil, fmt.Errorf("masked-equal with mask %#x and value %#x: %w", a.Value, a.ValueTwo, ErrUnsupported)
-			}
-		default:
-			return nil, fmt.Errorf("operator %q: %w", a.Op, ErrUnsupported)
-		}
-		out = append(out, c)
+func (a *asm) emit(i bpf.Instruction) { a.insts = append(a.insts, i) }
+
+func (a *asm) fresh(prefix string) string {
+	a.n++
+	return fmt.Sprintf("%s-%d", prefix, a.n)
+}
+
+func (a *asm) label(l string) {
+	if a.labels == nil {
+		a.labels = map[string]int{}
 	}
-	return out, nil
+	a.labels[l] = len(a.insts)
+}
+
+func (a *asm) jump(cond bpf.JumpTest, val uint32, t, f string) {
+	if a.jumps == nil {
+		a.jumps = map[int][2]string{}
+	}
+	a.jumps[len(a.insts)] = [2]string{t, f}
+	a.emit(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+func (a *asm) resolve() ([]bpf.Instruction, error) {
+	skip := func(from int, l string) (uint8, error) {
+		if l == "" {
+			return 0, nil
+		}
+		to, ok := a.labels[l]
+		if !ok {
+			return 0, fmt.Errorf("label %s: undefined", l)
+		}
+		d := to - from - 1
+		if d < 0 || d > 255 {
+			return 0, fmt.Errorf("jump of %d instructions to %s: %w", d, l, ErrUnsupported)
+		}
+		return uint8(d), nil
+	}
+	for i, tf := range a.jumps {
+		j := a.insts[i].(bpf.JumpIf)
+		var err error
+		if j.SkipTrue, err = skip(i, tf[0]); err != nil {
+			return nil, err
+		}
+		if j.SkipFalse, err = skip(i, tf[1]); err != nil {
+			return nil, err
+		}
+		a.insts[i] = j
+	}
+	return a.insts, nil
+}
+
+// ldArg loads the high (hi) or low half of argument i.
+func (a *asm) ldArg(i uint, hi bool) {
+	off := uint32(offArgs + 8*i)
+	little := binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+	if hi == little {
+		off += 4
+	}
+	a.emit(bpf.LoadAbsolute{Off: off, Size: 4})
+}
+
+// cond emits a 64-bit comparison of one argument; on mismatch it jumps to
+// fail, on match it falls through.
+func (a *asm) cond(c specs.LinuxSeccompArg, fail string) error {
+	if c.Index > 5 {
+		return fmt.Errorf("argument index %d: %w", c.Index, ErrInvalid)
+	}
+	hi, lo := uint32(c.Value>>32), uint32(c.Value)
+	pass := a.fresh("pass")
+	switch c.Op {
+	case specs.OpEqualTo:
+		a.ldArg(c.Index, true)
+		a.jump(bpf.JumpEqual, hi, "", fail)
+		a.ldArg(c.Index, false)
+		a.jump(bpf.JumpEqual, lo, "", fail)
+	case specs.OpNotEqual:
+		a.ldArg(c.Index, true)
+		a.jump(bpf.JumpEqual, hi, "", pass)
+		a.ldArg(c.Index, false)
+		a.jump(bpf.JumpEqual, lo, fail, "")
+	case specs.OpGreaterThan, specs.OpGreaterEqual:
+		a.ldArg(c.Index, true)
+		a.jump(bpf.JumpGreaterThan, hi, pass, "")
+		a.jump(bpf.JumpEqual, hi, "", fail)
+		a.ldArg(c.Index, false)
+		test := bpf.JumpGreaterThan
+		if c.Op == specs.OpGreaterEqual {
+			test = bpf.JumpGreaterOrEqual
+		}
+		a.jump(test, lo, "", fail)
+	case specs.OpLessThan, specs.OpLessEqual:
+		a.ldArg(c.Index, true)
+		a.jump(bpf.JumpGreaterOrEqual, hi, "", pass) // hi < vhi
+		a.jump(bpf.JumpEqual, hi, "", fail)          // hi > vhi
+		a.ldArg(c.Index, false)
+		test := bpf.JumpGreaterOrEqual // lo >= vlo fails LT
+		if c.Op == specs.OpLessEqual {
+			test = bpf.JumpGreaterThan // lo > vlo fails LE
+		}
+		a.jump(test, lo, fail, "")
+	case specs.OpMaskedEqual:
+		// (arg & Value) == ValueTwo, half by half.
+		hi2, lo2 := uint32(c.ValueTwo>>32), uint32(c.ValueTwo)
+		a.ldArg(c.Index, true)
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: hi})
+		a.jump(bpf.JumpEqual, hi2, "", fail)
+		a.ldArg(c.Index, false)
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: lo})
+		a.jump(bpf.JumpEqual, lo2, "", fail)
+	default:
+		return fmt.Errorf("operator %q: %w", c.Op, ErrUnsupported)
+	}
+	a.label(pass)
+	return nil
 }
