@@ -19,7 +19,10 @@ import (
 //
 // The backends check again, when they mount, that the resolved source is
 // not a symlink, so a swap between here and the mount cannot redirect it.
-func ResolveMounts(grants []permissions.Grant) error {
+//
+// With create false (a dry run) nothing is created: a missing write path
+// resolves to itself.
+func ResolveMounts(grants []permissions.Grant, create bool) error {
 	var errs []error
 	for i := range grants {
 		m := grants[i].Mount
@@ -27,6 +30,10 @@ func ResolveMounts(grants []permissions.Grant) error {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(m.HostPath)
+		if errors.Is(err, fs.ErrNotExist) && m.Write && !create {
+			m.Resolved = m.HostPath
+			continue
+		}
 		if errors.Is(err, fs.ErrNotExist) && m.Write {
 			if mkErr := os.MkdirAll(m.HostPath, 0o755); mkErr != nil {
 				errs = append(errs, fmt.Errorf("%s: create %s: %w", grants[i].Permission, m.HostPath, mkErr))

@@ -36,6 +36,8 @@ type Request struct {
 	// Egress, when set, starts the run's egress proxy (isolation/egress);
 	// nil refuses network grants.
 	Egress EgressStarter
+	// DryRun plans without touching the host (no directory is created).
+	DryRun bool
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -90,7 +92,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
 	}
-	if err := ResolveMounts(grants); err != nil {
+	if err := ResolveMounts(grants, !req.DryRun); err != nil {
 		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
 	}
 

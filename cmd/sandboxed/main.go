@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // version is set by the linker (-X main.version=...).
@@ -23,6 +25,7 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
+			runCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
@@ -57,6 +60,11 @@ func setUsageErrors(cmd *cli.Command) {
 }
 
 func main() {
+	// The same binary is the sandbox's init: re-executed as PID 1 of a new
+	// pid namespace (process tier) or as a container's entrypoint.
+	if sbinit.IsInit() {
+		sbinit.Main()
+	}
 	app := newApp()
 	err := app.Run(os.Args)
 	if err == nil && notFound != nil {
