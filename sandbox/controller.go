@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,10 +84,8 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		Egress:    []EgressEntry{},
 		Notes:     job.Notes,
 	}
-	outAll := newCapture(sumLimits(job.Steps), nil)
-	errAll := newCapture(sumLimits(job.Steps), nil)
-
-	c.run(ctx, job, res, outAll, errAll)
+	outs := &outputs{}
+	c.run(ctx, job, res, outs)
 
 	if job.Egress != nil {
 		if e := job.Egress(); e != nil {
@@ -94,8 +93,52 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		}
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
-	res.Stdout, res.Stderr = outAll.String(), errAll.String()
-	return res, c.finish(res, outAll.Bytes(), errAll.Bytes())
+	stdout, stderr := outs.join()
+	res.Stdout, res.Stderr = stdout.text, stderr.text
+	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
+	return res, c.finish(res, stdout.kept, stderr.kept)
+}
+
+// outputs collects the captures of every step (and sandboxed's own notes
+// about them), so each byte of output is held once.
+type outputs struct {
+	mu       sync.Mutex
+	out, err []*capture
+}
+
+func (o *outputs) add(out, err *capture) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.out, o.err = append(o.out, out), append(o.err, err)
+}
+
+type joined struct {
+	text      string // kept output, with a truncation marker per cut stream
+	kept      []byte // kept output, without markers (the run record)
+	truncated bool
+}
+
+func (o *outputs) join() (stdout, stderr joined) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return joinCaptures(o.out), joinCaptures(o.err)
+}
+
+func joinCaptures(cs []*capture) joined {
+	var j joined
+	var text []byte
+	for _, c := range cs {
+		b := c.Bytes()
+		j.kept = append(j.kept, b...)
+		if c.Truncated() {
+			j.truncated = true
+			text = append(text, c.String()...)
+		} else {
+			text = append(text, b...)
+		}
+	}
+	j.text = string(text)
+	return j
 }
 
 func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
@@ -113,22 +156,7 @@ func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
 	return errors.Join(errs...)
 }
 
-func sumLimits(steps []JobStep) int64 {
-	var n int64
-	for _, s := range steps {
-		if s.BufferLimit > 0 {
-			n += s.BufferLimit
-		} else {
-			n += DefaultBufferLimit
-		}
-	}
-	if n == 0 {
-		n = DefaultBufferLimit
-	}
-	return n
-}
-
-func (c *Controller) run(ctx context.Context, job *Job, res *Result, outAll, errAll *capture) {
+func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outputs) {
 	p := job.Plan
 	fail := func(st Status, code, msg, hint string) {
 		res.Status = st
@@ -231,7 +259,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outAll, err
 			res.Steps = append(res.Steps, StepResult{Name: st.Name, Status: StatusFailed, Skipped: true})
 			continue
 		}
-		sr, so := c.runStep(runCtx, sb, st, job, outputs, outAll, errAll)
+		sr, so := c.runStep(runCtx, sb, st, job, outputs, outs)
 		outputs[st.Name] = so
 		res.Steps = append(res.Steps, sr)
 		res.ExitCode = sr.ExitCode
@@ -277,7 +305,10 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 	}
 }
 
-func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outputs map[string]tool.StepOutput, outAll, errAll *capture) (StepResult, tool.StepOutput) {
+func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outputs map[string]tool.StepOutput, outs *outputs) (StepResult, tool.StepOutput) {
+	out := newCapture(st.BufferLimit, job.Stdout)
+	errw := newCapture(st.BufferLimit, job.Stderr)
+	outs.add(out, errw)
 	if st.Bound != nil && len(st.Bound.StepRefs()) > 0 {
 		argv, _, err := st.Bound.Resolve(outputs)
 		if err == nil {
@@ -288,7 +319,7 @@ func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobSt
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(errAll, "sandboxed: step %s: %v\n", st.Name, err)
+			fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
 			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125}, tool.StepOutput{ExitCode: 125}
 		}
 		st.Cmd.Args = argv
@@ -299,9 +330,7 @@ func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobSt
 		sctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, context.DeadlineExceeded)
 		defer cancel()
 	}
-	out := newCapture(st.BufferLimit, job.Stdout)
-	errw := newCapture(st.BufferLimit, job.Stderr)
-	stdio := isolation.Stdio{Stdout: io.MultiWriter(out, outAll), Stderr: io.MultiWriter(errw, errAll)}
+	stdio := isolation.Stdio{Stdout: out, Stderr: errw}
 	if st.Stdin != nil {
 		stdio.Stdin = bytes.NewReader(st.Stdin)
 	}
@@ -317,7 +346,7 @@ func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobSt
 		if sr.ExitCode == 0 {
 			sr.ExitCode = 125
 		}
-		fmt.Fprintf(errAll, "sandboxed: step %s: %v\n", st.Name, err)
+		fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
 	case exit.Code != 0:
 		sr.Status = StatusFailed
 	default:

@@ -120,6 +120,14 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	}
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)
+	// A working directory no grant covers exists in the sandbox as an
+	// empty, read-only directory: commands start where they were told,
+	// and see nothing of the host there.
+	for _, dir := range workDirs(b, cwd, in.Cwd) {
+		if !covered(dir, mounts) {
+			opts = append(opts, emptyDir(dir))
+		}
+	}
 	for _, m := range mounts {
 		if m.Resolved == "" {
 			return nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
@@ -162,6 +170,39 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 		return nil, nil, err
 	}
 	return p, steps, nil
+}
+
+func workDirs(b *tool.Bound, toolCwd, callerCwd string) []string {
+	dirs := []string{toolCwd}
+	for _, st := range b.Steps {
+		if st.Cwd != "" {
+			dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+func covered(dir string, mounts []*permissions.Mount) bool {
+	for _, m := range mounts {
+		if dir == m.Target || strings.HasPrefix(dir, strings.TrimSuffix(m.Target, "/")+"/") {
+			return true
+		}
+	}
+	return dir == "/" || dir == "/tmp"
+}
+
+func emptyDir(dir string) SpecOpt {
+	return func(s *specs.Spec) error {
+		for _, m := range s.Mounts {
+			if m.Destination == dir {
+				return nil
+			}
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755"}})
+		return nil
+	}
 }
 
 func mountGrants(grants []permissions.Grant) []*permissions.Mount {
