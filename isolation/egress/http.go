@@ -49,6 +49,7 @@ type forwardUpstream struct {
 	key string
 	up  *countConn
 	br  *bufio.Reader
+	bw  *bufio.Writer
 	rec Record
 }
 
@@ -65,6 +66,7 @@ func (p *Proxy) closeForward(f *forwardUpstream) {
 func (p *Proxy) serveHTTP(c *deadlineConn, br *bufio.Reader) {
 	var fwd *forwardUpstream
 	defer func() { p.closeForward(fwd) }()
+	var cw *bufio.Writer // made on the first forwarded request
 	for first := true; ; first = false {
 		if !first {
 			// Between requests: wait up to the idle timeout for the next.
@@ -89,7 +91,10 @@ func (p *Proxy) serveHTTP(c *deadlineConn, br *bufio.Reader) {
 			p.serveConnect(c, br, req)
 			return
 		}
-		if !p.forward(c, req, &fwd) {
+		if cw == nil {
+			cw = bufio.NewWriter(c)
+		}
+		if !p.forward(c, cw, req, &fwd) {
 			return
 		}
 	}
@@ -127,7 +132,7 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 
 // forward sends one absolute-URI request upstream and its response back.
 // It reports whether the client connection may carry another request.
-func (p *Proxy) forward(c *deadlineConn, req *http.Request, fwdp **forwardUpstream) bool {
+func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fwdp **forwardUpstream) bool {
 	u := req.URL
 	if !u.IsAbs() || u.Host == "" || !strings.EqualFold(u.Scheme, "http") {
 		why := fmt.Sprintf("request target %q is not an absolute http:// URL; send absolute http:// URLs, or CONNECT HOST:PORT for https and anything else", req.RequestURI)
@@ -165,7 +170,7 @@ func (p *Proxy) forward(c *deadlineConn, req *http.Request, fwdp **forwardUpstre
 			writeConnectError(c, req.Method+" "+u.String(), cerr)
 			return false
 		}
-		fwd = &forwardUpstream{key: key, up: up, br: bufio.NewReader(up), rec: rec}
+		fwd = &forwardUpstream{key: key, up: up, br: bufio.NewReader(up), bw: bufio.NewWriter(up), rec: rec}
 		*fwdp = fwd
 	}
 
@@ -184,10 +189,9 @@ func (p *Proxy) forward(c *deadlineConn, req *http.Request, fwdp **forwardUpstre
 			return false
 		}
 	}
-	bw := bufio.NewWriter(fwd.up)
-	err = req.Write(bw)
+	err = req.Write(fwd.bw)
 	if err == nil {
-		err = bw.Flush()
+		err = fwd.bw.Flush()
 	}
 	if err != nil {
 		fwd.rec.Error = "send request: " + err.Error()
@@ -228,7 +232,6 @@ func (p *Proxy) forward(c *deadlineConn, req *http.Request, fwdp **forwardUpstre
 	upstreamClose := resp.Close
 	stripHopByHop(resp.Header)
 	resp.Close = clientClose
-	cw := bufio.NewWriter(c)
 	err = resp.Write(cw)
 	if err == nil {
 		err = cw.Flush()

@@ -151,7 +151,8 @@ func (r Rule) String() string {
 	return externalPrefix + h + ":" + strconv.Itoa(r.Port)
 }
 
-// matchPort reports whether the rule admits port.
+// matchPort reports whether a grant admits port: its own port, or 80
+// and 443 when it has none.
 func (r Rule) matchPort(port int) bool {
 	if r.Port != 0 {
 		return r.Port == port
@@ -163,6 +164,10 @@ func (r Rule) matchPort(port int) bool {
 	}
 	return false
 }
+
+// denyPort reports whether a deny entry covers port: its own port, or
+// every port when it has none (a deny is never narrower than it reads).
+func (r Rule) denyPort(port int) bool { return r.Port == 0 || r.Port == port }
 
 // matchHost reports whether the rule's pattern covers a normalised target.
 // anyCoversIP says whether "*" covers IP literals (true for deny entries,
@@ -185,9 +190,10 @@ func (r Rule) matchHost(t target, anyCoversIP bool) bool {
 type Rules struct {
 	// Allow holds the run's network:external grants.
 	Allow []Rule
-	// Deny holds the operator policy's deny entries. A deny "*" covers IP
-	// literals too; a deny IP literal also refuses any name that resolves
-	// to that address.
+	// Deny holds the operator policy's deny entries. A deny without a port
+	// covers every port (not only 80 and 443, as a grant would); a deny
+	// "*" covers IP literals too; a deny IP literal also refuses any name
+	// that resolves to that address.
 	Deny []Rule
 	// LocalhostPorts are the host 127.0.0.1 ports the sandbox may reach
 	// (network:localhost:PORT).
@@ -288,7 +294,7 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 		return Deny, fmt.Sprintf("invalid port %d", port)
 	}
 	for _, r := range rs.Deny {
-		if r.matchHost(t, true) && r.matchPort(port) {
+		if r.matchHost(t, true) && r.denyPort(port) {
 			return Deny, fmt.Sprintf("%s:%d is denied by the operator's policy (deny %s); no permission can allow it",
 				t.display(), port, r.String())
 		}
@@ -309,7 +315,7 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 func (rs Rules) deniedAddr(addr netip.Addr, port int) (Rule, bool) {
 	addr = addr.Unmap()
 	for _, r := range rs.Deny {
-		if a, err := netip.ParseAddr(r.Host); err == nil && a == addr && r.matchPort(port) {
+		if a, err := netip.ParseAddr(r.Host); err == nil && a == addr && r.denyPort(port) {
 			return r, true
 		}
 	}

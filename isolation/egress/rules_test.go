@@ -120,6 +120,8 @@ func TestDecide(t *testing.T) {
 		{rs, "anything.example", 8443, Deny, ""},
 		// Deny wins over allow, including over "*" and exact grants.
 		{rs, "blocked.example.com", 443, Deny, "denied by the operator's policy"},
+		{rs, "blocked.example.com", 8443, Deny, "denied by the operator's policy"}, // portless deny: every port
+		{rs, "198.51.100.66", 22, Deny, "denied by the operator's policy"},
 		{rs, "x.evil.example", 443, Deny, "deny network:external:*.evil.example"},
 		{rs, "evil.example", 443, Allow, ""},
 		{rs, "198.51.100.66", 443, Deny, "denied by the operator's policy"},
