@@ -29,9 +29,10 @@
 //
 // Decisions, in order (see Rules.Decide and ClassifyAddr):
 //  1. deny entries (policy) win; then allow entries (network:external
-//     grants). A grant without a port allows 80 and 443; "*.example.com"
-//     matches subdomains, not the apex; "*" allows any host name but not an
-//     IP literal (an IP literal needs a grant of its own).
+//     grants). A grant without a port allows 80 and 443, a deny without a
+//     port covers every port; "*.example.com" matches subdomains, not the
+//     apex; "*" allows any host name but not an IP literal (an IP literal
+//     needs a grant of its own), while a deny "*" covers everything.
 //  2. The proxy resolves a name itself with the host's resolver (or the
 //     test Resolver of Config). If any address of the name is refused
 //     (loopback, private, link-local, CGNAT, unspecified, multicast,
