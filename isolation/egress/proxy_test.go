@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -762,5 +763,156 @@ func TestIdleTimeout(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Errorf("idle tunnel: %v, want closed by the proxy", err)
+	}
+}
+
+func TestIdleTimeoutSparesOneWayStreams(t *testing.T) {
+	// The origin sends a byte every 40 ms for 800 ms while the client
+	// sends nothing: the connection is busy, so a 400 ms idle timeout must
+	// not cut it. (copyActive's own test covers the logic without timing.)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for i := 0; i < 20; i++ {
+			if _, err := c.Write([]byte{'x'}); err != nil {
+				return
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	p := startProxy(t, Config{
+		Rules:       mustRules(t, []string{"127.0.0.1:" + strconv.Itoa(port)}, nil, nil),
+		allowAddrs:  []netip.Addr{loopback},
+		IdleTimeout: 400 * time.Millisecond,
+	})
+	resp, _, br := rawConnect(t, p, "127.0.0.1:"+strconv.Itoa(port))
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	b, err := io.ReadAll(br)
+	if err != nil || len(b) != 20 {
+		t.Errorf("read %d bytes, %v; want 20", len(b), err)
+	}
+}
+
+func TestForwardRefusesLoopbackName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("origin reached")
+	}))
+	defer srv.Close()
+	port := portOf(t, srv.URL)
+	p := startProxy(t, Config{
+		Rules:    mustRules(t, []string{"*:" + strconv.Itoa(port)}, nil, nil),
+		Resolver: hosts(t, "local.example.test 127.0.0.1", "meta.example.test 169.254.169.254"),
+	})
+	for _, name := range []string{"local.example.test", "meta.example.test", "localhost"} {
+		c := dialProxy(t, p)
+		fmt.Fprintf(c, "GET http://%s:%d/ HTTP/1.1\r\nHost: x\r\n\r\n", name, port)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if name == "localhost" {
+			// Not in the test table: not found, never the host's loopback.
+			if resp.StatusCode != 502 {
+				t.Errorf("%s: %d %q", name, resp.StatusCode, b)
+			}
+			continue
+		}
+		if resp.StatusCode != 403 || !strings.Contains(string(b), "refused address") {
+			t.Errorf("%s: %d %q", name, resp.StatusCode, b)
+		}
+	}
+}
+
+// FuzzProxyInput feeds arbitrary bytes to a proxy with no grants: whatever
+// the input, nothing is ever allowed and the proxy neither panics nor
+// leaks.
+func FuzzProxyInput(f *testing.F) {
+	for _, seed := range []string{
+		"CONNECT a.example:443 HTTP/1.1\r\n\r\n",
+		"GET http://a.example/ HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"\x05\x01\x00\x05\x01\x00\x03\x09a.example\x01\xbb",
+		"\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x50",
+		"\x05\x01\x00\x05\x01\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x50",
+		"\x05\x00",
+		"\x05\xff\x00",
+		"\x00L\x01\x00\x50",
+		"\x00L\x02\x00\x50",
+		"\x00",
+		"\x16\x03\x01\x00\x05hello",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+		"CONNECT [::1]:80 HTTP/1.1\r\n\r\n",
+		"GET http://[fe80::1%25eth0]/ HTTP/1.1\r\n\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	p, err := Start(context.Background(), Config{SocketPath: socketPath(f), HandshakeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { p.Close() })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := net.Dial("unix", p.SocketPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write(in)
+		c.(*net.UnixConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		io.Copy(io.Discard, c)
+		for _, r := range p.Records() {
+			if r.Verdict == Allow || r.Addr != "" {
+				t.Fatalf("allowed with no grants: %+v", r)
+			}
+		}
+	})
+}
+
+// timeoutReader returns a timeout error on every read after its data.
+type timeoutReader struct{ data []byte }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func (r *timeoutReader) Read(b []byte) (int, error) {
+	if len(r.data) > 0 {
+		n := copy(b, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	}
+	return 0, timeoutErr{}
+}
+
+func TestCopyActiveForgivesTimeoutsWhileBusy(t *testing.T) {
+	var last atomic.Int64
+	// The other direction was active just now: timeouts are retried until
+	// the shared clock runs out.
+	last.Store(time.Now().UnixNano())
+	var out strings.Builder
+	start := time.Now()
+	err := copyActive(&out, &timeoutReader{data: []byte("abc")}, 50*time.Millisecond, &last)
+	if !isTimeout(err) || out.String() != "abc" || time.Since(start) < 40*time.Millisecond {
+		t.Errorf("busy: %v, %q after %v", err, out.String(), time.Since(start))
+	}
+	// Idle for longer than the limit: the first timeout ends the copy.
+	last.Store(time.Now().Add(-time.Second).UnixNano())
+	if err := copyActive(io.Discard, &timeoutReader{}, 50*time.Millisecond, &last); !isTimeout(err) {
+		t.Errorf("idle: %v", err)
 	}
 }
