@@ -291,17 +291,23 @@ func (e *connectError) Error() string { return e.msg }
 // connection is tracked and counts its bytes; the caller must untrack it.
 func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectError) {
 	rec.Host, rec.Port = t.display(), port
-	v, reason := p.cfg.Rules.decide(t, port)
-	rec.Verdict, rec.Reason = v, reason
-	if v == Deny {
-		return nil, &connectError{kind: failDenied, msg: reason}
-	}
 	deny := func(why string) (*countConn, *connectError) {
 		rec.Verdict, rec.Reason = Deny, why
 		return nil, &connectError{kind: failDenied, msg: why}
 	}
+	// Targets no grant can allow are refused first, with that reason.
 	if !t.isIP && metadataNames[t.name] {
 		return deny(t.name + " is a cloud metadata endpoint; the proxy never connects to it, whatever the grants say")
+	}
+	if t.isIP && !p.testAllowed(t.ip) {
+		if c := ClassifyAddr(t.ip); c.Refused() {
+			return deny(refusedAddrReason(t.display(), t.ip, c))
+		}
+	}
+	v, reason := p.cfg.Rules.decide(t, port)
+	rec.Verdict, rec.Reason = v, reason
+	if v == Deny {
+		return nil, &connectError{kind: failDenied, msg: reason}
 	}
 
 	var addrs []netip.Addr

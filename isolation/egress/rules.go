@@ -280,7 +280,8 @@ func parseTarget(host string) (target, error) {
 // resolution: deny entries first, then grants. The reason is a sentence
 // fit for a person: for a refusal it names what would allow the
 // connection, when a grant can. Decide does not check addresses; the proxy
-// does that after resolving (see ClassifyAddr).
+// does that after resolving (see ClassifyAddr); Decide only uses the class
+// of an IP literal to word a refusal that no grant could lift.
 func (rs Rules) Decide(host string, port int) (Verdict, string) {
 	t, err := parseTarget(host)
 	if err != nil {
@@ -306,6 +307,10 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 	}
 	why := fmt.Sprintf("no permission grants %s:%d", t.display(), port)
 	if t.isIP {
+		if c := ClassifyAddr(t.ip); c.Refused() {
+			// No grant can help; say so rather than suggest one.
+			return Deny, refusedAddrReason(t.display(), t.ip, c)
+		}
 		why += " (an IP address needs a grant of its own; host-name grants and \"*\" do not cover it)"
 	}
 	return Deny, why + "; the permission that would allow it is " + suggest(t, port)

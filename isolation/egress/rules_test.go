@@ -134,6 +134,9 @@ func TestDecide(t *testing.T) {
 		{rs, "api.example.com", 70000, Deny, "invalid port"},
 		{rs, "fe80::1%eth0", 443, Deny, "invalid target"},
 		{Rules{}, "api.example.com", 443, Deny, "no permission grants"},
+		// A refused address is not offered a grant that could not work.
+		{Rules{}, "127.0.0.1", 443, Deny, "refused address (loopback)"},
+		{Rules{}, "169.254.169.254", 80, Deny, "refused address (cloud metadata)"},
 	}
 	for _, tt := range tests {
 		v, why := tt.rules.Decide(tt.host, tt.port)
