@@ -916,3 +916,60 @@ func TestCopyActiveForgivesTimeoutsWhileBusy(t *testing.T) {
 		t.Errorf("idle: %v", err)
 	}
 }
+
+// rebinder answers the first lookup with first and every later one with
+// later, counting lookups.
+type rebinder struct {
+	mu           sync.Mutex
+	n            int
+	first, later net.IP
+}
+
+func (r *rebinder) LookupIPAddr(_ context.Context, _ string) ([]net.IPAddr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.n == 1 {
+		return []net.IPAddr{{IP: r.first}}, nil
+	}
+	return []net.IPAddr{{IP: r.later}}, nil
+}
+
+func TestNoSecondLookup(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "checked address")
+	}))
+	defer srv.Close()
+	port := portOf(t, srv.URL)
+	res := &rebinder{first: net.IPv4(127, 0, 0, 1), later: net.IPv4(169, 254, 169, 254)}
+	p := startProxy(t, Config{
+		Rules:      mustRules(t, []string{"rebind.example.test:" + strconv.Itoa(port)}, nil, nil),
+		Resolver:   res,
+		allowAddrs: []netip.Addr{loopback},
+	})
+	c := proxyClient(p, nil)
+	for i := 0; i < 3; i++ { // one upstream connection, reused
+		resp, err := c.Get(fmt.Sprintf("http://rebind.example.test:%d/", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "checked address" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
+		}
+	}
+	c.CloseIdleConnections()
+	res.mu.Lock()
+	n := res.n
+	res.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d lookups, want 1", n)
+	}
+	// A new connection looks up again and gets the metadata address:
+	// refused.
+	resp, _, _ := rawConnect(t, p, fmt.Sprintf("rebind.example.test:%d", port))
+	if resp.StatusCode != 403 {
+		t.Errorf("rebound name: %s", resp.Status)
+	}
+}
