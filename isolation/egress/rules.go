@@ -29,8 +29,8 @@ type Rule struct {
 	Port int
 }
 
-// DefaultPorts are the ports a rule without a port admits.
-var DefaultPorts = []int{80, 443}
+// defaultPorts are the ports a grant without a port admits.
+var defaultPorts = [...]int{80, 443}
 
 const externalPrefix = "network:external:"
 
@@ -157,7 +157,7 @@ func (r Rule) matchPort(port int) bool {
 	if r.Port != 0 {
 		return r.Port == port
 	}
-	for _, p := range DefaultPorts {
+	for _, p := range defaultPorts {
 		if p == port {
 			return true
 		}
