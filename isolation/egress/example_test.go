@@ -18,8 +18,8 @@ func ExampleStart() {
 	hostDir := "/run/sandboxed/RUN_ID" // Plan.HostDir, mode 0700
 	rules, err := egress.ParseRules(
 		[]string{"api.example.com", "*.cdn.example.net:443"}, // network:external grants
-		[]string{"*.evil.example"},                          // policy deny entries
-		[]int{5432},                                         // network:localhost grants
+		[]string{"*.evil.example"},                           // policy deny entries
+		[]int{5432},                                          // network:localhost grants
 	)
 	if err != nil {
 		return
