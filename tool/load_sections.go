@@ -703,12 +703,12 @@ func (l *defLoader) security(n *yaml.Node) {
 			if v.Kind != yaml.SequenceNode {
 				return
 			}
-			for i, item := range v.Content {
-				if i >= len(s.RequiredPermissions) {
-					break
+			for _, item := range v.Content {
+				if item.Kind != yaml.ScalarNode {
+					continue // reported by strList; keeps Pos.Permissions parallel
 				}
 				l.def.Pos.Permissions = append(l.def.Pos.Permissions, l.pos(item))
-				perm := s.RequiredPermissions[i]
+				perm := item.Value
 				if _, err := ParsePermission(perm); err != nil {
 					l.errf(item, "", "%v", err)
 				}
