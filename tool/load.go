@@ -28,11 +28,20 @@ func Load(path string, scope Scope) (*Definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tool %s: %w", path, err)
 	}
-	f, err := os.Open(path)
+	// A FIFO or device would block or never end: only regular files
+	// (or symlinks to them) are definitions.
+	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("load tool %s: %w: no such file", path, ErrNotFound)
 		}
+		return nil, fmt.Errorf("load tool %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("load tool %s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, fmt.Errorf("load tool %s: %w", path, err)
 	}
 	defer f.Close()
