@@ -120,7 +120,6 @@ type defLoader struct {
 	shellKey   *yaml.Node   // top-level shell
 	shellValue string
 	paramKeys  map[string]*yaml.Node       // parameter name -> key node
-	defaults   map[string]*yaml.Node       // parameter name -> default node
 	stepIndex  map[string]int              // step name -> index
 	stepNodes  []*yaml.Node                // step mapping nodes (index = step)
 	waitFor    map[int][]*yaml.Node        // step index -> wait-for item nodes
@@ -153,12 +152,9 @@ func (l *defLoader) site(n *yaml.Node, text string, ctx refCtx) {
 	}
 }
 
-var toolRefCtx = refCtx{step: -1}
-
 func (l *defLoader) parse(data []byte) *Definition {
 	l.def = &Definition{}
 	l.paramKeys = map[string]*yaml.Node{}
-	l.defaults = map[string]*yaml.Node{}
 	l.stepIndex = map[string]int{}
 	l.waitFor = map[int][]*yaml.Node{}
 	l.testParams = map[*yaml.Node][]*yaml.Node{}
@@ -171,7 +167,11 @@ func (l *defLoader) parse(data []byte) *Definition {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
-		l.diags = append(l.diags, l.syntaxDiag(err))
+		if errors.Is(err, io.EOF) {
+			l.errAt(start, "a tool needs at least description and one of bash, cmd, pwsh, run, script, commands or steps", "file holds only comments")
+		} else {
+			l.diags = append(l.diags, l.syntaxDiag(err))
+		}
 		return l.def
 	}
 	var extra yaml.Node
@@ -198,7 +198,7 @@ func (l *defLoader) parse(data []byte) *Definition {
 	return l.def
 }
 
-// compatHints explains keys the CYCOD drafts use that the reference format
+// topKeyHints explains keys the CYCOD drafts use that the reference format
 // does not have (see COMPAT.md).
 var topKeyHints = map[string]string{
 	"uses":              "uses: is from a draft that the reference format replaced; compose tools with steps: - use-tool: NAME / with:",

@@ -406,7 +406,6 @@ func (l *defLoader) parameter(key, n *yaml.Node) Parameter {
 	if defNode != nil {
 		p.HasDefault = true
 		p.Default = l.paramDefault(p, defNode, typeOK)
-		l.defaults[p.Name] = defNode
 	}
 	return p
 }

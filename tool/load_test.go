@@ -495,3 +495,7 @@ func TestCompatAliases(t *testing.T) {
 	}
 	parseErr(t, "description: d\ncommands:\n  linux: a\n  platforms:\n    linux: b\n", "5:5: command for linux is given twice")
 }
+
+func TestParseCommentsOnly(t *testing.T) {
+	parseErr(t, "# nothing here\n", "1:1: file holds only comments")
+}
