@@ -83,6 +83,11 @@ func Parse(data []byte, file string) (def *Definition, err error) {
 	}()
 	def = l.parse(data)
 	if err := newLoadError(file, l.diags); err != nil {
+		if le := err.(*LoadError); l.truncated {
+			last := le.Diags[len(le.Diags)-1].Pos
+			le.Diags = append(le.Diags, Diagnostic{Pos: last, Msg: fmt.Sprintf("too many errors; stopped after %d", maxDiags),
+				Hint: "fix the errors above and load the file again"})
+		}
 		return nil, err
 	}
 	def.Source.Raw = data
