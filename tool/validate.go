@@ -155,7 +155,8 @@ func (l *defLoader) stepLabel(i int) string {
 
 func (l *defLoader) checkRef(s textSite, r refSpan, params map[string]bool, paramNames []string, waits *waitGraph, defaultEdges map[string][]defaultEdge) {
 	if len(l.diags) >= maxDiags {
-		return // reporting has stopped; skip the work of building messages
+		l.truncated = true // reporting has stopped; skip the work of building messages
+		return
 	}
 	p := l.textPos(s.node, r.Off)
 	where := s.ctx.what
