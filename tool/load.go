@@ -28,11 +28,20 @@ func Load(path string, scope Scope) (*Definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tool %s: %w", path, err)
 	}
-	f, err := os.Open(path)
+	// A FIFO or device would block or never end: only regular files
+	// (or symlinks to them) are definitions.
+	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("load tool %s: %w: no such file", path, ErrNotFound)
 		}
+		return nil, fmt.Errorf("load tool %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("load tool %s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, fmt.Errorf("load tool %s: %w", path, err)
 	}
 	defer f.Close()
@@ -74,6 +83,11 @@ func Parse(data []byte, file string) (def *Definition, err error) {
 	}()
 	def = l.parse(data)
 	if err := newLoadError(file, l.diags); err != nil {
+		if le := err.(*LoadError); l.truncated {
+			last := le.Diags[len(le.Diags)-1].Pos
+			le.Diags = append(le.Diags, Diagnostic{Pos: last, Msg: fmt.Sprintf("too many errors; stopped after %d", maxDiags),
+				Hint: "fix the errors above and load the file again"})
+		}
 		return nil, err
 	}
 	def.Source.Raw = data
@@ -111,7 +125,6 @@ type defLoader struct {
 	shellKey   *yaml.Node   // top-level shell
 	shellValue string
 	paramKeys  map[string]*yaml.Node       // parameter name -> key node
-	defaults   map[string]*yaml.Node       // parameter name -> default node
 	stepIndex  map[string]int              // step name -> index
 	stepNodes  []*yaml.Node                // step mapping nodes (index = step)
 	waitFor    map[int][]*yaml.Node        // step index -> wait-for item nodes
@@ -144,12 +157,9 @@ func (l *defLoader) site(n *yaml.Node, text string, ctx refCtx) {
 	}
 }
 
-var toolRefCtx = refCtx{step: -1}
-
 func (l *defLoader) parse(data []byte) *Definition {
 	l.def = &Definition{}
 	l.paramKeys = map[string]*yaml.Node{}
-	l.defaults = map[string]*yaml.Node{}
 	l.stepIndex = map[string]int{}
 	l.waitFor = map[int][]*yaml.Node{}
 	l.testParams = map[*yaml.Node][]*yaml.Node{}
@@ -162,7 +172,11 @@ func (l *defLoader) parse(data []byte) *Definition {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
-		l.diags = append(l.diags, l.syntaxDiag(err))
+		if errors.Is(err, io.EOF) {
+			l.errAt(start, "a tool needs at least description and one of bash, cmd, pwsh, run, script, commands or steps", "file holds only comments")
+		} else {
+			l.diags = append(l.diags, l.syntaxDiag(err))
+		}
 		return l.def
 	}
 	var extra yaml.Node
@@ -189,7 +203,7 @@ func (l *defLoader) parse(data []byte) *Definition {
 	return l.def
 }
 
-// compatHints explains keys the CYCOD drafts use that the reference format
+// topKeyHints explains keys the CYCOD drafts use that the reference format
 // does not have (see COMPAT.md).
 var topKeyHints = map[string]string{
 	"uses":              "uses: is from a draft that the reference format replaced; compose tools with steps: - use-tool: NAME / with:",

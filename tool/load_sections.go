@@ -406,7 +406,6 @@ func (l *defLoader) parameter(key, n *yaml.Node) Parameter {
 	if defNode != nil {
 		p.HasDefault = true
 		p.Default = l.paramDefault(p, defNode, typeOK)
-		l.defaults[p.Name] = defNode
 	}
 	return p
 }
@@ -703,12 +702,12 @@ func (l *defLoader) security(n *yaml.Node) {
 			if v.Kind != yaml.SequenceNode {
 				return
 			}
-			for i, item := range v.Content {
-				if i >= len(s.RequiredPermissions) {
-					break
+			for _, item := range v.Content {
+				if item.Kind != yaml.ScalarNode {
+					continue // reported by strList; keeps Pos.Permissions parallel
 				}
 				l.def.Pos.Permissions = append(l.def.Pos.Permissions, l.pos(item))
-				perm := s.RequiredPermissions[i]
+				perm := item.Value
 				if _, err := ParsePermission(perm); err != nil {
 					l.errf(item, "", "%v", err)
 				}

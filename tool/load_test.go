@@ -495,3 +495,19 @@ func TestCompatAliases(t *testing.T) {
 	}
 	parseErr(t, "description: d\ncommands:\n  linux: a\n  platforms:\n    linux: b\n", "5:5: command for linux is given twice")
 }
+
+func TestParseCommentsOnly(t *testing.T) {
+	parseErr(t, "# nothing here\n", "1:1: file holds only comments")
+}
+
+func TestTooManyErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("description: d\nbash: echo")
+	for i := 0; i < 150; i++ {
+		b.WriteString(" {U" + strings.Repeat("x", i) + "}")
+	}
+	le := parseErr(t, b.String()+"\n")
+	if len(le.Diags) != maxDiags+1 || !strings.HasPrefix(le.Diags[maxDiags].Msg, "too many errors") {
+		t.Errorf("got %d diagnostics, last %+v", len(le.Diags), le.Diags[len(le.Diags)-1])
+	}
+}

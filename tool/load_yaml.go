@@ -19,6 +19,8 @@ type nodeDecoder struct {
 	file  string
 	lines []string // source lines, for positions inside block scalars
 	diags []Diagnostic
+	// truncated is set once maxDiags diagnostics are kept and more were dropped.
+	truncated bool
 }
 
 func (d *nodeDecoder) pos(n *yaml.Node) Pos {
@@ -37,13 +39,11 @@ func (d *nodeDecoder) pos(n *yaml.Node) Pos {
 const maxDiags = 100
 
 func (d *nodeDecoder) errAt(p Pos, hint, format string, args ...any) {
-	switch {
-	case len(d.diags) < maxDiags:
-		d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...), Hint: hint})
-	case len(d.diags) == maxDiags:
-		d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf("too many errors; stopped after %d", maxDiags),
-			Hint: "fix the errors above and load the file again"})
+	if len(d.diags) >= maxDiags {
+		d.truncated = true
+		return
 	}
+	d.diags = append(d.diags, Diagnostic{Pos: p, Msg: fmt.Sprintf(format, args...), Hint: hint})
 }
 
 func (d *nodeDecoder) errf(n *yaml.Node, hint, format string, args ...any) {

@@ -183,3 +183,9 @@ func TestLoadSource(t *testing.T) {
 		t.Errorf("Load(big) = %v", err)
 	}
 }
+
+func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	if _, err := Load(t.TempDir(), ScopePath); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load(dir) = %v", err)
+	}
+}

@@ -154,8 +154,9 @@ func (l *defLoader) stepLabel(i int) string {
 }
 
 func (l *defLoader) checkRef(s textSite, r refSpan, params map[string]bool, paramNames []string, waits *waitGraph, defaultEdges map[string][]defaultEdge) {
-	if len(l.diags) > maxDiags {
-		return // reporting has stopped; skip the work of building messages
+	if len(l.diags) >= maxDiags {
+		l.truncated = true // reporting has stopped; skip the work of building messages
+		return
 	}
 	p := l.textPos(s.node, r.Off)
 	where := s.ctx.what
@@ -180,7 +181,8 @@ func (l *defLoader) checkRef(s textSite, r refSpan, params map[string]bool, para
 					"%s refers to %s, which names a step, not a parameter", where, text)
 				return
 			}
-			l.errAt(p, nearestNameHint(r.Name, paramNames, "declare it under parameters:, or use a built-in: "+strings.Join(builtinRefNames, ", ")),
+			l.errAt(p, nearestNameHint(r.Name, paramNames, "declare it under parameters:, or use a built-in: "+strings.Join(builtinRefNames, ", ")+
+				"; if the braces are code (awk, jq), put a space inside them: { "+r.Name+" }"),
 				"%s refers to %s, which is not a declared parameter", where, text)
 		}
 		return

@@ -618,8 +618,9 @@ func jsonString(buf *bytes.Buffer, s string) error {
 // WriteAtomic writes data to path so that readers see either the old file
 // or the whole new one: a temporary file in the same directory, fsync,
 // then a rename (overwrite) or a hard link that fails if path exists (no
-// overwrite, so two writers cannot both win). The directory is created if
-// missing. Without overwrite an existing path is ErrExists.
+// overwrite, so two writers cannot both win; on filesystems without hard
+// links, a check and a rename). The directory is created if missing.
+// Without overwrite an existing path is ErrExists.
 func WriteAtomic(path string, data []byte, overwrite bool) (retErr error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -663,7 +664,14 @@ func WriteAtomic(path string, data []byte, overwrite bool) (retErr error) {
 		if errors.Is(err, fs.ErrExist) {
 			return existsError(path)
 		}
-		return fmt.Errorf("write %s: %w", path, err)
+		// No hard links on this filesystem: check, then rename. A writer
+		// racing in between could be replaced; nothing is ever half-written.
+		if _, err := os.Lstat(path); err == nil {
+			return existsError(path)
+		}
+		if err := os.Rename(tmpName, path); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // make the new name durable; not all filesystems support it
