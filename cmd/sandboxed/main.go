@@ -26,6 +26,8 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+			doctorCommand,
+			gcCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
