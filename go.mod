@@ -5,7 +5,9 @@ go 1.26.8
 require (
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/containerd/errdefs v1.0.0
+	github.com/dlclark/regexp2/v2 v2.5.2
 	github.com/docker/docker v28.2.2+incompatible
+	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/moby/docker-image-spec v1.3.1
 	github.com/moby/sys/mountinfo v0.7.3
@@ -14,6 +16,8 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.49.0
+	gopkg.in/yaml.v3 v3.0.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
@@ -30,8 +34,10 @@ require (
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
 	github.com/godbus/dbus/v5 v5.1.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/google/pprof v0.0.0-20230207041349-798e818bf904 // indirect
 	github.com/moby/sys/atomicwriter v0.1.0 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
@@ -49,6 +55,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/exp v0.0.0-20241108190413-2d47ceb2692f // indirect
+	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gotest.tools/v3 v3.5.2 // indirect

@@ -113,7 +113,7 @@ type Stdio struct {
 
 // Exit is how a command ended.
 type Exit struct {
-	Code   int `json:"exit_code"`         // 128+signal when killed by a signal
+	Code   int `json:"exit_code"`        // 128+signal when killed by a signal
 	Signal int `json:"signal,omitempty"` // 0 if it exited normally
 }
 

@@ -249,7 +249,7 @@ type SchemaGeneration struct {
 }
 
 // Security is `security:`. Zero values are the defaults: isolation process,
-// privilege same-as-user (the loader fills them in).
+// privilege same-as-user (the defLoader fills them in).
 type Security struct {
 	ExecutionPrivilege  Privilege `json:"execution-privilege"`
 	Isolation           Isolation `json:"isolation"`

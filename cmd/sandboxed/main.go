@@ -1,5 +1,8 @@
 // Command sandboxed runs the shell-command tools LLM agents call inside a
 // sandbox chosen from each tool's security fields and the operator's policy.
+//
+// The CLI only parses flags, calls one package and renders the result;
+// exit codes are chosen in one place, exitCode.
 package main
 
 import (
@@ -7,22 +10,80 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // version is set by the linker (-X main.version=...).
 var version = "dev"
 
 func newApp() *cli.App {
-	return &cli.App{
-		Name:    "sandboxed",
-		Usage:   "run agent tools in a sandbox",
-		Version: version,
+	app := &cli.App{
+		Name:                 "sandboxed",
+		Usage:                "run agent tools in a sandbox that gives them exactly what they declared",
+		Version:              version,
+		EnableBashCompletion: true,
+		HideHelpCommand:      true,
+		Commands: []*cli.Command{
+			runCommand,
+			doctorCommand,
+			gcCommand,
+			versionCommand,
+		},
+		// Usage errors exit 2, through exitCode.
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError(err)
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // main decides exit codes
+		CommandNotFound: func(c *cli.Context, name string) {
+			notFound = usageError(fmt.Errorf("unknown command %q; run 'sandboxed --help'", name))
+		},
+	}
+	for _, cmd := range app.Commands {
+		setUsageErrors(cmd)
+	}
+	return app
+}
+
+// notFound is set by CommandNotFound, which cannot return an error.
+var notFound error
+
+// setUsageErrors makes every flag error of cmd and its subcommands a usage
+// error (exit 2) that says what was wrong without dumping the help.
+func setUsageErrors(cmd *cli.Command) {
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usageError(fmt.Errorf("%s: %w (see 'sandboxed %s --help')", c.Command.FullName(), err, c.Command.FullName()))
+		}
+	}
+	for _, sub := range cmd.Subcommands {
+		setUsageErrors(sub)
 	}
 }
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "sandboxed:", err)
-		os.Exit(1)
+	// The same binary is the sandbox's init: re-executed as PID 1 of a new
+	// pid namespace (process tier) or as a container's entrypoint.
+	if sbinit.IsInit() {
+		sbinit.Main()
 	}
+	app := newApp()
+	err := app.Run(os.Args)
+	if err == nil && notFound != nil {
+		err = notFound
+	}
+	code := exitCode(err)
+	if err != nil && !isSilent(err) {
+		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
+	}
+	os.Exit(code)
+}
+
+var versionCommand = &cli.Command{
+	Name:  "version",
+	Usage: "print the version",
+	Action: func(c *cli.Context) error {
+		fmt.Fprintf(c.App.Writer, "sandboxed %s\n", version)
+		return nil
+	},
 }

@@ -261,11 +261,19 @@ func buildRoot(cfg *Config) (retErr error) {
 	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", tmpfsBytes)); err != nil {
 		return err
 	}
+	// A read-only tmpfs (an empty working directory, a hidden path) is
+	// mounted writable first, so grants nested in it get their
+	// mountpoints, and made read-only once they are bound.
+	var readonlyTmpfs []string
 	for _, m := range tmpfsMounts {
 		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
 			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
 		}
 		flags, data := tmpfsOptions(m.Options)
+		if flags&unix.MS_RDONLY != 0 {
+			readonlyTmpfs = append(readonlyTmpfs, in(m.Destination))
+			flags &^= unix.MS_RDONLY
+		}
 		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, data); err != nil {
 			return err
 		}
@@ -273,6 +281,11 @@ func buildRoot(cfg *Config) (retErr error) {
 	for _, g := range grants {
 		if err := bindInto(root, g); err != nil {
 			return err
+		}
+	}
+	for _, dst := range readonlyTmpfs {
+		if err := unix.Mount("", dst, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", dst, err)
 		}
 	}
 	if spec.Linux != nil {

@@ -1,0 +1,33 @@
+# Sourced by .ci/run and `make e2e-prepare`: makes this machine able to run
+# the whole suite. Idempotent; everything it installs comes from Debian's
+# packages, and the Docker engine is started if none answers.
+set -euo pipefail
+
+log() { printf '== %s\n' "$*" >&2; }
+
+need_pkgs=()
+command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
+command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
+if ! command -v docker >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
+  need_pkgs+=(docker.io)
+fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  log "no Docker engine answers; starting dockerd"
+  if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
+    (nohup dockerd >/tmp/dockerd.log 2>&1 &)
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /tmp/dockerd.log"; exit 1; }
+fi
+log "docker engine $(docker version --format '{{.Server.Version}}' 2>/dev/null) ready"

@@ -1,0 +1,38 @@
+# sandboxed — build, test, benchmark.
+GO        ?= go
+BIN       ?= bin/sandboxed
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+export CGO_ENABLED := 0
+
+.PHONY: build test unit e2e bench lint fuzz clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
+
+# The README's test command. Unit tests everywhere; the e2e suite also runs
+# when SANDBOXED_E2E=1 (root, a real kernel, a Docker engine).
+test: build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 60m ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+e2e: build
+	SANDBOXED_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
+
+bench: build
+	$(GO) run ./internal/bench -bin $(BIN)
+
+lint:
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else \
+		echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 60s ./tool
+	$(GO) test -run '^$$' -fuzz FuzzSubstitute -fuzztime 60s ./tool
+
+clean:
+	rm -rf bin

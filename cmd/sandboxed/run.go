@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+var runCommand = &cli.Command{
+	Name:      "run",
+	Usage:     "run a tool in its sandbox",
+	ArgsUsage: "TOOL [NAME=VALUE ...]",
+	Description: `TOOL is a path to a definition file or a tool name found in the scopes
+(local ./.sandboxed/tools, user ~/.sandboxed/tools, global /etc/sandboxed/tools).
+
+The tool gets exactly what its security.required-permissions declare, as far as
+the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure;
+126 denied by policy; 137 out of memory; 2 usage error or invalid definition.`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
+		policyFlag,
+		scopeFlag,
+		&cli.StringFlag{Name: "isolation", Usage: "override the tier for this run: process, container or none (a weaker tier needs approval)"},
+		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for (elevated, isolation-none, env-inherit, a permission, all)"},
+		&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a parameter `NAME=VALUE` (same as a trailing NAME=VALUE)"},
+		&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
+		&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
+	},
+	Action: runAction,
+}
+
+func runAction(c *cli.Context) error {
+	// Output is captured up to its caps; a soft memory limit keeps the
+	// garbage collector from letting dead copies pile up on top.
+	debug.SetMemoryLimit(48 << 20)
+	if c.NArg() < 1 {
+		return usageError(errors.New("run: which tool? usage: sandboxed run [flags] TOOL [NAME=VALUE ...]"))
+	}
+	def, err := loadTool(c, c.Args().First())
+	if err != nil {
+		return err
+	}
+	input, err := runInput(c)
+	if err != nil {
+		return err
+	}
+	pol, polPath, err := loadPolicy(c)
+	if err != nil {
+		return err
+	}
+	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" {
+		return usageError(fmt.Errorf("--isolation %q: use process, container or none", iso))
+	}
+	req := &sandbox.Request{
+		Def: def, Input: input, Policy: pol, PolicyFile: polPath,
+		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
+		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
+		Egress: newEgressStarter(),
+	}
+	if req.DryRun {
+		return printPlan(c, req)
+	}
+	if !c.Bool("json") {
+		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
+	}
+	if isTerminal(os.Stdin) && isTerminal(os.Stderr) && c.String("params-json") != "-" {
+		req.Prompt = func(d *policy.Decision) (bool, error) { return promptApproval(c.App.ErrWriter, os.Stdin, def, d) }
+	}
+
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	ctl := newController()
+	res, _, err := ctl.Run(ctx, req)
+	if res == nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", err)
+	}
+	if c.Bool("json") {
+		if werr := writeJSON(c.App.Writer, res); werr != nil {
+			return werr
+		}
+	} else if res.Error != nil {
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: %s: %s\n", res.Status, res.Error.Message)
+		if res.Error.Hint != "" {
+			fmt.Fprintf(c.App.ErrWriter, "%s\n", indent(res.Error.Hint))
+		}
+	}
+	if code := res.ProcessExitCode(); code != 0 {
+		return exitWith(code)
+	}
+	return nil
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// runInput gathers NAME=VALUE arguments, --param and --params-json.
+func runInput(c *cli.Context) (tool.Input, error) {
+	pairs := append(c.Args().Tail(), c.StringSlice("param")...)
+	in, err := tool.ParseArgs(pairs)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if pj := c.String("params-json"); pj != "" {
+		var data []byte
+		if pj == "-" {
+			data, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+		} else {
+			data = []byte(pj)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read --params-json: %w", err)
+		}
+		js, err := tool.ParseParamsJSON(data)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		if in, err = in.Merge(js); err != nil {
+			return nil, usageError(err)
+		}
+	}
+	return in, nil
+}
+
+// signalContext is cancelled with sandbox.ErrInterrupted on SIGINT or
+// SIGTERM, so the run tears its sandbox down and reports.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		select {
+		case <-ch:
+			cancel(sandbox.ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
+}
+
+// promptApproval shows what the run asks for and why, and reads y/N.
+func promptApproval(w io.Writer, r io.Reader, def *tool.Definition, d *policy.Decision) (bool, error) {
+	fmt.Fprintf(w, "sandboxed: %s asks for what the policy does not allow without your approval:\n", def.Name)
+	for _, it := range d.Items {
+		if it.Verdict != policy.NeedsApproval {
+			continue
+		}
+		fmt.Fprintf(w, "  - %s [%s risk]\n      %s\n      why the policy asks: %s\n", it.Subject, it.Risk, it.Description, it.Reason)
+	}
+	if j := def.Security.Justification; j != "" {
+		fmt.Fprintf(w, "  the tool's justification: %q\n", j)
+	}
+	fmt.Fprintf(w, "Approve for this run? [y/N] ")
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	ans := strings.ToLower(strings.TrimSpace(line))
+	return ans == "y" || ans == "yes", nil
+}

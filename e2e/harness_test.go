@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env holds what the whole suite shares. It is set up once by TestMain.
+var env struct {
+	bin        string // the built sandboxed binary
+	stateDir   string // SANDBOXED_STATE_DIR of every run
+	runtimeDir string // SANDBOXED_RUNTIME_DIR of every run
+	workRoot   string // parent of every test's working directory
+	docker     bool   // a Docker engine answers
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SANDBOXED_E2E") != "1" {
+		fmt.Println("e2e: SANDBOXED_E2E is not 1; the end-to-end suite does not run (see README)")
+		os.Exit(0)
+	}
+	code, err := setup()
+	if err != nil {
+		// Asked to run and cannot: fail, whatever the reason.
+		fmt.Fprintln(os.Stderr, "e2e: cannot run:", err)
+		os.Exit(1)
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	teardown()
+	os.Exit(code)
+}
+
+func setup() (int, error) {
+	if os.Geteuid() != 0 {
+		return 1, fmt.Errorf("the suite needs root (it creates namespaces, cgroups and containers); run it as root")
+	}
+	if runtime.GOOS != "linux" {
+		return 1, fmt.Errorf("the suite needs Linux, not %s", runtime.GOOS)
+	}
+	root, err := os.MkdirTemp("", "sandboxed-e2e-")
+	if err != nil {
+		return 1, err
+	}
+	// World-traversable so reduced (65534) runs can reach granted dirs.
+	if err := os.Chmod(root, 0o755); err != nil {
+		return 1, err
+	}
+	env.bin = filepath.Join(root, "sandboxed")
+	env.stateDir = filepath.Join(root, "state")
+	env.runtimeDir = filepath.Join(root, "run")
+	env.workRoot = filepath.Join(root, "work")
+	for _, d := range []string{env.stateDir, env.runtimeDir, env.workRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 1, err
+		}
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", env.bin, "./cmd/sandboxed")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("build sandboxed: %v\n%s", err, out)
+	}
+	if err := exec.Command("docker", "info").Run(); err == nil {
+		env.docker = true
+	}
+	if !env.docker {
+		return 1, fmt.Errorf("no Docker engine answers (docker info failed); start it or run .ci/prepare.sh")
+	}
+	return 0, nil
+}
+
+func teardown() {
+	if env.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(env.bin))
+	}
+}
+
+// result is what `sandboxed run --json` prints.
+type result struct {
+	RunID           string `json:"run_id"`
+	Tool            string `json:"tool"`
+	Isolation       string `json:"isolation"`
+	Status          string `json:"status"`
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	DurationMS      int64  `json:"duration_ms"`
+	PeakMemoryBytes int64  `json:"peak_memory_bytes"`
+	Error           *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint"`
+	} `json:"error"`
+}
+
+// cli is one invocation of the binary.
+type cli struct {
+	stdout, stderr string
+	code           int
+}
+
+// sandboxed runs the binary with args in dir and returns what it printed.
+// It fails the test if the binary cannot be started or hangs.
+func sandboxed(t *testing.T, dir string, args ...string) cli {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"SANDBOXED_STATE_DIR="+env.stateDir,
+		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
+	)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("sandboxed %s: hung for 3 minutes", strings.Join(args, " "))
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("start sandboxed: %v", err)
+	}
+	return cli{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// runJSON runs `sandboxed run --json ARGS...` and decodes the result.
+func runJSON(t *testing.T, dir string, args ...string) (result, cli) {
+	t.Helper()
+	c := sandboxed(t, dir, append([]string{"run", "--json"}, args...)...)
+	var r result
+	if err := json.Unmarshal([]byte(c.stdout), &r); err != nil {
+		t.Fatalf("run --json %v: exit %d, output is not a result: %v\nstdout: %s\nstderr: %s",
+			args, c.code, err, c.stdout, c.stderr)
+	}
+	return r, c
+}
+
+// workdir makes a fresh working directory for one test, world-readable so
+// every privilege level can use it, and writes files into it.
+func workdir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(env.workRoot, strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -1,0 +1,358 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tiers lists the sandboxing tiers every hostile test runs against, with
+// the same expectations.
+var tiers = []string{"process", "container"}
+
+// toolYAML writes a one-step bash tool for tier into dir and returns its path.
+// extra is YAML appended at the top level (parameters, resources, ...).
+func toolYAML(t *testing.T, dir, tier, name, script string, perms []string, extra string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\ndescription: e2e tool %s\ntags: [read]\n", name, name)
+	b.WriteString("bash: |\n")
+	for _, l := range strings.Split(strings.TrimRight(script, "\n"), "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	fmt.Fprintf(&b, "security:\n  isolation: %s\n", tier)
+	if len(perms) > 0 {
+		b.WriteString("  required-permissions:\n")
+		for _, p := range perms {
+			fmt.Fprintf(&b, "    - %q\n", p)
+		}
+	}
+	b.WriteString(extra)
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// forTiers runs f once per tier as a subtest, with the leak check.
+// SANDBOXED_E2E_TIERS (comma-separated) narrows the tiers for a developer's
+// quick run; CI always runs every tier.
+func forTiers(t *testing.T, f func(t *testing.T, tier string)) {
+	run := tiers
+	if only := os.Getenv("SANDBOXED_E2E_TIERS"); only != "" && os.Getenv("CI") == "" {
+		run = strings.Split(only, ",")
+	}
+	for _, tier := range run {
+		t.Run(tier, func(t *testing.T) {
+			begin(t)
+			f(t, tier)
+		})
+	}
+}
+
+func expect(t *testing.T, r result, c cli, status string, exit int) {
+	t.Helper()
+	if r.Status != status || c.code != exit {
+		t.Fatalf("status %q exit %d, want %q %d\nstdout: %s\nstderr: %s\nerror: %+v",
+			r.Status, c.code, status, exit, r.Stdout, r.Stderr, r.Error)
+	}
+}
+
+func TestWritesOutsideGrantsFail(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.keep": ""})
+		tool := toolYAML(t, dir, tier, "writer", `
+echo granted > out/ok.txt && echo WROTE-GRANTED
+for p in ./evil.txt /etc/evil.txt /usr/evil.txt /evil.txt /var/evil.txt /proc/evil.txt /dev/evil.txt; do
+  if (echo x > "$p") 2>/dev/null; then echo "ESCAPED $p"; fi
+done
+echo private > /tmp/evil.txt && echo PRIVATE-TMP-OK
+echo done`, []string{"filesystem:write:./out"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE-GRANTED") { // positive control
+			t.Fatalf("the granted write did not happen: %s %s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "ESCAPED") {
+			t.Errorf("writes escaped the grant:\n%s", r.Stdout)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "out/ok.txt")); err != nil || string(b) != "granted\n" {
+			t.Errorf("granted file on the host: %q %v", b, err)
+		}
+		if !strings.Contains(r.Stdout, "PRIVATE-TMP-OK") {
+			t.Errorf("the sandbox's private /tmp is not writable: %s", r.Stdout)
+		}
+		for _, p := range []string{filepath.Join(dir, "evil.txt"), "/etc/evil.txt", "/usr/evil.txt", "/evil.txt", "/var/evil.txt", "/tmp/evil.txt"} {
+			if _, err := os.Stat(p); err == nil {
+				os.Remove(p)
+				t.Errorf("%s appeared on the host", p)
+			}
+		}
+	})
+}
+
+func TestSymlinkInGrantCannotReachOut(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		secretDir := workdir(t, map[string]string{"secret.txt": "TOP-SECRET\n"})
+		dir := workdir(t, map[string]string{"data/ok.txt": "VISIBLE\n", "secret.txt": "NEIGHBOUR-SECRET\n"})
+		must(t, os.Symlink(filepath.Join(secretDir, "secret.txt"), filepath.Join(dir, "data/abs")))
+		must(t, os.Symlink("../secret.txt", filepath.Join(dir, "data/rel")))
+		must(t, os.Symlink(secretDir, filepath.Join(dir, "data/dirlink")))
+		tool := toolYAML(t, dir, tier, "reader", `
+cat data/ok.txt
+cat data/abs data/rel data/dirlink/secret.txt 2>/dev/null
+echo x > data/dirlink/planted 2>/dev/null
+echo end`, []string{"filesystem:read:./data"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "VISIBLE") {
+			t.Fatalf("the granted read did not happen: %s %s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "SECRET") {
+			t.Errorf("a symlink reached outside the grant:\n%s", r.Stdout)
+		}
+		if _, err := os.Stat(filepath.Join(secretDir, "planted")); err == nil {
+			t.Errorf("a write through a symlink reached the host")
+		}
+	})
+}
+
+func TestHostIsInvisible(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HOST-LOOPBACK\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	t.Setenv("SANDBOXED_E2E_SECRET_TOKEN", "hunter2-host-secret")
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "snoop", fmt.Sprintf(`
+echo POSITIVE
+ls -A /root 2>/dev/null | head -3 | sed 's/^/ROOT:/'
+ls -A /home 2>/dev/null | head -3 | sed 's/^/HOME:/'
+env | grep -i hunter2 && echo LEAKED-ENV
+for s in /var/run/docker.sock /run/docker.sock; do [ -e "$s" ] && echo "SOCKET $s"; done
+echo "PROCS $(ls -d /proc/[0-9]* | wc -l)"
+grep -v -E '^ *(Inter|face|lo:)' /proc/net/dev | sed 's/^/IFACE:/'
+(exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3) 2>/dev/null | sed 's/^/NET:/'
+(exec 3<>/dev/tcp/198.51.100.1/80) 2>/dev/null && echo ROUTE
+true`, port), nil, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "POSITIVE") {
+			t.Fatalf("the tool did not run: %s %s", r.Stdout, r.Stderr)
+		}
+		for _, bad := range []string{"ROOT:", "HOME:", "LEAKED-ENV", "hunter2", "SOCKET", "IFACE:", "NET:", "ROUTE"} {
+			if strings.Contains(r.Stdout, bad) {
+				t.Errorf("host visible (%s):\n%s", bad, r.Stdout)
+			}
+		}
+		var n int
+		fmt.Sscanf(r.Stdout[strings.Index(r.Stdout, "PROCS ")+6:], "%d", &n)
+		if n == 0 || n > 8 {
+			t.Errorf("%d processes visible in /proc; the host's must not be", n)
+		}
+	})
+}
+
+// perlSyscall is a shell snippet that prints NAME:OK when the syscall
+// succeeded and NAME:EPERM-like otherwise; perl (perl-base) is essential
+// on Debian, so it is on the host and in the runner image.
+func perlSyscall(name string, nr int, args string) string {
+	return fmt.Sprintf(`perl -e '$r = syscall(%d, %s); print "%s:", ($r == -1 ? "BLOCKED($!)" : "OK"), "\n"'`, nr, args, name)
+}
+
+func TestPrivilegedOperationsFail(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "escalate", strings.Join([]string{
+			`echo POSITIVE`,
+			`mkdir -p /tmp/m && mount -t tmpfs none /tmp/m 2>/dev/null && echo MOUNTED`,
+			perlSyscall("ptrace", 101, "0, 0, 0, 0"),
+			`(echo h > /proc/sysrq-trigger) 2>/dev/null && echo SYSRQ`,
+			`[ -n "$(head -c 16 /proc/kcore 2>/dev/null | od -An -c)" ] && echo KCORE`,
+			`for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do (echo 1 > $f) 2>/dev/null && echo "CGROUP-WRITE $f"; done`,
+			`unshare -U true 2>/dev/null && echo UNSHARED`,
+			`unshare -n true 2>/dev/null && echo UNSHARED-NET`,
+			`hostname evil 2>/dev/null && echo HOSTNAME`,
+			`grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status`,
+			`id -u | sed 's/^/UID:/'`,
+		}, "\n"), nil, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "POSITIVE") || !strings.Contains(r.Stdout, "ptrace:") {
+			t.Fatalf("the tool did not run: %s %s", r.Stdout, r.Stderr)
+		}
+		for _, bad := range []string{"MOUNTED", "ptrace:OK", "SYSRQ", "KCORE", "CGROUP-WRITE", "UNSHARED", "HOSTNAME"} {
+			if strings.Contains(r.Stdout, bad) {
+				t.Errorf("%s succeeded inside the sandbox:\n%s", bad, r.Stdout)
+			}
+		}
+		for _, want := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("want %q in /proc/self/status:\n%s", want, r.Stdout)
+			}
+		}
+	})
+}
+
+func TestReducedRunsAsNobody(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "whoami", `echo "UID:$(id -u) GID:$(id -g)"`, nil,
+			"  execution-privilege: reduced\n")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "UID:65534 GID:65534") {
+			t.Errorf("reduced run: %q", r.Stdout)
+		}
+	})
+}
+
+func TestMemoryBombIsOOM(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "membomb", `echo STARTED; perl -e '$x = "x" x (512*1024*1024); print length($x)'`, nil,
+			"resources:\n  max-memory: 64MB\n  timeout: 60000\n")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "oom", 137)
+		if !strings.Contains(r.Stdout, "STARTED") {
+			t.Fatalf("the tool did not run: %s", r.Stderr)
+		}
+		if r.Error == nil || !strings.Contains(r.Error.Message, "64") {
+			t.Errorf("the OOM message does not name the limit: %+v", r.Error)
+		}
+	})
+}
+
+func TestForkBombIsContained(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "forkbomb", `echo STARTED; bomb() { bomb | bomb & }; bomb; sleep 3; echo SURVIVED`, nil,
+			"timeout: 8000\nsandboxed:\n  pids-limit: 64\n")
+		t0 := time.Now()
+		r, c := runJSON(t, dir, tool)
+		if !strings.Contains(r.Stdout, "STARTED") {
+			t.Fatalf("the tool did not run: %+v %s", r, c.stderr)
+		}
+		if time.Since(t0) > 90*time.Second {
+			t.Errorf("the fork bomb run took %s", time.Since(t0))
+		}
+		// The host stays responsive.
+		t1 := time.Now()
+		must(t, exec.Command("/bin/true").Run())
+		if d := time.Since(t1); d > 2*time.Second {
+			t.Errorf("host unresponsive: /bin/true took %s", d)
+		}
+	})
+}
+
+func TestTimeoutLeavesNoProcess(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "stubborn",
+			`trap '' TERM; setsid sleep 4242 & echo STARTED; while true; do sleep 1; done`, nil, "timeout: 1500\n")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "timeout", 124)
+		if !strings.Contains(r.Stdout, "STARTED") {
+			t.Fatalf("the tool did not run: %s", r.Stderr)
+		}
+		assertNoSleep(t, "4242")
+	})
+}
+
+func TestDaemonAfterSuccessIsKilled(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "daemon", `setsid sleep 4343 >/dev/null 2>&1 < /dev/null & echo STARTED`, nil, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "STARTED") {
+			t.Fatalf("the tool did not run: %s", r.Stderr)
+		}
+		assertNoSleep(t, "4343")
+	})
+}
+
+func assertNoSleep(t *testing.T, arg string) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "sleep "+arg).Output()
+	if len(strings.TrimSpace(string(out))) > 0 {
+		exec.Command("pkill", "-9", "-f", "sleep "+arg).Run()
+		t.Errorf("a process of the run survived it: sleep %s (pids %s)", arg, strings.TrimSpace(string(out)))
+	}
+}
+
+func TestHugeOutputKeepsMemoryBounded(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "flood", `head -c 200000000 /dev/zero | tr '\0' x; echo; echo END >&2`, nil, "timeout: 120000\n")
+		cmd := exec.Command(env.bin, "run", "--json", tool)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if !strings.Contains(string(out), `"stdout_truncated": true`) && !strings.Contains(string(out), `"stdout_truncated":true`) {
+			t.Errorf("200 MB of output was not flagged as truncated")
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if rss := ru.Maxrss * 1024; rss > 100<<20 {
+			t.Errorf("sandboxed peak RSS %d MB with 200 MB of output; want < 100 MB", rss>>20)
+		} else {
+			t.Logf("peak RSS %.1f MB", float64(rss)/(1<<20))
+		}
+	})
+}
+
+func TestParameterInjectionIsLiteral(t *testing.T) {
+	payloads := []string{
+		`$(touch /tmp/PWNED-a)`, "`touch /tmp/PWNED-b`", `; touch /tmp/PWNED-c`, `| touch /tmp/PWNED-d`,
+		`&& touch /tmp/PWNED-e`, "a\ntouch /tmp/PWNED-f", `'; touch /tmp/PWNED-g; '`, `"; touch /tmp/PWNED-h; "`,
+		`-rf`, `$HOME ${PATH} \ * ~`,
+	}
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		extra := "parameters:\n  MSG:\n    type: string\n    description: text to print\n    required: true\n"
+		tool := toolYAML(t, dir, tier, "echoer", `printf '[%s]' {MSG}; printf '[%s]' "{MSG}"; printf '[%s]' '{MSG}'; touch /tmp/RAN`, nil, extra)
+		for _, p := range payloads {
+			r, c := runJSON(t, dir, tool, "MSG="+p)
+			expect(t, r, c, "ok", 0)
+			want := strings.Repeat("["+p+"]", 3)
+			if r.Stdout != want {
+				t.Errorf("payload %q came out as %q, want %q", p, r.Stdout, want)
+			}
+		}
+		matches, _ := filepath.Glob("/tmp/PWNED-*")
+		if len(matches) > 0 {
+			for _, m := range matches {
+				os.Remove(m)
+			}
+			t.Errorf("injection ran on the host: %v", matches)
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

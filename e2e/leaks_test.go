@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// begin marks the start of a test that runs sandboxes: when the test ends
+// it fails if any run left a process, cgroup, container, mount, socket or
+// temp dir behind.
+func begin(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { checkNoLeaks(t) })
+}
+
+// checkNoLeaks looks for everything a run may create on the host. Cleanup
+// is synchronous in sandboxed, so nothing is given time to go away except
+// the kernel's own asynchronous reaping (a short settle).
+func checkNoLeaks(t *testing.T) {
+	t.Helper()
+	var leaks []string
+	for i := 0; i < 20; i++ {
+		leaks = findLeaks()
+		if len(leaks) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("left behind after the test:\n  %s", strings.Join(leaks, "\n  "))
+}
+
+func findLeaks() []string {
+	var leaks []string
+	// Processes running the binary (the CLI has exited; its inits must be gone).
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, env.bin) {
+			leaks = append(leaks, "process "+filepath.Base(filepath.Dir(p))+" ("+target+")")
+		}
+	}
+	// Cgroups: v1 controllers and the v2 unified tree.
+	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*"} {
+		dirs, _ := filepath.Glob(pat)
+		for _, d := range dirs {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				leaks = append(leaks, "cgroup "+d)
+			}
+		}
+	}
+	// Containers labelled with a run id.
+	if env.docker {
+		out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.sandboxed.run-id").Output()
+		if err == nil {
+			for _, id := range strings.Fields(string(out)) {
+				leaks = append(leaks, "container "+id)
+			}
+		}
+	}
+	// Mounts in the host's mount namespace that belong to a run.
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 4 && (strings.HasPrefix(fields[4], env.runtimeDir) || strings.Contains(fields[4], "/sandboxed-run-")) {
+				leaks = append(leaks, "mount "+fields[4])
+			}
+		}
+		f.Close()
+	}
+	// Per-run host directories and sockets.
+	entries, _ := os.ReadDir(env.runtimeDir)
+	for _, e := range entries {
+		leaks = append(leaks, "runtime dir entry "+filepath.Join(env.runtimeDir, e.Name()))
+	}
+	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "sandboxed-run-*"))
+	for _, d := range tmps {
+		leaks = append(leaks, "temp dir "+d)
+	}
+	return leaks
+}

@@ -1,0 +1,171 @@
+// Command bench times sandboxed against its peers, side by side and
+// interleaved in one run, and prints p50/p90 and the ratios the project's
+// bars are stated in. It is run by `make bench`; it asserts nothing, it
+// reports.
+//
+//	process tier  vs  bare exec and bubblewrap (bwrap --unshare-all, read-only /usr)
+//	container tier vs docker run --rm --network none of the same image
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+type peer struct {
+	name string
+	argv []string
+	dir  string
+	env  []string
+}
+
+func main() {
+	bin := flag.String("bin", "bin/sandboxed", "the sandboxed binary to time")
+	n := flag.Int("n", 50, "runs of each peer")
+	image := flag.String("image", "sandboxed-runner:latest", "runner image for the container tier")
+	skipContainer := flag.Bool("no-container", false, "skip the container tier")
+	flag.Parse()
+
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fatal(err)
+	}
+	work, err := os.MkdirTemp("", "sandboxed-bench-")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(work)
+	state := filepath.Join(work, "state")
+	benchEnv := []string{"SANDBOXED_STATE_DIR=" + state, "SANDBOXED_RUNTIME_DIR=" + filepath.Join(work, "run")}
+
+	tool := func(name, tier string) string {
+		p := filepath.Join(work, name+".yaml")
+		def := fmt.Sprintf(`name: %s
+description: Does nothing; for timing the sandbox itself.
+bash: "true"
+tags: [read]
+security:
+  isolation: %s
+resources:
+  max-memory: 64MB
+  timeout: 10000
+sandboxed:
+  pids-limit: 64
+`, name, tier)
+		if err := os.WriteFile(p, []byte(def), 0o644); err != nil {
+			fatal(err)
+		}
+		return p
+	}
+
+	groups := [][]peer{{
+		{name: "bare exec", argv: []string{"/bin/bash", "-c", "true"}},
+		{name: "bwrap", argv: bwrapArgv()},
+		{name: "sandboxed process", argv: []string{abs, "run", tool("noop-process", "process")}, dir: work, env: benchEnv},
+	}}
+	if !*skipContainer {
+		if err := exec.Command("docker", "image", "inspect", *image).Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: container tier skipped: image %s missing (run: %s images build)\n", *image, abs)
+		} else {
+			groups = append(groups, []peer{
+				{name: "docker run", argv: []string{"docker", "run", "--rm", "--network", "none", *image, "/bin/bash", "-c", "true"}},
+				{name: "sandboxed container", argv: []string{abs, "run", tool("noop-container", "container")}, dir: work, env: benchEnv},
+			})
+		}
+	}
+
+	for _, g := range groups {
+		for _, p := range g { // warm caches, and fail early if a peer cannot run
+			if err := once(p); err != nil {
+				fatal(fmt.Errorf("%s: %w", p.name, err))
+			}
+		}
+		times := make(map[string][]time.Duration)
+		for i := 0; i < *n; i++ {
+			for j := range g { // rotate the order so no peer always goes first
+				p := g[(i+j)%len(g)]
+				t0 := time.Now()
+				if err := once(p); err != nil {
+					fatal(fmt.Errorf("%s: %w", p.name, err))
+				}
+				times[p.name] = append(times[p.name], time.Since(t0))
+			}
+		}
+		report(g, times, *n)
+	}
+}
+
+func bwrapArgv() []string {
+	a := []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"}
+	for _, l := range []string{"bin", "sbin", "lib", "lib64", "lib32"} {
+		if fi, err := os.Lstat("/" + l); err == nil {
+			if fi.Mode()&os.ModeSymlink != 0 {
+				t, _ := os.Readlink("/" + l)
+				a = append(a, "--symlink", t, "/"+l)
+			} else {
+				a = append(a, "--ro-bind", "/"+l, "/"+l)
+			}
+		}
+	}
+	return append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true")
+}
+
+func once(p peer) error {
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), p.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func pct(d []time.Duration, q float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(q*float64(len(s)-1))]
+}
+
+func report(g []peer, times map[string][]time.Duration, n int) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "PEER\tP50\tP90\tRUNS\n")
+	for _, p := range g {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", p.name, ms(pct(times[p.name], .5)), ms(pct(times[p.name], .9)), n)
+	}
+	w.Flush()
+	last := g[len(g)-1].name
+	for _, p := range g[:len(g)-1] {
+		r50 := float64(pct(times[last], .5)) / float64(pct(times[p.name], .5))
+		r90 := float64(pct(times[last], .9)) / float64(pct(times[p.name], .9))
+		fmt.Printf("ratio %s / %s: p50 %.2fx, p90 %.2fx\n", last, p.name, r50, r90)
+	}
+	switch last {
+	case "sandboxed process":
+		r := float64(pct(times[last], .5)) / float64(pct(times["bwrap"], .5))
+		fmt.Printf("bar: process p50 <= 1.5x bwrap: %s (%.2fx)\n\n", verdict(r <= 1.5), r)
+	case "sandboxed container":
+		r := float64(pct(times[last], .5)) / float64(pct(times["docker run"], .5))
+		fmt.Printf("bar: container p50 <= 0.9x docker run: %s (%.2fx)\n\n", verdict(r <= 0.9), r)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,971 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// Verdict is what the policy says about one item or a whole run.
+type Verdict string
+
+const (
+	Allow         Verdict = "allow"
+	Deny          Verdict = "deny"
+	NeedsApproval Verdict = "approval" // allowed only with an approval
+)
+
+// Risk is how much harm an item could do if the tool is hostile.
+type Risk string
+
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+)
+
+// ItemKind says what an Item is about.
+type ItemKind string
+
+const (
+	ItemTool        ItemKind = "tool"        // the tool's security tier (tags)
+	ItemIsolation   ItemKind = "isolation"   // security.isolation
+	ItemPrivilege   ItemKind = "privilege"   // security.execution-privilege
+	ItemEnvironment ItemKind = "environment" // environment.inherit
+	ItemGrant       ItemKind = "grant"       // one required permission
+	ItemLimit       ItemKind = "limit"       // a resource request above its cap
+)
+
+// Request is everything Decide looks at. Build it with NewRequest and set
+// Approvals from --approve.
+type Request struct {
+	Tool    string
+	Version string
+	// Tags are the definition's tags (top-level and metadata.tags).
+	Tags []string
+	// Scope is where the definition was found; "" is an unknown source.
+	Scope tool.Scope
+	// DefinitionPath is the absolute path of the definition file.
+	DefinitionPath string
+	// Isolation is the requested tier (the definition's, or --isolation);
+	// "" means process.
+	Isolation tool.Isolation
+	// Privilege is security.execution-privilege; "" means same-as-user.
+	Privilege tool.Privilege
+	// InheritEnv is environment.inherit.
+	InheritEnv bool
+	// Grants come from permissions.Resolve, with Mount.Resolved filled by
+	// the host controller. An empty Resolved is decided on the declared
+	// path alone (as `permissions explain` does before resolving).
+	Grants []permissions.Grant
+	// Resource requests; zero means "not requested" (the policy default).
+	Memory  int64 // bytes
+	Timeout time.Duration
+	Pids    int64
+	Output  int64 // bytes per stream
+	// Cwd is the working directory (absolute); CwdResolved is the same
+	// with symlinks resolved, when the caller knows it. Home is the
+	// invoking user's home directory, for the ~ rules of the policy.
+	Cwd, CwdResolved, Home string
+	// HomeResolved is Home with symlinks resolved, when the caller knows
+	// it and it differs; the ~ rules then match under both.
+	HomeResolved string
+	// Approvals are the --approve values.
+	Approvals []string
+}
+
+// NewRequest fills a Request from a definition and its resolved grants.
+// The caller sets Approvals, may override Isolation (--isolation), and
+// fills CwdResolved when it resolves the working directory.
+func NewRequest(def *tool.Definition, grants []permissions.Grant, cwd, home string) Request {
+	r := Request{
+		Tool:           def.Name,
+		Version:        def.Version,
+		Tags:           append([]string(nil), def.Tags...),
+		Scope:          def.Source.Scope,
+		DefinitionPath: def.Source.Path,
+		Isolation:      def.Security.Isolation,
+		Privilege:      def.Security.ExecutionPrivilege,
+		Grants:         grants,
+		Timeout:        def.Timeout,
+		Cwd:            cwd,
+		Home:           home,
+	}
+	if def.Metadata != nil {
+		r.Tags = append(r.Tags, def.Metadata.Tags...)
+	}
+	if def.Environment != nil {
+		r.InheritEnv = def.Environment.Inherit
+	}
+	if def.Resources != nil {
+		r.Memory = def.Resources.MaxMemory
+		if def.Resources.Timeout > 0 {
+			r.Timeout = def.Resources.Timeout
+		}
+	}
+	if def.Sandboxed != nil {
+		r.Pids = def.Sandboxed.PidsLimit
+	}
+	for _, s := range def.Steps {
+		if s.Output != nil && s.Output.BufferLimit > r.Output {
+			r.Output = s.Output.BufferLimit
+		}
+	}
+	return r
+}
+
+// Item is the policy's verdict on one grant or security field.
+type Item struct {
+	// Subject is what is decided: "tool", "isolation",
+	// "execution-privilege", "environment.inherit", "limits.memory", … or
+	// the canonical permission string of a grant.
+	Subject string   `json:"subject"`
+	Kind    ItemKind `json:"kind"`
+	// Grant is the grant decided, for ItemGrant.
+	Grant *permissions.Grant `json:"grant,omitempty"`
+	// Description says in plain words what the item lets the tool do.
+	Description string  `json:"description"`
+	Verdict     Verdict `json:"verdict"`
+	// Rule names what decided, e.g. "paths.deny[0] ~/.ssh" or
+	// "default: writes outside the working directory need approval".
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	Risk   Risk   `json:"risk"`
+	// ApproveFlag is the `--approve` value that allows the item; set when
+	// the verdict is (or was, before an approval) Approval.
+	ApproveFlag string `json:"approve_flag,omitempty"`
+	// PolicyFix is the policy change that would allow the item for good.
+	PolicyFix string `json:"policy_fix,omitempty"`
+	// ApprovedBy names the approval that turned NeedsApproval into Allow, e.g.
+	// "--approve elevated" or "approval.standing[0] elevated".
+	ApprovedBy string `json:"approved_by,omitempty"`
+}
+
+// PathMask is a path the sandbox must hide or make read-only inside a granted
+// mount, because a policy rule protects it and the grant covers it. The
+// plan must apply every mask (over-mount an empty read-only directory or
+// file to hide; a read-only bind to protect) and refuse to run when it
+// cannot. A mask whose path does not exist on the host is skipped.
+type PathMask struct {
+	// Path is inside the sandbox. It may hold the globs of the rule (`*`,
+	// `**`), to be matched against the tree under Under.
+	Path string `json:"path"`
+	// Under is the target of the mount the mask applies to.
+	Under string `json:"under"`
+	// Hide is true to hide the path (no read, no write); false to make it
+	// read-only.
+	Hide bool   `json:"hide"`
+	Rule string `json:"rule"`
+}
+
+// Effective are the resource limits of the run, after defaults and caps.
+// In JSON: memory_bytes, timeout_ms, pids, output_bytes.
+type Effective struct {
+	MemoryBytes int64
+	Timeout     time.Duration
+	Pids        int64
+	OutputBytes int64
+}
+
+type effectiveJSON struct {
+	MemoryBytes int64 `json:"memory_bytes"`
+	TimeoutMS   int64 `json:"timeout_ms"`
+	Pids        int64 `json:"pids"`
+	OutputBytes int64 `json:"output_bytes"`
+}
+
+// MarshalJSON writes the timeout in milliseconds, as results do.
+func (e Effective) MarshalJSON() ([]byte, error) {
+	return json.Marshal(effectiveJSON{e.MemoryBytes, e.Timeout.Milliseconds(), e.Pids, e.OutputBytes})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Effective) UnmarshalJSON(b []byte) error {
+	var j effectiveJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Effective{j.MemoryBytes, time.Duration(j.TimeoutMS) * time.Millisecond, j.Pids, j.OutputBytes}
+	return nil
+}
+
+// SourceMatch says which source rule applied.
+type SourceMatch struct {
+	Scope   string `json:"scope"`
+	Path    string `json:"path,omitempty"`
+	Rule    string `json:"rule"` // "sources[2]" or "built-in: untrusted source"
+	Trusted bool   `json:"trusted"`
+}
+
+// Decision is the policy's answer for one run.
+type Decision struct {
+	Tool       string      `json:"tool"`
+	Verdict    Verdict     `json:"verdict"`
+	PolicyFile string      `json:"policy_file"` // "" for the built-in policy
+	Items      []Item      `json:"items"`
+	Source     SourceMatch `json:"source"`
+	// Isolation is the tier to run in: the request raised to the source's
+	// minimum (and to an allowed tier); Notes say when it was raised.
+	Isolation tool.Isolation `json:"isolation"`
+	// Tier is the tool's security tier (ToolTier).
+	Tier   Tier      `json:"tier"`
+	Limits Effective `json:"limits"`
+	// Masks must be applied inside the granted mounts.
+	Masks []PathMask `json:"masks,omitempty"`
+	// EgressDeny are host patterns the egress proxy must refuse even when
+	// a grant covers them (deny wins).
+	EgressDeny []string `json:"egress_deny,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// secretWords are the name fragments that mark a parameter or variable as
+// secret (case-insensitive).
+var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
+
+func looksSecret(name string) bool {
+	l := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}
+
+// Decide applies the policy to a request. It never fails: what it cannot
+// allow is a Deny or a NeedsApproval item, and the overall Verdict is Deny if
+// any item is denied, else NeedsApproval if any item still needs an approval,
+// else Allow. Approvals (req.Approvals and approval.standing) turn
+// NeedsApproval items into Allow; nothing turns a Deny into Allow.
+func (p *Policy) Decide(req Request) Decision {
+	d := Decision{Tool: req.Tool, PolicyFile: p.File}
+	src := p.source(req)
+	d.Source = src.match
+
+	d.Tier = ToolTier(req.Tags, req.Grants)
+	d.Items = append(d.Items, p.decideTool(req, d.Tier))
+	iso, isoItem, notes := decideIsolation(req, src)
+	d.Isolation = iso
+	d.Notes = append(d.Notes, notes...)
+	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
+	if iso == tool.IsolationNone {
+		d.Notes = append(d.Notes, "isolation none: the grants below are not enforced; the tool can read, write and reach whatever the user can")
+	}
+	if req.InheritEnv {
+		d.Items = append(d.Items, Item{
+			Subject: "environment.inherit", Kind: ItemEnvironment, Verdict: NeedsApproval, Risk: RiskHigh,
+			Description: "may read every environment variable of the host (tokens and keys included)",
+			Rule:        "default: environment.inherit needs approval",
+			Reason:      "the host environment often holds credentials; only PATH, HOME, LANG and env: grants are passed otherwise",
+			ApproveFlag: ApproveEnvInherit, PolicyFix: "approval.standing: [env-inherit]",
+		})
+	}
+	homes := []string{req.Home}
+	if req.HomeResolved != "" && req.HomeResolved != req.Home {
+		homes = append(homes, req.HomeResolved)
+	}
+	rules := p.compilePaths(homes)
+	if !filepath.IsAbs(req.Home) && p.hasHomeRules() && hasMounts(req.Grants) {
+		// Fail closed: without a home directory the ~ rules (credentials,
+		// shell start-up files) could not match anything.
+		d.Items = append(d.Items, Item{
+			Subject: "home directory", Kind: ItemGrant, Verdict: Deny, Risk: RiskHigh,
+			Description: "checks filesystem grants against the policy's ~ rules",
+			Rule:        "default: filesystem grants need a known home directory",
+			Reason:      fmt.Sprintf("the home directory %q is not an absolute path, so the ~ rules cannot be checked", req.Home),
+			PolicyFix:   "none: set HOME to the user's home directory",
+		})
+	}
+	for i := range req.Grants {
+		g := req.Grants[i]
+		it, masks := p.decideGrant(req, src, rules, g)
+		d.Items = append(d.Items, it)
+		d.Masks = append(d.Masks, masks...)
+	}
+	for _, h := range p.Network.Deny {
+		d.EgressDeny = append(d.EgressDeny, string(h))
+	}
+	var limitItems []Item
+	d.Limits, limitItems = p.decideLimits(req)
+	d.Items = append(d.Items, limitItems...)
+
+	d.Notes = append(d.Notes, p.applyApprovals(&d, req)...)
+	d.Verdict = Allow
+	for _, it := range d.Items {
+		switch {
+		case it.Verdict == Deny:
+			d.Verdict = Deny
+		case it.Verdict == NeedsApproval && d.Verdict == Allow:
+			d.Verdict = NeedsApproval
+		}
+	}
+	return d
+}
+
+type sourceRule struct {
+	rule  SourceRule
+	match SourceMatch
+}
+
+func (p *Policy) source(req Request) sourceRule {
+	scope := SourceScope(req.Scope)
+	if scope == "" {
+		scope = SourceUnknown
+	}
+	for i, r := range p.Sources {
+		if r.Scope != "" && r.Scope != SourceAny && r.Scope != scope {
+			continue
+		}
+		if r.Path != "" && !globMatch(r.Path, req.DefinitionPath, req.Home) {
+			continue
+		}
+		return sourceRule{r, SourceMatch{Scope: string(scope), Path: req.DefinitionPath,
+			Rule: fmt.Sprintf("sources[%d]", i), Trusted: r.Trusted}}
+	}
+	return sourceRule{UntrustedSource, SourceMatch{Scope: string(scope), Path: req.DefinitionPath,
+		Rule: "built-in: a source no rule names is untrusted", Trusted: false}}
+}
+
+func (p *Policy) decideTool(req Request, tier Tier) Item {
+	it := Item{Subject: "tool", Kind: ItemTool, Description: fmt.Sprintf("runs %s (security tier %s)", req.Tool, tier)}
+	switch tier {
+	case TierReadOnly:
+		it.Risk = RiskLow
+	case TierWrite:
+		it.Risk = RiskMedium
+	default:
+		it.Risk = RiskHigh
+	}
+	for i, m := range p.Approval.AutoDeny {
+		if m.matches(req.Tool, req.Tags, tier) {
+			it.Verdict, it.Rule = Deny, fmt.Sprintf("approval.auto-deny[%d] %s", i, m)
+			it.Reason = "the policy denies tools matching " + string(m)
+			return it
+		}
+	}
+	for i, m := range p.Approval.AutoApprove {
+		if m.matches(req.Tool, req.Tags, tier) {
+			it.Verdict, it.Rule = Allow, fmt.Sprintf("approval.auto-approve[%d] %s", i, m)
+			it.Reason = "the policy approves tools matching " + string(m)
+			return it
+		}
+	}
+	it.Verdict = NeedsApproval
+	it.ApproveFlag = "tier:" + string(tier)
+	it.PolicyFix = "approval.auto-approve: [tier:" + string(tier) + "]"
+	if tier == TierUnknown {
+		it.Rule = "default: a tool with no security tag needs approval"
+		it.Reason = "the tool has none of the security tags read, write, run, so it is treated as high risk (spec 000)"
+	} else {
+		it.Rule = "default: tools not matched by approval.auto-approve need approval"
+		it.Reason = "no approval.auto-approve entry matches security tier " + string(tier)
+	}
+	return it
+}
+
+func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []string) {
+	want := req.Isolation
+	if want == "" {
+		want = tool.IsolationProcess
+	}
+	it := Item{Subject: "isolation", Kind: ItemIsolation, Verdict: Allow, Risk: RiskLow}
+	var notes []string
+	eff := want
+	rule := src.match.Rule + ".isolation"
+	if src.match.Rule != "" && !strings.HasPrefix(src.match.Rule, "sources[") {
+		rule = "built-in untrusted source"
+	}
+	if _, ok := isoRank[eff]; !ok {
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, "default: unknown isolation tier"
+		it.Reason = fmt.Sprintf("isolation %q is not none, process or container", eff)
+		it.Description = "runs in an unknown isolation tier"
+		return "", it, nil
+	}
+	if isoRank[eff] < isoRank[src.rule.Isolation.Minimum] {
+		eff = src.rule.Isolation.Minimum
+		it.Rule = rule + ".minimum " + string(eff)
+		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s: the minimum for %s definitions (%s)",
+			want, eff, src.match.Scope, it.Rule))
+	}
+	if !slices.Contains(src.rule.Isolation.Allowed, eff) {
+		raised := tool.Isolation("")
+		for _, t := range []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer} {
+			if isoRank[t] > isoRank[eff] && slices.Contains(src.rule.Isolation.Allowed, t) {
+				raised = t
+				break
+			}
+		}
+		if raised == "" {
+			it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, rule+".allowed"
+			it.Reason = fmt.Sprintf("isolation %s is not allowed for %s definitions and no stronger tier is", eff, src.match.Scope)
+			it.Description = "runs with isolation " + string(eff)
+			it.PolicyFix = rule + ".allowed: add " + string(eff)
+			return eff, it, notes
+		}
+		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s: %s is not allowed for %s definitions (%s.allowed)",
+			eff, raised, eff, src.match.Scope, rule))
+		eff = raised
+		it.Rule = rule + ".allowed"
+	}
+	switch eff {
+	case tool.IsolationNone:
+		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, ApproveIsolationNone
+		it.Description = "runs directly on the host, unsandboxed, with everything the user can reach"
+		it.Rule = "default: isolation none needs approval"
+		it.Reason = "without a sandbox no grant is enforced"
+		it.PolicyFix = "approval.standing: [isolation-none]"
+	case tool.IsolationProcess:
+		it.Description = "runs in the process sandbox (namespaces, seccomp, cgroup limits)"
+	case tool.IsolationContainer:
+		it.Description = "runs in a container"
+	}
+	if it.Rule == "" {
+		it.Rule = rule + ".allowed"
+		it.Reason = fmt.Sprintf("isolation %s is allowed for %s definitions", eff, src.match.Scope)
+	} else if it.Reason == "" {
+		it.Reason = fmt.Sprintf("requested %s, runs in %s", want, eff)
+	}
+	return eff, it, notes
+}
+
+func decidePrivilege(req Request, iso tool.Isolation) Item {
+	priv := req.Privilege
+	if priv == "" {
+		priv = tool.PrivilegeSameAsUser
+	}
+	it := Item{Subject: "execution-privilege", Kind: ItemPrivilege, Verdict: Allow, Risk: RiskLow}
+	switch priv {
+	case tool.PrivilegeSameAsUser:
+		it.Description = "runs as the invoking user, with no capabilities"
+		it.Rule, it.Reason = "default: same-as-user is allowed", "no privilege beyond the user's own"
+	case tool.PrivilegeReduced:
+		it.Description = "runs as nobody (65534), with no capabilities"
+		it.Rule, it.Reason = "default: reduced is allowed", "less privilege than the user's own"
+	case tool.PrivilegeElevated:
+		it.Description = "runs as root inside a user namespace, with Docker's default capabilities"
+		it.Risk = RiskHigh
+		if iso == tool.IsolationNone {
+			it.Verdict, it.Rule = Deny, "default: elevated with isolation none is denied"
+			it.Reason = "without a user namespace, elevated would be root on the host"
+			it.PolicyFix = "none: run it with isolation process or container"
+			return it
+		}
+		it.Verdict, it.ApproveFlag = NeedsApproval, ApproveElevated
+		it.Rule = "default: elevated needs approval"
+		it.Reason = "root in the sandbox widens the kernel surface a hostile tool can attack"
+		it.PolicyFix = "approval.standing: [elevated]"
+	default:
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, "default: unknown execution privilege"
+		it.Reason = fmt.Sprintf("execution-privilege %q is not same-as-user, reduced or elevated", priv)
+		it.Description = "runs with an unknown privilege"
+	}
+	return it
+}
+
+type compiledPaths struct {
+	deny, denyWrite, approve, allowWrite []pathRule
+}
+
+func (p *Policy) compilePaths(homes []string) compiledPaths {
+	return compiledPaths{
+		deny:       compileRules("paths.deny", p.Paths.Deny, homes),
+		denyWrite:  compileRules("paths.deny-write", p.Paths.DenyWrite, homes),
+		approve:    compileRules("paths.approve", p.Paths.Approve, homes),
+		allowWrite: compileRules("paths.allow-write", p.Paths.AllowWrite, homes),
+	}
+}
+
+func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g permissions.Grant) (Item, []PathMask) {
+	it := Item{Subject: g.String(), Kind: ItemGrant, Grant: &g, Description: g.Describe(), Verdict: Allow}
+	switch g.Kind {
+	case permissions.KindMount:
+		return decideMount(req, rules, it, g.Mount)
+	case permissions.KindEgress:
+		return p.decideEgress(src, it, g.Egress), nil
+	case permissions.KindLocalhost:
+		if slices.Contains(p.Network.LocalhostAllow, g.Localhost.Port) {
+			it.Risk, it.Rule = RiskMedium, "network.localhost-allow"
+			it.Reason = fmt.Sprintf("the policy allows loopback port %d", g.Localhost.Port)
+			return it, nil
+		}
+		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, g.String()
+		it.Rule = "default: network:localhost needs approval"
+		it.Reason = "services on the host's loopback (databases, daemons) often trust every local client"
+		it.PolicyFix = fmt.Sprintf("network.localhost-allow: [%d]", g.Localhost.Port)
+		return it, nil
+	case permissions.KindEnv:
+		for i, pat := range p.Environment.Deny {
+			if ok, _ := filepath.Match(pat, g.Env.Name); ok {
+				it.Verdict, it.Risk = Deny, RiskHigh
+				it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, pat)
+				it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
+				return it, nil
+			}
+		}
+		if !looksSecret(g.Env.Name) {
+			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"
+			return it, nil
+		}
+		it.Risk = RiskMedium
+		if src.match.Trusted {
+			it.Rule = "default: env grants are allowed for trusted sources"
+			it.Reason = g.Env.Name + " looks like a credential; the source is trusted"
+			return it, nil
+		}
+		it.Verdict, it.ApproveFlag = NeedsApproval, g.String()
+		it.Rule = "default: secret-looking env grants from untrusted sources need approval"
+		it.Reason = g.Env.Name + " looks like a credential and the definition's source is untrusted"
+		it.PolicyFix = "sources: trust the definition's source, or approval.standing: [" + g.String() + "]"
+		return it, nil
+	}
+	it.Verdict, it.Risk, it.Rule, it.Reason = Deny, RiskHigh, "default: unknown grant", "the grant kind is unknown"
+	return it, nil
+}
+
+func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount) (Item, []PathMask) {
+	paths := []string{m.HostPath}
+	if m.Resolved != "" && m.Resolved != m.HostPath {
+		paths = append(paths, m.Resolved)
+	}
+	// via says which path a rule matched, when it was the resolved one.
+	via := func(p string) string {
+		if p != m.HostPath {
+			return m.HostPath + " resolves to " + p + ", which is"
+		}
+		return p + " is"
+	}
+	deny := func(r pathRule, p, what string) (Item, []PathMask) {
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, r.name()
+		it.Reason = fmt.Sprintf("%s %s %s; %s", via(p), "under", r.raw, what)
+		it.PolicyFix = "remove " + r.raw + " from " + r.list + " (not recommended)"
+		return it, nil
+	}
+	// 1. Deny rules matched by the declared or the resolved path.
+	for _, p := range paths {
+		for _, r := range rules.deny {
+			if r.matches(p) {
+				return deny(r, p, "reads and writes there are denied")
+			}
+		}
+		if m.Write {
+			for _, r := range rules.denyWrite {
+				if r.matches(p) {
+					return deny(r, p, "writes there are denied")
+				}
+			}
+		}
+	}
+	// 2. Protected paths inside the grant: they are masked in any case, and
+	// a grant holding a whole protected path needs approval.
+	var masks []PathMask
+	var holds []pathRule
+	addMasks := func(list []pathRule, hide bool) {
+		for _, r := range list {
+			for _, p := range paths {
+				if r.anywhere {
+					masks = append(masks, PathMask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
+					break
+				}
+				if r.inside(p) {
+					target := r.prefix
+					if r.literal {
+						rel, _ := filepath.Rel(p, r.prefix)
+						target = filepath.Join(m.Target, rel)
+					} else {
+						rel, _ := filepath.Rel(p, r.exp)
+						target = filepath.Join(m.Target, rel)
+					}
+					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
+					holds = append(holds, r)
+					break
+				}
+			}
+		}
+	}
+	addMasks(rules.deny, true)
+	if m.Write {
+		addMasks(rules.denyWrite, false)
+	}
+	masks = dedupMasks(masks)
+	if len(holds) > 0 {
+		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, it.Subject
+		it.Rule = holds[0].name() + " (inside the granted path)"
+		var names []string
+		for _, r := range holds {
+			if !slices.Contains(names, r.raw) {
+				names = append(names, r.raw)
+			}
+		}
+		if len(names) > 4 {
+			names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+		}
+		it.Reason = fmt.Sprintf("%s holds protected paths (%s); they stay hidden even when approved, but a grant this wide is rarely needed",
+			m.HostPath, strings.Join(names, ", "))
+		it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
+		return it, masks
+	}
+	// 3. Paths the policy marks for approval.
+	for _, p := range paths {
+		for _, r := range rules.approve {
+			if r.matches(p) {
+				it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskMedium, it.Subject
+				it.Rule = r.name()
+				it.Reason = fmt.Sprintf("%s under %s, which the policy marks for approval", via(p), r.raw)
+				it.PolicyFix = "approval.standing: [" + it.Subject + "]"
+				return it, masks
+			}
+		}
+	}
+	// The working directory counts only when it is narrower than the
+	// home directory: run from / or from ~, "inside the working directory"
+	// would be everything (or every credential).
+	var cwds []string
+	broadCwd := false
+	for _, c := range []string{req.Cwd, req.CwdResolved} {
+		switch {
+		case c == "":
+		case c == "/" || under(req.Home, c) || req.HomeResolved != "" && under(req.HomeResolved, c):
+			broadCwd = true
+		default:
+			cwds = append(cwds, c)
+		}
+	}
+	inCwd := func(p string) bool {
+		for _, c := range cwds {
+			if c != "" && under(p, c) {
+				return true
+			}
+		}
+		return false
+	}
+	allInCwd := true
+	for _, p := range paths {
+		allInCwd = allInCwd && inCwd(p)
+	}
+	// 4. Reads are allowed.
+	if !m.Write {
+		if allInCwd {
+			it.Risk, it.Rule, it.Reason = RiskLow, "default: reads are allowed", "inside the working directory"
+		} else {
+			it.Risk, it.Rule, it.Reason = RiskMedium, "default: reads are allowed", "outside the working directory, and no rule protects it"
+		}
+		return it, masks
+	}
+	// 5. Writes inside the working directory are allowed; elsewhere they
+	// need approval unless allow-write names them.
+	if allInCwd {
+		it.Risk, it.Rule, it.Reason = RiskMedium, "default: writes inside the working directory are allowed", "inside the working directory "+req.Cwd
+		return it, masks
+	}
+	// Every path (declared and resolved) must be under an allow-write rule.
+	var allowedBy *pathRule
+	for _, p := range paths {
+		var hit *pathRule
+		for i := range rules.allowWrite {
+			if rules.allowWrite[i].matches(p) {
+				hit = &rules.allowWrite[i]
+				break
+			}
+		}
+		if hit == nil {
+			allowedBy = nil
+			break
+		}
+		if allowedBy == nil {
+			allowedBy = hit
+		}
+	}
+	if allowedBy != nil {
+		it.Risk, it.Rule, it.Reason = RiskMedium, allowedBy.name(), "the policy allows writes under "+allowedBy.raw
+		return it, masks
+	}
+	it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskMedium, it.Subject
+	it.Rule = "default: writes outside the working directory need approval"
+	where := m.HostPath
+	if m.Resolved != "" && m.Resolved != m.HostPath {
+		where += " (resolved " + m.Resolved + ")"
+	}
+	it.Reason = where + " is outside the working directory " + req.Cwd
+	if broadCwd {
+		it.Reason = "the working directory " + req.Cwd + " is / or holds the home directory, so no write counts as inside it"
+	}
+	it.PolicyFix = "paths.allow-write: [" + m.HostPath + "]"
+	return it, masks
+}
+
+func dedupMasks(ms []PathMask) []PathMask {
+	var out []PathMask
+	seen := map[PathMask]bool{}
+	for _, m := range ms {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (p *Policy) decideEgress(src sourceRule, it Item, e *permissions.Egress) Item {
+	it.Risk = RiskMedium
+	for i, h := range p.Network.Deny {
+		if hostCovers(string(h), e.Host) {
+			it.Verdict, it.Risk = Deny, RiskHigh
+			it.Rule = fmt.Sprintf("network.deny[%d] %s", i, h)
+			it.Reason = "the policy denies egress to " + string(h)
+			it.PolicyFix = "remove " + string(h) + " from network.deny"
+			return it
+		}
+	}
+	if localAddress(e.Host) {
+		it.Verdict, it.Risk = Deny, RiskHigh
+		it.Rule = "default: network:external cannot reach this machine or a private network"
+		it.Reason = e.Host + " is a loopback, private, link-local or unspecified address, which the egress proxy refuses"
+		it.PolicyFix = "none: use network:localhost:PORT for a service on this machine"
+		return it
+	}
+	for i, h := range p.Network.Allow {
+		if hostCovers(string(h), e.Host) {
+			it.Rule = fmt.Sprintf("network.allow[%d] %s", i, h)
+			it.Reason = "the policy allows egress to " + string(h)
+			if e.Any() {
+				it.Risk = RiskHigh
+			}
+			return it
+		}
+	}
+	it.ApproveFlag = it.Subject
+	switch {
+	case e.Any():
+		it.Verdict, it.Risk = NeedsApproval, RiskHigh
+		it.Rule = "default: egress to any host (*) needs approval"
+		it.Reason = "the tool could send what it reads to any server"
+		it.PolicyFix = "network.allow: [\"*\"] (not recommended)"
+	case !src.match.Trusted:
+		it.Verdict = NeedsApproval
+		it.Rule = "default: egress from an untrusted source needs approval"
+		it.Reason = fmt.Sprintf("the definition's source (%s) is untrusted, and what it reads could leave the machine", src.match.Scope)
+		it.PolicyFix = "network.allow: [" + e.Host + "]"
+	default:
+		it.ApproveFlag = ""
+		it.Rule = "default: egress to named hosts is allowed for trusted sources"
+		it.Reason = "the host is named and the source is trusted"
+	}
+	return it
+}
+
+func (p *Policy) decideLimits(req Request) (Effective, []Item) {
+	var items []Item
+	pick := func(name string, requested, def, max int64, format func(int64) string) int64 {
+		v := requested
+		if v <= 0 {
+			v = def
+		}
+		if max > 0 && v > max {
+			items = append(items, Item{
+				Subject: "limits." + name, Kind: ItemLimit, Verdict: Allow, Risk: RiskLow,
+				Description: fmt.Sprintf("may use %s of %s", format(max), name),
+				Rule:        "limits." + name + ".max",
+				Reason:      fmt.Sprintf("requested %s, clamped to the cap %s", format(requested), format(max)),
+				PolicyFix:   fmt.Sprintf("limits.%s.max: %s", name, format(requested)),
+			})
+			v = max
+		}
+		return v
+	}
+	size := func(v int64) string { return Size(v).String() }
+	pidsDefault := p.Limits.Pids.Default
+	if req.Privilege == tool.PrivilegeReduced && pidsDefault > 64 {
+		pidsDefault = 64
+	}
+	return Effective{
+		MemoryBytes: pick("memory", req.Memory, int64(p.Limits.Memory.Default), int64(p.Limits.Memory.Max), size),
+		Timeout: time.Duration(pick("timeout", int64(req.Timeout), int64(p.Limits.Timeout.Default), int64(p.Limits.Timeout.Max),
+			func(v int64) string { return Duration(v).String() })),
+		Pids:        pick("pids", req.Pids, pidsDefault, p.Limits.Pids.Max, func(v int64) string { return fmt.Sprint(v) }),
+		OutputBytes: pick("output", req.Output, int64(p.Limits.Output.Default), int64(p.Limits.Output.Max), size),
+	}, items
+}
+
+// approvalGiven is one approval and where it came from.
+type approvalGiven struct {
+	value string
+	from  string // "--approve X" or "approval.standing[i] X"
+	perm  *permissions.Grant
+	used  bool
+}
+
+func (p *Policy) applyApprovals(d *Decision, req Request) []string {
+	var notes []string
+	var given []*approvalGiven
+	add := func(v, from string) {
+		if err := ValidateApprovals([]string{v}); err != nil {
+			notes = append(notes, fmt.Sprintf("ignored %s: %v", from, err))
+			return
+		}
+		a := &approvalGiven{value: v, from: from}
+		if gs, err := permissions.Resolve([]string{v}, req.Cwd, req.Home); err == nil && len(gs) == 1 {
+			a.perm = &gs[0]
+		}
+		given = append(given, a)
+	}
+	for i, s := range p.Approval.Standing {
+		add(string(s), fmt.Sprintf("approval.standing[%d] %s", i, s))
+	}
+	for _, s := range req.Approvals {
+		add(s, "--approve "+s)
+	}
+	for i := range d.Items {
+		it := &d.Items[i]
+		if it.Verdict != NeedsApproval {
+			continue
+		}
+		for _, a := range given {
+			if a.covers(it) {
+				it.Verdict, it.ApprovedBy, a.used = Allow, a.from, true
+				break
+			}
+		}
+	}
+	for _, a := range given {
+		if !a.used && strings.HasPrefix(a.from, "--approve") {
+			notes = append(notes, a.from+" matched nothing that needed approval")
+		}
+	}
+	return notes
+}
+
+// covers reports whether the approval allows the item.
+func (a *approvalGiven) covers(it *Item) bool {
+	if a.value == ApproveAll || a.value == it.ApproveFlag {
+		return true
+	}
+	if a.perm == nil || it.Grant == nil || a.perm.Kind != it.Grant.Kind {
+		return false
+	}
+	if a.perm.String() == it.Grant.String() {
+		return true
+	}
+	// A filesystem approval covers the paths under it, of the same access.
+	if it.Grant.Kind == permissions.KindMount && a.perm.Mount.Write == it.Grant.Mount.Write {
+		return under(it.Grant.Mount.HostPath, a.perm.Mount.HostPath)
+	}
+	return false
+}
+
+// MissingApprovals returns the --approve values that would allow every
+// item still needing approval, in item order. It is empty when the
+// decision is Allow, and does not help when it is Deny.
+func (d Decision) MissingApprovals() []string {
+	var out []string
+	for _, it := range d.Items {
+		if it.Verdict == NeedsApproval && !slices.Contains(out, it.ApproveFlag) {
+			out = append(out, it.ApproveFlag)
+		}
+	}
+	return out
+}
+
+// Denied returns the denied items.
+func (d Decision) Denied() []Item {
+	var out []Item
+	for _, it := range d.Items {
+		if it.Verdict == Deny {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Hint says what would let the run go ahead: for a denial, which rule
+// denied what and that only a policy change can allow it; for approvals,
+// the exact --approve flags, and the policy lines that would allow them
+// for good. It is "" when the decision is Allow.
+func (d Decision) Hint() string {
+	var b strings.Builder
+	policy := d.PolicyFile
+	if policy == "" {
+		policy = "the built-in policy (write your own with `sandboxed policy init`)"
+	}
+	switch d.Verdict {
+	case Deny:
+		fmt.Fprintf(&b, "denied by %s:\n", policy)
+		for _, it := range d.Denied() {
+			fmt.Fprintf(&b, "  %s: %s (%s)\n", it.Subject, it.Reason, it.Rule)
+			if it.PolicyFix != "" {
+				fmt.Fprintf(&b, "    to allow it: %s\n", it.PolicyFix)
+			}
+		}
+		b.WriteString("approvals cannot override a denial; change the definition or the policy.\n")
+	case NeedsApproval:
+		b.WriteString("needs approval:\n")
+		for _, it := range d.Items {
+			if it.Verdict == NeedsApproval {
+				fmt.Fprintf(&b, "  %s: %s (%s)\n", it.Subject, it.Reason, it.Rule)
+			}
+		}
+		b.WriteString("to approve this run:\n  ")
+		for i, a := range d.MissingApprovals() {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString("--approve " + shellQuote(a))
+		}
+		fmt.Fprintf(&b, "\nto allow it for good, in %s:\n", policy)
+		for _, it := range d.Items {
+			if it.Verdict == NeedsApproval && it.PolicyFix != "" {
+				fmt.Fprintf(&b, "  %s\n", it.PolicyFix)
+			}
+		}
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " *?[]'\"$`\\;&|<>(){}!#~") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}
+
+// cgnat is the carrier-grade NAT range (RFC 6598), which the proxy refuses.
+var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
+
+// localAddress reports whether host names this machine or a private
+// network: what the egress proxy refuses whatever the grant says.
+func localAddress(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || cgnat.Contains(ip) || ip.Equal(net.IPv4bcast))
+}
+
+func (p *Policy) hasHomeRules() bool {
+	for _, list := range [][]PathPattern{p.Paths.Deny, p.Paths.DenyWrite, p.Paths.Approve} {
+		for _, pat := range list {
+			if pat == "~" || strings.HasPrefix(string(pat), "~/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasMounts(gs []permissions.Grant) bool {
+	for _, g := range gs {
+		if g.Kind == permissions.KindMount {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,179 @@
+package policy
+
+// DefaultYAML returns the built-in policy as a commented policy file, for
+// `sandboxed policy init`. It loads to exactly Default().
+func DefaultYAML() []byte { return []byte(defaultYAML) }
+
+const defaultYAML = `# sandboxed policy: what any tool may get on this machine.
+#
+# sandboxed reads the first of: --policy FILE, $XDG_CONFIG_HOME/sandboxed/policy.yaml
+# (~/.config/sandboxed/policy.yaml), /etc/sandboxed/policy.yaml; without a file
+# it uses the built-in policy, which is exactly this file.
+#
+# A key left out keeps its built-in value; a list given replaces the built-in
+# list. Unknown keys are errors. Paths: absolute, ~/PATH, or **/NAME (anywhere);
+# * and ** globs allowed; a path rule covers the path and everything under it,
+# and is checked against both the declared path and the path after symlinks.
+# Deny always wins: no approval, not even --approve all, overrides a deny.
+# ` + "`sandboxed permissions explain TOOL`" + ` shows which rule decides each point.
+
+# The format of this file. Only 1 exists.
+version: 1
+
+# Trust and isolation per source of the definition; the first rule that matches
+# wins. scope: local (./.sandboxed/tools), user, global, path (a file given on
+# the command line), unknown, or any. path: a glob on the definition file's
+# absolute path (both must match when both are set). A definition no rule
+# matches is untrusted, with isolation process or container.
+#
+# trusted: a trusted source may reach named hosts (network:external:HOST) and
+# receive secret-looking env: grants without approval; an untrusted one needs
+# an approval for each.
+# isolation.allowed: the tiers a tool from this source may run in (none,
+# process, container); a tier not allowed is raised to the next allowed one.
+# isolation.minimum: a lower requested tier is raised to this one.
+# Running with isolation none always needs approval (--approve isolation-none).
+# For example, to trust the tools of one directory, put first:
+#   - path: ~/work/tools/**
+#     trusted: true
+sources:
+  - scope: user
+    trusted: true
+    isolation:
+      allowed: [none, process, container]
+      minimum: none
+  - scope: global
+    trusted: true
+    isolation:
+      allowed: [none, process, container]
+      minimum: none
+  - scope: local
+    trusted: true
+    isolation:
+      allowed: [none, process, container]
+      minimum: none
+  # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
+  # never unsandboxed.
+  - scope: path
+    trusted: false
+    isolation:
+      allowed: [process, container]
+      minimum: process
+  - scope: unknown
+    trusted: false
+    isolation:
+      allowed: [process, container]
+      minimum: process
+
+# Resource defaults (used when the tool asks for nothing) and caps (max: a
+# request above the cap is clamped to it, and the decision says so; 0 = no cap).
+limits:
+  memory:        # resources.max-memory; swap is never added
+    default: 512MiB
+    max: 8GiB
+  timeout:       # resources.timeout / timeout
+    default: 5m
+    max: 1h
+  pids:          # sandboxed.pids-limit (64 by default for reduced privilege)
+    default: 256
+    max: 4096
+  output:        # captured stdout and stderr, each (buffer-limit)
+    default: 10MiB
+    max: 100MiB
+
+paths:
+  # Reads and writes denied: credentials, shell start-up files, host config,
+  # the host's /proc, and the Docker socket (which is root on the host).
+  # A grant of a parent of one of these (filesystem:read:~, filesystem:read:/)
+  # needs approval, and the denied paths inside stay hidden even then.
+  deny:
+    - ~/.ssh
+    - ~/.aws
+    - ~/.gnupg
+    - ~/.config/gh
+    - ~/.docker
+    - ~/.kube
+    - ~/.azure
+    - ~/.config/gcloud
+    - ~/.netrc
+    - ~/.git-credentials
+    - ~/.npmrc
+    - ~/.pypirc
+    - ~/.bashrc
+    - ~/.bash_profile
+    - ~/.bash_login
+    - ~/.bash_logout
+    - ~/.profile
+    - ~/.zshrc
+    - ~/.zshenv
+    - ~/.zprofile
+    - ~/.zlogin
+    - ~/.config/fish
+    - /etc
+    - /proc
+    - /var/run/docker.sock
+    - /run/docker.sock
+  # Writes denied, reads allowed: files that make the host run code later
+  # (git hooks, git config with core.hooksPath or core.fsmonitor, user
+  # services, autostart entries) and sandboxed's own policy and state.
+  # Inside a writable grant these stay read-only.
+  deny-write:
+    - "**/.git/hooks"
+    - "**/.git/config"
+    - ~/.gitconfig
+    - ~/.config/git
+    - ~/.config/sandboxed
+    - ~/.local/state/sandboxed
+    - ~/.config/systemd
+    - ~/.config/autostart
+  # Reads and writes that need an approval, e.g. ~/Documents.
+  approve: []
+  # Writes outside the working directory need approval, except under these,
+  # e.g. /tmp/builds.
+  allow-write: []
+
+network:
+  # Hosts any source may reach without approval: names, IP addresses,
+  # *.example.com (subdomains, not the apex). "*" here would allow every host.
+  allow: []
+  # Hosts no tool may reach, even under a wider grant: cloud metadata
+  # endpoints (the egress proxy also refuses private and link-local addresses).
+  deny:
+    - metadata.google.internal
+    - 169.254.169.254
+    - fd00:ec2::254
+  # network:localhost ports that need no approval (e.g. 5432); others do.
+  localhost-allow: []
+
+environment:
+  # env: grants denied: the ssh agent and Docker daemon addresses (keys to
+  # the host), and the loader variables that inject code into host binaries
+  # when a tool runs with isolation none. environment.inherit always needs
+  # approval (--approve env-inherit).
+  deny:
+    - LD_PRELOAD
+    - LD_LIBRARY_PATH
+    - LD_AUDIT
+    - SSH_AUTH_SOCK
+    - DOCKER_HOST
+
+approval:
+  # Tool-level rules on the security tier: tool:TAG (as cycod --auto-approve
+  # tool:read), tier:TIER, or name:TOOL. Tiers (spec 003): tag read ->
+  # read_only, write -> write, run -> execute; a write grant raises a tool to
+  # at least write, an egress grant to external_api; a tool with none of the
+  # tags read, write, run is "unknown" (high risk) and, not listed here, needs
+  # approval (--approve tier:unknown). This approves the tier only: every
+  # grant and security field is still decided by the rules above.
+  auto-approve:
+    - tier:read_only
+    - tier:write
+    - tier:execute
+    - tier:external_api
+  # Tools denied outright, e.g. tier:external_api or tool:deploy. Deny wins.
+  auto-deny: []
+  # Approvals given to every run, in the words of --approve: elevated,
+  # isolation-none, env-inherit, tier:TIER, a permission string
+  # (filesystem:write:/x also covers paths under /x), or all.
+  standing: []
+`

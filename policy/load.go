@@ -1,0 +1,410 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// Where a policy comes from, as Locate reports it.
+const (
+	FromFlag    = "flag"     // --policy FILE
+	FromUser    = "user"     // $XDG_CONFIG_HOME/sandboxed/policy.yaml or ~/.config/sandboxed/policy.yaml
+	FromSystem  = "system"   // /etc/sandboxed/policy.yaml
+	FromBuiltin = "built-in" // no file: Default()
+)
+
+// SystemPath is the system-wide policy file.
+const SystemPath = "/etc/sandboxed/policy.yaml"
+
+// Locate finds the policy file to use: flagPath when given (whether or not
+// it exists: Load reports a missing file), else
+// $XDG_CONFIG_HOME/sandboxed/policy.yaml (~/.config/sandboxed/policy.yaml
+// when xdgConfigHome is empty or relative), else SystemPath, else none.
+// It returns the path ("" for none) and where it came from (FromFlag,
+// FromUser, FromSystem, FromBuiltin). It only stats files.
+func Locate(flagPath, xdgConfigHome, home string) (path, source string) {
+	if flagPath != "" {
+		return flagPath, FromFlag
+	}
+	var user string
+	switch {
+	case filepath.IsAbs(xdgConfigHome):
+		user = filepath.Join(xdgConfigHome, "sandboxed", "policy.yaml")
+	case filepath.IsAbs(home):
+		user = filepath.Join(home, ".config", "sandboxed", "policy.yaml")
+	}
+	if user != "" && exists(user) {
+		return user, FromUser
+	}
+	if exists(SystemPath) {
+		return SystemPath, FromSystem
+	}
+	return "", FromBuiltin
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// LoadLocated loads what Locate returned: the file at path, or Default()
+// when path is "".
+func LoadLocated(path string) (*Policy, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	return Load(path)
+}
+
+// Load reads and strictly parses the policy file at path. Keys not given
+// keep their value from Default(); a list given replaces the default list.
+// Unknown keys, wrong types and bad values are errors with file:line.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse parses policy YAML; file names it in errors and in Policy.File.
+func Parse(data []byte, file string) (*Policy, error) {
+	p := Default()
+	p.File = file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return p, nil // an empty file is the default policy
+		}
+		return nil, yamlError(file, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &LoadError{File: file, Line: extra.Line, Msg: "more than one YAML document; a policy is one document"}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return p, nil
+	}
+	if err := checkNode(root, reflect.TypeOf(Policy{}), ""); err != nil {
+		var le *LoadError
+		if errors.As(err, &le) {
+			le.File = file
+		}
+		return nil, err
+	}
+	if err := root.Decode(p); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if err := p.validate(); err != nil {
+		return nil, &LoadError{File: file, Msg: err.Error()}
+	}
+	return p, nil
+}
+
+// yamlError turns a yaml.v3 error into a LoadError. yaml.v3 puts the line
+// in the text ("yaml: line 3: ..."); the line is taken from there.
+func yamlError(file string, err error) error {
+	var le *LoadError
+	if errors.As(err, &le) {
+		le.File = file
+		return le
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				line, msg = n, strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return &LoadError{File: file, Line: line, Msg: msg}
+}
+
+// validators check scalar values of the string types of the policy, so
+// that a bad value is reported at its line.
+var validators = map[reflect.Type]func(string) error{
+	reflect.TypeOf(tool.Isolation("")): func(s string) error {
+		switch tool.Isolation(s) {
+		case tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer:
+			return nil
+		}
+		return fmt.Errorf("isolation %q: want none, process or container", s)
+	},
+	reflect.TypeOf(SourceScope("")): func(s string) error {
+		switch SourceScope(s) {
+		case SourceLocal, SourceUser, SourceGlobal, SourcePath, SourceUnknown, SourceAny:
+			return nil
+		}
+		return fmt.Errorf("scope %q: want local, user, global, path, unknown or any", s)
+	},
+	reflect.TypeOf(Glob("")): func(s string) error {
+		if s == "" {
+			return fmt.Errorf("empty path glob")
+		}
+		_, err := compileGlob(s, "/home")
+		return err
+	},
+	reflect.TypeOf(PathPattern("")): func(s string) error { return checkPathPattern(s) },
+	reflect.TypeOf(HostPattern("")): func(s string) error { return checkHostPattern(s) },
+	reflect.TypeOf(Matcher("")):     func(s string) error { return checkMatcher(s) },
+	reflect.TypeOf(Approval("")):    func(s string) error { return ValidateApprovals([]string{s}) },
+}
+
+var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+
+// checkNode walks the YAML tree against the Go type it decodes into and
+// reports unknown keys, wrong shapes and bad values with their line.
+func checkNode(n *yaml.Node, t reflect.Type, where string) error {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	at := func(format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		if where != "" {
+			msg = where + ": " + msg
+		}
+		return &LoadError{Line: n.Line, Msg: msg}
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // the type checks itself when decoded
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		if t.Kind() == reflect.Struct {
+			return at("want a mapping, got an empty value")
+		}
+		if validators[t] != nil {
+			// A bare ~ is YAML's null: an empty pattern would match
+			// everything, so it is an error, never a wildcard.
+			return at("empty value (YAML reads a bare ~ as empty: write \"~\" in quotes for the home directory)")
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return at("want a mapping of keys, got %s", nodeKind(n))
+		}
+		fields := make(map[string]reflect.StructField)
+		var known []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f
+			known = append(known, tag)
+		}
+		seen := make(map[string]bool)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := fields[k.Value]
+			if !ok {
+				sort.Strings(known)
+				return &LoadError{Line: k.Line, Msg: fmt.Sprintf("unknown key %q in %s (known keys: %s)",
+					k.Value, orTop(where), strings.Join(known, ", "))}
+			}
+			if seen[k.Value] {
+				return &LoadError{Line: k.Line, Msg: fmt.Sprintf("key %q given twice in %s", k.Value, orTop(where))}
+			}
+			seen[k.Value] = true
+			if err := checkNode(v, f.Type, join(where, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return at("want a list, got %s", nodeKind(n))
+		}
+		for i, c := range n.Content {
+			if err := checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.String, reflect.Int, reflect.Int64, reflect.Bool:
+		if n.Kind != yaml.ScalarNode {
+			return at("want a single value, got %s", nodeKind(n))
+		}
+		if v := validators[t]; v != nil {
+			if err := v(n.Value); err != nil {
+				return at("%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+func orTop(where string) string {
+	if where == "" {
+		return "the policy"
+	}
+	return where
+}
+
+func join(where, key string) string {
+	if where == "" {
+		return key
+	}
+	return where + "." + key
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return fmt.Sprintf("%q", n.Value)
+	}
+}
+
+// validate checks what spans several keys and fills omitted isolation
+// bounds with the safe ones.
+func (p *Policy) validate() error {
+	if p.Version != 1 {
+		return fmt.Errorf("version %d: only version 1 exists", p.Version)
+	}
+	for i := range p.Sources {
+		r := &p.Sources[i]
+		if len(r.Isolation.Allowed) == 0 {
+			r.Isolation.Allowed = []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer}
+		}
+		if r.Isolation.Minimum == "" {
+			r.Isolation.Minimum = tool.IsolationProcess
+		}
+	}
+	for _, l := range []struct {
+		name string
+		def  *int64
+		max  int64
+	}{
+		{"limits.memory", (*int64)(&p.Limits.Memory.Default), int64(p.Limits.Memory.Max)},
+		{"limits.timeout", (*int64)(&p.Limits.Timeout.Default), int64(p.Limits.Timeout.Max)},
+		{"limits.pids", &p.Limits.Pids.Default, p.Limits.Pids.Max},
+		{"limits.output", (*int64)(&p.Limits.Output.Default), int64(p.Limits.Output.Max)},
+	} {
+		if *l.def <= 0 {
+			return fmt.Errorf("%s.default must be above 0", l.name)
+		}
+		if l.max < 0 {
+			return fmt.Errorf("%s.max must be 0 (no cap) or above", l.name)
+		}
+		if l.max > 0 && *l.def > l.max {
+			// A default above the cap (typically the built-in default
+			// under a lower cap the file sets) is brought down to it.
+			*l.def = l.max
+		}
+	}
+	for _, port := range p.Network.LocalhostAllow {
+		if port < 1 || port > 65535 {
+			return fmt.Errorf("network.localhost-allow: port %d is not from 1 to 65535", port)
+		}
+	}
+	return nil
+}
+
+// UnmarshalYAML parses a size: bytes, or a number with a unit.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return &LoadError{Line: n.Line, Msg: fmt.Sprintf("size %q: want bytes or a number with a unit (KB, MB, GB, KiB, MiB, GiB)", n.Value)}
+	}
+	*s = Size(v)
+	return nil
+}
+
+// ParseSize parses "1048576", "512MiB", "2GB", "1.5GiB".
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{
+		{"KiB", kib}, {"MiB", mib}, {"GiB", gib}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"K", kib}, {"M", mib}, {"G", gib}, {"B", 1},
+	}
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q is not a size", s)
+	}
+	return int64(f * mult), nil
+}
+
+// String formats a size with the largest binary unit that divides it.
+func (s Size) String() string {
+	switch {
+	case s != 0 && s%gib == 0:
+		return fmt.Sprintf("%dGiB", s/gib)
+	case s != 0 && s%mib == 0:
+		return fmt.Sprintf("%dMiB", s/mib)
+	case s != 0 && s%kib == 0:
+		return fmt.Sprintf("%dKiB", s/kib)
+	}
+	return fmt.Sprintf("%dB", int64(s))
+}
+
+// UnmarshalYAML parses a duration: a Go duration or a number of days.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return &LoadError{Line: n.Line, Msg: fmt.Sprintf("duration %q: want e.g. 90s, 5m, 1h30m or 30d", n.Value)}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseDuration parses a Go duration ("90s", "1h30m") or days ("30d").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100000 {
+			return 0, fmt.Errorf("duration %q is not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("duration %q is not a duration", s)
+	}
+	return d, nil
+}
+
+// String formats the duration as Go does, or in days when whole days.
+func (d Duration) String() string {
+	td := time.Duration(d)
+	if td != 0 && td%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", td/(24*time.Hour))
+	}
+	return td.String()
+}

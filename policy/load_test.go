@@ -1,0 +1,282 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestDefaultYAMLLoadsToDefault(t *testing.T) {
+	p, err := Parse(DefaultYAML(), "default.yaml")
+	if err != nil {
+		t.Fatalf("Parse(DefaultYAML()): %v", err)
+	}
+	if p.File != "default.yaml" {
+		t.Errorf("File = %q", p.File)
+	}
+	p.File = ""
+	if want := Default(); !reflect.DeepEqual(p, want) {
+		t.Errorf("DefaultYAML loads to\n%+v\nwant Default()\n%+v", p, want)
+	}
+}
+
+// TestDefaultYAMLSpellsEveryKey checks that the commented default file
+// names every key of the format, so it documents all of them.
+func TestDefaultYAMLSpellsEveryKey(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(DefaultYAML(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var walk func(n *yaml.Node, where string)
+	walk = func(n *yaml.Node, where string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			walk(n.Content[0], where)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := join(where, n.Content[i].Value)
+				seen[k] = true
+				walk(n.Content[i+1], k)
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, where+"[]")
+			}
+		}
+	}
+	walk(&doc, "")
+	var want func(t reflect.Type, where string) []string
+	want = func(t reflect.Type, where string) []string {
+		var out []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			k := join(where, tag)
+			out = append(out, k)
+			ft := f.Type
+			if ft.Kind() == reflect.Slice {
+				ft, k = ft.Elem(), k+"[]"
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, want(ft, k)...)
+			}
+		}
+		return out
+	}
+	for _, k := range want(reflect.TypeOf(Policy{}), "") {
+		// sources[].path has no built-in rule; a commented example spells it.
+		if !seen[k] && !(k == "sources[].path" && strings.Contains(string(DefaultYAML()), "#   - path: ")) {
+			t.Errorf("DefaultYAML does not spell key %s", k)
+		}
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	p, err := Parse([]byte(`
+limits:
+  memory:
+    max: 256MiB
+paths:
+  deny: []
+  allow-write: [/tmp/out]
+network:
+  allow: ["*.example.com"]
+sources:
+  - scope: path
+    trusted: true
+`), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if p.Limits.Memory.Max != 256*mib || p.Limits.Memory.Default != 256*mib {
+		t.Errorf("memory = %+v, want max 256MiB and the default brought down to it", p.Limits.Memory)
+	}
+	if p.Limits.Timeout != d.Limits.Timeout || p.Limits.Pids != d.Limits.Pids {
+		t.Errorf("keys not given changed: %+v", p.Limits)
+	}
+	if len(p.Paths.Deny) != 0 {
+		t.Errorf("deny: [] kept %v", p.Paths.Deny)
+	}
+	if !reflect.DeepEqual(p.Paths.DenyWrite, d.Paths.DenyWrite) {
+		t.Errorf("deny-write changed: %v", p.Paths.DenyWrite)
+	}
+	if len(p.Sources) != 1 || !p.Sources[0].Trusted {
+		t.Fatalf("sources = %+v", p.Sources)
+	}
+	if iso := p.Sources[0].Isolation; iso.Minimum != "process" || len(iso.Allowed) != 2 {
+		t.Errorf("omitted isolation = %+v, want process or container, minimum process", iso)
+	}
+}
+
+func TestParseEmpty(t *testing.T) {
+	for _, s := range []string{"", "# nothing\n", "---\n"} {
+		p, err := Parse([]byte(s), "e.yaml")
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		p.File = ""
+		if !reflect.DeepEqual(p, Default()) {
+			t.Errorf("Parse(%q) is not Default()", s)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       string // "file:line: ..." prefix and substring
+	}{
+		{"unknown top key", "version: 1\nsandbox: {}\n", `p.yaml:2: unknown key "sandbox" in the policy`},
+		{"unknown nested key", "limits:\n  memroy:\n    max: 1GiB\n", `p.yaml:2: unknown key "memroy" in limits (known keys: memory, output, pids, timeout)`},
+		{"unknown key in list item", "sources:\n  - scope: user\n    trust: true\n", `p.yaml:3: unknown key "trust" in sources[0]`},
+		{"duplicate key", "limits:\n  pids: {max: 1}\n  pids: {max: 2}\n", `p.yaml:3: key "pids" given twice`},
+		{"bad isolation", "sources:\n  - scope: user\n    isolation:\n      allowed: [vm]\n", `p.yaml:4: sources[0].isolation.allowed[0]: isolation "vm"`},
+		{"bad scope", "sources:\n  - scope: remote\n", `p.yaml:2: sources[0].scope: scope "remote"`},
+		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: size "lots"`},
+		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: duration "soon"`},
+		{"bad int", "limits:\n  pids:\n    max: many\n", `p.yaml:3:`},
+		{"bad bool", "sources:\n  - trusted: maybe\n", `p.yaml:2:`},
+		{"bad matcher", "approval:\n  auto-approve: [tier:safe]\n", `p.yaml:2: approval.auto-approve[0]: matcher "tier:safe"`},
+		{"bad matcher kind", "approval:\n  auto-deny: [tag:x]\n", `p.yaml:2: approval.auto-deny[0]: matcher "tag:x"`},
+		{"bad approval", "approval:\n  standing: [sudo]\n", `p.yaml:2: approval.standing[0]: approval "sudo"`},
+		{"relative path", "paths:\n  deny: [secrets]\n", `p.yaml:2: paths.deny[0]: path pattern "secrets"`},
+		{"dotdot path", "paths:\n  deny: [/a/../b]\n", `p.yaml:2: paths.deny[0]: path pattern "/a/../b"`},
+		{"bad host", "network:\n  deny: [\"a b\"]\n", `p.yaml:2: network.deny[0]: host "a b"`},
+		{"host with port", "network:\n  allow: [\"a.com:443\"]\n", `p.yaml:2: network.allow[0]: host "a.com:443"`},
+		{"list for mapping", "limits: [1]\n", `p.yaml:1: limits: want a mapping`},
+		{"scalar for list", "paths:\n  deny: /etc\n", `p.yaml:2: paths.deny: want a list`},
+		{"version", "version: 2\n", `p.yaml: version 2`},
+		{"zero default", "limits:\n  pids:\n    default: 0\n", `p.yaml: limits.pids.default must be above 0`},
+		{"bad port", "network:\n  localhost-allow: [70000]\n", `p.yaml: network.localhost-allow: port 70000`},
+		{"two documents", "version: 1\n---\nversion: 1\n", `p.yaml:2: more than one YAML document`},
+		{"syntax", "limits: {\n", `p.yaml:`},
+		{"root scalar", "hello\n", `p.yaml:1: want a mapping`},
+		{"bare ~ path", "paths:\n  allow-write: [~]\n", `p.yaml:2: paths.allow-write[0]: empty value (YAML reads a bare ~ as empty`},
+		{"empty host", "network:\n  allow: [\"\"]\n", `p.yaml:2: network.allow[0]: host ""`},
+		{"empty glob", "sources:\n  - path: \"\"\n", `p.yaml:2: sources[0].path: empty path glob`},
+		{"null isolation", "sources:\n  - isolation: {minimum: }\n", `p.yaml:2: sources[0].isolation.minimum: empty value`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "p.yaml")
+			if err == nil {
+				t.Fatal("Parse succeeded, want an error")
+			}
+			if !errors.Is(err, ErrInvalidPolicy) {
+				t.Errorf("%v does not wrap ErrInvalidPolicy", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte("limits:\n  pids:\n    max: 9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.File != path || p.Limits.Pids.Max != 9 {
+		t.Errorf("Load = %+v", p)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want ErrNotExist", err)
+	}
+	if err := os.WriteFile(path, []byte("bogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.HasPrefix(err.Error(), path+":1:") {
+		t.Errorf("Load(bad) = %v, want an error located at %s:1", err, path)
+	}
+	p, err = LoadLocated("")
+	if err != nil || !reflect.DeepEqual(p, Default()) {
+		t.Errorf("LoadLocated(\"\") = %v, %v; want Default()", p, err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	dir := t.TempDir()
+	xdg := filepath.Join(dir, "xdg")
+	home := filepath.Join(dir, "home")
+	write := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("version: 1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sysExists := exists(SystemPath)
+	fallback, fallbackSrc := "", FromBuiltin
+	if sysExists {
+		fallback, fallbackSrc = SystemPath, FromSystem
+	}
+	check := func(flag, xdgDir, homeDir, wantPath, wantSrc string) {
+		t.Helper()
+		p, src := Locate(flag, xdgDir, homeDir)
+		if p != wantPath || src != wantSrc {
+			t.Errorf("Locate(%q, %q, %q) = %q, %q; want %q, %q", flag, xdgDir, homeDir, p, src, wantPath, wantSrc)
+		}
+	}
+	check("/given.yaml", xdg, home, "/given.yaml", FromFlag)
+	check("", xdg, home, fallback, fallbackSrc)
+	homeFile := filepath.Join(home, ".config", "sandboxed", "policy.yaml")
+	write(homeFile)
+	check("", "", home, homeFile, FromUser)
+	check("", "relative/xdg", home, homeFile, FromUser)
+	check("", xdg, home, fallback, fallbackSrc) // XDG set: ~/.config is not looked at
+	xdgFile := filepath.Join(xdg, "sandboxed", "policy.yaml")
+	write(xdgFile)
+	check("", xdg, home, xdgFile, FromUser)
+	check("/given.yaml", xdg, home, "/given.yaml", FromFlag)
+}
+
+func TestParseSizeDuration(t *testing.T) {
+	sizes := map[string]int64{"0": 0, "1024": 1024, "512MiB": 512 * mib, "2GiB": 2 * gib, "1.5GiB": 3 * gib / 2,
+		"100MB": 100e6, "1G": gib, "64K": 64 * kib, "7B": 7}
+	for s, want := range sizes {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "x", "-1", "1XB", "1e300GiB"} {
+		if _, err := ParseSize(s); err == nil {
+			t.Errorf("ParseSize(%q) succeeded", s)
+		}
+	}
+	durs := map[string]time.Duration{"90s": 90 * time.Second, "5m": 5 * time.Minute, "1h30m": 90 * time.Minute, "30d": 30 * 24 * time.Hour}
+	for s, want := range durs {
+		if got, err := ParseDuration(s); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "soon", "-5m", "xd", "-1d"} {
+		if _, err := ParseDuration(s); err == nil {
+			t.Errorf("ParseDuration(%q) succeeded", s)
+		}
+	}
+	if got := Size(512 * mib).String(); got != "512MiB" {
+		t.Errorf("Size.String = %q", got)
+	}
+	if got := Duration(30 * 24 * time.Hour).String(); got != "30d" {
+		t.Errorf("Duration.String = %q", got)
+	}
+}

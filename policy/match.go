@@ -1,0 +1,303 @@
+package policy
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// Tier is a security tier after spec 003, plus TierUnknown for a tool with
+// no security tag (spec 000: such a tool is high risk).
+type Tier string
+
+// The tiers, lowest risk first.
+const (
+	TierReadOnly    Tier = "read_only"
+	TierWrite       Tier = "write"
+	TierExecute     Tier = "execute"
+	TierExternalAPI Tier = "external_api"
+	TierUnknown     Tier = "unknown"
+)
+
+var tierRank = map[Tier]int{TierReadOnly: 1, TierWrite: 2, TierExecute: 3, TierExternalAPI: 4}
+
+// TagTiers maps the security tags of spec 000 to the tiers of spec 003.
+var TagTiers = map[string]Tier{"read": TierReadOnly, "write": TierWrite, "run": TierExecute}
+
+// ToolTier returns a tool's security tier: the highest tier among its
+// security tags (read, write, run; case-insensitive), raised by what its
+// grants show: a write mount is at least write, an egress grant is
+// external_api. Tags are the author's claim; grants are what the tool will
+// get. A tool with no security tag is TierUnknown whatever its grants.
+func ToolTier(tags []string, grants []permissions.Grant) Tier {
+	best := Tier("")
+	for _, t := range tags {
+		if tier, ok := TagTiers[strings.ToLower(t)]; ok && tierRank[tier] > tierRank[best] {
+			best = tier
+		}
+	}
+	if best == "" {
+		return TierUnknown
+	}
+	for _, g := range grants {
+		var tier Tier
+		switch {
+		case g.Kind == permissions.KindMount && g.Mount.Write:
+			tier = TierWrite
+		case g.Kind == permissions.KindEgress:
+			tier = TierExternalAPI
+		}
+		if tierRank[tier] > tierRank[best] {
+			best = tier
+		}
+	}
+	return best
+}
+
+func validTier(s string) bool {
+	_, ok := tierRank[Tier(s)]
+	return ok || Tier(s) == TierUnknown
+}
+
+// Approval words other than permission strings and tier:TIER.
+const (
+	ApproveAll           = "all"
+	ApproveElevated      = "elevated"
+	ApproveIsolationNone = "isolation-none"
+	ApproveEnvInherit    = "env-inherit"
+)
+
+// ValidateApprovals checks --approve values: all, elevated, isolation-none,
+// env-inherit, tier:TIER, or a permission string. The CLI calls it before
+// Decide, which ignores (and notes) values it does not understand.
+func ValidateApprovals(approvals []string) error {
+	for _, a := range approvals {
+		switch {
+		case a == ApproveAll, a == ApproveElevated, a == ApproveIsolationNone, a == ApproveEnvInherit:
+		case strings.HasPrefix(a, "tier:"):
+			if !validTier(strings.TrimPrefix(a, "tier:")) {
+				return fmt.Errorf("approval %q: unknown tier (want read_only, write, execute, external_api or unknown): %w", a, ErrInvalidApproval)
+			}
+		default:
+			if _, err := tool.ParsePermission(a); err != nil {
+				return fmt.Errorf("approval %q: want all, elevated, isolation-none, env-inherit, tier:TIER or a permission (%s): %w",
+					a, tool.PermissionGrammar, ErrInvalidApproval)
+			}
+		}
+	}
+	return nil
+}
+
+func checkMatcher(s string) error {
+	kind, val, ok := strings.Cut(s, ":")
+	if !ok || val == "" {
+		return fmt.Errorf("matcher %q: want tool:TAG, tier:TIER or name:TOOL", s)
+	}
+	switch kind {
+	case "tool", "name":
+		return nil
+	case "tier":
+		if !validTier(val) {
+			return fmt.Errorf("matcher %q: unknown tier (want read_only, write, execute, external_api or unknown)", s)
+		}
+		return nil
+	}
+	return fmt.Errorf("matcher %q: want tool:TAG, tier:TIER or name:TOOL", s)
+}
+
+// matches reports whether the matcher selects the tool.
+func (m Matcher) matches(name string, tags []string, tier Tier) bool {
+	kind, val, _ := strings.Cut(string(m), ":")
+	switch kind {
+	case "tool":
+		for _, t := range tags {
+			if strings.EqualFold(t, val) {
+				return true
+			}
+		}
+	case "tier":
+		return Tier(val) == tier
+	case "name":
+		return val == name
+	}
+	return false
+}
+
+func checkHostPattern(s string) error {
+	if s == "*" || net.ParseIP(s) != nil {
+		return nil
+	}
+	p, err := tool.ParsePermission("network:external:" + s)
+	if err != nil || p.Port != 0 || strings.ContainsAny(s, "{}") || s == "*." {
+		return fmt.Errorf("host %q: want a host name, an IP address, *.DOMAIN or *", s)
+	}
+	return nil
+}
+
+// hostCovers reports whether every host the grant pattern allows is
+// matched by pattern.
+func hostCovers(pattern, grant string) bool {
+	pattern, grant = strings.ToLower(pattern), strings.ToLower(grant)
+	switch {
+	case pattern == "*":
+		return true
+	case grant == "*":
+		return false
+	case strings.HasPrefix(grant, "*."):
+		if !strings.HasPrefix(pattern, "*.") {
+			return false
+		}
+		apex := strings.TrimPrefix(grant, "*.")
+		return pattern == grant || permissions.HostMatches(pattern, apex)
+	default:
+		return permissions.HostMatches(pattern, grant)
+	}
+}
+
+func checkPathPattern(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty path pattern")
+	case !(strings.HasPrefix(s, "/") || s == "~" || strings.HasPrefix(s, "~/") || strings.HasPrefix(s, "**/")):
+		return fmt.Errorf("path pattern %q: want an absolute path, ~/PATH or **/NAME", s)
+	case strings.Contains("/"+s+"/", "/../") || strings.Contains("/"+s+"/", "/./"):
+		return fmt.Errorf("path pattern %q: write it without . and .. elements", s)
+	}
+	_, err := compileGlob(s, "/home")
+	return err
+}
+
+// pathRule is a compiled PathPattern.
+type pathRule struct {
+	list     string // e.g. "paths.deny"
+	index    int
+	raw      string
+	exp      string         // raw with ~ expanded
+	re       *regexp.Regexp // matches the path itself or anything under it
+	prefix   string         // the longest literal directory before any glob; "" for **/ patterns
+	literal  bool           // no glob characters: prefix is the whole path
+	anywhere bool           // starts with **/
+}
+
+func (r pathRule) name() string { return fmt.Sprintf("%s[%d] %s", r.list, r.index, r.raw) }
+
+// compileRules compiles the patterns of one list, once per home
+// directory given (the home as given and, when it differs, with symlinks
+// resolved), so that ~ rules match declared and resolved paths alike.
+//
+// A pattern that is not valid (only a Policy built in code can hold one)
+// matches everything in the deny lists and nothing elsewhere: it fails
+// closed.
+func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
+	var out []pathRule
+	denyList := strings.HasPrefix(list, "paths.deny")
+	for i, p := range pats {
+		s := string(p)
+		if err := checkPathPattern(s); err != nil {
+			if denyList {
+				out = append(out, pathRule{list: list, index: i, raw: s, re: regexp.MustCompile(`^`), prefix: "/", exp: "/"})
+			}
+			continue
+		}
+		for _, home := range homes {
+			isHome := s == "~" || strings.HasPrefix(s, "~/")
+			if isHome && !filepath.IsAbs(home) {
+				continue // no home directory: a ~ rule matches nothing
+			}
+			re, err := compileGlob(s, home)
+			if err != nil {
+				break // Load rejected it already; a Policy built in code may not have
+			}
+			r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
+			r.exp = expandHome(s, home)
+			if !r.anywhere {
+				if j := strings.IndexAny(r.exp, "*?["); j >= 0 {
+					r.prefix = filepath.Dir(r.exp[:j+1])
+				} else {
+					r.prefix, r.literal = filepath.Clean(r.exp), true
+				}
+			}
+			out = append(out, r)
+			if !isHome {
+				break // the same for every home
+			}
+		}
+	}
+	return out
+}
+
+// matches reports whether p is the rule's path or under it.
+func (r pathRule) matches(p string) bool { return p != "" && r.re.MatchString(p) }
+
+// inside reports whether the rule can match something strictly under p
+// (p is a parent of a protected path).
+func (r pathRule) inside(p string) bool {
+	if p == "" || r.anywhere {
+		return false
+	}
+	return under(r.prefix, p) && (r.prefix != p || !r.literal)
+}
+
+// under reports whether p is dir or under dir.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func expandHome(s, home string) string {
+	if s == "~" {
+		return home
+	}
+	if strings.HasPrefix(s, "~/") {
+		return filepath.Join(home, s[2:])
+	}
+	return s
+}
+
+// compileGlob turns a path glob into a regexp matching the path or
+// anything under it.
+func compileGlob(s, home string) (*regexp.Regexp, error) {
+	s = expandHome(s, home)
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "**/"):
+			b.WriteString("(?:.*/)?")
+			i += 2
+		case strings.HasPrefix(s[i:], "**"):
+			b.WriteString(".*")
+			i++
+		case s[i] == '*':
+			b.WriteString("[^/]*")
+		case s[i] == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(s[i : i+1]))
+		}
+	}
+	if !strings.HasSuffix(s, "/") {
+		b.WriteString("(?:/.*)?")
+	} else {
+		b.WriteString(".*")
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %v", s, err)
+	}
+	return re, nil
+}
+
+// globMatch matches a SourceRule path glob against a definition path.
+func globMatch(g Glob, p, home string) bool {
+	re, err := compileGlob(string(g), home)
+	return err == nil && p != "" && re.MatchString(p)
+}

@@ -1,0 +1,260 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// Policy is the operator's policy: what any tool may get on this host, and
+// what needs an explicit approval. It is loaded from YAML (Load) or built
+// in (Default); the YAML keys are the yaml tags below, documented key by
+// key in DefaultYAML.
+//
+// A Policy is read-only after Load; Decide does not modify it.
+type Policy struct {
+	// Version is the policy file format; only 1 exists.
+	Version int `yaml:"version"`
+	// Sources sets trust and isolation per source of the definition. The
+	// first rule that matches wins; when none matches, the built-in
+	// untrusted fallback (UntrustedSource) applies.
+	Sources []SourceRule `yaml:"sources"`
+	// Limits are the defaults and caps of the resources a run may use.
+	Limits Limits `yaml:"limits"`
+	// Paths are the filesystem rules.
+	Paths PathRules `yaml:"paths"`
+	// Network are the egress rules.
+	Network NetworkRules `yaml:"network"`
+	// Environment are the rules for env: grants.
+	Environment EnvRules `yaml:"environment"`
+	// Approval are the tool-level auto-approve/auto-deny rules and the
+	// standing approvals.
+	Approval ApprovalRules `yaml:"approval"`
+
+	// File is where the policy was loaded from; "" for the built-in one.
+	File string `yaml:"-"`
+}
+
+// SourceScope names a source of definitions in a SourceRule: the scopes of
+// tool.Scope, "unknown" (a definition with no recorded scope) and "any".
+type SourceScope string
+
+// The source scopes a SourceRule may name.
+const (
+	SourceLocal   SourceScope = "local"
+	SourceUser    SourceScope = "user"
+	SourceGlobal  SourceScope = "global"
+	SourcePath    SourceScope = "path"
+	SourceUnknown SourceScope = "unknown"
+	SourceAny     SourceScope = "any"
+)
+
+// SourceRule sets trust and isolation for definitions from one source.
+type SourceRule struct {
+	// Scope matches the definition's scope; "" or "any" matches every scope.
+	Scope SourceScope `yaml:"scope"`
+	// Path is a glob matched against the definition file's absolute path
+	// (`*` within one path element, `**` across elements, `~` is the home
+	// directory); "" matches any path. With Scope set, both must match.
+	Path Glob `yaml:"path"`
+	// Trusted sources may reach named hosts without approval. Untrusted
+	// ones need an approval (or a network.allow entry) for every
+	// network:external grant and for env grants of secret-looking names.
+	Trusted bool `yaml:"trusted"`
+	// Isolation bounds the tier the tool runs in.
+	Isolation IsolationRule `yaml:"isolation"`
+}
+
+// IsolationRule bounds the isolation tier: a requested tier below Minimum
+// is raised to it; a tier not in Allowed is raised to the next allowed one,
+// and denied when there is none.
+type IsolationRule struct {
+	Allowed []tool.Isolation `yaml:"allowed"`
+	Minimum tool.Isolation   `yaml:"minimum"`
+}
+
+// Limits are the resource defaults and caps. A request above a cap is
+// clamped to the cap (and the decision says so); no request means Default.
+type Limits struct {
+	Memory  SizeLimit     `yaml:"memory"`
+	Timeout DurationLimit `yaml:"timeout"`
+	Pids    CountLimit    `yaml:"pids"`
+	Output  SizeLimit     `yaml:"output"` // per stream (stdout, stderr)
+}
+
+// SizeLimit is a default and a cap in bytes.
+type SizeLimit struct {
+	Default Size `yaml:"default"`
+	Max     Size `yaml:"max"`
+}
+
+// DurationLimit is a default and a cap.
+type DurationLimit struct {
+	Default Duration `yaml:"default"`
+	Max     Duration `yaml:"max"`
+}
+
+// CountLimit is a default and a cap.
+type CountLimit struct {
+	Default int64 `yaml:"default"`
+	Max     int64 `yaml:"max"`
+}
+
+// PathRules are the filesystem rules. Patterns are absolute paths, `~/…`
+// paths, or `**/…` patterns that match anywhere; `*` and `**` globs are
+// allowed. A pattern matches a path equal to it or under it. Every rule is
+// checked against both the declared and the resolved (symlink-free) path
+// of a grant. Deny wins over everything; approvals never override a deny.
+type PathRules struct {
+	// Deny: reads and writes are denied.
+	Deny []PathPattern `yaml:"deny"`
+	// DenyWrite: writes are denied; reads follow the other rules.
+	DenyWrite []PathPattern `yaml:"deny-write"`
+	// Approve: reads and writes need an approval.
+	Approve []PathPattern `yaml:"approve"`
+	// AllowWrite: writes need no approval even outside the working directory.
+	AllowWrite []PathPattern `yaml:"allow-write"`
+}
+
+// NetworkRules are the egress rules. Host patterns are names, IP literals,
+// "*.example.com" (subdomains, not the apex) or "*" (any host).
+type NetworkRules struct {
+	// Allow: egress to these hosts needs no approval, from any source.
+	Allow []HostPattern `yaml:"allow"`
+	// Deny: grants to these hosts are denied, and the egress proxy refuses
+	// them even under a wider grant.
+	Deny []HostPattern `yaml:"deny"`
+	// LocalhostAllow: network:localhost ports that need no approval.
+	LocalhostAllow []int `yaml:"localhost-allow"`
+}
+
+// EnvRules are the rules for env: grants.
+type EnvRules struct {
+	// Deny: env grants of these variable names are denied (exact names,
+	// case-sensitive; `*` globs allowed).
+	Deny []string `yaml:"deny"`
+}
+
+// ApprovalRules are the tool-level rules and standing approvals.
+type ApprovalRules struct {
+	// AutoApprove: a tool matching any of these (tool:TAG, tier:TIER,
+	// name:TOOL) needs no tool-level approval. It approves the tool's risk
+	// tier only; every grant and security field is still decided on its own.
+	AutoApprove []Matcher `yaml:"auto-approve"`
+	// AutoDeny: a tool matching any of these is denied. Deny wins.
+	AutoDeny []Matcher `yaml:"auto-deny"`
+	// Standing: approvals given to every run, in the words of --approve.
+	Standing []Approval `yaml:"standing"`
+}
+
+// Size is a byte count; in YAML a number of bytes or a string with a unit
+// (KB, MB, GB are powers of 1000; KiB, MiB, GiB are powers of 1024).
+type Size int64
+
+// Duration is a time span; in YAML a Go duration ("90s", "5m", "1h30m") or
+// a number of days ("30d").
+type Duration time.Duration
+
+// Glob is a path glob (see SourceRule.Path).
+type Glob string
+
+// PathPattern is a path rule pattern (see PathRules).
+type PathPattern string
+
+// HostPattern is a host pattern (see NetworkRules).
+type HostPattern string
+
+// Matcher selects tools for tool-level rules: "tool:TAG" (any tag, as in
+// `cycod --auto-approve tool:read`), "tier:TIER" (a security tier), or
+// "name:TOOL".
+type Matcher string
+
+// Approval is one approval, in the words of `--approve`: "elevated",
+// "isolation-none", "env-inherit", "tier:TIER", a permission string
+// (filesystem:write:/x covers paths under /x), or "all".
+type Approval string
+
+// UntrustedSource is the rule applied to a definition no SourceRule
+// matches: untrusted, process or container isolation.
+var UntrustedSource = SourceRule{
+	Scope:   SourceAny,
+	Trusted: false,
+	Isolation: IsolationRule{
+		Allowed: []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
+		Minimum: tool.IsolationProcess,
+	},
+}
+
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+	gib = 1 << 30
+)
+
+// Default returns the built-in policy, safe for untrusted tools. It is
+// what DefaultYAML loads to; POLICY.md explains each choice.
+func Default() *Policy {
+	trusted := func(s SourceScope) SourceRule {
+		return SourceRule{
+			Scope:   s,
+			Trusted: true,
+			Isolation: IsolationRule{
+				Allowed: []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
+				Minimum: tool.IsolationNone,
+			},
+		}
+	}
+	untrusted := func(s SourceScope) SourceRule {
+		r := UntrustedSource
+		r.Scope = s
+		r.Isolation.Allowed = []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer}
+		return r
+	}
+	return &Policy{
+		Version: 1,
+		Sources: []SourceRule{
+			trusted(SourceUser),
+			trusted(SourceGlobal),
+			trusted(SourceLocal),
+			untrusted(SourcePath),
+			untrusted(SourceUnknown),
+		},
+		Limits: Limits{
+			Memory:  SizeLimit{Default: 512 * mib, Max: 8 * gib},
+			Timeout: DurationLimit{Default: Duration(5 * time.Minute), Max: Duration(time.Hour)},
+			Pids:    CountLimit{Default: 256, Max: 4096},
+			Output:  SizeLimit{Default: 10 * mib, Max: 100 * mib},
+		},
+		Paths: PathRules{
+			Deny: []PathPattern{
+				"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.docker", "~/.kube",
+				"~/.azure", "~/.config/gcloud", "~/.netrc", "~/.git-credentials",
+				"~/.npmrc", "~/.pypirc",
+				"~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile",
+				"~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.config/fish",
+				"/etc", "/proc", "/var/run/docker.sock", "/run/docker.sock",
+			},
+			DenyWrite: []PathPattern{
+				"**/.git/hooks", "**/.git/config",
+				"~/.gitconfig", "~/.config/git",
+				"~/.config/sandboxed", "~/.local/state/sandboxed",
+				"~/.config/systemd", "~/.config/autostart",
+			},
+			Approve:    []PathPattern{},
+			AllowWrite: []PathPattern{},
+		},
+		Network: NetworkRules{
+			Allow:          []HostPattern{},
+			Deny:           []HostPattern{"metadata.google.internal", "169.254.169.254", "fd00:ec2::254"},
+			LocalhostAllow: []int{},
+		},
+		Environment: EnvRules{
+			Deny: []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "SSH_AUTH_SOCK", "DOCKER_HOST"},
+		},
+		Approval: ApprovalRules{
+			AutoApprove: []Matcher{"tier:read_only", "tier:write", "tier:execute", "tier:external_api"},
+			AutoDeny:    []Matcher{},
+			Standing:    []Approval{},
+		},
+	}
+}

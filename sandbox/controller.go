@@ -1,0 +1,395 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// cleanupTimeout bounds teardown, which runs on its own context so a run
+// that timed out or was interrupted still cleans up.
+const cleanupTimeout = 30 * time.Second
+
+// ErrInterrupted is the cause set on the run context when sandboxed itself
+// gets SIGINT or SIGTERM.
+var ErrInterrupted = errors.New("interrupted")
+
+// Controller runs plans on backends and reports results.
+type Controller struct {
+	StateDir   string
+	RuntimeDir string
+	Backends   map[isolation.Tier]isolation.Backend
+	// Record, when set, is called with the final result before Execute
+	// returns (the audit log); its error fails the run report.
+	Record func(*Result) error
+}
+
+// Job is one run to execute: its plan and the commands of its steps.
+type Job struct {
+	Plan    *isolation.Plan
+	Version string
+	Steps   []JobStep
+	// Stdout and Stderr, when set, receive the tool's output live as well
+	// (the terminal); the Result keeps a capped copy either way.
+	Stdout, Stderr io.Writer
+	// Egress, when set, is called after the sandbox is gone to collect the
+	// proxy's connection records.
+	Egress func() []EgressEntry
+	// Notes are copied into the Result (e.g. "tier raised to process").
+	Notes []string
+	// Prepare, when set, runs after the run's host directory exists and
+	// before the sandbox starts (the egress proxy starts here).
+	Prepare func(ctx context.Context, p *isolation.Plan) error
+}
+
+// JobStep is one command of a job.
+type JobStep struct {
+	Name            string
+	Cmd             isolation.Command
+	Stdin           []byte
+	Timeout         time.Duration // 0: only the run's timeout applies
+	BufferLimit     int64         // 0: DefaultBufferLimit
+	ContinueOnError bool
+	// Bound, when set, is the step as bound; a command that references the
+	// output of earlier steps is resolved from it just before it runs.
+	Bound *tool.BoundStep
+}
+
+// Execute runs the job and returns its Result. Every outcome, including a
+// sandbox that failed to start, comes back as a Result with a status;
+// the error return is for failures to record the run.
+//
+// Teardown (kill, close, remove the run's host directory) always runs, on
+// a context of its own, also when ctx is cancelled.
+func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
+	p := job.Plan
+	start := time.Now()
+	res := &Result{
+		RunID:     p.RunID,
+		Tool:      p.Tool,
+		Version:   job.Version,
+		Isolation: string(p.Tier),
+		StartedAt: start.UTC(),
+		Steps:     []StepResult{},
+		Egress:    []EgressEntry{},
+		Notes:     job.Notes,
+	}
+	outs := &outputs{}
+	c.run(ctx, job, res, outs)
+
+	if job.Egress != nil {
+		if e := job.Egress(); e != nil {
+			res.Egress = e
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	stdout, stderr := outs.join()
+	res.Stdout, res.Stderr = stdout.text, stderr.text
+	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
+	return res, c.finish(res, stdout.kept, stderr.kept)
+}
+
+// outputs collects the captures of every step (and sandboxed's own notes
+// about them), so each byte of output is held once.
+type outputs struct {
+	mu       sync.Mutex
+	out, err []*capture
+}
+
+func (o *outputs) add(out, err *capture) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.out, o.err = append(o.out, out), append(o.err, err)
+}
+
+type joined struct {
+	text      string // kept output, with a truncation marker per cut stream
+	kept      []byte // kept output, without markers (the run record)
+	truncated bool
+}
+
+func (o *outputs) join() (stdout, stderr joined) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return joinCaptures(o.out), joinCaptures(o.err)
+}
+
+func joinCaptures(cs []*capture) joined {
+	var j joined
+	var text []byte
+	for _, c := range cs {
+		b := c.Bytes()
+		j.kept = append(j.kept, b...)
+		if c.Truncated() {
+			j.truncated = true
+			text = append(text, c.String()...)
+		} else {
+			text = append(text, b...)
+		}
+	}
+	j.text = string(text)
+	return j
+}
+
+func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
+	var errs []error
+	if c.StateDir != "" {
+		if err := writeRecord(c.StateDir, res, stdout, stderr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Record != nil {
+		if err := c.Record(res); err != nil {
+			errs = append(errs, fmt.Errorf("record run %s: %w", res.RunID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outputs) {
+	p := job.Plan
+	fail := func(st Status, code, msg, hint string) {
+		res.Status = st
+		res.Error = &ErrorInfo{Code: code, Message: msg, Hint: hint}
+		res.ExitCode = res.ProcessExitCode()
+	}
+	b := c.Backends[p.Tier]
+	if b == nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`")
+		return
+	}
+	if err := b.Check(ctx, p); err != nil {
+		fail(StatusError, CodeInitFailed, err.Error(), hintFor(err))
+		return
+	}
+
+	// The run's private host directory: sockets and bookkeeping, labelled
+	// by run id so gc can find it after a crash.
+	if p.HostDir == "" {
+		p.HostDir = fmt.Sprintf("%s/%s", c.RuntimeDir, p.RunID)
+	}
+	if err := os.MkdirAll(c.RuntimeDir, 0o711); err != nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("create runtime dir %s: %v", c.RuntimeDir, err), "set SANDBOXED_RUNTIME_DIR to a writable directory")
+		return
+	}
+	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
+		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
+		return
+	}
+	release, err := holdRun(p.HostDir)
+	if err != nil {
+		os.RemoveAll(p.HostDir)
+		fail(StatusError, CodeInitFailed, err.Error(), "")
+		return
+	}
+	defer func() { release(); os.RemoveAll(p.HostDir) }()
+	// Reap what crashed runs left, alongside this run's start.
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer gcancel()
+		_, _ = c.GC(gctx)
+	}()
+	defer func() { <-gcDone }()
+	if job.Prepare != nil {
+		if err := job.Prepare(ctx, p); err != nil {
+			fail(StatusError, CodeInitFailed, "prepare run: "+err.Error(), hintFor(err))
+			return
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if p.Limits.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, p.Limits.Timeout, context.DeadlineExceeded)
+		defer stop()
+	}
+
+	sb, err := b.Start(runCtx, p)
+	if err != nil {
+		switch {
+		case runCtx.Err() != nil:
+			c.ended(runCtx, res)
+		default:
+			fail(StatusError, CodeInitFailed, "start sandbox: "+err.Error(), hintFor(err))
+		}
+		return
+	}
+	teardown := func() {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer ccancel()
+		if st, err := sb.Stats(cctx); err == nil {
+			res.PeakMemoryBytes = st.PeakMemoryBytes
+			if st.OOMKilled && res.Status != StatusTimeout {
+				res.Status = StatusOOM
+				res.ExitCode = 137
+				res.Error = &ErrorInfo{
+					Code:    CodeQuota,
+					Message: fmt.Sprintf("killed by the memory limit of %s", humanBytes(p.Limits.MemoryBytes)),
+					Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
+				}
+			}
+		}
+		if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
+			res.Status = StatusError
+			res.ExitCode = 125
+			res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
+		}
+	}
+
+	// The watchdog: when the run's time is up or sandboxed is interrupted,
+	// every process of the sandbox gets SIGTERM, then SIGKILL after the grace.
+	var killed atomic.Bool
+	done := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		select {
+		case <-runCtx.Done():
+			killed.Store(true)
+			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer kcancel()
+			_ = sb.Kill(kctx, p.Limits.KillGrace)
+		case <-done:
+		}
+	}()
+
+	res.Status = StatusOK
+	failed, stepTimedOut := false, false
+	outputs := map[string]tool.StepOutput{}
+	for _, st := range job.Steps {
+		if failed {
+			res.Steps = append(res.Steps, StepResult{Name: st.Name, Status: StatusFailed, Skipped: true})
+			continue
+		}
+		sr, so := c.runStep(runCtx, sb, st, job, outputs, outs)
+		outputs[st.Name] = so
+		res.Steps = append(res.Steps, sr)
+		res.ExitCode = sr.ExitCode
+		if sr.ExitCode != 0 && !st.ContinueOnError {
+			failed = true
+			if sr.Status == StatusTimeout {
+				stepTimedOut = true
+			}
+		}
+		if runCtx.Err() != nil {
+			break
+		}
+	}
+	close(done)
+	<-watchdogDone
+
+	if runCtx.Err() != nil || killed.Load() {
+		c.ended(runCtx, res)
+	} else if stepTimedOut {
+		res.Status = StatusTimeout
+		res.ExitCode = 124
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "a step was killed at its time limit",
+			Hint: "raise the step's timeout if it needs longer"}
+	} else if failed || res.ExitCode != 0 {
+		res.Status = StatusFailed
+	}
+	teardown()
+}
+
+// ended sets the status of a run whose context ended before it did.
+func (c *Controller) ended(runCtx context.Context, res *Result) {
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		res.Status = StatusTimeout
+		res.ExitCode = 124
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "killed at the run's time limit",
+			Hint: "raise timeout (or resources.timeout) in the definition if the tool needs longer"}
+	default:
+		res.Status = StatusError
+		res.ExitCode = 130
+		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
+	}
+}
+
+func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outputs map[string]tool.StepOutput, outs *outputs) (StepResult, tool.StepOutput) {
+	out := newCapture(st.BufferLimit, job.Stdout)
+	errw := newCapture(st.BufferLimit, job.Stderr)
+	outs.add(out, errw)
+	if st.Bound != nil && len(st.Bound.StepRefs()) > 0 {
+		argv, _, err := st.Bound.Resolve(outputs)
+		if err == nil {
+			var in string
+			in, err = st.Bound.ResolveInput(outputs)
+			if in != "" {
+				st.Stdin = []byte(in)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
+			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125}, tool.StepOutput{ExitCode: 125}
+		}
+		st.Cmd.Args = argv
+	}
+	sctx := ctx
+	if st.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, context.DeadlineExceeded)
+		defer cancel()
+	}
+	stdio := isolation.Stdio{Stdout: out, Stderr: errw}
+	if st.Stdin != nil {
+		stdio.Stdin = bytes.NewReader(st.Stdin)
+	}
+	t0 := time.Now()
+	exit, err := sb.Exec(sctx, st.Cmd, stdio)
+	sr := StepResult{Name: st.Name, ExitCode: exit.Code, DurationMS: time.Since(t0).Milliseconds(), Attempts: 1}
+	switch {
+	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
+		sr.Status = StatusTimeout
+		sr.ExitCode = 124
+	case err != nil:
+		sr.Status = StatusError
+		if sr.ExitCode == 0 {
+			sr.ExitCode = 125
+		}
+		fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
+	case exit.Code != 0:
+		sr.Status = StatusFailed
+	default:
+		sr.Status = StatusOK
+	}
+	return sr, tool.StepOutput{Output: string(out.Bytes()), Error: string(errw.Bytes()), ExitCode: sr.ExitCode}
+}
+
+// hintFor returns the fix an error carries, if it says one.
+func hintFor(err error) string {
+	var u *isolation.UnsupportedError
+	if errors.As(err, &u) {
+		return u.Fix
+	}
+	if errors.Is(err, isolation.ErrUnsupported) {
+		return "run `sandboxed doctor` to see what this host can enforce"
+	}
+	return ""
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%d bytes", n))
+}

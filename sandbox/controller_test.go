@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// fakeBackend runs "commands" as Go functions, to test the controller's
+// bookkeeping without a kernel.
+type fakeBackend struct {
+	checkErr error
+	startErr error
+	stats    isolation.Stats
+	sb       *fakeSandbox
+}
+
+func (f *fakeBackend) Tier() isolation.Tier                         { return isolation.TierProcess }
+func (f *fakeBackend) Check(context.Context, *isolation.Plan) error { return f.checkErr }
+func (f *fakeBackend) GC(context.Context, func(string) bool) ([]string, error) {
+	return nil, nil
+}
+func (f *fakeBackend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	if _, err := os.Stat(p.HostDir); err != nil {
+		return nil, errors.New("host dir missing")
+	}
+	f.sb = &fakeSandbox{stats: f.stats, killed: make(chan struct{})}
+	return f.sb, nil
+}
+
+type fakeSandbox struct {
+	mu       sync.Mutex
+	stats    isolation.Stats
+	closed   int
+	killOnce sync.Once
+	killed   chan struct{}
+}
+
+// Exec interprets Args[0]: "echo" writes Args[1], "exit" exits Args[1],
+// "hang" blocks until killed.
+func (s *fakeSandbox) Exec(ctx context.Context, c isolation.Command, io_ isolation.Stdio) (isolation.Exit, error) {
+	switch c.Args[0] {
+	case "echo":
+		io.WriteString(io_.Stdout, c.Args[1])
+		return isolation.Exit{}, nil
+	case "exit":
+		return isolation.Exit{Code: int(c.Args[1][0] - '0')}, nil
+	case "flood":
+		chunk := strings.Repeat("x", 1<<16)
+		for i := 0; i < 64; i++ {
+			io.WriteString(io_.Stdout, chunk)
+		}
+		return isolation.Exit{}, nil
+	case "hang":
+		select {
+		case <-ctx.Done():
+			return isolation.Exit{Code: 143, Signal: 15}, ctx.Err()
+		case <-s.killed:
+			return isolation.Exit{Code: 137, Signal: 9}, nil
+		}
+	}
+	return isolation.Exit{Code: 127}, nil
+}
+func (s *fakeSandbox) Kill(context.Context, time.Duration) error {
+	s.killOnce.Do(func() { close(s.killed) })
+	return nil
+}
+func (s *fakeSandbox) Stats(context.Context) (isolation.Stats, error) { return s.stats, nil }
+func (s *fakeSandbox) Close(context.Context) error {
+	s.mu.Lock()
+	s.closed++
+	s.mu.Unlock()
+	return nil
+}
+
+func job(timeout time.Duration, steps ...JobStep) *Job {
+	return &Job{
+		Plan: &isolation.Plan{RunID: "20260101T000000-abcdef", Tool: "t", Tier: isolation.TierProcess,
+			Limits: isolation.Limits{Timeout: timeout, MemoryBytes: 64 << 20, KillGrace: time.Millisecond}},
+		Steps: steps,
+	}
+}
+
+func step(args ...string) JobStep {
+	return JobStep{Name: "main", Cmd: isolation.Command{Args: args}}
+}
+
+func TestExecute(t *testing.T) {
+	tests := []struct {
+		name      string
+		backend   *fakeBackend
+		job       *Job
+		status    Status
+		exit      int
+		stdout    string
+		errCode   string
+		truncated bool
+	}{
+		{"ok", &fakeBackend{}, job(time.Second, step("echo", "hi")), StatusOK, 0, "hi", "", false},
+		{"failed keeps the tool's code", &fakeBackend{}, job(time.Second, step("exit", "3")), StatusFailed, 3, "", "", false},
+		{"timeout", &fakeBackend{}, job(20*time.Millisecond, step("hang")), StatusTimeout, 124, "", CodeTimeout, false},
+		{"oom", &fakeBackend{stats: isolation.Stats{OOMKilled: true}}, job(time.Second, step("exit", "9")), StatusOOM, 137, "", CodeQuota, false},
+		{"check refuses", &fakeBackend{checkErr: &isolation.UnsupportedError{What: "memory controller", Fix: "mount it"}},
+			job(time.Second, step("echo", "x")), StatusError, 125, "", CodeInitFailed, false},
+		{"start fails", &fakeBackend{startErr: errors.New("boom")}, job(time.Second, step("echo", "x")), StatusError, 125, "", CodeInitFailed, false},
+		{"output capped", &fakeBackend{}, func() *Job {
+			j := job(time.Second, step("flood"))
+			j.Steps[0].BufferLimit = 1000
+			return j
+		}(), StatusOK, 0, strings.Repeat("x", 1000), "", true},
+		{"step timeout", &fakeBackend{}, func() *Job {
+			j := job(time.Second, step("hang"))
+			j.Steps[0].Timeout = 10 * time.Millisecond
+			return j
+		}(), StatusTimeout, 124, "", CodeTimeout, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state, rt := t.TempDir(), filepath.Join(t.TempDir(), "run")
+			c := &Controller{StateDir: state, RuntimeDir: rt,
+				Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: tt.backend}}
+			var recorded *Result
+			c.Record = func(r *Result) error { recorded = r; return nil }
+			res, err := c.Execute(context.Background(), tt.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.status || res.ProcessExitCode() != tt.exit {
+				t.Fatalf("status %s exit %d, want %s %d (error %+v)", res.Status, res.ProcessExitCode(), tt.status, tt.exit, res.Error)
+			}
+			if tt.truncated {
+				if !strings.HasPrefix(res.Stdout, tt.stdout) || !strings.Contains(res.Stdout, "truncated") {
+					t.Errorf("stdout %.80q… not capped with a marker", res.Stdout)
+				}
+			} else if res.Stdout != tt.stdout {
+				t.Errorf("stdout %q, want %q", res.Stdout, tt.stdout)
+			}
+			if tt.errCode != "" && (res.Error == nil || res.Error.Code != tt.errCode) {
+				t.Errorf("error %+v, want code %s", res.Error, tt.errCode)
+			}
+			if recorded != res {
+				t.Error("Record was not called with the result")
+			}
+			if tt.backend.sb != nil && tt.backend.sb.closed != 1 {
+				t.Errorf("sandbox closed %d times, want 1", tt.backend.sb.closed)
+			}
+			// Nothing of the run is left in the runtime dir; the record is whole.
+			if ents, _ := os.ReadDir(rt); len(ents) != 0 {
+				t.Errorf("runtime dir not empty: %v", ents)
+			}
+			data, err := os.ReadFile(filepath.Join(RunDir(state, res.RunID), "result.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Result
+			if err := json.Unmarshal(data, &back); err != nil || back.Status != res.Status {
+				t.Errorf("run record: %v, status %q", err, back.Status)
+			}
+		})
+	}
+}
+
+func TestInterruptTearsDown(t *testing.T) {
+	fb := &fakeBackend{}
+	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: fb}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel(ErrInterrupted) }()
+	res, err := c.Execute(ctx, job(10*time.Second, step("hang")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusError || res.Error.Code != CodeUserCancelled || fb.sb.closed != 1 {
+		t.Fatalf("got %s %+v closed=%d", res.Status, res.Error, fb.sb.closed)
+	}
+}

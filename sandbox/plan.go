@@ -1,0 +1,449 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// Planning defaults.
+const (
+	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+	DefaultKillGrace = 2 * time.Second
+	// DefaultPids is the pids limit unless the definition or policy says
+	// otherwise; ReducedPids applies to reduced privilege.
+	DefaultPids = 256
+	ReducedPids = 128
+	// DefaultImage is the container tier's image unless sandboxed.image says.
+	DefaultImage = "sandboxed-runner:latest"
+	// maskWalkLimit bounds the walk that expands policy masks with globs.
+	maskWalkLimit = 50000
+)
+
+// ErrPlan: the run cannot be planned as asked (a grant that cannot be
+// honoured, a mask that cannot be applied). Nothing ran.
+var ErrPlan = errors.New("cannot plan run")
+
+// PlanInput is everything the planner needs. It is data; planning does
+// no I/O except expanding the policy's glob masks against the host tree.
+type PlanInput struct {
+	RunID    string
+	Bound    *tool.Bound
+	Grants   []permissions.Grant // Mount.Resolved filled by ResolveMounts
+	Decision *policy.Decision
+	// Cwd is the caller's working directory (absolute); relative working
+	// directories of the tool resolve against it.
+	Cwd, Home string
+	// UID and GID of the invoking user (same-as-user).
+	UID, GID uint32
+	// LookupEnv reads the host environment, for env: grants and
+	// environment.inherit. Nil means an empty host environment.
+	LookupEnv func(string) (string, bool)
+	// HostEnv is the whole host environment, for environment.inherit.
+	HostEnv []string
+	// ExtraEnv is added last (the egress proxy variables).
+	ExtraEnv []string
+	// EnvDeny are the policy's environment.deny patterns: host variables
+	// never passed in, even when the environment is inherited.
+	EnvDeny []string
+}
+
+// BuildPlan turns a bound tool and the policy's decision into a Plan and
+// the commands of its steps. The decision must allow the run.
+func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
+	b, d := in.Bound, in.Decision
+	if d == nil || d.Verdict != policy.Allow {
+		return nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
+	}
+	def := b.Def
+	priv := string(def.Security.ExecutionPrivilege)
+	if priv == "" {
+		priv = PrivSameAsUser
+	}
+	ext := def.Sandboxed
+	if ext == nil {
+		ext = &tool.SandboxedExt{}
+	}
+
+	limits := isolation.Limits{
+		MemoryBytes: d.Limits.MemoryBytes,
+		Pids:        d.Limits.Pids,
+		CPUs:        ext.CPUs,
+		TmpfsBytes:  DefaultTmpfsBytes,
+		Timeout:     d.Limits.Timeout,
+		KillGrace:   DefaultKillGrace,
+	}
+	if ext.TmpfsSize > 0 {
+		limits.TmpfsBytes = ext.TmpfsSize
+	}
+	if ext.PidsLimit > 0 && (limits.Pids == 0 || ext.PidsLimit < limits.Pids) {
+		limits.Pids = ext.PidsLimit // a definition may only narrow the policy's cap
+	}
+	if limits.Pids <= 0 {
+		limits.Pids = DefaultPids
+	}
+	if priv == PrivReduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
+		limits.Pids = ReducedPids
+	}
+
+	cwd := in.Cwd
+	if wd := b.WorkingDirectory; wd != "" {
+		cwd = absUnder(in.Cwd, wd)
+	}
+
+	env := baseEnv(in, b)
+	opts := []SpecOpt{
+		WithMemory(limits.MemoryBytes),
+		WithPids(limits.Pids),
+		WithTmpfs(limits.TmpfsBytes),
+		WithEnv(env),
+		WithCwd(cwd),
+		WithAnnotation(isolation.AnnotationTool, def.Name),
+	}
+	if limits.CPUs > 0 {
+		opts = append(opts, WithCPUs(limits.CPUs))
+	}
+	if priv == PrivSameAsUser {
+		opts = append(opts, WithUser(in.UID, in.GID))
+	}
+	// Grants, parents before children so a nested grant is not hidden.
+	mounts := mountGrants(in.Grants)
+	// A working directory no grant covers exists in the sandbox as an
+	// empty, read-only directory: commands start where they were told,
+	// and see nothing of the host there.
+	for _, dir := range workDirs(b, cwd, in.Cwd) {
+		if !covered(dir, mounts) {
+			opts = append(opts, emptyDir(dir))
+		}
+	}
+	for _, m := range mounts {
+		if m.Resolved == "" {
+			return nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
+		}
+		if m.Write {
+			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
+		} else {
+			opts = append(opts, WithReadBind(m.Resolved, m.Target))
+		}
+	}
+	maskOpts, err := maskOptions(d.Masks, mounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(opts, maskOpts...)
+
+	spec, err := NewSpec(in.RunID, priv, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+	}
+
+	p := &isolation.Plan{
+		RunID:     in.RunID,
+		Tool:      def.Name,
+		Tier:      isolation.Tier(d.Isolation),
+		Privilege: priv,
+		Spec:      spec,
+		Limits:    limits,
+	}
+	if p.Tier == isolation.TierContainer {
+		p.Image = DefaultImage
+		if ext.Image != "" {
+			p.Image = ext.Image
+		}
+		p.Runtime = ext.Runtime
+	}
+
+	steps, err := jobSteps(b, env, cwd, in.Cwd, d.Limits.OutputBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, steps, nil
+}
+
+func workDirs(b *tool.Bound, toolCwd, callerCwd string) []string {
+	dirs := []string{toolCwd}
+	for _, st := range b.Steps {
+		if st.Cwd != "" {
+			dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+func covered(dir string, mounts []*permissions.Mount) bool {
+	for _, m := range mounts {
+		if dir == m.Target || strings.HasPrefix(dir, strings.TrimSuffix(m.Target, "/")+"/") {
+			return true
+		}
+	}
+	return dir == "/" || dir == "/tmp"
+}
+
+func emptyDir(dir string) SpecOpt {
+	return func(s *specs.Spec) error {
+		for _, m := range s.Mounts {
+			if m.Destination == dir {
+				return nil
+			}
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: dir, Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755"}})
+		return nil
+	}
+}
+
+func mountGrants(grants []permissions.Grant) []*permissions.Mount {
+	var ms []*permissions.Mount
+	for i := range grants {
+		if grants[i].Mount != nil {
+			ms = append(ms, grants[i].Mount)
+		}
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return len(ms[i].Target) < len(ms[j].Target) })
+	return ms
+}
+
+// baseEnv is the scrubbed environment every command starts from: PATH,
+// HOME, LANG, the tool's variables, granted host variables, inherited ones
+// when the policy allowed environment.inherit, and the proxy variables.
+func baseEnv(in PlanInput, b *tool.Bound) []string {
+	lookup := in.LookupEnv
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	vars := map[string]string{}
+	if b.Def.Environment != nil && b.Def.Environment.Inherit {
+		for _, kv := range in.HostEnv {
+			if k, v, ok := strings.Cut(kv, "="); ok && !deniedEnv(in.EnvDeny, k) {
+				vars[k] = v
+			}
+		}
+	}
+	vars["PATH"] = DefaultPath
+	vars["HOME"] = "/tmp"
+	vars["LANG"] = "C.UTF-8"
+	if v, ok := lookup("LANG"); ok && v != "" {
+		vars["LANG"] = v
+	}
+	for k, v := range b.Env {
+		vars[k] = v
+	}
+	for _, g := range in.Grants {
+		if g.Env != nil {
+			if v, ok := lookup(g.Env.Name); ok {
+				vars[g.Env.Name] = v
+			}
+		}
+	}
+	for _, kv := range in.ExtraEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	return sortedEnv(vars)
+}
+
+// deniedEnv reports whether the policy keeps host variable k out even when
+// the environment is inherited (LD_*, SSH_AUTH_SOCK, DOCKER_HOST, ...).
+func deniedEnv(deny []string, k string) bool {
+	for _, pat := range deny {
+		if ok, _ := filepath.Match(pat, k); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedEnv(vars map[string]string) []string {
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func absUnder(base, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(base, p)
+}
+
+func jobSteps(b *tool.Bound, env []string, toolCwd, callerCwd string, outputCap int64) ([]JobStep, error) {
+	var steps []JobStep
+	for i := range b.Steps {
+		bs := &b.Steps[i]
+		if bs.UseTool != "" {
+			return nil, fmt.Errorf("step %s: use-tool is not supported yet: %w", bs.Name, ErrPlan)
+		}
+		stepEnv := env
+		if len(bs.Env) > 0 {
+			m := map[string]string{}
+			for _, kv := range env {
+				k, v, _ := strings.Cut(kv, "=")
+				m[k] = v
+			}
+			for k, v := range bs.Env {
+				m[k] = v
+			}
+			stepEnv = sortedEnv(m)
+		}
+		cwd := toolCwd
+		if bs.Cwd != "" {
+			cwd = absUnder(callerCwd, bs.Cwd)
+		}
+		limit := int64(DefaultBufferLimit)
+		if bs.Output != nil && bs.Output.BufferLimit > 0 {
+			limit = bs.Output.BufferLimit
+		}
+		if outputCap > 0 && limit > outputCap {
+			limit = outputCap
+		}
+		js := JobStep{
+			Name:            bs.Name,
+			Cmd:             isolation.Command{Name: bs.Name, Args: bs.Argv, Env: stepEnv, Cwd: cwd},
+			Timeout:         bs.Timeout,
+			BufferLimit:     limit,
+			ContinueOnError: bs.ContinueOnError || b.Def.IgnoreErrors,
+			Bound:           bs,
+		}
+		if bs.Input != "" {
+			js.Stdin = []byte(bs.Input)
+		}
+		steps = append(steps, js)
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("tool %s has no command to run: %w", b.Def.Name, ErrPlan)
+	}
+	return steps, nil
+}
+
+// maskOptions applies the policy's masks inside granted mounts: hidden
+// paths get an empty read-only tmpfs (directories) or /dev/null (files);
+// read-only paths are bound onto themselves read-only. Globs are expanded
+// against the host tree under the mount's source. A mask that cannot be
+// expanded refuses the run: a grant is never wider than the policy allows.
+func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOpt, error) {
+	var opts []SpecOpt
+	for _, mk := range masks {
+		var m *permissions.Mount
+		for _, c := range mounts {
+			if c.Target == mk.Under {
+				m = c
+			}
+		}
+		if m == nil {
+			continue // the mount it protects is not granted
+		}
+		rel, err := filepath.Rel(m.Target, mk.Path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
+		}
+		matches, err := expandMask(m.Resolved, rel)
+		if err != nil {
+			return nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
+		}
+		for _, hostRel := range matches {
+			src := filepath.Join(m.Resolved, hostRel)
+			dst := filepath.Join(m.Target, hostRel)
+			fi, err := os.Lstat(src)
+			if err != nil {
+				continue
+			}
+			opts = append(opts, maskOpt(src, dst, fi, mk.Hide))
+		}
+	}
+	return opts, nil
+}
+
+func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
+	return func(s *specs.Spec) error {
+		switch {
+		case !hide:
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: src,
+				Options: []string{"bind", "ro", "nosuid", "nodev"}})
+		case fi.IsDir():
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=000"}})
+		default:
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: "/dev/null",
+				Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+		}
+		return nil
+	}
+}
+
+// expandMask returns the paths under root (relative to it) that match the
+// slash-separated pattern, where "**" matches any number of directories.
+// Symlinks are not followed.
+func expandMask(root, pattern string) ([]string, error) {
+	if !strings.ContainsAny(pattern, "*?[") {
+		if _, err := os.Lstat(filepath.Join(root, pattern)); err != nil {
+			return nil, nil
+		}
+		return []string{pattern}, nil
+	}
+	var out []string
+	n := 0
+	err := filepath.WalkDir(root, func(path string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable subtrees cannot be reached by the tool either
+		}
+		if n++; n > maskWalkLimit {
+			return fmt.Errorf("more than %d entries to check", maskWalkLimit)
+		}
+		rel, _ := filepath.Rel(root, path)
+		if rel == "." {
+			return nil
+		}
+		if globMatch(pattern, rel) {
+			out = append(out, rel)
+			if de.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// globMatch matches rel against pattern segment by segment; "**" matches
+// zero or more segments.
+func globMatch(pattern, rel string) bool {
+	return matchSegs(strings.Split(pattern, "/"), strings.Split(rel, "/"))
+}
+
+func matchSegs(p, s []string) bool {
+	for len(p) > 0 {
+		if p[0] == "**" {
+			for i := 0; i <= len(s); i++ {
+				if matchSegs(p[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(s) == 0 {
+			return false
+		}
+		if ok, _ := filepath.Match(p[0], s[0]); !ok {
+			return false
+		}
+		p, s = p[1:], s[1:]
+	}
+	return len(s) == 0
+}

@@ -1,0 +1,99 @@
+package sandbox
+
+import "time"
+
+// Status is how a run ended. The values are stable: they appear in
+// `run --json`, run records, audit lines and MCP results.
+type Status string
+
+const (
+	StatusOK      Status = "ok"
+	StatusFailed  Status = "failed"  // the tool ran and exited non-zero
+	StatusTimeout Status = "timeout" // killed at its time limit; exit 124
+	StatusOOM     Status = "oom"     // killed by the memory limit; exit 137
+	StatusDenied  Status = "denied"  // refused by policy before anything ran; exit 126
+	StatusError   Status = "error"   // the sandbox itself failed; exit 125
+)
+
+// Error codes, after the standard tool error codes of spec 003.
+const (
+	CodeValidation      = "VALIDATION_ERROR"
+	CodeInvalidParams   = "INVALID_PARAMETERS"
+	CodeMissingParam    = "MISSING_REQUIRED_PARAM"
+	CodePermission      = "PERMISSION_DENIED"
+	CodeSecurity        = "SECURITY_VIOLATION"
+	CodeUserCancelled   = "USER_CANCELLED"
+	CodeResourceMissing = "RESOURCE_NOT_FOUND"
+	CodeQuota           = "QUOTA_EXCEEDED"
+	CodeTimeout         = "TIMEOUT"
+	CodeInitFailed      = "TOOL_INITIALIZATION_FAILED"
+	CodeExecFailed      = "TOOL_EXECUTION_FAILED"
+	CodeUnexpected      = "UNEXPECTED_ERROR"
+)
+
+// Result is one run's outcome: the object `run --json` prints and the run
+// record stores. Field names are documented in the README; do not rename.
+type Result struct {
+	RunID           string        `json:"run_id"`
+	Tool            string        `json:"tool"`
+	Version         string        `json:"version,omitempty"`
+	Isolation       string        `json:"isolation"`
+	Status          Status        `json:"status"`
+	ExitCode        int           `json:"exit_code"`
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	StdoutTruncated bool          `json:"stdout_truncated"`
+	StderrTruncated bool          `json:"stderr_truncated"`
+	DurationMS      int64         `json:"duration_ms"`
+	PeakMemoryBytes int64         `json:"peak_memory_bytes"`
+	Steps           []StepResult  `json:"steps"`
+	Egress          []EgressEntry `json:"egress"`
+	Notes           []string      `json:"notes,omitempty"`
+	Error           *ErrorInfo    `json:"error,omitempty"`
+
+	StartedAt time.Time `json:"started_at"`
+}
+
+// StepResult is one step of a run.
+type StepResult struct {
+	Name       string `json:"name"`
+	Status     Status `json:"status"`
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"`
+	Skipped    bool   `json:"skipped"`
+	Attempts   int    `json:"attempts,omitempty"`
+}
+
+// EgressEntry is one connection attempt through the run's proxy.
+type EgressEntry struct {
+	Host      string `json:"host"`
+	Port      int    `json:"port"`
+	Verdict   string `json:"verdict"`
+	Reason    string `json:"reason,omitempty"`
+	BytesUp   int64  `json:"bytes_up"`
+	BytesDown int64  `json:"bytes_down"`
+}
+
+// ErrorInfo explains a status other than ok/failed.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// ExitCode maps a result to the process exit code of `sandboxed run`:
+// the tool's own code, 124 timeout, 137 oom, 126 denied, 125 sandbox error.
+func (r *Result) ProcessExitCode() int {
+	switch r.Status {
+	case StatusOK, StatusFailed:
+		return r.ExitCode
+	case StatusTimeout:
+		return 124
+	case StatusOOM:
+		return 137
+	case StatusDenied:
+		return 126
+	default:
+		return 125
+	}
+}

@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StateDir is where run records and the audit log live:
+// $SANDBOXED_STATE_DIR, else $XDG_STATE_HOME/sandboxed, else
+// ~/.local/state/sandboxed.
+func StateDir() string {
+	if d := os.Getenv("SANDBOXED_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "sandboxed")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = "/"
+	}
+	return filepath.Join(home, ".local", "state", "sandboxed")
+}
+
+// RuntimeDir is where per-run host directories (sockets, bookkeeping) live.
+// It is short, so Unix socket paths stay under the kernel's 108-byte limit:
+// $SANDBOXED_RUNTIME_DIR, else /run/sandboxed for root, else
+// $XDG_RUNTIME_DIR/sandboxed, else /tmp/sandboxed-UID.
+func RuntimeDir() string {
+	if d := os.Getenv("SANDBOXED_RUNTIME_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/run/sandboxed"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "sandboxed")
+	}
+	return fmt.Sprintf("/tmp/sandboxed-%d", os.Geteuid())
+}
+
+// NewRunID returns a fresh run id: UTC time then 6 random bytes, so ids sort
+// by start time and are safe in cgroup names, Docker labels and paths.
+func NewRunID(now time.Time) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("read random: %v", err))
+	}
+	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// RunDir is the run record directory of runID under stateDir.
+func RunDir(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID)
+}
+
+// writeRecord stores result.json, stdout and stderr of a run. Every file is
+// fsync'd, so a record that exists is whole.
+func writeRecord(stateDir string, r *Result, stdout, stderr []byte) error {
+	dir := RunDir(stateDir, r.RunID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create run record %s: %w", dir, err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode run record: %w", err)
+	}
+	for name, data := range map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')} {
+		if err := writeSynced(filepath.Join(dir, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}

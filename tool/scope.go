@@ -1,0 +1,243 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ScopeAny searches every scope: local, then user, then global.
+const ScopeAny Scope = "any"
+
+// scopeOrder is the search order for ScopeAny.
+var scopeOrder = []Scope{ScopeLocal, ScopeUser, ScopeGlobal}
+
+// ParseScope parses a --scope value: local, user, global, or any ("" is any).
+func ParseScope(s string) (Scope, error) {
+	switch Scope(s) {
+	case "", ScopeAny:
+		return ScopeAny, nil
+	case ScopeLocal, ScopeUser, ScopeGlobal:
+		return Scope(s), nil
+	}
+	return "", fmt.Errorf("parse scope %q: scopes are local, user, global and any", s)
+}
+
+// Scopes says which directories hold the definitions of each scope, in
+// search order within the scope. Our own directory comes first, then the
+// CYCOD one, read for compatibility.
+type Scopes struct {
+	Dirs map[Scope][]string
+}
+
+// DefaultScopes is the standard layout: local ./.sandboxed/tools and
+// ./.cycod/tools under cwd, user ~/.sandboxed/tools and ~/.cycod/tools under
+// home, global /etc/sandboxed/tools and /etc/cycod/tools.
+func DefaultScopes(cwd, home string) Scopes {
+	return ScopesAt(cwd, home, "/etc")
+}
+
+// ScopesAt is DefaultScopes with the global scope under etc instead of
+// /etc (tests and packagers use it). An empty home leaves the user scope
+// without directories.
+func ScopesAt(cwd, home, etc string) Scopes {
+	s := Scopes{Dirs: map[Scope][]string{
+		ScopeLocal:  {filepath.Join(cwd, ".sandboxed", "tools"), filepath.Join(cwd, ".cycod", "tools")},
+		ScopeGlobal: {filepath.Join(etc, "sandboxed", "tools"), filepath.Join(etc, "cycod", "tools")},
+	}}
+	if home != "" {
+		s.Dirs[ScopeUser] = []string{filepath.Join(home, ".sandboxed", "tools"), filepath.Join(home, ".cycod", "tools")}
+	}
+	return s
+}
+
+// WriteDir is the directory new definitions of scope go to (add, import):
+// the scope's first directory.
+func (s Scopes) WriteDir(scope Scope) (string, error) {
+	if scope == "" || scope == ScopeAny {
+		scope = ScopeLocal
+	}
+	dirs := s.Dirs[scope]
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("find directory for scope %s: none configured", scope)
+	}
+	return dirs[0], nil
+}
+
+// Entry is one definition file found in a scope. Exactly one of Def and Err
+// is set: a file that fails to load is reported, never dropped.
+type Entry struct {
+	Name  string // the definition's name; for a file that fails to load, its name: line or file name
+	Path  string
+	Scope Scope
+	Def   *Definition
+	Err   error
+	// Shadowed is set when a scope searched earlier has a tool of the same
+	// name, so Find never returns this one.
+	Shadowed bool
+}
+
+func (s Scopes) scopes(scope Scope) ([]Scope, error) {
+	switch scope {
+	case "", ScopeAny:
+		return scopeOrder, nil
+	case ScopeLocal, ScopeUser, ScopeGlobal:
+		return []Scope{scope}, nil
+	}
+	return nil, fmt.Errorf("list tools: unknown scope %q (scopes are local, user, global and any)", scope)
+}
+
+// List returns every definition file (*.yaml, *.yml) of scope ("" or
+// ScopeAny: all scopes, in search order), sorted by name within a scope.
+// Two files of one scope that claim the same name both get an Err wrapping
+// ErrConflict. Directories that do not exist are skipped; any other
+// failure to read a directory is an error.
+func (s Scopes) List(scope Scope) ([]Entry, error) {
+	scs, err := s.scopes(scope)
+	if err != nil {
+		return nil, err
+	}
+	var all []Entry
+	seen := map[string]bool{}
+	for _, sc := range scs {
+		entries, err := s.listScope(sc)
+		if err != nil {
+			return nil, err
+		}
+		for i := range entries {
+			if seen[entries[i].Name] {
+				entries[i].Shadowed = true
+			}
+		}
+		for _, e := range entries {
+			seen[e.Name] = true
+		}
+		all = append(all, entries...)
+	}
+	return all, nil
+}
+
+func (s Scopes) listScope(sc Scope) ([]Entry, error) {
+	var out []Entry
+	for _, dir := range s.Dirs[sc] {
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("list %s tools in %s: %w", sc, dir, err)
+		}
+		for _, de := range des {
+			name := de.Name()
+			lower := strings.ToLower(name)
+			if strings.HasPrefix(name, ".") || !(strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")) {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			e := Entry{Path: path, Scope: sc}
+			e.Def, e.Err = Load(path, sc)
+			if e.Def != nil {
+				e.Name = e.Def.Name
+			} else {
+				e.Name = sniffName(path)
+			}
+			out = append(out, e)
+		}
+	}
+	// Conflicts within the scope.
+	byName := map[string][]int{}
+	for i, e := range out {
+		byName[e.Name] = append(byName[e.Name], i)
+	}
+	for name, idx := range byName {
+		if len(idx) < 2 {
+			continue
+		}
+		var paths []string
+		for _, i := range idx {
+			paths = append(paths, out[i].Path)
+		}
+		for _, i := range idx {
+			out[i].Def = nil
+			out[i].Err = fmt.Errorf("tool %s in %s scope: %w: defined by %s (hint: rename or remove all but one)",
+				name, sc, ErrConflict, strings.Join(paths, " and "))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// sniffName is the name a file that failed to load claims: its top-level
+// name: if that can be read at all, else the file name.
+func sniffName(path string) string {
+	data, err := os.ReadFile(path)
+	if err == nil && len(data) <= MaxFileSize {
+		var head struct {
+			Name any `yaml:"name"`
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_ = yaml.Unmarshal(data, &head)
+		}()
+		if n, ok := head.Name.(string); ok && toolNamePattern.MatchString(n) {
+			return n
+		}
+	}
+	return nameFromFile(path)
+}
+
+// Find returns the definition called name in scope; with ScopeAny it
+// searches local, then user, then global and returns the first found. A
+// definition that exists but fails to load returns its load error; two
+// definitions of the name in one scope return ErrConflict; none returns
+// ErrNotFound with the directories searched.
+func (s Scopes) Find(name string, scope Scope) (*Definition, error) {
+	scs, err := s.scopes(scope)
+	if err != nil {
+		return nil, err
+	}
+	var searched []string
+	for _, sc := range scs {
+		entries, err := s.listScope(sc)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Name == name {
+				if e.Err != nil {
+					return nil, e.Err
+				}
+				return e.Def, nil
+			}
+		}
+		searched = append(searched, fmt.Sprintf("%s: %s", sc, strings.Join(s.Dirs[sc], ", ")))
+	}
+	return nil, fmt.Errorf("find tool %s: %w (searched %s) (hint: add it with `sandboxed tool add`, import a file with `sandboxed tool import FILE`, or give a path to a .yaml file)",
+		name, ErrNotFound, strings.Join(searched, "; "))
+}
+
+// Resolve finds the tool a command-line argument names: a path when arg
+// contains a slash or ends in .yaml/.yml and the file exists (loaded with
+// ScopePath), otherwise a name looked up with Find.
+func (s Scopes) Resolve(arg string, scope Scope) (*Definition, error) {
+	lower := strings.ToLower(arg)
+	looksPath := strings.ContainsRune(arg, os.PathSeparator) || strings.ContainsRune(arg, '/')
+	if looksPath || strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") {
+		if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+			return Load(arg, ScopePath)
+		}
+		if looksPath {
+			return nil, fmt.Errorf("load tool %s: %w: no such file (hint: check the path, or give a tool name)", arg, ErrNotFound)
+		}
+	}
+	return s.Find(arg, scope)
+}
