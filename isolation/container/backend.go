@@ -51,8 +51,7 @@ type Backend struct {
 	// initBinary is the static sandboxed binary bind-mounted as init.
 	initBinary string
 	// connect accepts the init's connection on ln and hands it the plan.
-	connect  connectFunc
-	uid, gid int
+	connect connectFunc
 
 	ownClient bool // Close closes api
 
@@ -78,7 +77,7 @@ func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c }
 // default socket when unset), negotiating the API version. It makes no
 // request: an engine that is down shows in Check and Start.
 func New(opts ...Option) (*Backend, error) {
-	b := &Backend{uid: os.Getuid(), gid: os.Getgid(), connect: connectInit}
+	b := &Backend{connect: connectInit}
 	for _, o := range opts {
 		o(b)
 	}
@@ -191,7 +190,15 @@ func (b *Backend) checkInitBinary() error {
 // is down, a missing image or runtime, an elevated run without user
 // namespace remapping, seccomp unavailable. It creates nothing.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
-	if _, _, err := translate(p, b.host(nil)); err != nil {
+	if p == nil {
+		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
+	}
+	// The controller may set HostDir only after Check.
+	cp := *p
+	if cp.HostDir == "" {
+		cp.HostDir = "/"
+	}
+	if _, _, err := translate(&cp, b.host(nil)); err != nil {
 		return err
 	}
 	if err := b.checkLocal(); err != nil {
@@ -264,7 +271,7 @@ func imageOf(p *isolation.Plan) string {
 }
 
 func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
-	return host{UID: b.uid, GID: b.gid, InitBinary: b.initBinary, lstat: lstat}
+	return host{InitBinary: b.initBinary, lstat: lstat}
 }
 
 // Start creates and starts the run's container with the init as its

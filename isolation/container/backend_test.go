@@ -346,3 +346,15 @@ func TestRemoteEngineRefused(t *testing.T) {
 		t.Errorf("Start: %v, calls %q", err, f.Calls())
 	}
 }
+
+func TestCheckBeforeHostDir(t *testing.T) {
+	b := newTestBackend(t, newFakeEngine(), newFakeInit(), nil)
+	p := planIn(t)
+	p.HostDir = ""
+	if err := b.Check(context.Background(), p); err != nil {
+		t.Errorf("Check without HostDir: %v (the controller sets it after Check)", err)
+	}
+	if _, err := b.Start(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) {
+		t.Errorf("Start without HostDir: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -75,7 +76,6 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 // host is what the translation needs to know of the host. It is a value so
 // the translation stays pure and a table can test it.
 type host struct {
-	UID, GID int
 	// InitBinary is the host path of the static sandboxed binary.
 	InitBinary string
 	// lstat checks bind sources; nil skips the check.
@@ -109,7 +109,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	}
 	proc := p.Spec.Process
 
-	user, err := userFor(p.Privilege, h)
+	user, err := userFor(p.Privilege, proc.User)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,20 +151,44 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		StopSignal: "SIGTERM",
 	}
 
+	secOpts := []string{"no-new-privileges"}
+	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
+		// The engine's default profile narrowed by the plan's (the one the
+		// process tier loads): the container refuses what either refuses.
+		prof, err := seccompProfile(p.Spec.Linux.Seccomp, capAdd)
+		if err != nil {
+			return nil, nil, err
+		}
+		js, err := json.Marshal(prof)
+		if err != nil {
+			return nil, nil, fmt.Errorf("translate seccomp profile: %w", err)
+		}
+		secOpts = append(secOpts, "seccomp="+string(js))
+	}
+	var masked, readonly []string
+	if p.Spec.Linux != nil {
+		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
+	}
+
 	pids := lim.Pids
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		CapAdd:         capAdd,
-		SecurityOpt:    []string{"no-new-privileges"},
-		IpcMode:        "private",
-		CgroupnsMode:   "private",
-		Privileged:     false,
-		Init:           boolPtr(false), // our init is the entrypoint
-		AutoRemove:     false,          // Close removes it, after Stats
-		Runtime:        p.Runtime,
-		LogConfig:      container.LogConfig{Type: "none"}, // stdio goes through the init, never the log
+		SecurityOpt:    secOpts,
+		// Setting the lists replaces the engine's: keep its defaults as a
+		// floor. /dev is read-only too (its mounts below stay writable),
+		// so even a root user writes nothing outside /tmp and grants.
+		MaskedPaths:   union(dockerMaskedPaths, masked),
+		ReadonlyPaths: union(dockerReadonlyPaths, readonly, []string{"/dev"}),
+		IpcMode:       "private",
+		CgroupnsMode:  "private",
+		Privileged:    false,
+		Init:          boolPtr(false), // our init is the entrypoint
+		AutoRemove:    false,          // Close removes it, after Stats
+		Runtime:       p.Runtime,
+		LogConfig:     container.LogConfig{Type: "none"}, // stdio goes through the init, never the log
 		Resources: container.Resources{
 			Memory:     lim.MemoryBytes,
 			MemorySwap: lim.MemoryBytes, // no swap
@@ -321,10 +345,14 @@ func withSize(opts string, size int64) string {
 	return strings.Join(out, ",")
 }
 
-func userFor(privilege string, h host) (string, error) {
+// userFor is the container's user: the invoking user's uid:gid (which the
+// planner puts in the spec) for same-as-user, nobody for reduced, root for
+// elevated (unprivileged on the host through the engine's user namespace
+// remapping, which Check requires).
+func userFor(privilege string, u specs.User) (string, error) {
 	switch privilege {
 	case PrivilegeSameAsUser, "":
-		return fmt.Sprintf("%d:%d", h.UID, h.GID), nil
+		return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
 	case PrivilegeReduced:
 		return fmt.Sprintf("%d:%d", nobody, nobody), nil
 	case PrivilegeElevated:
@@ -392,4 +420,31 @@ func clampRlimit(v uint64) int64 {
 		return -1
 	}
 	return int64(v)
+}
+
+// The engine's default masked and read-only paths (Docker 20.10 and later).
+var (
+	dockerMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	dockerReadonlyPaths = []string{
+		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	}
+)
+
+// union returns the paths of all lists, each once, in first-seen order.
+func union(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, p := range l {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,8 +27,9 @@ func basePlan() *isolation.Plan {
 		Spec: &specs.Spec{
 			Hostname: "box",
 			Process: &specs.Process{
-				Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"},
-				Cwd: "/work",
+				User: specs.User{UID: 1000, GID: 1001},
+				Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp"},
+				Cwd:  "/work",
 			},
 		},
 		Limits: isolation.Limits{
@@ -43,7 +45,7 @@ func basePlan() *isolation.Plan {
 }
 
 func testHost() host {
-	return host{UID: 1000, GID: 1001, InitBinary: "/usr/local/bin/sandboxed"}
+	return host{InitBinary: "/usr/local/bin/sandboxed"}
 }
 
 // TestTranslateFixed checks what every container gets whatever the plan.
@@ -62,7 +64,10 @@ func TestTranslateFixed(t *testing.T) {
 		t.Errorf("CapDrop = %v, CapAdd = %v", hc.CapDrop, hc.CapAdd)
 	}
 	if !reflect.DeepEqual(hc.SecurityOpt, []string{"no-new-privileges"}) {
-		t.Errorf("SecurityOpt = %v: want no-new-privileges and the default seccomp profile", hc.SecurityOpt)
+		t.Errorf("SecurityOpt = %v: want no-new-privileges and, without a plan profile, the engine's default seccomp profile", hc.SecurityOpt)
+	}
+	if !reflect.DeepEqual(hc.ReadonlyPaths, append(append([]string(nil), dockerReadonlyPaths...), "/dev")) || !reflect.DeepEqual(hc.MaskedPaths, dockerMaskedPaths) {
+		t.Errorf("ReadonlyPaths %v MaskedPaths %v: want the engine's defaults and /dev read-only", hc.ReadonlyPaths, hc.MaskedPaths)
 	}
 	if hc.Privileged || hc.AutoRemove || hc.Init == nil || *hc.Init {
 		t.Errorf("Privileged %v AutoRemove %v Init %v", hc.Privileged, hc.AutoRemove, hc.Init)
@@ -109,7 +114,7 @@ func TestTranslateFields(t *testing.T) {
 				t.Errorf("Labels = %v", cfg.Labels)
 			}
 		}},
-		{"Privilege same-as-user is the invoking uid:gid", func(p *isolation.Plan) {}, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+		{"Privilege same-as-user is the invoking uid:gid from Spec.Process.User", func(p *isolation.Plan) {}, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
 			if cfg.User != "1000:1001" {
 				t.Errorf("User = %q", cfg.User)
 			}
@@ -184,6 +189,34 @@ func TestTranslateFields(t *testing.T) {
 			}
 			if _, ok := hc.Tmpfs["/dev"]; ok {
 				t.Error("engine /dev replaced by a tmpfs")
+			}
+		}},
+		{"Spec.Linux.Seccomp becomes the engine's profile", func(p *isolation.Plan) {
+			p.Spec.Linux = &specs.Linux{Seccomp: &specs.LinuxSeccomp{
+				DefaultAction: specs.ActAllow,
+				Syscalls:      []specs.LinuxSyscall{{Names: []string{"ptrace"}, Action: specs.ActErrno}},
+			}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if len(hc.SecurityOpt) != 2 || hc.SecurityOpt[0] != "no-new-privileges" {
+				t.Fatalf("SecurityOpt = %v", hc.SecurityOpt)
+			}
+			prof, ok := strings.CutPrefix(hc.SecurityOpt[1], "seccomp=")
+			var got specs.LinuxSeccomp
+			if !ok || json.Unmarshal([]byte(prof), &got) != nil || got.DefaultAction != specs.ActErrno {
+				t.Fatalf("seccomp option %q: want the engine's allowlist", hc.SecurityOpt[1])
+			}
+			if allows(&got, "ptrace") || !allows(&got, "read") {
+				t.Errorf("profile allows ptrace %v, read %v: want the plan's denial folded in", allows(&got, "ptrace"), allows(&got, "read"))
+			}
+		}},
+		{"Spec.Linux masked and read-only paths add to the engine's", func(p *isolation.Plan) {
+			p.Spec.Linux = &specs.Linux{MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if hc.MaskedPaths[len(hc.MaskedPaths)-1] != "/proc/extra" || len(hc.MaskedPaths) != len(dockerMaskedPaths)+1 {
+				t.Errorf("MaskedPaths %v", hc.MaskedPaths)
+			}
+			if n := len(hc.ReadonlyPaths); n != len(dockerReadonlyPaths)+2 || hc.ReadonlyPaths[n-2] != "/proc/ro" || hc.ReadonlyPaths[n-1] != "/dev" {
+				t.Errorf("ReadonlyPaths %v", hc.ReadonlyPaths)
 			}
 		}},
 		{"Egress binds the proxy socket", func(p *isolation.Plan) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
 // The real-engine tests run when SANDBOXED_E2E=1. Then a missing engine,
@@ -134,6 +135,7 @@ func TestEngineRun(t *testing.T) {
 	}
 	p := enginePlan(t, "run")
 	p.Privilege = PrivilegeReduced
+	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(PrivilegeReduced)}
 	p.Spec.Mounts = []specs.Mount{
 		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
 		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
@@ -173,6 +175,12 @@ func TestEngineRun(t *testing.T) {
 		{"write grant", "echo out > /out/f && cat /out/f", "out\n"},
 		{"pids limit", "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max", "128\n"},
 		{"memory without swap", "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null | sort -u || cat /sys/fs/cgroup/memory.max", "268435456\n"},
+		{"reduced seccomp: no System V IPC, no ptrace", `perl -e 'print syscall(68, 0, 0) == -1 ? "msgget blocked\n" : "msgget ok\n"; print syscall(101, 0, 0, 0, 0) == -1 ? "ptrace blocked\n" : "ptrace ok\n"'`, "msgget blocked\nptrace blocked\n"},
+		{"reduced seccomp: unix and inet sockets only", `python3 -c "
+import socket
+for f in (socket.AF_UNIX, socket.AF_INET, socket.AF_PACKET, 40):
+    try: socket.socket(f, socket.SOCK_DGRAM).close(); print(f, 'ok')
+    except OSError: print(f, 'refused')"`, "1 ok\n2 ok\n17 refused\n40 refused\n"},
 		{"init is pid 1", "cat /proc/1/cmdline | tr '\\0' ' '", InitPath + " __sandboxed-init --connect=" + ControlSocket + " "},
 	}
 	for _, c := range checks {
@@ -194,6 +202,14 @@ func TestEngineRun(t *testing.T) {
 func TestEngineSameAsUserAndTimeout(t *testing.T) {
 	b := engineBackend(t)
 	p := enginePlan(t, "timeout")
+	// Root as the invoking user, with the planner's profile and paths:
+	// still nothing writable outside /tmp, no ptrace.
+	p.Spec.Process.User = specs.User{UID: 0, GID: 0}
+	p.Spec.Linux = &specs.Linux{
+		Seccomp:       planner.SeccompProfile(PrivilegeSameAsUser),
+		MaskedPaths:   planner.MaskedPaths,
+		ReadonlyPaths: planner.ReadonlyPaths,
+	}
 	sb, err := b.Start(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +219,19 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 		assertGone(t, b, p)
 	}()
 	r := execIn(t, sb, context.Background(), "", "id", "-u")
-	if want := strconv.Itoa(os.Getuid()) + "\n"; r.stdout != want {
+	if want := strconv.Itoa(int(p.Spec.Process.User.UID)) + "\n"; r.stdout != want {
 		t.Errorf("same-as-user uid %q, want %q", r.stdout, want)
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"touch /dev/x 2>/dev/null && echo writable || echo ro", "ro\n"},
+		{"touch /x 2>/dev/null && echo writable || echo ro", "ro\n"},
+		{`perl -e '$r = syscall(101, 0, 0, 0, 0); print $r == -1 ? "blocked\n" : "ok\n"'`, "blocked\n"},
+		{"unshare -U true 2>/dev/null && echo unshared || echo refused", "refused\n"},
+		{"grep -c . /proc/kcore 2>/dev/null || echo masked", "masked\n"},
+	} {
+		if r := execIn(t, sb, context.Background(), "", "bash", "-c", c.cmd); r.stdout != c.want {
+			t.Errorf("%s: %q, want %q (stderr %q)", c.cmd, r.stdout, c.want, r.stderr)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -188,7 +188,6 @@ func newTestBackend(t *testing.T, f *fakeEngine, in *fakeInit, connectErr error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.uid, b.gid = 1000, 1000
 	b.binOnce.Do(func() {})
 	b.connect = func(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error) {
 		if connectErr != nil {
