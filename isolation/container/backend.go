@@ -207,12 +207,18 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkInitBinary(); err != nil {
 		return err
 	}
-	info, err := b.engineInfo(ctx)
-	if err != nil {
-		return err
-	}
-	if err := checkInfo(info, p); err != nil {
-		return err
+	// The engine's info costs milliseconds: ask it only when the plan
+	// needs more than an explicit seccomp profile (the engine refuses to
+	// create a container with one it cannot load), or when the engine's
+	// own default profile must be on.
+	if p.Runtime != "" || p.Privilege == PrivilegeElevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+		info, err := b.engineInfo(ctx)
+		if err != nil {
+			return err
+		}
+		if err := checkInfo(info, p); err != nil {
+			return err
+		}
 	}
 	if _, err := b.api.ImageInspect(ctx, imageOf(p)); err != nil {
 		if cerrdefs.IsNotFound(err) {

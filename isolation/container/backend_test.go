@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -356,5 +357,20 @@ func TestCheckBeforeHostDir(t *testing.T) {
 	}
 	if _, err := b.Start(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) {
 		t.Errorf("Start without HostDir: %v", err)
+	}
+}
+
+// TestCheckSkipsInfoWithAProfile: with an explicit seccomp profile (which
+// the engine refuses to load if it cannot), Check asks only for the image.
+func TestCheckSkipsInfoWithAProfile(t *testing.T) {
+	f := newFakeEngine()
+	b := newTestBackend(t, f, newFakeInit(), nil)
+	p := planIn(t)
+	p.Spec.Linux = &specs.Linux{Seccomp: &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}}
+	if err := b.Check(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Calls(); !reflect.DeepEqual(got, []string{"image " + images.DefaultImage}) {
+		t.Errorf("engine calls %q, want only the image inspect", got)
 	}
 }

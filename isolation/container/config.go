@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -155,15 +156,11 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
 		// The engine's default profile narrowed by the plan's (the one the
 		// process tier loads): the container refuses what either refuses.
-		prof, err := seccompProfile(p.Spec.Linux.Seccomp, capAdd)
+		js, err := seccompJSON(p.Spec.Linux.Seccomp, capAdd)
 		if err != nil {
 			return nil, nil, err
 		}
-		js, err := json.Marshal(prof)
-		if err != nil {
-			return nil, nil, fmt.Errorf("translate seccomp profile: %w", err)
-		}
-		secOpts = append(secOpts, "seccomp="+string(js))
+		secOpts = append(secOpts, "seccomp="+js)
 	}
 	var masked, readonly []string
 	if p.Spec.Linux != nil {
@@ -447,4 +444,34 @@ func union(lists ...[]string) []string {
 		}
 	}
 	return out
+}
+
+// lastProfile caches the last rendered profile: Check and Start translate
+// the same plan, and rendering takes about a millisecond.
+var lastProfile struct {
+	sync.Mutex
+	plan *specs.LinuxSeccomp
+	caps string
+	json string
+}
+
+// seccompJSON renders seccompProfile as the engine's security option value.
+// The plan's profile must not change after it was first translated.
+func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
+	key := strings.Join(caps, ",")
+	lastProfile.Lock()
+	defer lastProfile.Unlock()
+	if lastProfile.plan == plan && lastProfile.caps == key && lastProfile.json != "" {
+		return lastProfile.json, nil
+	}
+	prof, err := seccompProfile(plan, caps)
+	if err != nil {
+		return "", err
+	}
+	js, err := json.Marshal(prof)
+	if err != nil {
+		return "", fmt.Errorf("translate seccomp profile: %w", err)
+	}
+	lastProfile.plan, lastProfile.caps, lastProfile.json = plan, key, string(js)
+	return lastProfile.json, nil
 }
