@@ -368,6 +368,12 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 
 // GC removes containers labelled with a run id for which keep is false,
 // and returns their names.
+//
+// keep knows the runs of one state directory only, so GC also spares what
+// is plainly in use by another controller: a running container (its init
+// exits as soon as its controller's end of the control socket closes, so a
+// crashed controller leaves an exited container) unless it is older than
+// gcRunningAfter, and a container just created and not yet started.
 func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
 	list, err := b.api.ContainerList(ctx, container.ListOptions{
 		All:     true,
@@ -378,9 +384,13 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	}
 	var removed []string
 	var errs []error
+	now := time.Now()
 	for _, c := range list {
 		run := c.Labels[isolation.AnnotationRunID]
 		if keep != nil && keep(run) {
+			continue
+		}
+		if !reapable(c, now) {
 			continue
 		}
 		name := c.ID
@@ -395,6 +405,25 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
 	return removed, errors.Join(errs...)
+}
+
+// GC's grace periods; see GC.
+const (
+	gcRunningAfter = time.Hour
+	gcCreatedGrace = time.Minute
+)
+
+// reapable reports whether GC may remove the container c of a run that is
+// not live in this controller's view.
+func reapable(c container.Summary, now time.Time) bool {
+	age := now.Sub(time.Unix(c.Created, 0))
+	switch c.State {
+	case "running", "paused", "restarting":
+		return age > gcRunningAfter
+	case "created":
+		return age > gcCreatedGrace
+	}
+	return true
 }
 
 // suffix formats an optional engine message after a comma.

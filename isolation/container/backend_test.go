@@ -287,10 +287,14 @@ func TestStats(t *testing.T) {
 
 func TestGC(t *testing.T) {
 	f := newFakeEngine()
+	now := time.Now().Unix()
 	f.list = []container.Summary{
-		{ID: "a", Names: []string{"/sandboxed-live"}, Labels: map[string]string{isolation.AnnotationRunID: "live"}},
-		{ID: "b", Names: []string{"/sandboxed-dead1"}, Labels: map[string]string{isolation.AnnotationRunID: "dead1"}},
-		{ID: "c", Names: []string{"/sandboxed-dead2"}, Labels: map[string]string{isolation.AnnotationRunID: "dead2"}},
+		{ID: "a", Names: []string{"/sandboxed-live"}, State: "exited", Labels: map[string]string{isolation.AnnotationRunID: "live"}},
+		{ID: "b", Names: []string{"/sandboxed-dead1"}, State: "exited", Created: now, Labels: map[string]string{isolation.AnnotationRunID: "dead1"}},
+		{ID: "c", Names: []string{"/sandboxed-dead2"}, State: "running", Created: now - 7200, Labels: map[string]string{isolation.AnnotationRunID: "dead2"}},
+		// In use by another controller: running, or just created.
+		{ID: "d", Names: []string{"/sandboxed-other"}, State: "running", Created: now - 60, Labels: map[string]string{isolation.AnnotationRunID: "other"}},
+		{ID: "e", Names: []string{"/sandboxed-new"}, State: "created", Created: now, Labels: map[string]string{isolation.AnnotationRunID: "new"}},
 	}
 	b := newTestBackend(t, f, newFakeInit(), nil)
 	got, err := b.GC(context.Background(), func(id string) bool { return id == "live" })

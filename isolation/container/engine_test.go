@@ -301,12 +301,23 @@ func TestEngineKillAndGC(t *testing.T) {
 	}
 	assertGone(t, b, p)
 
-	// A run whose controller died: its container stays until GC.
+	// A run whose controller died: its end of the control socket closed,
+	// the init killed everything and exited; the container stays until GC.
 	crashed := enginePlan(t, "crashed")
 	sb2, err := b.Start(ctx, crashed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	closedAt := time.Now()
+	_ = sb2.(*sandbox).init.Close()
+	for i := 0; i < 100; i++ {
+		ins, err := b.api.ContainerInspect(ctx, containerName(crashed.RunID))
+		if err != nil || !ins.State.Running {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the crashed run's container stopped %s after its channel closed", time.Since(closedAt))
 	live := enginePlan(t, "live")
 	sb3, err := b.Start(ctx, live)
 	if err != nil {
@@ -322,6 +333,11 @@ func TestEngineKillAndGC(t *testing.T) {
 	}
 	if _, err := b.api.ContainerInspect(ctx, containerName(live.RunID)); err != nil {
 		t.Errorf("GC removed a live run: %v", err)
+	}
+	// Another controller's running container is spared even when keep
+	// does not know its run.
+	if removed, err := b.GC(ctx, func(string) bool { return false }); err != nil || len(removed) != 0 {
+		t.Errorf("GC of a running container of another controller: %q, %v", removed, err)
 	}
 	_ = sb2.Close(ctx) // already gone: still fine
 }
