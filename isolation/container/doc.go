@@ -14,6 +14,14 @@
 // Stdio never goes through the engine (no attach, no logs: the log driver
 // is "none"), so a run costs two engine calls to start and one to remove.
 //
+// What the container gets: no network (a lone loopback; egress only through
+// the bind-mounted proxy socket the init relays), a read-only root and /dev,
+// a size-capped /tmp, all capabilities dropped (elevated runs get at most
+// Docker's default set, and only with user namespace remapping or runsc),
+// no_new_privs, the engine's masked and read-only /proc paths plus the
+// plan's, pids, memory (no swap) and cpu limits, and Docker's default
+// seccomp profile narrowed by the plan's (see seccompProfile).
+//
 // It owns the translation of an isolation.Plan into the engine's Config
 // and HostConfig, the sandbox lifecycle and gc of containers labelled with
 // a run id. It makes no policy decision: it enforces the plan and refuses,
