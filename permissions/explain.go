@@ -214,6 +214,8 @@ type ToolInfo struct {
 	Tags          []string `json:"tags"`
 	SecurityTier  string   `json:"security_tier"`
 	Justification string   `json:"justification"`
+	// RequiredPermissions are security.required-permissions as written.
+	RequiredPermissions []string `json:"required_permissions"`
 }
 
 // Verdict is the overall verdict.
@@ -353,6 +355,7 @@ func Explain(in ExplainInput) Explanation {
 			Name: def.Name, Version: def.Version, Description: def.Description,
 			Path: def.Source.Path, SHA256: def.Source.SHA256, Tags: allTags(def),
 			SecurityTier: in.SecurityTier, Justification: def.Security.Justification,
+			RequiredPermissions: append([]string{}, def.Security.RequiredPermissions...),
 		},
 		Policy:    in.Policy,
 		Source:    in.Source,
@@ -434,6 +437,10 @@ func (x *explainer) notEnforced() Mechanism {
 	return Mechanism{Kind: MechNone, Detail: "isolation none: nothing enforces this; the tool runs on the host with everything the user can reach"}
 }
 
+func denied() Mechanism {
+	return Mechanism{Kind: MechNone, Detail: "not granted: the policy denies it, so the run is refused and nothing is set up"}
+}
+
 func access(write bool) string {
 	if write {
 		return "read-write"
@@ -449,16 +456,24 @@ func (x *explainer) filesystem() {
 		}
 		m := g.Mount
 		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
-		if x.unsandboxed() {
+		it, decided := x.item("grant", "", g.Index)
+		switch {
+		case decided && it.Verdict == VerdictDeny:
+			p.Mechanisms = append(p.Mechanisms, denied())
+		case x.unsandboxed():
 			p.Mechanisms = append(p.Mechanisms, x.notEnforced())
-		} else {
+		default:
 			found := false
 			for _, mf := range pf.Mounts {
 				if mf.Type == "bind" && mf.Target == m.Target && (mf.ReadOnly() != m.Write) {
 					found = true
+					would := ""
+					if !pf.Planned {
+						would = "would be a "
+					}
 					p.Mechanisms = append(p.Mechanisms, Mechanism{
 						Kind: MechBind, Source: mf.Source, Target: mf.Target, Access: access(m.Write), Options: mf.Options,
-						Detail: fmt.Sprintf("bind mount %s -> %s, %s (%s)", mf.Source, mf.Target, access(m.Write), strings.Join(mf.Options, ",")),
+						Detail: fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Target, access(m.Write), strings.Join(mf.Options, ",")),
 					})
 				}
 			}
@@ -484,7 +499,7 @@ func (x *explainer) filesystem() {
 					Detail: fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)})
 			}
 		}
-		if it, ok := x.item("grant", "", g.Index); ok {
+		if decided {
 			p.decide(it)
 		}
 		x.e.Filesystem = append(x.e.Filesystem, p)
@@ -615,7 +630,10 @@ func (x *explainer) network() {
 			continue
 		}
 		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
+		it, decided := x.item("grant", "", g.Index)
 		switch {
+		case decided && it.Verdict == VerdictDeny:
+			p.Mechanisms = []Mechanism{denied()}
 		case x.unsandboxed():
 			p.Mechanisms = []Mechanism{x.notEnforced()}
 		case g.Kind == KindEgress:
@@ -631,7 +649,7 @@ func (x *explainer) network() {
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
 				Detail: fmt.Sprintf("127.0.0.1:%d in the sandbox is forwarded over the egress bridge to the host's 127.0.0.1:%d, and nothing else of the host's loopback", g.Localhost.Port, g.Localhost.Port)}}
 		}
-		if it, ok := x.item("grant", "", g.Index); ok {
+		if decided {
 			p.decide(it)
 		}
 		x.e.Network = append(x.e.Network, p)
@@ -692,6 +710,9 @@ func (x *explainer) environment() {
 			Mechanisms: []Mechanism{{Kind: MechEnv, Value: g.Env.Name, Detail: "the host's value of " + g.Env.Name + " is passed in; nothing else of the host environment"}}}
 		if it, ok := x.item("grant", "", g.Index); ok {
 			gp.decide(it)
+			if it.Verdict == VerdictDeny {
+				gp.Mechanisms = []Mechanism{denied()}
+			}
 		}
 		x.e.Environment = append(x.e.Environment, gp)
 	}

@@ -26,6 +26,7 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+			permissionsCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
