@@ -383,6 +383,11 @@ func Explain(in ExplainInput) Explanation {
 		if *list == nil {
 			*list = []Point{}
 		}
+		for i := range *list {
+			if (*list)[i].Mechanisms == nil {
+				(*list)[i].Mechanisms = []Mechanism{}
+			}
+		}
 	}
 	if e.Risks == nil {
 		e.Risks = []Risk{}
@@ -987,8 +992,11 @@ func (x *explainer) risks() {
 	if priv == string(tool.PrivilegeElevated) {
 		x.risk("high", RiskElevated, "execution-privilege", "elevated: root with Docker's default capabilities inside a user namespace; a wider kernel surface for a hostile tool")
 	}
-	if x.unsandboxed() || def.Security.Isolation == tool.IsolationNone {
+	switch {
+	case x.unsandboxed():
 		x.risk("high", RiskNoIsolation, "isolation", "isolation none: no grant is enforced; the tool can read, write and reach whatever the user can")
+	case def.Security.Isolation == tool.IsolationNone:
+		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+in.Plan.Tier+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
 	}
 }
 

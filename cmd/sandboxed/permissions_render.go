@@ -40,7 +40,7 @@ func renderExplanation(w io.Writer, e permissions.Explanation) {
 	}
 
 	fmt.Fprintf(w, "\nVerdict\n  %s\n", e.Verdict.Summary)
-	if len(e.Verdict.ApproveFlags) > 0 {
+	if e.Verdict.Decision == permissions.DecisionNeedsApproval {
 		fmt.Fprintf(w, "  to approve one run: sandboxed run %s %s\n", strings.Join(e.Verdict.ApproveFlags, " "), toolArg(e))
 	}
 
