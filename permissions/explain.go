@@ -786,7 +786,11 @@ func (x *explainer) privilege() {
 	if priv == "" {
 		priv = string(tool.PrivilegeSameAsUser)
 	}
-	pp := Point{Subject: "execution-privilege", Requested: "execution-privilege: " + priv}
+	reqPriv := string(def.Security.ExecutionPrivilege)
+	if reqPriv == "" {
+		reqPriv = string(tool.PrivilegeSameAsUser)
+	}
+	pp := Point{Subject: "execution-privilege", Requested: "execution-privilege: " + reqPriv}
 	if x.unsandboxed() {
 		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprint(pf.UID), Detail: "runs as the invoking user on the host, with the user's own rights"}}
 	} else {
