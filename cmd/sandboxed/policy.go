@@ -102,6 +102,9 @@ func policyNode(v reflect.Value) *yaml.Node {
 			if tag == "" || tag == "-" || !t.Field(i).IsExported() {
 				continue
 			}
+			if f := v.Field(i); f.Kind() == reflect.String && f.String() == "" {
+				continue // unset, as in a policy file that leaves the key out
+			}
 			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: tag}, policyNode(v.Field(i)))
 		}
 		return n
