@@ -116,6 +116,8 @@ type ArgumentsInfo struct {
 	Given []string `json:"given"`
 	// Missing are the required parameters that were not given.
 	Missing []string `json:"missing"`
+	// Approvals are the --approve values the review assumes.
+	Approvals []string `json:"approvals"`
 	// Bound is true when the tool was bound with the arguments and planned
 	// by the sandbox; false when the explanation uses the definition's raw
 	// strings.
@@ -370,6 +372,9 @@ func Explain(in ExplainInput) Explanation {
 	}
 	if e.Arguments.Missing == nil {
 		e.Arguments.Missing = []string{}
+	}
+	if e.Arguments.Approvals == nil {
+		e.Arguments.Approvals = []string{}
 	}
 	x := explainer{in: in, e: &e}
 	x.filesystem()

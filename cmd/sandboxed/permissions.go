@@ -45,6 +45,7 @@ against OLD (permissions, tier, privilege, limits, network, risks).`,
 				policyFlag,
 				scopeFlag,
 				&cli.StringFlag{Name: "diff", Usage: "compare TOOL with the `OLD` version of it: --diff OLD NEW"},
+				&cli.StringSliceFlag{Name: "approve", Usage: "review as if `WHAT` were approved (the values of run --approve)"},
 			},
 			Action: explainAction,
 		},
@@ -59,6 +60,10 @@ func explainAction(c *cli.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
+	approvals := c.StringSlice("approve")
+	if err := policy.ValidateApprovals(approvals); err != nil {
+		return usageError(err)
+	}
 	pol, polPath, err := loadPolicy(c)
 	if err != nil {
 		return err
@@ -68,7 +73,7 @@ func explainAction(c *cli.Context) error {
 		if err != nil {
 			return permissions.Explanation{}, err
 		}
-		ex := explainTool(def, input, pol, polPath)
+		ex := explainTool(def, input, approvals, pol, polPath)
 		if note != "" {
 			ex.Notes = append([]string{note}, ex.Notes...)
 		}
@@ -150,7 +155,7 @@ func policySource(path string) permissions.PolicyInfo {
 // binds; when the policy asks for approvals it plans again with them, to
 // show how the run would be enforced; otherwise it explains the
 // definition's raw strings.
-func explainTool(def *tool.Definition, input tool.Input, pol *policy.Policy, polPath string) permissions.Explanation {
+func explainTool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string) permissions.Explanation {
 	cwd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
 	in := permissions.ExplainInput{
@@ -159,9 +164,10 @@ func explainTool(def *tool.Definition, input tool.Input, pol *policy.Policy, pol
 	}
 	in.Arguments.Given = sortedKeys(input)
 	in.Arguments.Missing = missingParams(def, input)
+	in.Arguments.Approvals = approvals
 
 	runID := sandbox.NewRunID(time.Now())
-	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, DryRun: true, Egress: explainEgress{}}
+	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true, Egress: explainEgress{}}
 	p, err := sandbox.Prepare(req, runID)
 	var pe *sandbox.PrepareError
 	switch {
@@ -171,7 +177,7 @@ func explainTool(def *tool.Definition, input tool.Input, pol *policy.Policy, pol
 	case errors.As(err, &pe) && pe.Decision != nil:
 		d := *pe.Decision
 		if d.Verdict == policy.NeedsApproval {
-			req.Approvals = d.MissingApprovals()
+			req.Approvals = append(append([]string(nil), approvals...), d.MissingApprovals()...)
 			p2, err2 := sandbox.Prepare(req, runID)
 			if err2 == nil {
 				in.Arguments.Bound = true
@@ -194,7 +200,7 @@ func explainTool(def *tool.Definition, input tool.Input, pol *policy.Policy, pol
 			in.Notes = append(in.Notes, "the run could not be planned: "+pe.Result.Error.Message)
 		}
 	default:
-		explainRaw(&in, def, input, pol, cwd, home, err)
+		explainRaw(&in, def, input, approvals, pol, cwd, home, err)
 	}
 	switch {
 	case len(in.Arguments.Missing) > 0 && len(in.Templated) > 0:
@@ -211,7 +217,7 @@ func explainTool(def *tool.Definition, input tool.Input, pol *policy.Policy, pol
 // arguments, a path that does not exist): permissions are substituted with
 // what is known, the rest stay templates, and the policy decides the
 // resolvable ones on their declared paths.
-func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.Input, pol *policy.Policy, cwd, home string, cause error) {
+func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, cwd, home string, cause error) {
 	perms := def.Security.RequiredPermissions
 	b, berr := tool.Bind(def, input, tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: filepath.Join(os.TempDir(), "sandboxed-tmp"), Home: home})
 	if berr == nil {
@@ -246,6 +252,7 @@ func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.I
 		in.Notes = append(in.Notes, "the run could not be planned: "+firstLine(cause))
 	}
 	preq := policy.NewRequest(def, grants, cwd, home)
+	preq.Approvals = approvals
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		preq.CwdResolved = r
 	}

@@ -35,13 +35,25 @@ func renderExplanation(w io.Writer, e permissions.Explanation) {
 	}
 	fmt.Fprintf(w, "  policy:     %s\n", e.Policy.Source)
 	fmt.Fprintf(w, "  source:     %s (%s, %s)\n", e.Source.Scope, trust, e.Source.Rule)
+	if len(e.Arguments.Approvals) > 0 {
+		var as []string
+		for _, a := range e.Arguments.Approvals {
+			as = append(as, "--approve "+shellWord(a))
+		}
+		fmt.Fprintf(w, "  assuming:   %s\n", strings.Join(as, " "))
+	}
 	if e.Arguments.Note != "" {
 		fmt.Fprintf(w, "  arguments:  %s\n", e.Arguments.Note)
 	}
 
 	fmt.Fprintf(w, "\nVerdict\n  %s\n", e.Verdict.Summary)
 	if e.Verdict.Decision == permissions.DecisionNeedsApproval {
-		fmt.Fprintf(w, "  to approve one run: sandboxed run %s %s\n", strings.Join(e.Verdict.ApproveFlags, " "), toolArg(e))
+		flags := make([]string, 0, len(e.Arguments.Approvals)+len(e.Verdict.ApproveFlags))
+		for _, a := range e.Arguments.Approvals {
+			flags = append(flags, "--approve "+shellWord(a))
+		}
+		flags = append(flags, e.Verdict.ApproveFlags...)
+		fmt.Fprintf(w, "  to approve one run: sandboxed run %s %s\n", strings.Join(flags, " "), toolArg(e))
 	}
 
 	section(w, "Filesystem", e.Filesystem)

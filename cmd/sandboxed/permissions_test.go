@@ -190,6 +190,13 @@ tags: [read]
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	approved, errOut, code := runApp(t, "permissions", "explain", "--policy", pol, "--approve", "network:external:*", f)
+	if code != 0 || !strings.Contains(approved, "ALLOWED: runs in process isolation") || !strings.Contains(approved, "approved by: --approve network:external:*") {
+		t.Errorf("with --approve: exit %d %s\n%s", code, errOut, approved)
+	}
+	if _, _, code := runApp(t, "permissions", "explain", "--policy", pol, "--approve", "bogus", f); code != exitUsage {
+		t.Errorf("--approve bogus: exit %d, want %d", code, exitUsage)
+	}
 	for _, want := range []string{
 		"NEEDS APPROVAL: network:external:*",
 		"--approve 'network:external:*'",
