@@ -653,7 +653,7 @@ func (x *explainer) network() {
 				ports = append(ports, strconv.Itoa(pt))
 			}
 			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: g.Egress.Host + ":" + strings.Join(ports, ","),
-				Detail: fmt.Sprintf("egress proxy allow rule %s on port %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, strings.Join(ports, ", "))}}
+				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, describePorts(g.Egress.Ports()))}}
 		default:
 			local++
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
