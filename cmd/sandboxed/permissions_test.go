@@ -210,10 +210,7 @@ tags: [read]
 	}
 }
 
-func TestExplainRisks(t *testing.T) {
-	home, pol := isolate(t)
-	dir := t.TempDir()
-	f := writeTool(t, dir, "risky.yaml", `name: risky
+const riskyTool = `name: risky
 description: does risky things
 bash: run {CMD} > {OUT}/x
 parameters:
@@ -238,7 +235,12 @@ security:
     - "filesystem:read:/var/run/docker.sock"
     - "network:external:*.com"
     - "network:localhost:5432"
-`)
+`
+
+func TestExplainRisks(t *testing.T) {
+	home, pol := isolate(t)
+	dir := t.TempDir()
+	f := writeTool(t, dir, "risky.yaml", riskyTool)
 	js, errOut, code := runApp(t, "permissions", "explain", "--json", "--policy", pol, f)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -290,7 +292,15 @@ security:
     - "filesystem:write:."
 tags: [write]
 `)
-	for _, f := range append(exampleTools(t), extra) {
+	// The schema is strict: an unknown field or a wrong verdict fails.
+	for _, bad := range []string{`{"schema_version":1,"bogus":true}`, `{"schema_version":2}`} {
+		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if sch.Validate(inst) == nil {
+			t.Errorf("schema accepts %s", bad)
+		}
+	}
+	risky := writeTool(t, dir, "risky.yaml", riskyTool)
+	for _, f := range append(exampleTools(t), extra, risky) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			out, errOut, code := runApp(t, "permissions", "explain", "--json", "--policy", pol, f)
 			if code != 0 {
