@@ -61,8 +61,8 @@ Example:
     --parameter FORMAT "Output format" default=3 \
     --tag weather --tag api --tag read --timeout 10000`,
 	SkipFlagParsing: true,
-	Flags:           addHelpFlags(),
 	Action:          toolAddAction,
+	// Flags: set by init from addFlags.
 }
 
 // addFlag is one flag of `tool add`. An empty arg marks a boolean flag
@@ -283,6 +283,7 @@ func init() {
 			return usageError(errors.New("tool add: --editor is not supported (hint: write the YAML in your editor and run 'sandboxed tool import FILE')"))
 		}},
 	}
+	toolAddCommand.Flags = addHelpFlags()
 }
 
 // addHelpFlags renders addFlags as urfave flags, for the help.
@@ -297,7 +298,7 @@ func addHelpFlags() []cli.Flag {
 		if strings.Contains(usage, f.arg) {
 			usage = strings.Replace(usage, f.arg, "`"+f.arg+"`", 1)
 		} else {
-			usage += " (`" + f.arg + "`)"
+			usage = "`" + f.arg + "`: " + usage
 		}
 		out = append(out, &cli.StringFlag{Name: f.name, Category: f.category, Usage: usage})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -127,9 +128,46 @@ function-calling.schema-generation settings.`,
 			}
 			out = append(out, s)
 		}
+		var v any = out
 		if len(out) == 1 {
-			return writeJSON(c.App.Writer, out[0])
+			v = out[0]
 		}
-		return writeJSON(c.App.Writer, out)
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, v); err != nil {
+			return err
+		}
+		_, err = c.App.Writer.Write(unescapeHTML(buf.Bytes()))
+		return err
 	},
+}
+
+// unescapeHTML undoes the \u003c, \u003e and \u0026 escapes that
+// json.Marshal writes inside values whose MarshalJSON calls it (the
+// schema's ordered objects), whatever the outer encoder's SetEscapeHTML
+// says: schemas are read by people and models, not embedded in HTML.
+// Every backslash in JSON text starts an escape sequence, so walking
+// them left to right never mistakes an escaped backslash for one.
+func unescapeHTML(js []byte) []byte {
+	out := make([]byte, 0, len(js))
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' || i+1 >= len(js) {
+			out = append(out, js[i])
+			continue
+		}
+		if js[i+1] == 'u' && i+6 <= len(js) {
+			switch string(js[i+2 : i+6]) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, js[i], js[i+1]), i+1
+	}
+	return out
 }
