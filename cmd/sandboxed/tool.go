@@ -34,6 +34,18 @@ positional arguments.`,
 	},
 }
 
+func init() {
+	// Name the command in flag errors as the user typed it ("tool get"),
+	// which urfave's FullName does not for subcommands.
+	for _, sub := range toolCommand.Subcommands {
+		sub.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usageError(fmt.Errorf("%s: %w (see 'sandboxed %s --help')", toolCmdName(c), err, toolCmdName(c)))
+		}
+	}
+}
+
+func toolCmdName(c *cli.Context) string { return "tool " + c.Command.Name }
+
 // errHelpShown ends a command that printed its help because -h or --help
 // came after its arguments.
 var errHelpShown = &codeError{code: exitOK, silent: true}
@@ -62,7 +74,7 @@ func toolArgs(c *cli.Context) ([]string, error) {
 		}
 		f := lookupFlag(c.Command.Flags, name)
 		if f == nil {
-			return nil, usageError(fmt.Errorf("%s: unknown flag %s (see 'sandboxed %s --help')", c.Command.FullName(), a, c.Command.FullName()))
+			return nil, usageError(fmt.Errorf("%s: unknown flag %s (see 'sandboxed %s --help')", toolCmdName(c), a, toolCmdName(c)))
 		}
 		primary := f.Names()[0]
 		if _, isBool := f.(*cli.BoolFlag); isBool {
@@ -71,13 +83,13 @@ func toolArgs(c *cli.Context) ([]string, error) {
 			}
 		} else if !hasVal {
 			if i+1 >= len(args) {
-				return nil, usageError(fmt.Errorf("%s: flag %s needs a value", c.Command.FullName(), a))
+				return nil, usageError(fmt.Errorf("%s: flag %s needs a value", toolCmdName(c), a))
 			}
 			i++
 			val = args[i]
 		}
 		if err := c.Set(primary, val); err != nil {
-			return nil, usageError(fmt.Errorf("%s: flag %s: %w", c.Command.FullName(), a, err))
+			return nil, usageError(fmt.Errorf("%s: flag %s: %w", toolCmdName(c), a, err))
 		}
 	}
 	return pos, nil
@@ -115,7 +127,7 @@ func writeScope(c *cli.Context) (tool.Scope, error) {
 		return "", usageError(err)
 	}
 	if sc == tool.ScopeAny {
-		return "", usageError(fmt.Errorf("--scope any: %s writes to one scope; use local, user or global", c.Command.FullName()))
+		return "", usageError(fmt.Errorf("--scope any: %s writes to one scope; use local, user or global", toolCmdName(c)))
 	}
 	return sc, nil
 }
@@ -203,3 +215,28 @@ var (
 	stdinIsTerminal = stdinTerminal
 	confirmInput    = func() io.Reader { return os.Stdin }
 )
+
+// noteOtherScopes tells the user, on stderr, where else a tool called
+// name is defined, and which definition a run by name now uses.
+func noteOtherScopes(c *cli.Context, s tool.Scopes, name, path string) {
+	entries, err := s.List(tool.ScopeAny)
+	if err != nil {
+		return
+	}
+	var winner string
+	for _, e := range entries {
+		if e.Name != name {
+			continue
+		}
+		if winner == "" {
+			winner = e.Path
+		}
+		if samePath(e.Path, path) {
+			continue
+		}
+		fmt.Fprintf(c.App.ErrWriter, "note: the %s scope also defines %s, at %s\n", e.Scope, name, e.Path)
+	}
+	if winner != "" && !samePath(winner, path) {
+		fmt.Fprintf(c.App.ErrWriter, "note: running %s by name uses %s\n", name, winner)
+	}
+}

@@ -996,6 +996,7 @@ func toolAddAction(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintf(c.App.Writer, "added %s to the %s scope: %s\n", p.def.Name, sc, dst)
+	noteOtherScopes(c, s, p.def.Name, dst)
 	return nil
 }
 

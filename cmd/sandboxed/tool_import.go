@@ -56,6 +56,7 @@ is replaced only with --overwrite.`,
 			return exists(err)
 		}
 		fmt.Fprintf(c.App.Writer, "imported %s into the %s scope: %s\n", def.Name, scope, path)
+		noteOtherScopes(c, s, def.Name, path)
 		return nil
 	},
 }
@@ -65,8 +66,8 @@ var toolRemoveCommand = &cli.Command{
 	Usage:     "delete a tool's definition file",
 	ArgsUsage: "NAME",
 	Description: `Removes the file that defines NAME in --scope (with any: the one a run by name
-would use). A file that fails to load can be removed by the name it claims or
-its file name. Asks for confirmation on a terminal; elsewhere --force is
+would use). A file that fails to load can be removed by the name it claims
+(its name: line, or else its file name). Asks for confirmation on a terminal; elsewhere --force is
 required.`,
 	Flags: []cli.Flag{
 		scopeFlag,
@@ -132,6 +133,7 @@ func toolRemoveAction(c *cli.Context) error {
 		return fmt.Errorf("remove tool %s: %w", name, err)
 	}
 	fmt.Fprintf(c.App.Writer, "removed %s from the %s scope: %s\n", name, e.Scope, e.Path)
+	noteOtherScopes(c, s, name, e.Path)
 	return nil
 }
 

@@ -477,3 +477,39 @@ func TestUnescapeHTML(t *testing.T) {
 		}
 	}
 }
+
+func TestToolNotesOtherScopes(t *testing.T) {
+	e := newCLIEnv(t)
+	writeFile(t, filepath.Join(e.user(), "hello.yaml"), helloTool)
+	src := filepath.Join(e.cwd, "src.yaml")
+	writeFile(t, src, helloTool)
+	_, errOut, code := sandboxed(t, "tool", "import", src, "--scope", "global")
+	if code != 0 || !strings.Contains(errOut, "note: the user scope also defines hello") ||
+		!strings.Contains(errOut, "uses "+filepath.Join(e.user(), "hello.yaml")) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestToolFlagErrors(t *testing.T) {
+	newCLIEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tool", "get", "--bogus", "x"}, "tool get: flag provided but not defined"},
+		{[]string{"tool", "get", "x", "--bogus"}, "tool get: unknown flag --bogus"},
+		{[]string{"tool", "get", "x", "--scope"}, "needs a value"},
+		{[]string{"tool", "list", "--scope", "nope"}, "parse scope"},
+		{[]string{"tool", "list", "extra"}, "unexpected argument"},
+		{[]string{"tool", "nosuch"}, `unknown command "nosuch"`},
+	} {
+		_, errOut, code := sandboxed(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	out, _, code := sandboxed(t, "tool", "get", "x", "--help")
+	if code != 0 || !strings.Contains(out, "sandboxed tool get") {
+		t.Errorf("get x --help: exit %d\n%s", code, out)
+	}
+}
