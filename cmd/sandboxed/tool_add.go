@@ -324,6 +324,7 @@ type addParser struct {
 	step, test        int // index of the last --step, --test; -1 if none
 	topExec           bool
 	scope             string
+	cur               string // the flag being applied
 	overwrite, dryRun bool
 	fromFile          string
 }
@@ -412,6 +413,7 @@ func parseAddArgs(args []string) (*addParser, error) {
 			val = p.args[p.i]
 			p.i++
 		}
+		p.cur = flagName
 		if err := f.apply(p, val); err != nil {
 			return nil, err
 		}
@@ -501,16 +503,8 @@ func stepBool(set func(*tool.Step, bool)) func(*addParser, string) error {
 	}
 }
 
-// flagName is the name of the flag being applied (the last flag token).
-func (p *addParser) flagName() string {
-	for i := p.i - 1; i >= 0; i-- {
-		if strings.HasPrefix(p.args[i], "--") {
-			n, _, _ := strings.Cut(p.args[i][2:], "=")
-			return n
-		}
-	}
-	return ""
-}
+// flagName is the name of the flag being applied.
+func (p *addParser) flagName() string { return p.cur }
 
 func errorHandling(s *tool.Step) *tool.ErrorHandling {
 	if s.ErrorHandling == nil {
@@ -678,33 +672,49 @@ func (p *addParser) addParameter(v string) error {
 	return nil
 }
 
+// refOnly is a value that is one {REF} and nothing else.
+var refOnly = regexp.MustCompile(`^\{[A-Za-z_][A-Za-z0-9_.-]*\}$`)
+
 // typedValue reads a default or example written on the command line as a
-// value of type t. A string, or any value with a {REF} in it, stays text.
+// value of type t. A value that does not read as t but holds a {REF}
+// stays text: the loader accepts it and binding checks it after
+// substitution.
 func typedValue(t tool.ParamType, s string) (any, error) {
-	if t == tool.TypeString || t == "" || strings.Contains(s, "{") && !strings.HasPrefix(strings.TrimSpace(s), "{") {
-		return s, nil
-	}
+	hasRef := strings.Contains(s, "{")
 	switch t {
 	case tool.TypeNumber:
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, errors.New("not a number")
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f, nil
 		}
-		return f, nil
+		if hasRef {
+			return s, nil
+		}
+		return nil, errors.New("not a number")
 	case tool.TypeBoolean:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, errors.New("not true or false")
+		if b, err := strconv.ParseBool(s); err == nil {
+			return b, nil
 		}
-		return b, nil
+		if hasRef {
+			return s, nil
+		}
+		return nil, errors.New("not true or false")
 	case tool.TypeArray, tool.TypeObject:
-		var v any
-		if err := yaml.Unmarshal([]byte(s), &v); err != nil {
-			return nil, fmt.Errorf("not a YAML/JSON %s", t)
+		if refOnly.MatchString(s) {
+			return s, nil
 		}
-		return v, nil
+		var v any
+		err := yaml.Unmarshal([]byte(s), &v)
+		_, isList := v.([]any)
+		_, isMap := v.(map[string]any)
+		if err == nil && (t == tool.TypeArray && isList || t == tool.TypeObject && isMap) {
+			return v, nil
+		}
+		if hasRef {
+			return s, nil
+		}
+		return nil, fmt.Errorf("not a JSON or YAML %s", t)
 	}
-	return s, nil // unknown type: the loader reports it
+	return s, nil // a string, or an unknown type the loader reports
 }
 
 func inStrings(list []string, s string) bool {
