@@ -27,6 +27,8 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			runCommand,
 			toolCommand,
+			doctorCommand,
+			gcCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
