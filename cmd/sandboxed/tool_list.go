@@ -132,6 +132,16 @@ func toolListAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(entries) == 0 && !c.Bool("quiet") {
+		var dirs []string
+		s := scopes()
+		for _, sc := range []tool.Scope{tool.ScopeLocal, tool.ScopeUser, tool.ScopeGlobal} {
+			if scope == tool.ScopeAny || scope == sc {
+				dirs = append(dirs, s.Dirs[sc]...)
+			}
+		}
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: no tool definitions in %s (hint: add one with 'sandboxed tool add' or 'sandboxed tool import FILE')\n", strings.Join(dirs, ", "))
+	}
 	if len(broken) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "sandboxed: warning: %d tool definition(s) failed to load:\n", len(broken))
 		for _, b := range broken {
