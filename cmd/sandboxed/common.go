@@ -97,5 +97,4 @@ func writeYAML(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-
 var errSilent = errors.New("silent")
