@@ -186,7 +186,22 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
 		return
 	}
-	defer os.RemoveAll(p.HostDir)
+	release, err := holdRun(p.HostDir)
+	if err != nil {
+		os.RemoveAll(p.HostDir)
+		fail(StatusError, CodeInitFailed, err.Error(), "")
+		return
+	}
+	defer func() { release(); os.RemoveAll(p.HostDir) }()
+	// Reap what crashed runs left, alongside this run's start.
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer gcancel()
+		_, _ = c.GC(gctx)
+	}()
+	defer func() { <-gcDone }()
 	if job.Prepare != nil {
 		if err := job.Prepare(ctx, p); err != nil {
 			fail(StatusError, CodeInitFailed, "prepare run: "+err.Error(), hintFor(err))

@@ -73,10 +73,3 @@ func auditAction(c *cli.Context) error {
 	}
 	return w.Flush()
 }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}

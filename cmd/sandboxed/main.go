@@ -26,9 +26,12 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+			toolCommand,
 			permissionsCommand,
 			policyCommand,
 			auditCommand,
+			doctorCommand,
+			gcCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
