@@ -347,6 +347,14 @@ tags: [write]
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		t.Fatal(err)
 	}
+	sch, err := jsonschema.NewCompiler().Compile("../../docs/explain.schema.json#/$defs/diff")
+	if err != nil {
+		t.Fatalf("compile diff schema: %v", err)
+	}
+	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(js))
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("diff does not validate: %v\n%s", err, js)
+	}
 	if len(d.PermissionsAdded) != 1 || d.PermissionsAdded[0] != "network:external:api.example.com" || len(d.PermissionsRemoved) != 0 {
 		t.Errorf("diff: %+v", d)
 	}
