@@ -180,6 +180,9 @@ func (t *Template) render(res resolveFunc) (string, error) {
 		var out string
 		if esc {
 			out, err = escapeValue(p.ctx, p.why, p.ref, text)
+			if err == nil {
+				out, err = separate(p, b.String(), out)
+			}
 		} else {
 			out, err = rawValue(p.ref, text)
 		}
@@ -241,4 +244,69 @@ func (t *Template) renderArgv(res resolveFunc) ([]string, error) {
 		argv = append(argv, b.String())
 	}
 	return argv, nil
+}
+
+// trailingVarName reports whether s ends with an unescaped $NAME (a shell
+// or PowerShell variable whose name a following letter, digit or '_'
+// would extend). For arithmetic (dollar=false) it reports a trailing
+// identifier without '$'.
+func trailingVarName(s string, dollar bool) bool {
+	i := len(s)
+	for i > 0 && isNameChar(s[i-1]) {
+		i--
+	}
+	if i == len(s) {
+		return false
+	}
+	if !dollar {
+		c := s[i]
+		return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+	}
+	if i == 0 || s[i-1] != '$' {
+		return false
+	}
+	c := s[i]
+	if c >= '0' && c <= '9' {
+		return false // $1 is one positional parameter; a digit after it is literal
+	}
+	bs := 0
+	for j := i - 2; j >= 0 && s[j] == '\\'; j-- {
+		bs++
+	}
+	return bs%2 == 0
+}
+
+func isNameChar(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// separate keeps an escaped value from merging with what precedes it: in
+// "$NAME{X}" a value starting with a letter would extend the variable
+// name. In double quotes an empty "" ends the name; in PowerShell double
+// quotes an empty $() does; in a here-document or $(( )) nothing can, so
+// the value is refused with a hint to write ${NAME}.
+func separate(p piece, before, out string) (string, error) {
+	if out == "" {
+		return out, nil
+	}
+	first := out[0]
+	switch p.ctx {
+	case ctxDouble:
+		if isNameChar(first) && trailingVarName(before, true) {
+			return `""` + out, nil
+		}
+	case ctxPwshDouble:
+		if (isNameChar(first) || first == ':') && trailingVarName(before, true) {
+			return "$()" + out, nil
+		}
+	case ctxHeredoc:
+		if isNameChar(first) && trailingVarName(before, true) {
+			return "", fmt.Errorf("substitute {%s}: it follows a $NAME in a here-document and its value would extend the variable name; write ${NAME}{%s}: %w", p.ref, p.ref, ErrUnsafeValue)
+		}
+	case ctxArith:
+		if isNameChar(first) && trailingVarName(before, false) {
+			return "", fmt.Errorf("substitute {%s}: it follows a name in $(( )) and its value would extend that name; put an operator or a space between them: %w", p.ref, ErrUnsafeValue)
+		}
+	}
+	return out, nil
 }

@@ -325,3 +325,31 @@ func TestPwshEscaping(t *testing.T) {
 		t.Errorf("here-string: want ErrUnsafeContext, got %v", err)
 	}
 }
+
+// TestVariableNameBoundary: a value right after $NAME never extends the
+// variable's name.
+func TestVariableNameBoundary(t *testing.T) {
+	for _, v := range []string{"bc", "_x", "9", "-x", "a b"} {
+		b, err := bindCmd(t, ExecBash, "", `A=1; printf '%s\0' "$A{X}" "\$A{X}" "$1{X}" $A{X}`, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"1" + v, "$A" + v, v, "1" + v}
+		if got := runWords(t, b.Steps[0].Argv); !equalWords(got, want) {
+			t.Errorf("value %q: script %s: got %q want %q", v, b.Steps[0].Command, got, want)
+		}
+	}
+	if _, err := bindCmd(t, ExecBash, "", "cat <<EOF\n$A{X}\nEOF", "bc"); !errors.Is(err, ErrUnsafeValue) {
+		t.Errorf("here-document: want ErrUnsafeValue, got %v", err)
+	}
+	if _, err := bindCmd(t, ExecBash, "", "cat <<EOF\n$A{X}\nEOF", "-bc"); err != nil {
+		t.Errorf("here-document, no merge: %v", err)
+	}
+	if _, err := bindCmd(t, ExecBash, "", "echo $(( A{X} ))", "12"); !errors.Is(err, ErrUnsafeValue) {
+		t.Errorf("arithmetic: want ErrUnsafeValue, got %v", err)
+	}
+	b, err := bindCmd(t, ExecPwsh, "", `Write-Output "$A{X}"`, ":x")
+	if err != nil || b.Steps[0].Command != `Write-Output "$A$():x"` {
+		t.Errorf("pwsh: %v %q", err, b.Steps[0].Command)
+	}
+}
