@@ -464,6 +464,8 @@ func (s *shScanner) dollar(i int) int {
 		return i + 1
 	}
 	switch src[i+1] {
+	case '$':
+		return i + 2 // $$, the shell's process id
 	case '(':
 		if i+2 < len(src) && src[i+2] == '(' {
 			s.push(frame{kind: fArith})
