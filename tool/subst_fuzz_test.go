@@ -2,6 +2,7 @@ package tool
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"reflect"
@@ -295,6 +296,13 @@ const fuzzMarker = "QZMARKERQZ"
 // here-document bodies, in order. ok is false when the script does not
 // parse or expands something the checker cannot (command substitution).
 func scriptFacts(script string) (facts []string, parsed bool, err error) {
+	defer func() {
+		// The expander panics on constructs it has no handler for
+		// (process substitution); those scripts are beyond the checker.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("expander: %v", r)
+		}
+	}()
 	f, perr := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if perr != nil {
 		return nil, false, perr
