@@ -206,6 +206,7 @@ func TestUnsafeContexts(t *testing.T) {
 		{"brace expansion", `echo ${HOME:-{X}}`, "x", ErrUnsafeContext},
 		{"arith non-integer", `echo $(( {X} + 1 ))`, "1; id", ErrUnsafeValue},
 		{"arith command", `(( {X} > 1 )) && echo y`, "a[$(id)]", ErrUnsafeValue},
+		{"old arith", `echo $[ {X} + 1 ]`, "a[$(id)]", ErrUnsafeValue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -222,6 +222,7 @@ type frame struct {
 	kind      fkind
 	sub       bool // fBare: closed by ')'
 	depth     int  // parentheses (fBare sub, fArith) or braces (fBrace)
+	bracket   bool // fArith: the old $[ ] form, closed by ']'
 	caseDepth int  // fBare: open `case` keywords, whose patterns end in ')'
 
 	// fHeredoc
@@ -400,11 +401,23 @@ func (s *shScanner) scan() []piece {
 				i = s.dollar(i)
 			}
 		case fArith:
-			switch c {
-			case '(':
+			switch {
+			case f.bracket && c == '[':
 				f.depth++
 				i++
-			case ')':
+			case f.bracket && c == ']':
+				if f.depth == 0 {
+					s.pop()
+				} else {
+					f.depth--
+				}
+				i++
+			case f.bracket:
+				i = s.dollar(i)
+			case c == '(':
+				f.depth++
+				i++
+			case c == ')':
 				if f.depth == 0 && i+1 < len(src) && src[i+1] == ')' {
 					s.pop()
 					i += 2
@@ -475,6 +488,9 @@ func (s *shScanner) dollar(i int) int {
 		return i + 2
 	case '{':
 		s.push(frame{kind: fBrace})
+		return i + 2
+	case '[':
+		s.push(frame{kind: fArith, bracket: true})
 		return i + 2
 	}
 	return i + 1

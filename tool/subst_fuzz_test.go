@@ -333,7 +333,17 @@ func scriptFacts(script string) (facts []string, parsed bool, err error) {
 		case *syntax.Redirect:
 			if x.Hdoc != nil {
 				var doc string
-				doc, err = expand.Document(cfg, x.Hdoc)
+				if heredocQuoted(x.Word) {
+					// A quoted here-document is literal (the expander would
+					// process backslashes in it, which bash does not).
+					for _, p := range x.Hdoc.Parts {
+						if lit, ok := p.(*syntax.Lit); ok {
+							doc += lit.Value
+						}
+					}
+				} else {
+					doc, err = expand.Document(cfg, x.Hdoc)
+				}
 				facts = append(facts, "hdoc:"+doc)
 			}
 		}
@@ -402,4 +412,18 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatalf("template %q value %q\nscript %q\nbenign %q\ngot  %q\nwant %q", tmpl, v, script, benign.Steps[0].Argv[2], got, want)
 		}
 	})
+}
+
+// heredocQuoted reports whether a here-document delimiter word is quoted.
+func heredocQuoted(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		lit, ok := p.(*syntax.Lit)
+		if !ok || strings.Contains(lit.Value, "\\") {
+			return true
+		}
+	}
+	return false
 }
