@@ -28,6 +28,17 @@ import (
 //
 // A NUL byte can be part of no argument, environment value or path, so a
 // value containing one is refused everywhere but stdin.
+//
+// A value right after $NAME never extends the variable's name: in "..." an
+// empty "" is put between them, in PowerShell "..." an empty $(), and in a
+// here-document or $(( )) such a value is refused.
+//
+// What escaping cannot do: it makes a value one literal word, but a command
+// that evaluates its arguments as code still does so — eval, sh -c, let,
+// declare -i, [[ X -eq Y ]] (whose operands are arithmetic, where a[$(cmd)]
+// runs cmd), awk or jq programs built from a value. Such parameters need a
+// validation pattern (e.g. ^[0-9]+$); the template scanner cannot know what
+// a command does with its arguments.
 
 var arithRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
 
