@@ -33,6 +33,9 @@ import (
 // empty "" is put between them, in PowerShell "..." an empty $(), and in a
 // here-document or $(( )) such a value is refused.
 //
+// Inside [[ ]], whose -eq/-lt/... operands are arithmetic, a value that
+// looks like a subscript with an expansion (a[$(id)]) is refused.
+//
 // What escaping cannot do: it makes a value one literal word, but a command
 // that evaluates its arguments as code still does so — eval, sh -c, let,
 // declare -i, [[ X -eq Y ]] (whose operands are arithmetic, where a[$(cmd)]
@@ -41,6 +44,10 @@ import (
 // a command does with its arguments.
 
 var arithRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
+
+// arithSubscriptRe matches values that bash arithmetic would expand: a
+// subscript holding $ or a backquote, as in a[$(id)].
+var arithSubscriptRe = regexp.MustCompile("\\[[^\\]]*[$`]")
 
 // escapeValue returns v made literal for ctx. name is used in errors.
 func escapeValue(ctx qctx, why, name, v string) (string, error) {
@@ -189,6 +196,9 @@ func (t *Template) render(res resolveFunc) (string, error) {
 			continue
 		}
 		var out string
+		if esc && p.inTest && arithSubscriptRe.MatchString(text) {
+			return "", fmt.Errorf("substitute {%s}: the value looks like an array subscript with an expansion (%q); inside [[ ]] arithmetic operators would evaluate it and run the command: %w", p.ref, text, ErrUnsafeValue)
+		}
 		if esc {
 			out, err = escapeValue(p.ctx, p.why, p.ref, text)
 			if err == nil {

@@ -354,3 +354,28 @@ func TestVariableNameBoundary(t *testing.T) {
 		t.Errorf("pwsh: %v %q", err, b.Steps[0].Command)
 	}
 }
+
+// TestTestArithmetic: inside [[ ]] a quoted a[$(cmd)] would still run cmd
+// through arithmetic evaluation; such values are refused, and the refusal
+// is shown to be needed by running bash.
+func TestTestArithmetic(t *testing.T) {
+	tmpl := `if [[ {X} -eq 1 ]]; then echo one; fi`
+	out, _ := exec.Command("/bin/bash", "-c", `x='a[$(echo INJECTED >&2)]'; [[ $x -eq 1 ]]`).CombinedOutput()
+	if !strings.Contains(string(out), "INJECTED") {
+		t.Logf("this bash does not evaluate subscripts in [[ -eq ]]: %q", out)
+	}
+	for _, v := range []string{"a[$(id)]", "x[`id`]", "a[ $HOME ]"} {
+		if _, err := bindCmd(t, ExecBash, "", tmpl, v); !errors.Is(err, ErrUnsafeValue) {
+			t.Errorf("%q: want ErrUnsafeValue, got %v", v, err)
+		}
+	}
+	for _, v := range []string{"1", "[x]", "$HOME", "a[1]"} {
+		if _, err := bindCmd(t, ExecBash, "", tmpl, v); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+	// Outside [[ ]] the same value is just a literal word.
+	if _, err := bindCmd(t, ExecBash, "", `[[ -n x ]] && echo {X}`, "a[$(id)]"); err != nil {
+		t.Errorf("after ]]: %v", err)
+	}
+}

@@ -88,6 +88,10 @@ type piece struct {
 	// Here-document bodies: the delimiter, and whether <<- strips tabs.
 	delim     string
 	stripTabs bool
+
+	// inTest: inside [[ ]], whose arithmetic operators evaluate operands
+	// as expressions (a[$(cmd)] runs cmd).
+	inTest bool
 }
 
 // argWord is one word of a SyntaxArgv template.
@@ -224,6 +228,7 @@ type frame struct {
 	depth     int  // parentheses (fBare sub, fArith) or braces (fBrace)
 	bracket   bool // fArith: the old $[ ] form, closed by ']'
 	caseDepth int  // fBare: open `case` keywords, whose patterns end in ')'
+	test      int  // fBare: open [[ ]] conditionals
 
 	// fHeredoc
 	delim     string
@@ -309,6 +314,16 @@ func isWordChar(c byte) bool {
 	return c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
+// inTest reports whether the innermost command context is inside [[ ]].
+func (s *shScanner) inTest() bool {
+	for j := len(s.stack) - 1; j >= 0; j-- {
+		if s.stack[j].kind == fBare {
+			return s.stack[j].test > 0
+		}
+	}
+	return false
+}
+
 // atWordStart reports whether position i begins a new shell word.
 func (s *shScanner) atWordStart(i int) bool {
 	return i == 0 || isWordBoundary(s.src[i-1])
@@ -339,6 +354,7 @@ func (s *shScanner) scan() []piece {
 				if f.kind == fHeredoc {
 					p.delim, p.stripTabs = f.delim, f.stripTabs
 				}
+				p.inTest = s.inTest()
 				s.out = append(s.out, p)
 				i, s.lit = next, next
 				continue
@@ -566,6 +582,16 @@ func (s *shScanner) bare(i int) int {
 			return s.heredocLineStart(i + 1)
 		}
 		return i + 1
+	case '[':
+		if s.atWordStart(i) && strings.HasPrefix(src[i:], "[[") && (i+2 == len(src) || src[i+2] == ' ' || src[i+2] == '\t') {
+			f.test++
+			return i + 2
+		}
+	case ']':
+		if f.test > 0 && strings.HasPrefix(src[i:], "]]") && (i+2 == len(src) || isWordBoundary(src[i+2])) {
+			f.test--
+			return i + 2
+		}
 	case 'c':
 		if s.keywordAt(i, "case") {
 			f.caseDepth++
