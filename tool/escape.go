@@ -45,6 +45,9 @@ import (
 
 var arithRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
 
+// openEscapeRe matches a $'...' escape that more characters could extend.
+var openEscapeRe = regexp.MustCompile(`\\([0-7]{1,2}|x[0-9A-Fa-f]?|u[0-9A-Fa-f]{0,3}|U[0-9A-Fa-f]{0,7}|c)$`)
+
 // arithSubscriptRe matches values that bash arithmetic would expand: a
 // subscript holding $ or a backquote, as in a[$(id)].
 var arithSubscriptRe = regexp.MustCompile("\\[[^\\]]*[$`]")
@@ -315,6 +318,18 @@ func separate(p piece, before, out string) (string, error) {
 	case ctxDouble:
 		if isNameChar(first) && trailingVarName(before, true) {
 			return `""` + out, nil
+		}
+	case ctxDollarSingle:
+		// An escape left open before the value (\0, \x4, \u12, \c) would
+		// take the value's first characters; close and reopen the quotes.
+		if loc := openEscapeRe.FindStringIndex(before); loc != nil {
+			bs := 0
+			for j := loc[0] - 1; j >= 0 && before[j] == '\\'; j-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				return `'$'` + out, nil
+			}
 		}
 	case ctxPwshDouble:
 		if (isNameChar(first) || first == ':') && trailingVarName(before, true) {

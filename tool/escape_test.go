@@ -379,3 +379,24 @@ func TestTestArithmetic(t *testing.T) {
 		t.Errorf("after ]]: %v", err)
 	}
 }
+
+// TestDollarSingleOpenEscape: an escape left open before the value in
+// $'...' never takes the value's characters.
+func TestDollarSingleOpenEscape(t *testing.T) {
+	for _, pre := range []string{`\x4`, `\u00`, `\U0000004`, `\cA`, `\1`, `\\`, `\\x4`} {
+		tmpl := `printf '%s\0' $'` + pre + `{X}'`
+		want, err := exec.Command("/bin/bash", "-c", `printf '%s' $'`+pre+`'`).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"1", "41", "ff", "x"} {
+			b, err := bindCmd(t, ExecBash, "", tmpl, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runWords(t, b.Steps[0].Argv); !equalWords(got, []string{string(want) + v}) {
+				t.Errorf("%s with %q: script %s: got %q want %q", tmpl, v, b.Steps[0].Command, got, string(want)+v)
+			}
+		}
+	}
+}
