@@ -331,6 +331,11 @@ func separate(p piece, before, out string) (string, error) {
 				return `'$'` + out, nil
 			}
 		}
+	case ctxPwshBare:
+		// @' opens a here-string or splat; keep a quoted value clear of it.
+		if strings.HasSuffix(before, "@") {
+			return "", fmt.Errorf("substitute {%s}: a PowerShell reference right after @ is not supported; put a space or quotes between them: %w", p.ref, ErrUnsafeContext)
+		}
 	case ctxPwshDouble:
 		if (isNameChar(first) || first == ':') && trailingVarName(before, true) {
 			return "$()" + out, nil

@@ -322,6 +322,9 @@ func TestPwshEscaping(t *testing.T) {
 			t.Errorf("argv: %q", b.Steps[0].Argv)
 		}
 	}
+	if _, err := bindCmd(t, ExecPwsh, "", "Write-Output @{X}", "\nx"); !errors.Is(err, ErrUnsafeContext) {
+		t.Errorf("after @: want ErrUnsafeContext, got %v", err)
+	}
 	if _, err := bindCmd(t, ExecPwsh, "", "$s = @'\n{X}\n'@", "x"); !errors.Is(err, ErrUnsafeContext) {
 		t.Errorf("here-string: want ErrUnsafeContext, got %v", err)
 	}
