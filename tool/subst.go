@@ -44,6 +44,9 @@ func (s Syntax) String() string {
 	return fmt.Sprintf("syntax(%d)", int(s))
 }
 
+// MarshalText writes the syntax name, so JSON shows "bash", not a number.
+func (s Syntax) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // qctx is the quoting context a placeholder sits in.
 type qctx int
 
