@@ -242,12 +242,17 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		<-waited
 	})
 	child.Close()
+	// On cgroup v1 the init is moved into the run's cgroup now. The move
+	// waits for an RCU grace period (milliseconds), so it overlaps with
+	// the init building the root: the init itself is trusted, and no
+	// command can run before Start returns, which waits for the move.
+	moved := make(chan error, 1)
 	if cg != nil && cg.Version() == 1 {
-		// The init waits for its config frame; nothing runs before this.
-		if err := cg.AddProc(cmd.Process.Pid); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-		}
+		go func() { moved <- cg.AddProc(cmd.Process.Pid) }()
+	} else {
+		moved <- nil
 	}
+	undo = append(undo, func() { <-moved })
 
 	cl.KillGrace = p.Limits.KillGrace
 	cfg := initConfig(p)
@@ -264,6 +269,11 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
+	if err := <-moved; err != nil {
+		moved <- nil // for the undo
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	moved <- nil
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
 }
 
@@ -434,8 +444,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 	t.Stop()
 	var errs []error
 	if s.cg != nil {
-		if err := s.cg.Kill(ctx); err != nil {
-			errs = append(errs, err)
+		if pids, err := s.cg.Procs(); err != nil || len(pids) > 0 {
+			if err := s.cg.Kill(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	select {
