@@ -340,3 +340,22 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 	sb.Close(context.Background())
 	assertNothingLeft(t, p.RunID)
 }
+
+// A writable grant that holds a symlink cannot redirect a nested grant's
+// mountpoint out of the sandbox (nor make the init create files there).
+func TestNestedGrantThroughSymlinkRefused(t *testing.T) {
+	needRoot(t)
+	outer := t.TempDir()
+	victim := t.TempDir()
+	src := t.TempDir()
+	os.Symlink(victim, outer+"/sub")
+	p := testPlan(t, sandbox.PrivSameAsUser, sandbox.WithWriteBind(outer, "/work"), sandbox.WithReadBind(src, "/work/sub/x"))
+	_, err := process.New().Start(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("err = %v", err)
+	}
+	if ents, _ := os.ReadDir(victim); len(ents) != 0 {
+		t.Fatalf("init created %v through the symlink", ents)
+	}
+	assertNothingLeft(t, p.RunID)
+}
