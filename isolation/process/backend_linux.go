@@ -316,16 +316,13 @@ type sandbox struct {
 	final  *isolation.Stats // read just before the cgroup went away
 }
 
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // Exec runs cmd through the init.
 func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	if s.isClosed() {
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: %w", s.plan.RunID, isolation.ErrClosed)
+	s.mu.Lock()
+	gone := s.closed || s.killed
+	s.mu.Unlock()
+	if gone {
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: killed or closed: %w", s.plan.RunID, isolation.ErrClosed)
 	}
 	exit, err := s.cl.Exec(ctx, cmd, stdio)
 	if errors.Is(err, sbinit.ErrInitGone) {
@@ -366,24 +363,22 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 		return nil
 	}
 	_ = s.cg.Signal(syscall.SIGTERM)
+	// The init forwards the SIGTERM and outlives it; wait for the rest.
 	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := waitEmpty(gctx, s.cg)
+	_ = waitEmpty(gctx, s.cg, s.cmd.Process.Pid)
 	cancel()
-	if err == nil {
-		return nil
-	}
 	if err := s.cg.Kill(ctx); err != nil {
 		return fmt.Errorf("kill sandbox %s: %w", s.plan.RunID, err)
 	}
 	return nil
 }
 
-// waitEmpty waits until the cgroup has no process or ctx ends.
-func waitEmpty(ctx context.Context, cg cgroup.Group) error {
+// waitEmpty waits until the cgroup has no process but except, or ctx ends.
+func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
 	delay := 500 * time.Microsecond
 	for {
 		pids, err := cg.Procs()
-		if err != nil || len(pids) == 0 {
+		if err != nil || len(pids) == 0 || len(pids) == 1 && pids[0] == except {
 			return nil
 		}
 		t := time.NewTimer(delay)
