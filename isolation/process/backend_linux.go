@@ -227,13 +227,18 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
-	// Pdeathsig fires when the starting thread exits: keep it on one that
-	// the runtime does not retire.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox init: %w", err)
+	cl.KillGrace = p.Limits.KillGrace
+	cfg := initConfig(p)
+	if !confined {
+		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	}
+	// The config waits in the socketpair for the init to start.
+	if err := cl.SendConfig(cfg); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	mover, _ := cg.(cgroup.SelfMover)
+	if err := startInit(cmd, mover); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	waited := make(chan struct{})
 	go func() { cmd.Wait(); close(waited) }()
@@ -242,24 +247,8 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		<-waited
 	})
 	child.Close()
-	// On cgroup v1 the init is moved into the run's cgroup now. The move
-	// waits for an RCU grace period (milliseconds), so it overlaps with
-	// the init building the root: the init itself is trusted, and no
-	// command can run before Start returns, which waits for the move.
-	moved := make(chan error, 1)
-	if cg != nil && cg.Version() == 1 {
-		go func() { moved <- cg.AddProc(cmd.Process.Pid) }()
-	} else {
-		moved <- nil
-	}
-	undo = append(undo, func() { <-moved })
 
-	cl.KillGrace = p.Limits.KillGrace
-	cfg := initConfig(p)
-	if !confined {
-		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
-	}
-	if _, err := cl.Handshake(ctx, cfg); err != nil {
+	if _, err := cl.WaitReady(ctx); err != nil {
 		if errors.Is(err, sbinit.ErrInitGone) {
 			_ = cmd.Process.Kill()
 			<-waited
@@ -269,12 +258,55 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
-	if err := <-moved; err != nil {
-		moved <- nil // for the undo
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-	}
-	moved <- nil
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// startInit starts cmd so that the init is inside the run's cgroup before
+// it runs an instruction: on cgroup v2 it is cloned into it
+// (CLONE_INTO_CGROUP, set up by the caller); on v1 (mover set) the
+// starting thread moves itself into the cgroup, forks, and moves back.
+// Moving another process would wait for an RCU grace period in the kernel;
+// a thread moving itself does not.
+//
+// The starting thread is also the init's parent for Pdeathsig, which fires
+// when that thread exits: it stays locked only while starting, and the
+// runtime does not retire unlocked threads.
+func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if mover == nil {
+			err := cmd.Start()
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		leave, stuck, err := mover.EnterSelf()
+		if err != nil {
+			if !stuck {
+				runtime.UnlockOSThread()
+			}
+			// A stuck thread stays locked: it is retired with this
+			// goroutine instead of running other code in the cgroup.
+			errc <- err
+			return
+		}
+		serr := cmd.Start()
+		if err := leave(); err != nil {
+			if serr == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			errc <- err
+			return
+		}
+		runtime.UnlockOSThread()
+		if serr != nil {
+			serr = fmt.Errorf("start sandbox init: %w", serr)
+		}
+		errc <- serr
+	}()
+	return <-errc
 }
 
 // initConfig is what the init needs of the plan.
