@@ -62,7 +62,6 @@ func runInit(args []string) int {
 		pid1:  os.Getpid() == 1,
 		byPid: make(map[int]uint64),
 		pgids: make(map[uint64]int),
-		spawn: make(chan spawnRequest),
 	}
 	m, fds, err := st.c.recv()
 	for _, fd := range fds {
@@ -94,11 +93,9 @@ func runInit(args []string) int {
 		return 1
 	}
 	go st.signals(sigs)
-	go st.readLoop()
-	// The locked main thread forks every command.
-	for r := range st.spawn {
-		st.start(r)
-	}
+	// The request loop runs on the locked main thread, which forks every
+	// command itself: no hand-off to another thread per exec.
+	st.readLoop()
 	return 0
 }
 
@@ -268,7 +265,7 @@ func (st *initState) readLoop() {
 				_ = st.c.send(&Message{Type: MsgExit, ID: m.ID, Code: 126, Error: "malformed exec request"})
 				continue
 			}
-			st.spawn <- spawnRequest{id: m.ID, req: m.Exec, fds: fds}
+			st.start(spawnRequest{id: m.ID, req: m.Exec, fds: fds})
 		case MsgSignal:
 			closeFDs(fds)
 			st.signal(m.ID, syscall.Signal(m.Signal))
@@ -366,7 +363,8 @@ func (st *initState) reap() {
 	}
 }
 
-// start forks and execs one command. It runs on the locked main thread.
+// start forks and execs one command. It runs on the locked main thread,
+// whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
