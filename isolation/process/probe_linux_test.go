@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,6 +68,10 @@ func syscallProbe() {
 	}
 	fmt.Printf("socket_unix=%s\n", errnoName(err))
 	try("chroot", unix.SYS_CHROOT, uintptr(0), 0, 0)
+	// Go's os/exec (pidfd, clone3 where it wants it) must still work.
+	fmt.Printf("go_exec=%s\n", errnoName(exec.Command("/bin/true").Run()))
+	// So must a shell's fork and glibc's posix_spawn (clone3 -> clone).
+	fmt.Printf("sh_spawn=%s\n", errnoName(exec.Command("/bin/sh", "-c", "/bin/true | /bin/cat").Run()))
 }
 
 // egressProbe talks through the init's loopback relay.
@@ -154,10 +159,11 @@ func TestSeccompInSandbox(t *testing.T) {
 			"clone_newns": "EPERM", "clone_newuser": "EPERM", "clone3": "ENOSYS", "unshare": "EPERM",
 			"keyctl": "EPERM", "io_uring_setup": "EPERM", "bpf": "EPERM", "ptrace": "EPERM",
 			"personality_bad": "EPERM", "personality_query": "ok", "socket_packet": "EPERM", "socket_unix": "ok",
+			"go_exec": "ok", "sh_spawn": "ok",
 		},
 		sandbox.PrivReduced: {
 			"clone_newns": "EPERM", "clone3": "ENOSYS", "socket_packet": "EAFNOSUPPORT", "socket_unix": "ok",
-			"chroot": "EPERM",
+			"chroot": "EPERM", "go_exec": "ok",
 		},
 	}
 	for priv, checks := range want {
