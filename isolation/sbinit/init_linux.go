@@ -37,10 +37,12 @@ type initState struct {
 	c    *conn
 	pid1 bool
 
-	mu    sync.Mutex        // held across fork+register and across reaping
-	byPid map[int]uint64    // running command pid -> id
-	pgids map[uint64]int    // command id -> process group
-	spawn chan spawnRequest // served on the locked main thread
+	mu     sync.Mutex        // held across fork+register and across reaping
+	byPid  map[int]uint64    // running command pid -> id
+	pgids  map[uint64]int    // command id -> process group
+	spawn  chan spawnRequest // served on the locked main thread
+	setsid bool
+	cwd    string // default working directory (the spec's)
 }
 
 type spawnRequest struct {
@@ -60,7 +62,6 @@ func runInit(args []string) int {
 		pid1:  os.Getpid() == 1,
 		byPid: make(map[int]uint64),
 		pgids: make(map[uint64]int),
-		spawn: make(chan spawnRequest),
 	}
 	m, fds, err := st.c.recv()
 	for _, fd := range fds {
@@ -75,6 +76,15 @@ func runInit(args []string) int {
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
+	st.setsid = m.Config.NewSession
+	if p := m.Config.Spec; p != nil && p.Process != nil {
+		st.cwd = p.Process.Cwd
+	}
+	if !st.pid1 {
+		// Outside a pid namespace, orphans of the commands still come
+		// to the init to be reaped.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	if err := setup(m.Config); err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
@@ -83,11 +93,9 @@ func runInit(args []string) int {
 		return 1
 	}
 	go st.signals(sigs)
-	go st.readLoop()
-	// The locked main thread forks every command.
-	for r := range st.spawn {
-		st.start(r)
-	}
+	// The request loop runs on the locked main thread, which forks every
+	// command itself: no hand-off to another thread per exec.
+	st.readLoop()
 	return 0
 }
 
@@ -174,31 +182,69 @@ func loopbackUp() error {
 	return nil
 }
 
-// startEgressRelay relays 127.0.0.1:Port to the egress Unix socket.
+// startEgressRelay relays 127.0.0.1:Port (and each localhost port) to the
+// egress Unix socket.
 func startEgressRelay(e *EgressRelay) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Port)))
-	if err != nil {
-		return fmt.Errorf("listen for egress on port %d: %w", e.Port, err)
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go relay(c, e.Socket)
+	listen := func(port int, connect bool) error {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("listen for egress on port %d: %w", port, err)
 		}
-	}()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				target := ""
+				if connect {
+					target = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+				}
+				go relay(c, e.Socket, target)
+			}
+		}()
+		return nil
+	}
+	if err := listen(e.Port, false); err != nil {
+		return err
+	}
+	for _, p := range e.LocalhostPorts {
+		if err := listen(p, true); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func relay(c net.Conn, socket string) {
+// relay copies c to and from a new connection to socket; with target set
+// it first asks the proxy to CONNECT there.
+func relay(c net.Conn, socket, target string) {
 	defer c.Close()
 	u, err := net.Dial("unix", socket)
 	if err != nil {
 		return
 	}
 	defer u.Close()
+	if target != "" {
+		if _, err := fmt.Fprintf(u, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
+			return
+		}
+		// Read the answer byte by byte so no tunnelled data is consumed.
+		var head []byte
+		var b [1]byte
+		for !strings.HasSuffix(string(head), "\r\n\r\n") {
+			if len(head) > 8192 {
+				return
+			}
+			if _, err := u.Read(b[:]); err != nil {
+				return
+			}
+			head = append(head, b[0])
+		}
+		if f := strings.Fields(string(head)); len(f) < 2 || !strings.HasPrefix(f[1], "2") {
+			return
+		}
+	}
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
 	go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
@@ -219,7 +265,7 @@ func (st *initState) readLoop() {
 				_ = st.c.send(&Message{Type: MsgExit, ID: m.ID, Code: 126, Error: "malformed exec request"})
 				continue
 			}
-			st.spawn <- spawnRequest{id: m.ID, req: m.Exec, fds: fds}
+			st.start(spawnRequest{id: m.ID, req: m.Exec, fds: fds})
 		case MsgSignal:
 			closeFDs(fds)
 			st.signal(m.ID, syscall.Signal(m.Signal))
@@ -317,7 +363,8 @@ func (st *initState) reap() {
 	}
 }
 
-// start forks and execs one command. It runs on the locked main thread.
+// start forks and execs one command. It runs on the locked main thread,
+// whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
@@ -325,6 +372,9 @@ func (st *initState) start(r spawnRequest) {
 		_ = st.c.send(&Message{Type: MsgExit, ID: r.id, Code: code, Error: msg})
 	}
 	cwd := r.req.Cwd
+	if cwd == "" {
+		cwd = st.cwd
+	}
 	if cwd == "" {
 		cwd = "/"
 	}
@@ -341,7 +391,7 @@ func (st *initState) start(r spawnRequest) {
 		Dir:   cwd,
 		Env:   r.req.Env,
 		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()
 	pid, err := syscall.ForkExec(path, r.req.Args, attr)
