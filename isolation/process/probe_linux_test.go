@@ -117,14 +117,14 @@ func TestEgressRelay(t *testing.T) {
 				return
 			}
 			br := bufio.NewReader(c)
-			line, _ := br.Peek(7)
-			if string(line) == "CONNECT" {
-				req, _ := br.ReadString('\n')
-				for l, _ := br.ReadString('\n'); l != "\r\n" && l != ""; l, _ = br.ReadString('\n') {
-				}
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n\r\n")
+			first, _ := br.Peek(1)
+			if len(first) == 1 && first[0] == 0 {
+				// The egress bridge's localhost preamble: 00 'L' 01 PORT.
+				var pre [5]byte
+				io.ReadFull(br, pre[:])
+				c.Write([]byte{0})
 				b, _ := io.ReadAll(br)
-				fmt.Fprintf(c, "tunnel %s:%s", strings.Fields(req)[1], b)
+				fmt.Fprintf(c, "tunnel 127.0.0.1:%d:%s", int(pre[3])<<8|int(pre[4]), b)
 			} else {
 				b, _ := io.ReadAll(br)
 				fmt.Fprintf(c, "pong:%s", b)
