@@ -23,7 +23,6 @@ func newController() *sandbox.Controller {
 	}
 }
 
-
 // containerChecks reports the container tier; filled in by the container
 // backend.
 func containerChecks(c *cli.Context) []check { return nil }
