@@ -182,17 +182,17 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		fail(StatusError, CodeInitFailed, fmt.Sprintf("create runtime dir %s: %v", c.RuntimeDir, err), "set SANDBOXED_RUNTIME_DIR to a writable directory")
 		return
 	}
+	release, err := holdRun(p.RunID)
+	if err != nil {
+		fail(StatusError, CodeInitFailed, err.Error(), "")
+		return
+	}
+	defer release()
 	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
 		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
 		return
 	}
-	release, err := holdRun(p.HostDir)
-	if err != nil {
-		os.RemoveAll(p.HostDir)
-		fail(StatusError, CodeInitFailed, err.Error(), "")
-		return
-	}
-	defer func() { release(); os.RemoveAll(p.HostDir) }()
+	defer os.RemoveAll(p.HostDir)
 	// Reap what crashed runs left, alongside this run's start.
 	gcDone := make(chan struct{})
 	go func() {

@@ -4,44 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
 )
 
-// A run is live while its controller holds an exclusive flock on
-// RUNTIME/<run-id>/lock. The kernel drops the lock when the controller
-// dies, however it dies, so gc can tell a crashed run's leftovers from a
-// run in progress in another process.
-const lockName = "lock"
+// A run is live while its controller holds the abstract Unix socket
+// "@sandboxed/run/<run-id>". The kernel releases it when the controller
+// dies, however it dies, and the name does not depend on any directory or
+// environment variable, so a gc in any process — whatever its
+// SANDBOXED_RUNTIME_DIR — can tell a crashed run's leftovers from a run in
+// progress. A run takes it before it makes any host resource.
+func liveName(runID string) string { return "@sandboxed/run/" + runID }
 
-// holdRun takes the run's lock in its host directory. The caller must
-// call the returned release before removing the directory.
-func holdRun(hostDir string) (release func(), err error) {
-	f, err := os.OpenFile(filepath.Join(hostDir, lockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+// holdRun marks runID live. The caller must call release when the run's
+// resources are gone.
+func holdRun(runID string) (release func(), err error) {
+	l, err := net.Listen("unix", liveName(runID))
 	if err != nil {
-		return nil, fmt.Errorf("create run lock: %w", err)
+		return nil, fmt.Errorf("mark run %s live: %w", runID, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock run: %w", err)
-	}
-	return func() { f.Close() }, nil
+	return func() { l.Close() }, nil
 }
 
 // Live reports whether the run runID is in progress in some process.
 func (c *Controller) Live(runID string) bool {
-	f, err := os.Open(filepath.Join(c.RuntimeDir, runID, lockName))
+	l, err := net.Listen("unix", liveName(runID))
 	if err != nil {
-		// No lock file: either the run is over, or its host directory is
-		// being made this instant; a run's resources are only created
-		// after its lock is held, so there is nothing of it to reap.
-		return false
+		return errors.Is(err, syscall.EADDRINUSE)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
-		return true
-	}
+	l.Close()
 	return false
 }
 

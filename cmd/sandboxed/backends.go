@@ -23,10 +23,6 @@ func newController() *sandbox.Controller {
 	}
 }
 
-// newEgressStarter returns nil until the egress proxy is wired in: network
-// grants are then refused with a clear error.
-func newEgressStarter() sandbox.EgressStarter { return nil }
-
 // containerChecks reports the container tier; filled in by the container
 // backend.
 func containerChecks(c *cli.Context) []check { return nil }

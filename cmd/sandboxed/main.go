@@ -26,6 +26,10 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+			toolCommand,
+			permissionsCommand,
+			policyCommand,
+			auditCommand,
 			doctorCommand,
 			gcCommand,
 			versionCommand,

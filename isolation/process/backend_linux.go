@@ -227,13 +227,18 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
-	// Pdeathsig fires when the starting thread exits: keep it on one that
-	// the runtime does not retire.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox init: %w", err)
+	cl.KillGrace = p.Limits.KillGrace
+	cfg := initConfig(p)
+	if !confined {
+		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	}
+	// The config waits in the socketpair for the init to start.
+	if err := cl.SendConfig(cfg); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	mover, _ := cg.(cgroup.SelfMover)
+	if err := startInit(cmd, mover); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	waited := make(chan struct{})
 	go func() { cmd.Wait(); close(waited) }()
@@ -242,19 +247,8 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		<-waited
 	})
 	child.Close()
-	if cg != nil && cg.Version() == 1 {
-		// The init waits for its config frame; nothing runs before this.
-		if err := cg.AddProc(cmd.Process.Pid); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-		}
-	}
 
-	cl.KillGrace = p.Limits.KillGrace
-	cfg := initConfig(p)
-	if !confined {
-		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
-	}
-	if _, err := cl.Handshake(ctx, cfg); err != nil {
+	if _, err := cl.WaitReady(ctx); err != nil {
 		if errors.Is(err, sbinit.ErrInitGone) {
 			_ = cmd.Process.Kill()
 			<-waited
@@ -265,6 +259,54 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// startInit starts cmd so that the init is inside the run's cgroup before
+// it runs an instruction: on cgroup v2 it is cloned into it
+// (CLONE_INTO_CGROUP, set up by the caller); on v1 (mover set) the
+// starting thread moves itself into the cgroup, forks, and moves back.
+// Moving another process would wait for an RCU grace period in the kernel;
+// a thread moving itself does not.
+//
+// The starting thread is also the init's parent for Pdeathsig, which fires
+// when that thread exits: it stays locked only while starting, and the
+// runtime does not retire unlocked threads.
+func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if mover == nil {
+			err := cmd.Start()
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		leave, stuck, err := mover.EnterSelf()
+		if err != nil {
+			if !stuck {
+				runtime.UnlockOSThread()
+			}
+			// A stuck thread stays locked: it is retired with this
+			// goroutine instead of running other code in the cgroup.
+			errc <- err
+			return
+		}
+		serr := cmd.Start()
+		if err := leave(); err != nil {
+			if serr == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			errc <- err
+			return
+		}
+		runtime.UnlockOSThread()
+		if serr != nil {
+			serr = fmt.Errorf("start sandbox init: %w", serr)
+		}
+		errc <- serr
+	}()
+	return <-errc
 }
 
 // initConfig is what the init needs of the plan.
@@ -306,16 +348,13 @@ type sandbox struct {
 	final  *isolation.Stats // read just before the cgroup went away
 }
 
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // Exec runs cmd through the init.
 func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	if s.isClosed() {
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: %w", s.plan.RunID, isolation.ErrClosed)
+	s.mu.Lock()
+	gone := s.closed || s.killed
+	s.mu.Unlock()
+	if gone {
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: killed or closed: %w", s.plan.RunID, isolation.ErrClosed)
 	}
 	exit, err := s.cl.Exec(ctx, cmd, stdio)
 	if errors.Is(err, sbinit.ErrInitGone) {
@@ -356,24 +395,22 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 		return nil
 	}
 	_ = s.cg.Signal(syscall.SIGTERM)
+	// The init forwards the SIGTERM and outlives it; wait for the rest.
 	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := waitEmpty(gctx, s.cg)
+	_ = waitEmpty(gctx, s.cg, s.cmd.Process.Pid)
 	cancel()
-	if err == nil {
-		return nil
-	}
 	if err := s.cg.Kill(ctx); err != nil {
 		return fmt.Errorf("kill sandbox %s: %w", s.plan.RunID, err)
 	}
 	return nil
 }
 
-// waitEmpty waits until the cgroup has no process or ctx ends.
-func waitEmpty(ctx context.Context, cg cgroup.Group) error {
+// waitEmpty waits until the cgroup has no process but except, or ctx ends.
+func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
 	delay := 500 * time.Microsecond
 	for {
 		pids, err := cg.Procs()
-		if err != nil || len(pids) == 0 {
+		if err != nil || len(pids) == 0 || len(pids) == 1 && pids[0] == except {
 			return nil
 		}
 		t := time.NewTimer(delay)
@@ -434,8 +471,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 	t.Stop()
 	var errs []error
 	if s.cg != nil {
-		if err := s.cg.Kill(ctx); err != nil {
-			errs = append(errs, err)
+		if pids, err := s.cg.Procs(); err != nil || len(pids) > 0 {
+			if err := s.cg.Kill(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	select {

@@ -1,19 +1,20 @@
 package sbinit
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 )
 
 // IsInit reports whether this process was started as a sandbox init. A
@@ -62,7 +63,6 @@ func runInit(args []string) int {
 		pid1:  os.Getpid() == 1,
 		byPid: make(map[int]uint64),
 		pgids: make(map[uint64]int),
-		spawn: make(chan spawnRequest),
 	}
 	m, fds, err := st.c.recv()
 	for _, fd := range fds {
@@ -94,11 +94,9 @@ func runInit(args []string) int {
 		return 1
 	}
 	go st.signals(sigs)
-	go st.readLoop()
-	// The locked main thread forks every command.
-	for r := range st.spawn {
-		st.start(r)
-	}
+	// The request loop runs on the locked main thread, which forks every
+	// command itself: no hand-off to another thread per exec.
+	st.readLoop()
 	return 0
 }
 
@@ -185,74 +183,16 @@ func loopbackUp() error {
 	return nil
 }
 
-// startEgressRelay relays 127.0.0.1:Port (and each localhost port) to the
-// egress Unix socket.
+// startEgressRelay opens the in-sandbox listeners of the egress bridge —
+// 127.0.0.1:Port for the proxy and each granted localhost port — while the
+// init still has its privileges, then serves them for the sandbox's life.
 func startEgressRelay(e *EgressRelay) error {
-	listen := func(port int, connect bool) error {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return fmt.Errorf("listen for egress on port %d: %w", port, err)
-		}
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				target := ""
-				if connect {
-					target = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-				}
-				go relay(c, e.Socket, target)
-			}
-		}()
-		return nil
-	}
-	if err := listen(e.Port, false); err != nil {
-		return err
-	}
-	for _, p := range e.LocalhostPorts {
-		if err := listen(p, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// relay copies c to and from a new connection to socket; with target set
-// it first asks the proxy to CONNECT there.
-func relay(c net.Conn, socket, target string) {
-	defer c.Close()
-	u, err := net.Dial("unix", socket)
+	r, err := egress.ListenRelay(egress.RelayConfig{SocketPath: e.Socket, ProxyPort: e.Port, LocalhostPorts: e.LocalhostPorts})
 	if err != nil {
-		return
+		return fmt.Errorf("start egress relay: %w", err)
 	}
-	defer u.Close()
-	if target != "" {
-		if _, err := fmt.Fprintf(u, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
-			return
-		}
-		// Read the answer byte by byte so no tunnelled data is consumed.
-		var head []byte
-		var b [1]byte
-		for !strings.HasSuffix(string(head), "\r\n\r\n") {
-			if len(head) > 8192 {
-				return
-			}
-			if _, err := u.Read(b[:]); err != nil {
-				return
-			}
-			head = append(head, b[0])
-		}
-		if f := strings.Fields(string(head)); len(f) < 2 || !strings.HasPrefix(f[1], "2") {
-			return
-		}
-	}
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	<-done
-	<-done
+	r.Serve(context.Background())
+	return nil
 }
 
 func (st *initState) readLoop() {
@@ -268,7 +208,7 @@ func (st *initState) readLoop() {
 				_ = st.c.send(&Message{Type: MsgExit, ID: m.ID, Code: 126, Error: "malformed exec request"})
 				continue
 			}
-			st.spawn <- spawnRequest{id: m.ID, req: m.Exec, fds: fds}
+			st.start(spawnRequest{id: m.ID, req: m.Exec, fds: fds})
 		case MsgSignal:
 			closeFDs(fds)
 			st.signal(m.ID, syscall.Signal(m.Signal))
@@ -366,7 +306,8 @@ func (st *initState) reap() {
 	}
 }
 
-// start forks and execs one command. It runs on the locked main thread.
+// start forks and execs one command. It runs on the locked main thread,
+// whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
