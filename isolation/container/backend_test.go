@@ -151,6 +151,9 @@ func TestEngineUnreachable(t *testing.T) {
 	if err != nil || r.Reachable || r.OK() || len(r.Problems) == 0 {
 		t.Errorf("Probe = %+v, %v", r, err)
 	}
+	if c := r.Checks(); len(c) != 1 || c[0].OK || !strings.Contains(c[0].Fix, "systemctl start docker") {
+		t.Errorf("Checks of an unreachable engine = %+v", c)
+	}
 }
 
 func TestCheckEngineFeatures(t *testing.T) {
@@ -320,6 +323,17 @@ func TestProbe(t *testing.T) {
 	// The fake image carries no labels: it is not an up-to-date runner.
 	if r.ImageUpToDate || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], images.BuildCommand) {
 		t.Errorf("Probe problems %q", r.Problems)
+	}
+	checks := r.Checks()
+	if len(checks) != 6 {
+		t.Fatalf("Checks = %+v", checks)
+	}
+	for _, c := range checks {
+		// All pass; the image is present but out of date, which runs
+		// survive, and says how to rebuild.
+		if !c.OK || c.Name == "runner image" && c.Fix != "run: "+images.BuildCommand {
+			t.Errorf("check %+v", c)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package container
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 
@@ -27,8 +28,76 @@ type ProbeResult struct {
 	ImagePresent   bool     `json:"image_present"`
 	ImageUpToDate  bool     `json:"image_up_to_date"`
 	ImageID        string   `json:"image_id,omitempty"`
+	// InitStatic is false when the init binary is not a static ELF.
+	InitStatic bool `json:"init_static"`
 	// Problems say what keeps the tier from working, each with its fix.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// ProbeCheck is one line of `sandboxed doctor` for the container tier.
+type ProbeCheck struct {
+	Name   string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Checks renders the probe as doctor lines. Optional features (runsc,
+// user namespace remapping) are OK when absent; their detail says what
+// needs them.
+func (r *ProbeResult) Checks() []ProbeCheck {
+	engine := ProbeCheck{Name: "docker engine", OK: r.Reachable, Detail: r.Host}
+	if r.Reachable {
+		engine.Detail = fmt.Sprintf("%s: engine %s, API %s (client speaks %s), cgroup v%s (%s)", r.Host, r.ServerVersion, r.ServerAPI, r.APIVersion, r.CgroupVersion, r.CgroupDriver)
+	} else {
+		engine.Fix = "start the Docker engine (systemctl start docker) or set DOCKER_HOST"
+	}
+	out := []ProbeCheck{engine}
+	if !r.Reachable {
+		return out
+	}
+	out = append(out,
+		ProbeCheck{Name: "seccomp", OK: r.Seccomp, Detail: "the engine loads seccomp profiles", Fix: fixIf(!r.Seccomp, "use a Docker engine built with seccomp support")},
+		ProbeCheck{Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "installed (plans may ask for runtime runsc)", "not installed (only plans that ask for it need it)")},
+		ProbeCheck{Name: "userns remap", OK: true, Detail: yesNo(r.UsernsRemap, "on: elevated runs are allowed", "off: elevated runs are refused in containers"),
+			Fix: fixIf(!r.UsernsRemap, `for elevated runs: "userns-remap": "default" in /etc/docker/daemon.json, then restart Docker`)},
+	)
+	img := ProbeCheck{Name: "runner image", OK: r.ImagePresent, Detail: r.Image}
+	switch {
+	case !r.ImagePresent:
+		img.Detail += " is missing"
+		img.Fix = "run: " + images.BuildCommandFor(r.Image)
+	case !r.ImageUpToDate:
+		img.Detail += " is out of date (" + shortID(r.ImageID) + ")"
+		img.Fix = "run: " + images.BuildCommandFor(r.Image)
+	default:
+		img.Detail += " is up to date (" + shortID(r.ImageID) + ")"
+	}
+	out = append(out, img, ProbeCheck{Name: "init binary", OK: r.InitStatic, Detail: yesNo(r.InitStatic, "static: runs in any image", "dynamically linked"),
+		Fix: fixIf(!r.InitStatic, "build sandboxed with CGO_ENABLED=0")})
+	return out
+}
+
+func yesNo(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+func fixIf(b bool, fix string) string {
+	if b {
+		return fix
+	}
+	return ""
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // OK reports whether the container tier can run plans that need nothing
@@ -96,6 +165,8 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 	}
 	if err := b.checkInitBinary(); err != nil {
 		r.Problems = append(r.Problems, err.Error())
+	} else {
+		r.InitStatic = true
 	}
 	return r, nil
 }
