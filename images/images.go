@@ -53,7 +53,7 @@ const Suite = "bookworm"
 // inside the runner image besides the essential set of a minbase system.
 var Packages = []string{
 	"bash", "ca-certificates", "coreutils", "curl", "findutils",
-	"grep", "jq", "python3", "sed",
+	"grep", "jq", "python3", "sed", "wget",
 }
 
 // BuildCommandFor returns the command that builds the image name.
