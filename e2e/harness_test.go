@@ -78,6 +78,13 @@ func setup() (int, error) {
 	if !env.docker {
 		return 1, fmt.Errorf("no Docker engine answers (docker info failed); start it or run .ci/prepare.sh")
 	}
+	// The container tier's runner image: built once (a few minutes on a
+	// fresh machine, a no-op when up to date).
+	img := exec.Command(env.bin, "images", "build")
+	img.Stdout, img.Stderr = os.Stderr, os.Stderr
+	if err := img.Run(); err != nil {
+		return 1, fmt.Errorf("build the runner image: %v", err)
+	}
 	if err := setupNet(root); err != nil {
 		teardownNet()
 		return 1, fmt.Errorf("set up the test network: %w", err)
