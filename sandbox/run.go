@@ -16,6 +16,10 @@ import (
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
+// ApproveIsolationProcess approves running a container-tier tool in the
+// process tier (--isolation process).
+const ApproveIsolationProcess = "isolation-process"
+
 // Request is one `sandboxed run`: a loaded definition, its arguments, and
 // what the operator and the caller said.
 type Request struct {
@@ -96,11 +100,26 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
 	}
 
-	if err := policy.ValidateApprovals(req.Approvals); err != nil {
+	// --isolation may weaken the definition's tier only with an approval:
+	// isolation-none (decided by the policy) or isolation-process (here).
+	var approvals []string
+	downgradeOK := false
+	for _, a := range req.Approvals {
+		if a == ApproveIsolationProcess {
+			downgradeOK = true
+			continue
+		}
+		approvals = append(approvals, a)
+	}
+	if err := policy.ValidateApprovals(approvals); err != nil {
 		return refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
 	}
+	if req.Isolation == string(tool.IsolationProcess) && def.Security.Isolation == tool.IsolationContainer && !downgradeOK {
+		msg := fmt.Sprintf("--isolation process is weaker than the container isolation %s asks for", def.Name)
+		return refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
+	}
 	preq := policy.NewRequest(def, grants, cwd, home)
-	preq.Approvals = req.Approvals
+	preq.Approvals = approvals
 	if req.Isolation != "" {
 		preq.Isolation = tool.Isolation(req.Isolation)
 	}
