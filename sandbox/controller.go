@@ -193,13 +193,14 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		return
 	}
 	defer os.RemoveAll(p.HostDir)
-	// Reap what crashed runs left, alongside this run's start.
+	// Reap what crashed runs of this tier left, alongside this run's start
+	// (`sandboxed gc` covers every tier).
 	gcDone := make(chan struct{})
 	go func() {
 		defer close(gcDone)
 		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer gcancel()
-		_, _ = c.GC(gctx)
+		_, _ = c.gc(gctx, b)
 	}()
 	defer func() { <-gcDone }()
 	if job.Prepare != nil {

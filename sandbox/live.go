@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // A run is live while its controller holds the abstract Unix socket
@@ -42,9 +44,17 @@ func (c *Controller) Live(runID string) bool {
 // cgroups, containers and mounts, then stale run directories and sockets.
 // Live runs (see Live) are not touched.
 func (c *Controller) GC(ctx context.Context) ([]string, error) {
+	var bs []isolation.Backend
+	for _, b := range c.Backends {
+		bs = append(bs, b)
+	}
+	return c.gc(ctx, bs...)
+}
+
+func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]string, error) {
 	var reaped []string
 	var errs []error
-	for _, b := range c.Backends {
+	for _, b := range backends {
 		r, err := b.GC(ctx, c.Live)
 		reaped = append(reaped, r...)
 		if err != nil {
