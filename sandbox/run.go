@@ -96,9 +96,9 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
 	}
-	if err := ResolveMounts(grants, !req.DryRun); err != nil {
-		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
-	}
+	// A path that cannot be resolved is reported after the policy: a
+	// denied path is denied whether or not it exists.
+	resolveErr := ResolveMounts(grants, !req.DryRun)
 
 	// --isolation may weaken the definition's tier only with an approval:
 	// isolation-none (decided by the policy) or isolation-process (here).
@@ -142,9 +142,12 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 			return refuse(StatusDenied, policy.CodeUserRejected, "you declined the run", d.Hint(), policy.ErrDenied, &d)
 		}
 	}
-	if d.Verdict != policy.Allow {
+	if d.Verdict == policy.Deny || (d.Verdict != policy.Allow && resolveErr == nil) {
 		err := d.Err()
 		return refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
+	}
+	if resolveErr != nil {
+		return refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
 	}
 
 	uid, gid := invokingUser()

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestApprovalWithoutTerminal(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		grant := "network:external:web.test"
+		dir, tool := egressTool(t, tier, "needs-approval", `curl -sf http://web.test/`, grant)
+		// No terminal: stdin is not one, so the run is refused with the flag.
+		c := sandboxed(t, dir, "run", tool)
+		if c.code != 126 {
+			t.Fatalf("without approval: exit %d, want 126\nstderr: %s", c.code, c.stderr)
+		}
+		if !strings.Contains(c.stderr, "--approve "+grant) {
+			t.Errorf("the refusal does not print the flag that allows it:\n%s", c.stderr)
+		}
+		c = sandboxed(t, dir, "run", "--approve", grant, tool)
+		if c.code != 0 || !strings.Contains(c.stdout, strings.TrimSpace(webBody)) {
+			t.Fatalf("with --approve: exit %d\nstdout: %s\nstderr: %s", c.code, c.stdout, c.stderr)
+		}
+	})
+}
+
+// TestAuditOneLinePerRun runs an allowed, a denied, a failed and a timed
+// out run with its own state directory and checks the audit log has one
+// line each, and no secret given on the command line.
+func TestAuditOneLinePerRun(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		state := t.TempDir()
+		dir := workdir(t, nil)
+		params := "parameters:\n  API_TOKEN:\n    type: string\n    description: a secret\n    required: true\n"
+		ok := toolYAML(t, dir, tier, "audited-ok", `echo done {API_TOKEN} | wc -c`, nil, params)
+		fail := toolYAML(t, dir, tier, "audited-fail", `echo {API_TOKEN} >/dev/null; exit 3`, nil, params)
+		slow := toolYAML(t, dir, tier, "audited-timeout", `echo {API_TOKEN} >/dev/null; sleep 30`, nil, params+"timeout: 1000\n")
+		denied := toolYAML(t, dir, tier, "audited-denied", `echo {API_TOKEN}`, []string{"filesystem:read:~/.ssh"}, params)
+		const secret = "hunter2-supersecret-token"
+		runs := []struct {
+			tool   string
+			status string
+			code   int
+		}{{ok, "ok", 0}, {fail, "failed", 3}, {slow, "timeout", 124}, {denied, "denied", 126}}
+		for _, r := range runs {
+			cmd := exec.Command(env.bin, "run", r.tool, "API_TOKEN="+secret)
+			cmd.Dir = dir
+			cmd.Env = append(runEnv(), "SANDBOXED_STATE_DIR="+state)
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState.ExitCode() != r.code {
+				t.Errorf("%s: exit %d, want %d: %s", filepath.Base(r.tool), cmd.ProcessState.ExitCode(), r.code, out)
+			}
+		}
+		f, err := os.Open(filepath.Join(state, "audit.jsonl"))
+		must(t, err)
+		defer f.Close()
+		var lines []map[string]any
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), secret) {
+				t.Errorf("the audit log holds the secret: %s", sc.Text())
+			}
+			var m map[string]any
+			must(t, json.Unmarshal(sc.Bytes(), &m))
+			lines = append(lines, m)
+		}
+		if len(lines) != len(runs) {
+			t.Fatalf("%d audit lines for %d runs", len(lines), len(runs))
+		}
+		for i, r := range runs {
+			if lines[i]["status"] != r.status || lines[i]["run_id"] == "" {
+				t.Errorf("audit line %d: status %v, want %s: %v", i, lines[i]["status"], r.status, lines[i])
+			}
+		}
+		// Run records are stored too, and hold no secret in their parameters.
+		recs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "result.json"))
+		if len(recs) != len(runs) {
+			t.Errorf("%d run records for %d runs", len(recs), len(runs))
+		}
+	})
+}
