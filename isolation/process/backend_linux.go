@@ -18,7 +18,6 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
-	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // Backend is the process tier.
@@ -80,13 +79,13 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
-		if !f.Seccomp {
-			return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
-		}
-		if _, err := seccomp.Compile(p.Spec.Linux.Seccomp); err != nil {
-			return fmt.Errorf("check plan: %w", err)
-		}
+	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
+		return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
+	// must be enforceable.
+	if _, err := initConfig(p); err != nil {
+		return fmt.Errorf("check plan: %w", err)
 	}
 	if _, err := cgroupRunID(p.RunID); err != nil {
 		return err
@@ -228,9 +227,17 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
 	cl.KillGrace = p.Limits.KillGrace
-	cfg := initConfig(p)
-	if !confined {
-		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	var cfg *sbinit.Config
+	if confined {
+		if cfg, err = initConfig(p); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	} else {
+		cwd := ""
+		if p.Spec.Process != nil {
+			cwd = p.Spec.Process.Cwd
+		}
+		cfg = &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}
 	}
 	// The config waits in the socketpair for the init to start.
 	if err := cl.SendConfig(cfg); err != nil {
@@ -309,17 +316,11 @@ func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
 	return <-errc
 }
 
-// initConfig is what the init needs of the plan.
-func initConfig(p *isolation.Plan) *sbinit.Config {
+// initConfig is what the init needs of the plan: the spec, checked and
+// flattened by sbinit.NewSetup (not the spec itself, which costs a fresh
+// process a millisecond to decode).
+func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 	spec := p.Spec
-	cfg := &sbinit.Config{
-		RunID:          p.RunID,
-		Spec:           spec,
-		BuildRoot:      true,
-		DropPrivileges: true,
-		NetworkUp:      true,
-		TmpfsBytes:     p.Limits.TmpfsBytes,
-	}
 	if p.Egress != nil {
 		s := *spec
 		s.Mounts = append(append([]specs.Mount(nil), spec.Mounts...), specs.Mount{
@@ -328,10 +329,24 @@ func initConfig(p *isolation.Plan) *sbinit.Config {
 			Type:        "bind",
 			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
 		})
-		cfg.Spec = &s
+		spec = &s
+	}
+	setup, err := sbinit.NewSetup(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &sbinit.Config{
+		RunID:          p.RunID,
+		Setup:          setup,
+		BuildRoot:      true,
+		DropPrivileges: true,
+		NetworkUp:      true,
+		TmpfsBytes:     p.Limits.TmpfsBytes,
+	}
+	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
-	return cfg
+	return cfg, nil
 }
 
 type sandbox struct {

@@ -317,8 +317,11 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only this test process's runs are fair game: other processes on the
+	// machine have live runs too.
+	mine := fmt.Sprintf("test-%d-", os.Getpid())
 	// Keep it: GC must not touch it.
-	removed, err := be.GC(context.Background(), func(id string) bool { return id == p.RunID || !strings.HasPrefix(id, "test-") })
+	removed, err := be.GC(context.Background(), func(id string) bool { return id == p.RunID || !strings.HasPrefix(id, mine) })
 	if err != nil || len(removed) != 0 {
 		t.Fatalf("gc with keep: %v %v", removed, err)
 	}
@@ -326,7 +329,7 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 		t.Fatal("kept run was touched")
 	}
 	// A crashed controller: nothing calls Close. GC reaps it.
-	removed, err = be.GC(context.Background(), func(id string) bool { return !strings.HasPrefix(id, "test-") })
+	removed, err = be.GC(context.Background(), func(id string) bool { return !strings.HasPrefix(id, mine) })
 	if err != nil {
 		t.Fatal(err)
 	}

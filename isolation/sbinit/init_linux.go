@@ -77,7 +77,9 @@ func runInit(args []string) int {
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	st.setsid = m.Config.NewSession
-	if p := m.Config.Spec; p != nil && p.Process != nil {
+	if s := m.Config.Setup; s != nil {
+		st.cwd = s.Cwd
+	} else if p := m.Config.Spec; p != nil && p.Process != nil {
 		st.cwd = p.Process.Cwd
 	}
 	if !st.pid1 {
@@ -129,14 +131,21 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 // setup applies cfg in the order the kernel requires: mounts need
 // privilege, so the root is built first and privileges dropped last.
 func setup(cfg *Config) error {
-	if cfg.Spec == nil {
-		return fmt.Errorf("config has no spec")
-	}
-	if cfg.BuildRoot {
-		if err := buildRoot(cfg); err != nil {
+	s := cfg.Setup
+	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
+		if cfg.Spec == nil {
+			return fmt.Errorf("config has neither setup nor spec")
+		}
+		var err error
+		if s, err = NewSetup(cfg.Spec); err != nil {
 			return err
 		}
-		host := cfg.Spec.Hostname
+	}
+	if cfg.BuildRoot {
+		if err := buildRoot(cfg, s); err != nil {
+			return err
+		}
+		host := s.Hostname
 		if host == "" {
 			host = "sandbox"
 		}
@@ -155,7 +164,7 @@ func setup(cfg *Config) error {
 		}
 	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(cfg.Spec); err != nil {
+		if err := dropPrivileges(s); err != nil {
 			return err
 		}
 	}

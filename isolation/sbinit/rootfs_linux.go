@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,13 +40,6 @@ var etcEntries = []string{
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf",
 	"ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust",
 	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types",
-}
-
-// skeleton destinations are built by the init itself; spec mounts for them
-// only carry options.
-var skeleton = map[string]bool{
-	"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true,
-	"/sys": true, "/sys/fs/cgroup": true, "/tmp": true,
 }
 
 const defaultTmpfsBytes = 64 << 20
@@ -122,12 +114,12 @@ type plannedBind struct {
 	src    bindSource
 	target string // inside the new root
 	ro     bool
+	noexec bool
 	dev    bool // device node: allow device access on this mount
 }
 
 // buildRoot builds the sandbox root and pivots into it.
-func buildRoot(cfg *Config) (retErr error) {
-	spec := cfg.Spec
+func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	// Nothing done here may propagate back to the host.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
@@ -188,28 +180,17 @@ func buildRoot(cfg *Config) (retErr error) {
 	if tmpfsBytes <= 0 {
 		tmpfsBytes = defaultTmpfsBytes
 	}
-	var tmpfsMounts []specs.Mount
-	for _, m := range spec.Mounts {
-		dst := filepath.Clean(m.Destination)
-		if !filepath.IsAbs(dst) {
-			return fmt.Errorf("mount destination %q: not absolute", m.Destination)
-		}
-		if skeleton[dst] {
-			continue
-		}
-		if isBind(m) {
-			src, err := openGrantSource(m.Source)
-			if err != nil {
-				return err
-			}
-			grants = append(grants, plannedBind{src: src, target: dst, ro: hasOpt(m.Options, "ro")})
-			continue
-		}
-		if m.Type == "tmpfs" {
+	var tmpfsMounts []Mount
+	for _, m := range setup.Mounts {
+		if m.Source == "" {
 			tmpfsMounts = append(tmpfsMounts, m)
 			continue
 		}
-		return fmt.Errorf("mount %s: type %q not supported by the process tier", dst, m.Type)
+		src, err := openGrantSource(m.Source)
+		if err != nil {
+			return err
+		}
+		grants = append(grants, plannedBind{src: src, target: m.Destination, ro: m.ReadOnly, noexec: m.NoExec})
 	}
 
 	base := cfg.RootBase
@@ -231,7 +212,7 @@ func buildRoot(cfg *Config) (retErr error) {
 			return fmt.Errorf("recreate symlink %s: %w", l[0], err)
 		}
 	}
-	if err := writeEtc(root, spec); err != nil {
+	if err := writeEtc(root, setup); err != nil {
 		return err
 	}
 	// /dev before its node binds.
@@ -265,8 +246,14 @@ func buildRoot(cfg *Config) (retErr error) {
 		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
 			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
 		}
-		flags, data := tmpfsOptions(m.Options)
-		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, data); err != nil {
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if m.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		if m.NoExec {
+			flags |= unix.MS_NOEXEC
+		}
+		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, m.Data); err != nil {
 			return err
 		}
 	}
@@ -275,51 +262,17 @@ func buildRoot(cfg *Config) (retErr error) {
 			return err
 		}
 	}
-	if spec.Linux != nil {
-		for _, p := range spec.Linux.MaskedPaths {
-			if err := maskPath(root, p); err != nil {
-				return err
-			}
+	for _, p := range setup.MaskedPaths {
+		if err := maskPath(root, p); err != nil {
+			return err
 		}
-		for _, p := range spec.Linux.ReadonlyPaths {
-			if err := readonlyPath(root, p); err != nil {
-				return err
-			}
+	}
+	for _, p := range setup.ReadonlyPaths {
+		if err := readonlyPath(root, p); err != nil {
+			return err
 		}
 	}
 	return pivot(root)
-}
-
-func isBind(m specs.Mount) bool {
-	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
-}
-
-func hasOpt(opts []string, o string) bool {
-	for _, x := range opts {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
-func tmpfsOptions(opts []string) (uintptr, string) {
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-	var data []string
-	for _, o := range opts {
-		switch o {
-		case "ro":
-			flags |= unix.MS_RDONLY
-		case "noexec":
-			flags |= unix.MS_NOEXEC
-		case "nosuid", "nodev", "rw", "exec":
-		default:
-			if strings.HasPrefix(o, "size=") || strings.HasPrefix(o, "mode=") || strings.HasPrefix(o, "nr_inodes=") {
-				data = append(data, o)
-			}
-		}
-	}
-	return flags, strings.Join(data, ",")
 }
 
 // bindInto bind-mounts b into root and remounts it with the wanted flags,
@@ -335,6 +288,9 @@ func bindInto(root string, b plannedBind) error {
 	}
 	defer unix.Close(tfd)
 	attr := uint64(unix.MOUNT_ATTR_NOSUID)
+	if b.noexec {
+		attr |= unix.MOUNT_ATTR_NOEXEC
+	}
 	if b.dev {
 		attr |= unix.MOUNT_ATTR_NOEXEC
 	} else {
@@ -366,6 +322,9 @@ func bindInto(root string, b plannedBind) error {
 		return fmt.Errorf("bind %s: %w", b.src.path, err)
 	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID)
+	if b.noexec {
+		flags |= unix.MS_NOEXEC
+	}
 	if b.dev {
 		flags |= unix.MS_NOEXEC
 	} else {
@@ -523,22 +482,18 @@ func pivot(root string) error {
 }
 
 // writeEtc writes the generated /etc files.
-func writeEtc(root string, spec *specs.Spec) error {
+func writeEtc(root string, setup *Setup) error {
 	etc := filepath.Join(root, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return err
 	}
-	uid, gid := uint32(0), uint32(0)
-	if spec.Process != nil {
-		uid, gid = spec.Process.User.UID, spec.Process.User.GID
-	}
-	host := spec.Hostname
+	host := setup.Hostname
 	if host == "" {
 		host = "sandbox"
 	}
 	files := map[string]string{
-		"passwd": passwdFile(uid, gid),
-		"group":  groupFile(gid),
+		"passwd": passwdFile(setup.UID, setup.GID),
+		"group":  groupFile(setup.GID),
 		"hosts": "127.0.0.1\tlocalhost " + host + "\n" +
 			"::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
