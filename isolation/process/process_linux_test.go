@@ -1,9 +1,11 @@
 package process_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -291,11 +293,17 @@ func TestKillTakesEverythingDown(t *testing.T) {
 	needRoot(t)
 	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
 	done := make(chan isolation.Exit, 1)
+	pr, pw := io.Pipe()
 	go func() {
-		exit, _ := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & sleep 60"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{})
+		exit, _ := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & echo started; sleep 60"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{Stdout: pw})
+		pw.Close()
 		done <- exit
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Kill once the command runs.
+	if line, err := bufio.NewReader(pr).ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
 	if err := sb.Kill(context.Background(), 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}

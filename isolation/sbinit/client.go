@@ -68,6 +68,15 @@ func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
 // SendConfig sends cfg without waiting. On a socketpair it may be sent
 // before the init is even started: the frame waits in the socket buffer.
 func (cl *Client) SendConfig(cfg *Config) error {
+	if cfg.Setup == nil && cfg.Spec != nil && (cfg.BuildRoot || cfg.DropPrivileges) {
+		s, err := NewSetup(cfg.Spec)
+		if err != nil {
+			return err
+		}
+		c := *cfg
+		c.Setup = s
+		cfg = &c
+	}
 	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
 		return fmt.Errorf("configure sandbox init: %w", err)
 	}

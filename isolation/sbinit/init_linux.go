@@ -79,8 +79,6 @@ func runInit(args []string) int {
 	st.setsid = m.Config.NewSession
 	if s := m.Config.Setup; s != nil {
 		st.cwd = s.Cwd
-	} else if p := m.Config.Spec; p != nil && p.Process != nil {
-		st.cwd = p.Process.Cwd
 	}
 	if !st.pid1 {
 		// Outside a pid namespace, orphans of the commands still come
@@ -133,13 +131,7 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 func setup(cfg *Config) error {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
-		if cfg.Spec == nil {
-			return fmt.Errorf("config has neither setup nor spec")
-		}
-		var err error
-		if s, err = NewSetup(cfg.Spec); err != nil {
-			return err
-		}
+		return fmt.Errorf("config asks to build a root or drop privileges but has no setup")
 	}
 	if cfg.BuildRoot {
 		if err := buildRoot(cfg, s); err != nil {

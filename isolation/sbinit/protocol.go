@@ -73,12 +73,12 @@ type ExecReq struct {
 type Config struct {
 	RunID string `json:"run_id"`
 	// Setup is what a process-tier init builds and applies (NewSetup).
-	// When it is nil and Spec is set, the init computes it from Spec.
 	Setup *Setup `json:"setup,omitempty"`
-	// Spec is the plan's OCI spec. Optional: an init only reads it when
-	// Setup is nil, and decoding it costs a fresh process about a
-	// millisecond.
-	Spec *specs.Spec `json:"spec,omitempty"`
+	// Spec stays on the host: when Setup is nil and the init must build a
+	// root or drop privileges, SendConfig sends NewSetup(Spec) instead.
+	// (Merely having the OCI types in the message costs a fresh init
+	// about half a millisecond of JSON decoding.)
+	Spec *specs.Spec `json:"-"`
 	// BuildRoot makes the init build the sandbox root (process tier). The
 	// container tier leaves it false: the engine built the root.
 	BuildRoot bool `json:"build_root"`
