@@ -44,6 +44,63 @@ var etcEntries = []string{
 
 const defaultTmpfsBytes = 64 << 20
 
+// maxCopy is the largest /etc file copied into the root rather than bound.
+const maxCopy = 512 << 10
+
+// copyFile copies the regular file src to dst (mode 0644), making dst's
+// parents.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return nil
+}
+
+// makeNodes gives root/dev the host's device nodes names: made with mknod
+// where the init may (host root), bound from the host where it may not (a
+// user namespace).
+func makeNodes(root string, names []string) error {
+	for _, n := range names {
+		host := "/dev/" + n
+		var st unix.Stat_t
+		if err := unix.Stat(host, &st); err != nil {
+			return fmt.Errorf("stat %s: %w", host, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			return fmt.Errorf("%s is not a character device", host)
+		}
+		target := filepath.Join(root, host)
+		err := unix.Mknod(target, unix.S_IFCHR|0o666, int(st.Rdev))
+		if err == nil {
+			// mknod obeys the umask; the nodes are for everyone.
+			err = unix.Chmod(target, 0o666)
+		}
+		if err == nil {
+			continue
+		}
+		if err != unix.EPERM {
+			return fmt.Errorf("make %s: %w", host, err)
+		}
+		fd, err := unix.Open(host, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", host, err)
+		}
+		err = bindInto(root, plannedBind{src: bindSource{fd: fd, path: host}, target: host, dev: true})
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // mountError is a failed mount(2) with its arguments.
 type mountError struct {
 	op, source, target, fstype string
@@ -126,6 +183,8 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	}
 	var binds []plannedBind
 	var links [][2]string // target -> link text
+	var copies []string   // small regular files of /etc, copied
+	var nodes []string    // device nodes of /dev
 	var grants []plannedBind
 	defer func() {
 		for _, b := range append(binds, grants...) {
@@ -152,6 +211,11 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			links = append(links, [2]string{path, dst})
 			return nil
 		}
+		if fi.Mode().IsRegular() && fi.Size() <= maxCopy {
+			// A copy costs less than a mount, now and at teardown.
+			copies = append(copies, path)
+			return nil
+		}
 		src, err := openHost(path)
 		if err != nil {
 			return fmt.Errorf("open %s: %w", path, err)
@@ -169,13 +233,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			return err
 		}
 	}
-	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		src, err := openHost("/dev/" + n)
-		if err != nil {
-			return fmt.Errorf("open /dev/%s: %w", n, err)
-		}
-		binds = append(binds, plannedBind{src: src, target: "/dev/" + n, dev: true})
-	}
+	nodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 	var tmpfsBytes = cfg.TmpfsBytes
 	if tmpfsBytes <= 0 {
 		tmpfsBytes = defaultTmpfsBytes
@@ -215,6 +273,11 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	if err := writeEtc(root, setup); err != nil {
 		return err
 	}
+	for _, c := range copies {
+		if err := copyFile(c, in(c)); err != nil {
+			return err
+		}
+	}
 	// /dev before its node binds.
 	if err := os.Mkdir(in("/dev"), 0o755); err != nil {
 		return err
@@ -226,6 +289,9 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 		if err := bindInto(root, b); err != nil {
 			return err
 		}
+	}
+	if err := makeNodes(root, nodes); err != nil {
+		return err
 	}
 	if err := finishDev(root); err != nil {
 		return err
