@@ -17,12 +17,14 @@ import (
 //	/usr /bin /sbin   read-only, nosuid, nodev binds of the host's (symlinks
 //	/lib* ...         such as /bin -> usr/bin are recreated as symlinks)
 //	/etc              generated passwd, group, hosts, nsswitch.conf,
-//	                  hostname; read-only binds of what programs need to
-//	                  load and verify TLS (ld.so.*, ssl/certs, ...); no
-//	                  resolv.conf: the sandbox has no resolver
+//	                  hostname; copies (small files) or read-only binds
+//	                  (directories) of what programs need to load and
+//	                  verify TLS (ld.so.*, ssl/certs, ...); no resolv.conf:
+//	                  the sandbox has no resolver
 //	/proc             fresh procfs, masked and read-only paths as the spec says
-//	/dev              tmpfs: null zero full random urandom tty (binds of the
-//	                  host nodes), pts (newinstance), shm, fd/std* symlinks
+//	/dev              read-only tmpfs: null zero full random urandom tty
+//	                  (mknod as host root, binds of the host nodes in a user
+//	                  namespace), pts (newinstance), shm, fd/std* symlinks
 //	/tmp              size-capped tmpfs, nosuid, nodev. Not noexec: tools
 //	                  legitimately run scripts they write to /tmp, and
 //	                  noexec is no security boundary (sh /tmp/x runs anyway).
