@@ -209,17 +209,15 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		grace = DefaultKillGrace
 	}
 	var (
-		done    = ctx.Done()
-		killC   <-chan time.Time
-		ctxErr  error
-		exit    isolation.Exit
-		started bool
+		done   = ctx.Done()
+		killC  <-chan time.Time
+		ctxErr error
+		exit   isolation.Exit
 	)
 	for {
 		select {
 		case m := <-ch:
 			if m.Type == MsgStarted {
-				started = true
 				continue
 			}
 			exit = isolation.Exit{Code: m.Code, Signal: m.Signal}
@@ -237,7 +235,6 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 			_ = cl.Signal(id, syscall.SIGKILL)
 		case <-cl.dead:
 			ends.finish(0)
-			_ = started
 			if ctxErr != nil {
 				return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctxErr
 			}
