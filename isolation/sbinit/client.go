@@ -175,6 +175,9 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 	if len(cmd.Args) == 0 {
 		return isolation.Exit{}, fmt.Errorf("exec in sandbox: empty command: %w", ErrProtocol)
 	}
+	if err := ctx.Err(); err != nil {
+		return isolation.Exit{}, err // never started
+	}
 	ends, err := newStdioPipes(stdio)
 	if err != nil {
 		return isolation.Exit{}, err
