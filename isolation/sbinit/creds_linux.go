@@ -77,21 +77,29 @@ func dropPrivileges(s *Setup) error {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
+	// Each of these stops every thread of the init (the change applies to
+	// all of them), so changes that would be no-ops are skipped.
 	gids := make([]int, 0, len(s.Groups))
 	for _, g := range s.Groups {
 		gids = append(gids, int(g))
 	}
-	if err := syscall.Setgroups(gids); err != nil {
-		return fmt.Errorf("set supplementary groups: %w", err)
+	if cur, err := syscall.Getgroups(); err != nil || !sameInts(cur, gids) {
+		if err := syscall.Setgroups(gids); err != nil {
+			return fmt.Errorf("set supplementary groups: %w", err)
+		}
 	}
-	if err := syscall.Setresgid(int(s.GID), int(s.GID), int(s.GID)); err != nil {
-		return fmt.Errorf("set gid %d: %w", s.GID, err)
+	if r, e, sv := getresgid(); r != int(s.GID) || e != int(s.GID) || sv != int(s.GID) {
+		if err := syscall.Setresgid(int(s.GID), int(s.GID), int(s.GID)); err != nil {
+			return fmt.Errorf("set gid %d: %w", s.GID, err)
+		}
 	}
 	// Setting a non-zero uid clears the permitted and effective sets;
 	// with uid 0 (root, or root of a user namespace) the capset below sets
 	// them exactly.
-	if err := syscall.Setresuid(int(s.UID), int(s.UID), int(s.UID)); err != nil {
-		return fmt.Errorf("set uid %d: %w", s.UID, err)
+	if r, e, sv := getresuid(); r != int(s.UID) || e != int(s.UID) || sv != int(s.UID) {
+		if err := syscall.Setresuid(int(s.UID), int(s.UID), int(s.UID)); err != nil {
+			return fmt.Errorf("set uid %d: %w", s.UID, err)
+		}
 	}
 	if err := capset(s.Effective, s.Permitted, s.Inheritable); err != nil {
 		return err
@@ -126,4 +134,28 @@ func capset(eff, perm, inh uint64) error {
 		return fmt.Errorf("set capabilities: %w", err)
 	}
 	return nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func getresuid() (r, e, s int) {
+	var ru, eu, su uint32
+	unix.RawSyscall(unix.SYS_GETRESUID, uintptr(unsafe.Pointer(&ru)), uintptr(unsafe.Pointer(&eu)), uintptr(unsafe.Pointer(&su)))
+	return int(ru), int(eu), int(su)
+}
+
+func getresgid() (r, e, s int) {
+	var rg, eg, sg uint32
+	unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&rg)), uintptr(unsafe.Pointer(&eg)), uintptr(unsafe.Pointer(&sg)))
+	return int(rg), int(eg), int(sg)
 }
