@@ -370,3 +370,42 @@ func TestNestedGrantThroughSymlinkRefused(t *testing.T) {
 	}
 	assertNothingLeft(t, p.RunID)
 }
+
+// Steps may run at once; stdin reaches the command; large output streams
+// through without loss.
+func TestConcurrentExecAndStdio(t *testing.T) {
+	needRoot(t)
+	sb := start(t, testPlan(t, sandbox.PrivReduced))
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			var out bytes.Buffer
+			in := strings.Repeat("line\n", 50000)
+			exit, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "wc -l; head -c 3000000 /dev/zero | wc -c; exit 7"}, Env: []string{"PATH=" + sandbox.DefaultPath}},
+				isolation.Stdio{Stdin: strings.NewReader(in), Stdout: &out})
+			if err == nil && (exit.Code != 7 || strings.Fields(out.String())[0] != "50000" || strings.Fields(out.String())[1] != "3000000") {
+				err = fmt.Errorf("exit %+v out %q", exit, out.String())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if _, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "head -c 5000000 /dev/zero"}, Env: []string{"PATH=" + sandbox.DefaultPath}},
+		isolation.Stdio{Stdout: &out}); err != nil || out.Len() != 5000000 {
+		t.Fatalf("large output: %d bytes, %v", out.Len(), err)
+	}
+	if _, _, exit := run(t, sb, "exit 3"); exit.Code != 3 {
+		t.Fatalf("exit %+v", exit)
+	}
+	if _, errs, exit := runCmd(t, sb, []string{"no-such-tool"}); exit.Code != 127 || !strings.Contains(errs, "not found") {
+		t.Fatalf("missing command: exit %+v stderr %q", exit, errs)
+	}
+	if _, _, exit := run(t, sb, "kill -KILL $$"); exit.Signal != 9 || exit.Code != 137 {
+		t.Fatalf("killed: exit %+v", exit)
+	}
+}
