@@ -1,12 +1,14 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -515,7 +517,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 	return nil
 }
 
-// GC kills and removes the cgroups of runs that are not live.
+// GC kills and removes the cgroups of runs that are not live: not kept by
+// keep, and abandoned. A run whose init still lives is not abandoned, even
+// when keep does not know it: the init dies with its controller (control
+// socket closed, parent-death signal), so a live init means another live
+// controller, such as a second sandboxed on the same host. A cgroup younger
+// than gcMinAge may belong to a run that is still starting.
 func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
 	f := b.features(ctx)
 	if f.cgroups == nil {
@@ -523,6 +530,11 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	}
 	return gcCgroups(ctx, f.cgroups, keep)
 }
+
+// gcMinAge protects cgroups of runs that are being started. A cgroup's
+// age counts from when the kernel first showed its directory to anyone,
+// so a first GC may only note it and a later one remove it.
+var gcMinAge = 30 * time.Second
 
 func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]string, error) {
 	ids, err := h.List()
@@ -535,8 +547,14 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		if keep != nil && keep(id) {
 			continue
 		}
+		if age, err := h.Age(id); err != nil || age < gcMinAge {
+			continue
+		}
 		cg, err := h.Load(id)
 		if err != nil {
+			continue
+		}
+		if pids, err := cg.Procs(); err != nil || hasInit(pids) {
 			continue
 		}
 		if err := cg.Kill(ctx); err != nil {
@@ -550,6 +568,20 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// initCmdline is how a sandbox init shows in /proc/PID/cmdline.
+var initCmdline = []byte("sandboxed-init\x00" + sbinit.InitArg + "\x00")
+
+// hasInit reports whether one of pids is a sandbox init.
+func hasInit(pids []int) bool {
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && bytes.HasPrefix(b, initCmdline) {
+			return true
+		}
+	}
+	return false
 }
 
 // tailBuffer keeps the last max bytes written to it.

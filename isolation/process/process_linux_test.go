@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -319,25 +321,43 @@ func TestKillTakesEverythingDown(t *testing.T) {
 
 func TestGCRemovesDeadRuns(t *testing.T) {
 	needRoot(t)
+	defer process.SetGCMinAge(0)()
 	be := process.New()
+	// Only this test process's runs are fair game: other processes on the
+	// machine have live runs too.
+	mine := fmt.Sprintf("test-%d-", os.Getpid())
+	onlyMine := func(id string) bool { return !strings.HasPrefix(id, mine) }
 	p := testPlan(t, sandbox.PrivSameAsUser)
 	sb, err := be.Start(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only this test process's runs are fair game: other processes on the
-	// machine have live runs too.
-	mine := fmt.Sprintf("test-%d-", os.Getpid())
-	// Keep it: GC must not touch it.
-	removed, err := be.GC(context.Background(), func(id string) bool { return id == p.RunID || !strings.HasPrefix(id, mine) })
+	defer sb.Close(context.Background())
+	// keep does not know the run, but its init lives: another controller's
+	// run, not touched.
+	removed, err := be.GC(context.Background(), onlyMine)
 	if err != nil || len(removed) != 0 {
-		t.Fatalf("gc with keep: %v %v", removed, err)
+		t.Fatalf("gc of a live run: %v %v", removed, err)
 	}
 	if out, _, _ := run(t, sb, "echo alive"); out != "alive\n" {
-		t.Fatal("kept run was touched")
+		t.Fatal("live run was touched")
 	}
-	// A crashed controller: nothing calls Close. GC reaps it.
-	removed, err = be.GC(context.Background(), func(id string) bool { return !strings.HasPrefix(id, mine) })
+	// A crashed controller: its init is gone (and, in a pid namespace,
+	// everything with it), its cgroup is not.
+	procs, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs")
+	for _, f := range strings.Fields(string(procs)) {
+		pid, _ := strconv.Atoi(f)
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(b), "sandboxed-init") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for i := 0; i < 500; i++ {
+		if b, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs"); len(b) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	removed, err = be.GC(context.Background(), onlyMine)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 var etcEntries = []string{
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf",
 	"ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust",
-	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types",
+	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types", "os-release",
 }
 
 const defaultTmpfsBytes = 64 << 20
