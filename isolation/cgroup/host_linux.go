@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	cgroups "github.com/containerd/cgroups/v3"
 
@@ -164,4 +165,37 @@ func (h *Host) List() ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Age reports how long ago run id's cgroup was made (the newest of its
+// directories across hierarchies).
+func (h *Host) Age(runID string) (time.Duration, error) {
+	p, err := path(runID)
+	if err != nil {
+		return 0, err
+	}
+	var roots []string
+	if h.Version == 2 {
+		roots = []string{h.V2}
+	} else {
+		for _, r := range h.V1 {
+			roots = append(roots, r)
+		}
+	}
+	var newest time.Time
+	found := false
+	for _, r := range roots {
+		fi, err := os.Stat(filepath.Join(r, p))
+		if err != nil {
+			continue
+		}
+		found = true
+		if fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("age of cgroup %s: %w", p, ErrNotFound)
+	}
+	return time.Since(newest), nil
 }

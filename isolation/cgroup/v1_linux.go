@@ -185,8 +185,20 @@ func (g *v1Group) Stats() (Stats, error) {
 	return s, nil
 }
 
+// Delete removes the group from every hierarchy: one rmdir each, which the
+// kernel refuses while a process is inside.
 func (g *v1Group) Delete() error {
-	if err := g.cg.Delete(); err != nil {
+	var errs []error
+	for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
+		root, ok := g.h.V1[ctl]
+		if !ok {
+			continue
+		}
+		if err := os.Remove(filepath.Join(root, g.path)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove cgroup %s: %w", g.path, err)
 	}
 	return nil

@@ -1,12 +1,14 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,7 +20,6 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
-	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // Backend is the process tier.
@@ -80,13 +81,13 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
-		if !f.Seccomp {
-			return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
-		}
-		if _, err := seccomp.Compile(p.Spec.Linux.Seccomp); err != nil {
-			return fmt.Errorf("check plan: %w", err)
-		}
+	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
+		return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
+	// must be enforceable.
+	if _, err := initConfig(p); err != nil {
+		return fmt.Errorf("check plan: %w", err)
 	}
 	if _, err := cgroupRunID(p.RunID); err != nil {
 		return err
@@ -228,9 +229,17 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
 	cl.KillGrace = p.Limits.KillGrace
-	cfg := initConfig(p)
-	if !confined {
-		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	var cfg *sbinit.Config
+	if confined {
+		if cfg, err = initConfig(p); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	} else {
+		cwd := ""
+		if p.Spec.Process != nil {
+			cwd = p.Spec.Process.Cwd
+		}
+		cfg = &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}
 	}
 	// The config waits in the socketpair for the init to start.
 	if err := cl.SendConfig(cfg); err != nil {
@@ -309,17 +318,11 @@ func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
 	return <-errc
 }
 
-// initConfig is what the init needs of the plan.
-func initConfig(p *isolation.Plan) *sbinit.Config {
+// initConfig is what the init needs of the plan: the spec, checked and
+// flattened by sbinit.NewSetup (not the spec itself, which costs a fresh
+// process a millisecond to decode).
+func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 	spec := p.Spec
-	cfg := &sbinit.Config{
-		RunID:          p.RunID,
-		Spec:           spec,
-		BuildRoot:      true,
-		DropPrivileges: true,
-		NetworkUp:      true,
-		TmpfsBytes:     p.Limits.TmpfsBytes,
-	}
 	if p.Egress != nil {
 		s := *spec
 		s.Mounts = append(append([]specs.Mount(nil), spec.Mounts...), specs.Mount{
@@ -328,10 +331,24 @@ func initConfig(p *isolation.Plan) *sbinit.Config {
 			Type:        "bind",
 			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
 		})
-		cfg.Spec = &s
+		spec = &s
+	}
+	setup, err := sbinit.NewSetup(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &sbinit.Config{
+		RunID:          p.RunID,
+		Setup:          setup,
+		BuildRoot:      true,
+		DropPrivileges: true,
+		NetworkUp:      true,
+		TmpfsBytes:     p.Limits.TmpfsBytes,
+	}
+	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
-	return cfg
+	return cfg, nil
 }
 
 type sandbox struct {
@@ -500,7 +517,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 	return nil
 }
 
-// GC kills and removes the cgroups of runs that are not live.
+// GC kills and removes the cgroups of runs that are not live: not kept by
+// keep, and abandoned. A run whose init still lives is not abandoned, even
+// when keep does not know it: the init dies with its controller (control
+// socket closed, parent-death signal), so a live init means another live
+// controller, such as a second sandboxed on the same host. A cgroup younger
+// than gcMinAge may belong to a run that is still starting.
 func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
 	f := b.features(ctx)
 	if f.cgroups == nil {
@@ -508,6 +530,11 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	}
 	return gcCgroups(ctx, f.cgroups, keep)
 }
+
+// gcMinAge protects cgroups of runs that are being started. A cgroup's
+// age counts from when the kernel first showed its directory to anyone,
+// so a first GC may only note it and a later one remove it.
+var gcMinAge = 30 * time.Second
 
 func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]string, error) {
 	ids, err := h.List()
@@ -520,8 +547,14 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		if keep != nil && keep(id) {
 			continue
 		}
+		if age, err := h.Age(id); err != nil || age < gcMinAge {
+			continue
+		}
 		cg, err := h.Load(id)
 		if err != nil {
+			continue
+		}
+		if pids, err := cg.Procs(); err != nil || hasInit(pids) {
 			continue
 		}
 		if err := cg.Kill(ctx); err != nil {
@@ -535,6 +568,20 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// initCmdline is how a sandbox init shows in /proc/PID/cmdline.
+var initCmdline = []byte("sandboxed-init\x00" + sbinit.InitArg + "\x00")
+
+// hasInit reports whether one of pids is a sandbox init.
+func hasInit(pids []int) bool {
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && bytes.HasPrefix(b, initCmdline) {
+			return true
+		}
+	}
+	return false
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -1,12 +1,16 @@
 package process_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,11 +295,17 @@ func TestKillTakesEverythingDown(t *testing.T) {
 	needRoot(t)
 	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
 	done := make(chan isolation.Exit, 1)
+	pr, pw := io.Pipe()
 	go func() {
-		exit, _ := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & sleep 60"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{})
+		exit, _ := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & echo started; sleep 60"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{Stdout: pw})
+		pw.Close()
 		done <- exit
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Kill once the command runs.
+	if line, err := bufio.NewReader(pr).ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
 	if err := sb.Kill(context.Background(), 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -311,22 +321,43 @@ func TestKillTakesEverythingDown(t *testing.T) {
 
 func TestGCRemovesDeadRuns(t *testing.T) {
 	needRoot(t)
+	defer process.SetGCMinAge(0)()
 	be := process.New()
+	// Only this test process's runs are fair game: other processes on the
+	// machine have live runs too.
+	mine := fmt.Sprintf("test-%d-", os.Getpid())
+	onlyMine := func(id string) bool { return !strings.HasPrefix(id, mine) }
 	p := testPlan(t, sandbox.PrivSameAsUser)
 	sb, err := be.Start(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Keep it: GC must not touch it.
-	removed, err := be.GC(context.Background(), func(id string) bool { return id == p.RunID || !strings.HasPrefix(id, "test-") })
+	defer sb.Close(context.Background())
+	// keep does not know the run, but its init lives: another controller's
+	// run, not touched.
+	removed, err := be.GC(context.Background(), onlyMine)
 	if err != nil || len(removed) != 0 {
-		t.Fatalf("gc with keep: %v %v", removed, err)
+		t.Fatalf("gc of a live run: %v %v", removed, err)
 	}
 	if out, _, _ := run(t, sb, "echo alive"); out != "alive\n" {
-		t.Fatal("kept run was touched")
+		t.Fatal("live run was touched")
 	}
-	// A crashed controller: nothing calls Close. GC reaps it.
-	removed, err = be.GC(context.Background(), func(id string) bool { return !strings.HasPrefix(id, "test-") })
+	// A crashed controller: its init is gone (and, in a pid namespace,
+	// everything with it), its cgroup is not.
+	procs, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs")
+	for _, f := range strings.Fields(string(procs)) {
+		pid, _ := strconv.Atoi(f)
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(b), "sandboxed-init") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for i := 0; i < 500; i++ {
+		if b, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs"); len(b) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	removed, err = be.GC(context.Background(), onlyMine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,4 +389,43 @@ func TestNestedGrantThroughSymlinkRefused(t *testing.T) {
 		t.Fatalf("init created %v through the symlink", ents)
 	}
 	assertNothingLeft(t, p.RunID)
+}
+
+// Steps may run at once; stdin reaches the command; large output streams
+// through without loss.
+func TestConcurrentExecAndStdio(t *testing.T) {
+	needRoot(t)
+	sb := start(t, testPlan(t, sandbox.PrivReduced))
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			var out bytes.Buffer
+			in := strings.Repeat("line\n", 50000)
+			exit, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "wc -l; head -c 3000000 /dev/zero | wc -c; exit 7"}, Env: []string{"PATH=" + sandbox.DefaultPath}},
+				isolation.Stdio{Stdin: strings.NewReader(in), Stdout: &out})
+			if err == nil && (exit.Code != 7 || strings.Fields(out.String())[0] != "50000" || strings.Fields(out.String())[1] != "3000000") {
+				err = fmt.Errorf("exit %+v out %q", exit, out.String())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if _, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"/bin/sh", "-c", "head -c 5000000 /dev/zero"}, Env: []string{"PATH=" + sandbox.DefaultPath}},
+		isolation.Stdio{Stdout: &out}); err != nil || out.Len() != 5000000 {
+		t.Fatalf("large output: %d bytes, %v", out.Len(), err)
+	}
+	if _, _, exit := run(t, sb, "exit 3"); exit.Code != 3 {
+		t.Fatalf("exit %+v", exit)
+	}
+	if _, errs, exit := runCmd(t, sb, []string{"no-such-tool"}); exit.Code != 127 || !strings.Contains(errs, "not found") {
+		t.Fatalf("missing command: exit %+v stderr %q", exit, errs)
+	}
+	if _, _, exit := run(t, sb, "kill -KILL $$"); exit.Signal != 9 || exit.Code != 137 {
+		t.Fatalf("killed: exit %+v", exit)
+	}
 }

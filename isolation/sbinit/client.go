@@ -68,6 +68,15 @@ func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
 // SendConfig sends cfg without waiting. On a socketpair it may be sent
 // before the init is even started: the frame waits in the socket buffer.
 func (cl *Client) SendConfig(cfg *Config) error {
+	if cfg.Setup == nil && cfg.Spec != nil && (cfg.BuildRoot || cfg.DropPrivileges) {
+		s, err := NewSetup(cfg.Spec)
+		if err != nil {
+			return err
+		}
+		c := *cfg
+		c.Setup = s
+		cfg = &c
+	}
 	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
 		return fmt.Errorf("configure sandbox init: %w", err)
 	}
@@ -166,6 +175,9 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 	if len(cmd.Args) == 0 {
 		return isolation.Exit{}, fmt.Errorf("exec in sandbox: empty command: %w", ErrProtocol)
 	}
+	if err := ctx.Err(); err != nil {
+		return isolation.Exit{}, err // never started
+	}
 	ends, err := newStdioPipes(stdio)
 	if err != nil {
 		return isolation.Exit{}, err
@@ -200,17 +212,15 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		grace = DefaultKillGrace
 	}
 	var (
-		done    = ctx.Done()
-		killC   <-chan time.Time
-		ctxErr  error
-		exit    isolation.Exit
-		started bool
+		done   = ctx.Done()
+		killC  <-chan time.Time
+		ctxErr error
+		exit   isolation.Exit
 	)
 	for {
 		select {
 		case m := <-ch:
 			if m.Type == MsgStarted {
-				started = true
 				continue
 			}
 			exit = isolation.Exit{Code: m.Code, Signal: m.Signal}
@@ -228,7 +238,6 @@ func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 			_ = cl.Signal(id, syscall.SIGKILL)
 		case <-cl.dead:
 			ends.finish(0)
-			_ = started
 			if ctxErr != nil {
 				return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctxErr
 			}

@@ -8,49 +8,11 @@ import (
 	"syscall"
 	"unsafe"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
-
-// capNames maps capability names to numbers (linux/capability.h).
-var capNames = map[string]uintptr{
-	"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3,
-	"CAP_FSETID": 4, "CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8,
-	"CAP_LINUX_IMMUTABLE": 9, "CAP_NET_BIND_SERVICE": 10, "CAP_NET_BROADCAST": 11,
-	"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_IPC_LOCK": 14, "CAP_IPC_OWNER": 15,
-	"CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17, "CAP_SYS_CHROOT": 18, "CAP_SYS_PTRACE": 19,
-	"CAP_SYS_PACCT": 20, "CAP_SYS_ADMIN": 21, "CAP_SYS_BOOT": 22, "CAP_SYS_NICE": 23,
-	"CAP_SYS_RESOURCE": 24, "CAP_SYS_TIME": 25, "CAP_SYS_TTY_CONFIG": 26, "CAP_MKNOD": 27,
-	"CAP_LEASE": 28, "CAP_AUDIT_WRITE": 29, "CAP_AUDIT_CONTROL": 30, "CAP_SETFCAP": 31,
-	"CAP_MAC_OVERRIDE": 32, "CAP_MAC_ADMIN": 33, "CAP_SYSLOG": 34, "CAP_WAKE_ALARM": 35,
-	"CAP_BLOCK_SUSPEND": 36, "CAP_AUDIT_READ": 37, "CAP_PERFMON": 38, "CAP_BPF": 39,
-	"CAP_CHECKPOINT_RESTORE": 40,
-}
-
-// rlimitNames maps OCI rlimit names to resources.
-var rlimitNames = map[string]int{
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
-	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
-	"RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK, "RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE,
-	"RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_NPROC": unix.RLIMIT_NPROC,
-	"RLIMIT_RSS": unix.RLIMIT_RSS, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO, "RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
-	"RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING, "RLIMIT_STACK": unix.RLIMIT_STACK,
-}
-
-func capMask(names []string) (uint64, error) {
-	var m uint64
-	for _, n := range names {
-		c, ok := capNames[strings.ToUpper(n)]
-		if !ok {
-			return 0, fmt.Errorf("unknown capability %q", n)
-		}
-		m |= 1 << c
-	}
-	return m, nil
-}
 
 func lastCap() uintptr {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
@@ -88,43 +50,25 @@ func allThreads(trap, a1, a2, a3 uintptr) error {
 }
 
 // dropPrivileges switches the init, and so every command it forks, to the
-// spec's process credentials. Order matters: the bounding set needs
-// CAP_SETPCAP (gone after setuid to non-root); the seccomp filter comes
-// last because it forbids what the earlier steps use.
-func dropPrivileges(spec *specs.Spec) error {
-	p := spec.Process
-	if p == nil {
-		return fmt.Errorf("drop privileges: spec has no process")
-	}
-	// Compile before anything is dropped, so a bad profile fails setup
-	// before it changed anything.
+// setup's credentials. Order matters: the bounding set needs CAP_SETPCAP
+// (gone after setuid to non-root); the seccomp filter comes last because
+// it forbids what the earlier steps use.
+func dropPrivileges(s *Setup) error {
 	var prog []bpf.RawInstruction
-	if spec.Linux != nil && spec.Linux.Seccomp != nil {
+	if len(s.Seccomp) > 0 {
 		var err error
-		if prog, err = seccomp.Compile(spec.Linux.Seccomp); err != nil {
+		if prog, err = decodeBPF(s.Seccomp); err != nil {
 			return err
 		}
 	}
-	for _, rl := range p.Rlimits {
-		res, ok := rlimitNames[rl.Type]
-		if !ok {
-			return fmt.Errorf("set rlimit: unknown %q", rl.Type)
-		}
+	for _, rl := range s.Rlimits {
 		lim := unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}
-		if err := unix.Setrlimit(res, &lim); err != nil {
-			return fmt.Errorf("set rlimit %s: %w", rl.Type, err)
+		if err := unix.Setrlimit(rl.Resource, &lim); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
 		}
-	}
-	var caps specs.LinuxCapabilities
-	if p.Capabilities != nil {
-		caps = *p.Capabilities
-	}
-	bounding, err := capMask(caps.Bounding)
-	if err != nil {
-		return fmt.Errorf("drop capabilities: %w", err)
 	}
 	for c := uintptr(0); c <= lastCap(); c++ {
-		if bounding&(1<<c) != 0 {
+		if s.Bounding&(1<<c) != 0 {
 			continue
 		}
 		// The bounding set only matters to the thread that forks commands;
@@ -133,41 +77,37 @@ func dropPrivileges(spec *specs.Spec) error {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
+	// Each of these stops every thread of the init (the change applies to
+	// all of them), so changes that would be no-ops are skipped.
+	gids := make([]int, 0, len(s.Groups))
+	for _, g := range s.Groups {
+		gids = append(gids, int(g))
+	}
+	if cur, err := syscall.Getgroups(); err != nil || !sameInts(cur, gids) {
+		if err := syscall.Setgroups(gids); err != nil {
+			return fmt.Errorf("set supplementary groups: %w", err)
+		}
+	}
+	if r, e, sv := getresgid(); r != int(s.GID) || e != int(s.GID) || sv != int(s.GID) {
+		if err := syscall.Setresgid(int(s.GID), int(s.GID), int(s.GID)); err != nil {
+			return fmt.Errorf("set gid %d: %w", s.GID, err)
+		}
+	}
 	// Setting a non-zero uid clears the permitted and effective sets;
 	// with uid 0 (root, or root of a user namespace) the capset below sets
 	// them exactly.
-	gids := make([]int, 0, len(p.User.AdditionalGids))
-	for _, g := range p.User.AdditionalGids {
-		gids = append(gids, int(g))
+	if r, e, sv := getresuid(); r != int(s.UID) || e != int(s.UID) || sv != int(s.UID) {
+		if err := syscall.Setresuid(int(s.UID), int(s.UID), int(s.UID)); err != nil {
+			return fmt.Errorf("set uid %d: %w", s.UID, err)
+		}
 	}
-	if err := syscall.Setgroups(gids); err != nil {
-		return fmt.Errorf("set supplementary groups: %w", err)
-	}
-	if err := syscall.Setresgid(int(p.User.GID), int(p.User.GID), int(p.User.GID)); err != nil {
-		return fmt.Errorf("set gid %d: %w", p.User.GID, err)
-	}
-	if err := syscall.Setresuid(int(p.User.UID), int(p.User.UID), int(p.User.UID)); err != nil {
-		return fmt.Errorf("set uid %d: %w", p.User.UID, err)
-	}
-	eff, err := capMask(caps.Effective)
-	if err != nil {
-		return fmt.Errorf("set capabilities: %w", err)
-	}
-	perm, err := capMask(caps.Permitted)
-	if err != nil {
-		return fmt.Errorf("set capabilities: %w", err)
-	}
-	inh, err := capMask(caps.Inheritable)
-	if err != nil {
-		return fmt.Errorf("set capabilities: %w", err)
-	}
-	if err := capset(eff, perm, inh); err != nil {
+	if err := capset(s.Effective, s.Permitted, s.Inheritable); err != nil {
 		return err
 	}
 	if err := thisThread(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
-	if p.NoNewPrivileges || prog != nil {
+	if s.NoNewPrivs || prog != nil {
 		// Set here; the seccomp filter's TSYNC sets it on every thread.
 		if err := thisThread(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
 			return fmt.Errorf("set no_new_privs: %w", err)
@@ -194,4 +134,28 @@ func capset(eff, perm, inh uint64) error {
 		return fmt.Errorf("set capabilities: %w", err)
 	}
 	return nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func getresuid() (r, e, s int) {
+	var ru, eu, su uint32
+	unix.RawSyscall(unix.SYS_GETRESUID, uintptr(unsafe.Pointer(&ru)), uintptr(unsafe.Pointer(&eu)), uintptr(unsafe.Pointer(&su)))
+	return int(ru), int(eu), int(su)
+}
+
+func getresgid() (r, e, s int) {
+	var rg, eg, sg uint32
+	unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&rg)), uintptr(unsafe.Pointer(&eg)), uintptr(unsafe.Pointer(&sg)))
+	return int(rg), int(eg), int(sg)
 }

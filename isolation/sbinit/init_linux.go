@@ -38,10 +38,10 @@ type initState struct {
 	c    *conn
 	pid1 bool
 
-	mu     sync.Mutex        // held across fork+register and across reaping
-	byPid  map[int]uint64    // running command pid -> id
-	pgids  map[uint64]int    // command id -> process group
-	spawn  chan spawnRequest // served on the locked main thread
+	mu     sync.Mutex     // held from before a fork until its pid is registered
+	byPid  map[int]uint64 // running command pid -> id
+	pgids  map[uint64]int // command id -> process group
+	forked chan struct{}  // wakes the reaper when it had no child
 	setsid bool
 	cwd    string // default working directory (the spec's)
 }
@@ -59,10 +59,11 @@ func runInit(args []string) int {
 		return 1
 	}
 	st := &initState{
-		c:     newConn(sock),
-		pid1:  os.Getpid() == 1,
-		byPid: make(map[int]uint64),
-		pgids: make(map[uint64]int),
+		c:      newConn(sock),
+		pid1:   os.Getpid() == 1,
+		byPid:  make(map[int]uint64),
+		pgids:  make(map[uint64]int),
+		forked: make(chan struct{}, 1),
 	}
 	m, fds, err := st.c.recv()
 	for _, fd := range fds {
@@ -73,13 +74,13 @@ func runInit(args []string) int {
 		return 1
 	}
 	// Signals are caught before setup so that a SIGTERM during setup is
-	// not lost and SIGCHLD of early children is seen.
+	// not lost.
 	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	st.setsid = m.Config.NewSession
-	if p := m.Config.Spec; p != nil && p.Process != nil {
-		st.cwd = p.Process.Cwd
+	if s := m.Config.Setup; s != nil {
+		st.cwd = s.Cwd
 	}
 	if !st.pid1 {
 		// Outside a pid namespace, orphans of the commands still come
@@ -94,6 +95,7 @@ func runInit(args []string) int {
 		return 1
 	}
 	go st.signals(sigs)
+	go st.reaper()
 	// The request loop runs on the locked main thread, which forks every
 	// command itself: no hand-off to another thread per exec.
 	st.readLoop()
@@ -130,14 +132,15 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 // setup applies cfg in the order the kernel requires: mounts need
 // privilege, so the root is built first and privileges dropped last.
 func setup(cfg *Config) error {
-	if cfg.Spec == nil {
-		return fmt.Errorf("config has no spec")
+	s := cfg.Setup
+	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
+		return fmt.Errorf("config asks to build a root or drop privileges but has no setup")
 	}
 	if cfg.BuildRoot {
-		if err := buildRoot(cfg); err != nil {
+		if err := buildRoot(cfg, s); err != nil {
 			return err
 		}
-		host := cfg.Spec.Hostname
+		host := s.Hostname
 		if host == "" {
 			host = "sandbox"
 		}
@@ -156,7 +159,7 @@ func setup(cfg *Config) error {
 		}
 	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(cfg.Spec); err != nil {
+		if err := dropPrivileges(s); err != nil {
 			return err
 		}
 	}
@@ -261,45 +264,41 @@ func (st *initState) killAll(sig syscall.Signal) {
 
 func (st *initState) signals(sigs <-chan os.Signal) {
 	for s := range sigs {
-		switch s {
-		case unix.SIGCHLD:
-			st.reap()
-		default:
-			st.killAll(s.(syscall.Signal))
-		}
+		st.killAll(s.(syscall.Signal))
 	}
 }
 
-// reap collects every exited child; the commands' exits are reported.
-func (st *initState) reap() {
-	type exited struct {
-		id     uint64
-		status unix.WaitStatus
-	}
-	var done []exited
-	st.mu.Lock()
+// reaper waits for every child of the init, commands and the orphans that
+// reparent to it, and reports the commands' exits. A thread blocked in
+// wait4 wakes straight on the exit, without the SIGCHLD round trip through
+// the runtime's signal handling.
+func (st *initState) reaper() {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || pid <= 0 {
-			break
+		if err != nil {
+			// ECHILD: nothing to wait for until the next fork.
+			<-st.forked
+			continue
 		}
-		if id, ok := st.byPid[pid]; ok {
-			delete(st.byPid, pid)
-			done = append(done, exited{id, ws})
+		// start holds mu from before the fork until the pid is
+		// registered, so a command is always found here.
+		st.mu.Lock()
+		id, ok := st.byPid[pid]
+		delete(st.byPid, pid)
+		st.mu.Unlock()
+		if !ok {
+			continue
 		}
-	}
-	st.mu.Unlock()
-	for _, e := range done {
-		m := &Message{Type: MsgExit, ID: e.id}
+		m := &Message{Type: MsgExit, ID: id}
 		switch {
-		case e.status.Exited():
-			m.Code = e.status.ExitStatus()
-		case e.status.Signaled():
-			m.Signal = int(e.status.Signal())
+		case ws.Exited():
+			m.Code = ws.ExitStatus()
+		case ws.Signaled():
+			m.Signal = int(ws.Signal())
 			m.Code = 128 + m.Signal
 		}
 		_ = st.c.send(m)
@@ -351,9 +350,11 @@ func (st *initState) start(r spawnRequest) {
 		fail(code, fmt.Sprintf("exec %s: %v", r.req.Args[0], err))
 		return
 	}
+	select {
+	case st.forked <- struct{}{}:
+	default:
+	}
 	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: pid})
-	// A child that exited before it was registered is reaped now.
-	st.reap()
 }
 
 // lookPath finds name like a shell would, with the command's own PATH.

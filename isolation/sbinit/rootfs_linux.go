@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,12 +17,14 @@ import (
 //	/usr /bin /sbin   read-only, nosuid, nodev binds of the host's (symlinks
 //	/lib* ...         such as /bin -> usr/bin are recreated as symlinks)
 //	/etc              generated passwd, group, hosts, nsswitch.conf,
-//	                  hostname; read-only binds of what programs need to
-//	                  load and verify TLS (ld.so.*, ssl/certs, ...); no
-//	                  resolv.conf: the sandbox has no resolver
+//	                  hostname; copies (small files) or read-only binds
+//	                  (directories) of what programs need to load and
+//	                  verify TLS (ld.so.*, ssl/certs, ...); no resolv.conf:
+//	                  the sandbox has no resolver
 //	/proc             fresh procfs, masked and read-only paths as the spec says
-//	/dev              tmpfs: null zero full random urandom tty (binds of the
-//	                  host nodes), pts (newinstance), shm, fd/std* symlinks
+//	/dev              read-only tmpfs: null zero full random urandom tty
+//	                  (mknod as host root, binds of the host nodes in a user
+//	                  namespace), pts (newinstance), shm, fd/std* symlinks
 //	/tmp              size-capped tmpfs, nosuid, nodev. Not noexec: tools
 //	                  legitimately run scripts they write to /tmp, and
 //	                  noexec is no security boundary (sh /tmp/x runs anyway).
@@ -40,17 +41,67 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 var etcEntries = []string{
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf",
 	"ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust",
-	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types",
-}
-
-// skeleton destinations are built by the init itself; spec mounts for them
-// only carry options.
-var skeleton = map[string]bool{
-	"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true,
-	"/sys": true, "/sys/fs/cgroup": true, "/tmp": true,
+	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types", "os-release",
 }
 
 const defaultTmpfsBytes = 64 << 20
+
+// maxCopy is the largest /etc file copied into the root rather than bound.
+const maxCopy = 512 << 10
+
+// copyFile copies the regular file src to dst (mode 0644), making dst's
+// parents.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return nil
+}
+
+// makeNodes gives root/dev the host's device nodes names: made with mknod
+// where the init may (host root), bound from the host where it may not (a
+// user namespace).
+func makeNodes(root string, names []string) error {
+	for _, n := range names {
+		host := "/dev/" + n
+		var st unix.Stat_t
+		if err := unix.Stat(host, &st); err != nil {
+			return fmt.Errorf("stat %s: %w", host, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			return fmt.Errorf("%s is not a character device", host)
+		}
+		target := filepath.Join(root, host)
+		err := unix.Mknod(target, unix.S_IFCHR|0o666, int(st.Rdev))
+		if err == nil {
+			// mknod obeys the umask; the nodes are for everyone.
+			err = unix.Chmod(target, 0o666)
+		}
+		if err == nil {
+			continue
+		}
+		if err != unix.EPERM {
+			return fmt.Errorf("make %s: %w", host, err)
+		}
+		fd, err := unix.Open(host, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", host, err)
+		}
+		err = bindInto(root, plannedBind{src: bindSource{fd: fd, path: host}, target: host, dev: true})
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // mountError is a failed mount(2) with its arguments.
 type mountError struct {
@@ -122,18 +173,20 @@ type plannedBind struct {
 	src    bindSource
 	target string // inside the new root
 	ro     bool
+	noexec bool
 	dev    bool // device node: allow device access on this mount
 }
 
 // buildRoot builds the sandbox root and pivots into it.
-func buildRoot(cfg *Config) (retErr error) {
-	spec := cfg.Spec
+func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	// Nothing done here may propagate back to the host.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
 	}
 	var binds []plannedBind
 	var links [][2]string // target -> link text
+	var copies []string   // small regular files of /etc, copied
+	var nodes []string    // device nodes of /dev
 	var grants []plannedBind
 	defer func() {
 		for _, b := range append(binds, grants...) {
@@ -160,6 +213,11 @@ func buildRoot(cfg *Config) (retErr error) {
 			links = append(links, [2]string{path, dst})
 			return nil
 		}
+		if fi.Mode().IsRegular() && fi.Size() <= maxCopy {
+			// A copy costs less than a mount, now and at teardown.
+			copies = append(copies, path)
+			return nil
+		}
 		src, err := openHost(path)
 		if err != nil {
 			return fmt.Errorf("open %s: %w", path, err)
@@ -177,39 +235,22 @@ func buildRoot(cfg *Config) (retErr error) {
 			return err
 		}
 	}
-	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		src, err := openHost("/dev/" + n)
-		if err != nil {
-			return fmt.Errorf("open /dev/%s: %w", n, err)
-		}
-		binds = append(binds, plannedBind{src: src, target: "/dev/" + n, dev: true})
-	}
+	nodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 	var tmpfsBytes = cfg.TmpfsBytes
 	if tmpfsBytes <= 0 {
 		tmpfsBytes = defaultTmpfsBytes
 	}
-	var tmpfsMounts []specs.Mount
-	for _, m := range spec.Mounts {
-		dst := filepath.Clean(m.Destination)
-		if !filepath.IsAbs(dst) {
-			return fmt.Errorf("mount destination %q: not absolute", m.Destination)
-		}
-		if skeleton[dst] {
-			continue
-		}
-		if isBind(m) {
-			src, err := openGrantSource(m.Source)
-			if err != nil {
-				return err
-			}
-			grants = append(grants, plannedBind{src: src, target: dst, ro: hasOpt(m.Options, "ro")})
-			continue
-		}
-		if m.Type == "tmpfs" {
+	var tmpfsMounts []Mount
+	for _, m := range setup.Mounts {
+		if m.Source == "" {
 			tmpfsMounts = append(tmpfsMounts, m)
 			continue
 		}
-		return fmt.Errorf("mount %s: type %q not supported by the process tier", dst, m.Type)
+		src, err := openGrantSource(m.Source)
+		if err != nil {
+			return err
+		}
+		grants = append(grants, plannedBind{src: src, target: m.Destination, ro: m.ReadOnly, noexec: m.NoExec})
 	}
 
 	base := cfg.RootBase
@@ -231,8 +272,13 @@ func buildRoot(cfg *Config) (retErr error) {
 			return fmt.Errorf("recreate symlink %s: %w", l[0], err)
 		}
 	}
-	if err := writeEtc(root, spec); err != nil {
+	if err := writeEtc(root, setup); err != nil {
 		return err
+	}
+	for _, c := range copies {
+		if err := copyFile(c, in(c)); err != nil {
+			return err
+		}
 	}
 	// /dev before its node binds.
 	if err := os.Mkdir(in("/dev"), 0o755); err != nil {
@@ -245,6 +291,9 @@ func buildRoot(cfg *Config) (retErr error) {
 		if err := bindInto(root, b); err != nil {
 			return err
 		}
+	}
+	if err := makeNodes(root, nodes); err != nil {
+		return err
 	}
 	if err := finishDev(root); err != nil {
 		return err
@@ -269,12 +318,16 @@ func buildRoot(cfg *Config) (retErr error) {
 		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
 			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
 		}
-		flags, data := tmpfsOptions(m.Options)
-		if flags&unix.MS_RDONLY != 0 {
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if m.ReadOnly {
+			// Mounted writable first, so grants nested in it get their
+			// mountpoints; made read-only once they are bound.
 			readonlyTmpfs = append(readonlyTmpfs, in(m.Destination))
-			flags &^= unix.MS_RDONLY
 		}
-		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, data); err != nil {
+		if m.NoExec {
+			flags |= unix.MS_NOEXEC
+		}
+		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, m.Data); err != nil {
 			return err
 		}
 	}
@@ -288,51 +341,17 @@ func buildRoot(cfg *Config) (retErr error) {
 			return fmt.Errorf("make %s read-only: %w", dst, err)
 		}
 	}
-	if spec.Linux != nil {
-		for _, p := range spec.Linux.MaskedPaths {
-			if err := maskPath(root, p); err != nil {
-				return err
-			}
+	for _, p := range setup.MaskedPaths {
+		if err := maskPath(root, p); err != nil {
+			return err
 		}
-		for _, p := range spec.Linux.ReadonlyPaths {
-			if err := readonlyPath(root, p); err != nil {
-				return err
-			}
+	}
+	for _, p := range setup.ReadonlyPaths {
+		if err := readonlyPath(root, p); err != nil {
+			return err
 		}
 	}
 	return pivot(root)
-}
-
-func isBind(m specs.Mount) bool {
-	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
-}
-
-func hasOpt(opts []string, o string) bool {
-	for _, x := range opts {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
-func tmpfsOptions(opts []string) (uintptr, string) {
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-	var data []string
-	for _, o := range opts {
-		switch o {
-		case "ro":
-			flags |= unix.MS_RDONLY
-		case "noexec":
-			flags |= unix.MS_NOEXEC
-		case "nosuid", "nodev", "rw", "exec":
-		default:
-			if strings.HasPrefix(o, "size=") || strings.HasPrefix(o, "mode=") || strings.HasPrefix(o, "nr_inodes=") {
-				data = append(data, o)
-			}
-		}
-	}
-	return flags, strings.Join(data, ",")
 }
 
 // bindInto bind-mounts b into root and remounts it with the wanted flags,
@@ -348,6 +367,9 @@ func bindInto(root string, b plannedBind) error {
 	}
 	defer unix.Close(tfd)
 	attr := uint64(unix.MOUNT_ATTR_NOSUID)
+	if b.noexec {
+		attr |= unix.MOUNT_ATTR_NOEXEC
+	}
 	if b.dev {
 		attr |= unix.MOUNT_ATTR_NOEXEC
 	} else {
@@ -379,6 +401,9 @@ func bindInto(root string, b plannedBind) error {
 		return fmt.Errorf("bind %s: %w", b.src.path, err)
 	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID)
+	if b.noexec {
+		flags |= unix.MS_NOEXEC
+	}
 	if b.dev {
 		flags |= unix.MS_NOEXEC
 	} else {
@@ -536,22 +561,18 @@ func pivot(root string) error {
 }
 
 // writeEtc writes the generated /etc files.
-func writeEtc(root string, spec *specs.Spec) error {
+func writeEtc(root string, setup *Setup) error {
 	etc := filepath.Join(root, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return err
 	}
-	uid, gid := uint32(0), uint32(0)
-	if spec.Process != nil {
-		uid, gid = spec.Process.User.UID, spec.Process.User.GID
-	}
-	host := spec.Hostname
+	host := setup.Hostname
 	if host == "" {
 		host = "sandbox"
 	}
 	files := map[string]string{
-		"passwd": passwdFile(uid, gid),
-		"group":  groupFile(gid),
+		"passwd": passwdFile(setup.UID, setup.GID),
+		"group":  groupFile(setup.GID),
 		"hosts": "127.0.0.1\tlocalhost " + host + "\n" +
 			"::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",

@@ -74,16 +74,17 @@ func main() {
 		}
 		time.Sleep(*pause)
 	}
-	fmt.Printf("process tier Start p50 %v; Start+Exec(true)+Close p50 %v\n", p50(starts), p50(ours))
+	fmt.Printf("process tier Start p50 %v; Start+Exec(true)+Close p50 %v (p10 %v)\n", pct(starts, 50), pct(ours, 50), pct(ours, 10))
 	if len(theirs) > 0 {
-		fmt.Printf("bwrap --unshare-all true p50 %v; ratio %.2f\n", p50(theirs), float64(p50(ours))/float64(p50(theirs)))
+		fmt.Printf("bwrap --unshare-all true p50 %v (p10 %v); ratio p50 %.2f, p10 %.2f\n", pct(theirs, 50), pct(theirs, 10),
+			float64(pct(ours, 50))/float64(pct(theirs, 50)), float64(pct(ours, 10))/float64(pct(theirs, 10)))
 	}
 }
 
-func p50(d []time.Duration) time.Duration {
+func pct(d []time.Duration, p int) time.Duration {
 	d = slices.Clone(d)
 	slices.Sort(d)
-	return d[len(d)/2]
+	return d[len(d)*p/100]
 }
 
 func fail(err error) {

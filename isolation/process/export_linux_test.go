@@ -1,0 +1,10 @@
+package process
+
+import "time"
+
+// SetGCMinAge lets tests collect cgroups they have just made.
+func SetGCMinAge(d time.Duration) (restore func()) {
+	old := gcMinAge
+	gcMinAge = d
+	return func() { gcMinAge = old }
+}
