@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/container"
+	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -19,6 +20,7 @@ import (
 func backends() map[isolation.Tier]isolation.Backend {
 	m := map[isolation.Tier]isolation.Backend{
 		isolation.TierProcess: process.New(),
+		isolation.TierNone:    none.New(),
 	}
 	if cb, err := container.New(); err == nil {
 		m[isolation.TierContainer] = cb
