@@ -31,6 +31,7 @@ func main() {
 	n := flag.Int("n", 50, "runs of each peer")
 	image := flag.String("image", "sandboxed-runner:latest", "runner image for the container tier")
 	skipContainer := flag.Bool("no-container", false, "skip the container tier")
+	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
 	flag.Parse()
 
 	abs, err := filepath.Abs(*bin)
@@ -78,6 +79,12 @@ sandboxed:
 				{name: "docker run", argv: []string{"docker", "run", "--rm", "--network", "none", *image, "/bin/bash", "-c", "true"}},
 				{name: "sandboxed container", argv: []string{abs, "run", tool("noop-container", "container")}, dir: work, env: benchEnv},
 			})
+		}
+	}
+
+	if !*skipProxy {
+		if err := proxyLatency(*n * 40); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: egress proxy:", err)
 		}
 	}
 
@@ -168,4 +175,46 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microse
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
 	os.Exit(1)
+}
+
+// proxyLatency runs the egress package's 1 KB GET benchmarks (direct,
+// through the proxy's socket, and through the in-sandbox relay plus the
+// proxy — a tool's path), all in one run, and prints the p50 each adds.
+func proxyLatency(iters int) error {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "GET", "-benchtime", fmt.Sprintf("%dx", iters), "./isolation/egress")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	p50 := map[string]float64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			name = name[:i]
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if f[i+1] == "p50-ns" {
+				fmt.Sscanf(f[i], "%g", new(float64))
+				var v float64
+				fmt.Sscanf(f[i], "%g", &v)
+				p50[name] = v
+			}
+		}
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "1 KB GET\tP50\tADDED BY THE PROXY\n")
+	for _, mode := range []string{"keepalive", "newconn"} {
+		direct := p50["DirectGET/"+mode]
+		for _, path := range []string{"DirectGET", "ProxiedGET", "RelayedGET"} {
+			v := p50[path+"/"+mode]
+			fmt.Fprintf(w, "%s/%s\t%.1fµs\t%+.1fµs\n", path, mode, v/1000, (v-direct)/1000)
+		}
+	}
+	w.Flush()
+	fmt.Println()
+	return nil
 }
