@@ -38,6 +38,9 @@ type Request struct {
 	Egress EgressStarter
 	// DryRun plans without touching the host (no directory is created).
 	DryRun bool
+	// FindTool finds the tools of use-tool steps and dependencies; nil
+	// searches the standard scopes (ScopeFinder).
+	FindTool ToolFinder
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -80,7 +83,8 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	home, _ := os.UserHomeDir()
 	tmp := filepath.Join(os.TempDir(), "sandboxed-tmp")
-	b, err := tool.Bind(def, req.Input, tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home})
+	benv := tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home}
+	b, err := tool.Bind(def, req.Input, benv)
 	if err != nil {
 		code := CodeInvalidParams
 		if errors.Is(err, tool.ErrMissingParam) {
@@ -93,6 +97,13 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
 	}
 	if err := ResolveMounts(grants, !req.DryRun); err != nil {
+		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
+	}
+	comp, err := compose(req.FindTool, b, grants, benv, cwd, home)
+	if err != nil {
+		if errors.Is(err, ErrBeyondCaller) {
+			return refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
+		}
 		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
 	}
 
@@ -132,7 +143,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	in := PlanInput{
 		RunID: runID, Bound: b, Grants: grants, Decision: &d, Cwd: cwd, Home: home,
 		UID: uid, GID: gid, LookupEnv: os.LookupEnv, HostEnv: os.Environ(),
-		EnvDeny: req.Policy.Environment.Deny,
+		EnvDeny: req.Policy.Environment.Deny, SubTools: comp.subs,
 	}
 	var egressGrants bool
 	for _, g := range grants {
@@ -151,7 +162,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
 	}
-	notes := append([]string(nil), d.Notes...)
+	notes := append(append([]string(nil), d.Notes...), comp.notes...)
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}

@@ -31,7 +31,7 @@ func TestConditionEval(t *testing.T) {
 		{"\"{NAME}\" == \"Ada\"", true},
 		{"\"x{NAME}y\" == xAday", true},
 		{"{NAME} < \"Bob\"", true},
-		{"10 > 9", true},   // numbers compare as numbers
+		{"10 > 9", true},     // numbers compare as numbers
 		{"\"10\" > 9", true}, // quoted numbers too
 		{"abc < abd", true},
 		{"{EMPTY}", false},
