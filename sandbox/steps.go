@@ -269,6 +269,9 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 					ok, err := st.Condition(outputs)
 					if err != nil {
 						state[i] = stateBlocked
+						if st.ContinueOnError {
+							state[i] = stateDone
+						}
 						per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusError, ExitCode: 125, Reason: err.Error()}}
 						continue
 					}
