@@ -59,7 +59,9 @@ func TestCheckDependencies(t *testing.T) {
 		}
 		return nil, fmt.Errorf("find %s: %w", name, tool.ErrNotFound)
 	}
-	def := func(deps ...tool.Dependency) *tool.Definition { return &tool.Definition{Name: "me", Dependencies: deps} }
+	def := func(deps ...tool.Dependency) *tool.Definition {
+		return &tool.Definition{Name: "me", Dependencies: deps}
+	}
 
 	notes, err := checkDependencies(find, def(
 		tool.Dependency{Tool: "git-clone", Version: ">=1.0.0", Required: true},

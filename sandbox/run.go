@@ -38,6 +38,8 @@ type Request struct {
 	Egress EgressStarter
 	// DryRun plans without touching the host (no directory is created).
 	DryRun bool
+	// Cwd is the run's working directory; "" is the process's own.
+	Cwd string
 	// FindTool finds the tools of use-tool steps and dependencies; nil
 	// searches the standard scopes (ScopeFinder).
 	FindTool ToolFinder
@@ -77,7 +79,10 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return nil, &PrepareError{Result: r, Decision: d, Err: err}
 	}
 
-	cwd, err := os.Getwd()
+	cwd, err := req.Cwd, error(nil)
+	if cwd == "" {
+		cwd, err = os.Getwd()
+	}
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, "working directory: "+err.Error(), "", err, nil)
 	}
