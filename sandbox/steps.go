@@ -278,8 +278,8 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 					if !ok {
 						state[i] = stateDone
 						reason := "run-condition is false"
-						if st.Bound != nil && st.Bound.RunCondition != "" {
-							reason = fmt.Sprintf("run-condition %q is false", st.Bound.RunCondition)
+						if st.Bound != nil && st.Bound.ConditionSource() != "" {
+							reason = fmt.Sprintf("run-condition %q is false", st.Bound.ConditionSource())
 						}
 						per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusSkipped, Skipped: true, Reason: reason}}
 						continue

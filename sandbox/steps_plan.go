@@ -70,6 +70,9 @@ func boundJobSteps(b *tool.Bound, env []string, toolCwd, callerCwd string, outpu
 			js.Mode = bs.Output.Mode
 		}
 		if bs.RunCondition != "" {
+			if err := bs.CheckCondition(); err != nil {
+				return nil, fmt.Errorf("step %s: %w: %w", prefix+bs.Name, err, ErrPlan)
+			}
 			js.Condition = bs.EvalCondition
 		}
 		if bs.Retry != nil && bs.Retry.Attempts > 1 {
@@ -115,8 +118,14 @@ func boundJobSteps(b *tool.Bound, env []string, toolCwd, callerCwd string, outpu
 			if js.Sub, err = boundJobSteps(sub, subEnv, subCwd, callerCwd, outputCap, subs, prefix+bs.Name+"/"); err != nil {
 				return nil, err
 			}
+			if len(js.Sub) == 0 {
+				return nil, fmt.Errorf("step %s: use-tool %s has no command to run: %w", prefix+bs.Name, bs.UseTool, ErrPlan)
+			}
 		}
 		steps = append(steps, js)
+	}
+	if _, err := stepDeps(steps); err != nil {
+		return nil, err
 	}
 	return steps, nil
 }
@@ -136,6 +145,15 @@ func cleanupSteps(b *tool.Bound, env []string, toolCwd string) ([]JobStep, error
 		}
 	}
 	var out []JobStep
+	if temp := b.Builtin(tool.BuiltinTemp); def.Resources.Cleanup.DeleteTempFiles && temp != "" {
+		// {TEMP} lies in the sandbox's private /tmp unless a grant maps it.
+		out = append(out, JobStep{
+			Name:        "delete-temp-files",
+			Cmd:         isolation.Command{Name: "delete-temp-files", Args: []string{"rm", "-rf", "--", temp}, Env: env, Cwd: "/"},
+			BufferLimit: 64 << 10,
+			Cleanup:     true,
+		})
+	}
 	for i, fc := range def.Resources.Cleanup.FinalCommands {
 		d := *def
 		d.Steps, d.Commands, d.Input = nil, nil, ""

@@ -10,3 +10,19 @@ func (b *Bound) Builtin(name string) string {
 	}
 	return b.builtins[name]
 }
+
+// ConditionSource returns the run-condition as written in the definition
+// (references not substituted), for messages.
+func (s *BoundStep) ConditionSource() string {
+	if s.condTmpl != nil {
+		return s.condTmpl.src
+	}
+	return s.RunCondition
+}
+
+// CheckCondition parses the run-condition, so a condition that cannot be
+// evaluated refuses the run before anything runs.
+func (s *BoundStep) CheckCondition() error {
+	_, err := s.condition()
+	return err
+}
