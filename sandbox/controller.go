@@ -41,6 +41,9 @@ type Job struct {
 	// Stdout and Stderr, when set, receive the tool's output live as well
 	// (the terminal); the Result keeps a capped copy either way.
 	Stdout, Stderr io.Writer
+	// Stdin, when set, is the terminal: interactive steps read it (see
+	// steps_interactive.go). Nil feeds them their default response.
+	Stdin io.Reader
 	// Egress, when set, is called after the sandbox is gone to collect the
 	// proxy's connection records.
 	Egress func() []EgressEntry
@@ -88,6 +91,11 @@ type JobStep struct {
 	// they run in the same sandbox.
 	UseTool string
 	Sub     []JobStep
+	// Interactive marks a step of an interactive tool: with a terminal it
+	// reads the user's input, waiting up to InputTimeout before Stdin (the
+	// default response) is used instead.
+	Interactive  bool
+	InputTimeout time.Duration
 	// Cleanup marks a resources.cleanup command: it runs after every other
 	// step, whatever happened, also after a timeout or an interrupt.
 	Cleanup bool

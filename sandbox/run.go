@@ -33,6 +33,9 @@ type Request struct {
 	Prompt func(d *policy.Decision) (bool, error)
 	// Stdout and Stderr receive the tool's output live (nil in --json).
 	Stdout, Stderr io.Writer
+	// Stdin is the terminal for interactive tools; nil feeds them their
+	// default response (interactive-options.default-response).
+	Stdin io.Reader
 	// Egress, when set, starts the run's egress proxy (isolation/egress);
 	// nil refuses network grants.
 	Egress EgressStarter
@@ -208,7 +211,7 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 		}
 		return nil, nil, err
 	}
-	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Notes: p.Notes}
+	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin, Notes: p.Notes}
 	if hasNetwork(p.Grants) {
 		job.Prepare = func(ctx context.Context, plan *isolation.Plan) error {
 			e, stop, err := req.Egress.Start(ctx, plan.HostDir, p.Grants, p.Decision.EgressDeny)

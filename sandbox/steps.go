@@ -150,10 +150,16 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-type live struct{ stdout, stderr io.Writer }
+type live struct {
+	stdout, stderr io.Writer
+	tty            *terminalInput // nil without a terminal
+}
 
 func liveWriters(job *Job) live {
 	var l live
+	if job.Stdin != nil {
+		l.tty = newTerminalInput(job.Stdin)
+	}
 	if job.Stdout != nil {
 		l.stdout = &syncWriter{w: job.Stdout}
 	}
@@ -438,7 +444,10 @@ func (c *Controller) execOnce(ctx context.Context, sb isolation.Sandbox, st JobS
 		defer cancel()
 	}
 	stdio := isolation.Stdio{Stdout: out, Stderr: errw}
-	if stdin != nil {
+	switch {
+	case st.Interactive && lv.tty != nil && (st.Bound == nil || st.Bound.Input == ""):
+		stdio.Stdin = lv.tty.stepReader(stdin, st.InputTimeout)
+	case stdin != nil:
 		stdio.Stdin = bytes.NewReader(stdin)
 	}
 	t0 := time.Now()

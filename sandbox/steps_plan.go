@@ -92,6 +92,10 @@ func boundJobSteps(b *tool.Bound, env []string, toolCwd, callerCwd string, outpu
 				resp = def.InteractiveOptions.DefaultResponse
 			}
 			js.Stdin = []byte(resp + "\n")
+			js.Interactive = true
+			if def.InteractiveOptions != nil {
+				js.InputTimeout = def.InteractiveOptions.Timeout
+			}
 		}
 		if bs.UseTool != "" {
 			sub := subs[prefix+bs.Name]

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,5 +266,32 @@ func TestStepDeps(t *testing.T) {
 	d.WaitFor = []string{"nope"}
 	if _, err := stepDeps([]JobStep{a, d}); !errors.Is(err, ErrPlan) {
 		t.Errorf("unknown wait-for: %v", err)
+	}
+}
+
+func TestInteractiveInput(t *testing.T) {
+	ask := named("ask", "cat")
+	ask.Interactive, ask.InputTimeout, ask.Stdin = true, 50*time.Millisecond, []byte("y\n")
+
+	// No terminal: the default response.
+	res, _ := runJob(t, job(5*time.Second, ask))
+	if res.Stdout != "y\n" {
+		t.Errorf("no terminal: stdout %q", res.Stdout)
+	}
+	// A terminal where the user types.
+	j := job(5*time.Second, ask)
+	j.Stdin = strings.NewReader("typed\n")
+	res, _ = runJob(t, j)
+	if res.Stdout != "typed\n" {
+		t.Errorf("typed: stdout %q", res.Stdout)
+	}
+	// A terminal where nobody types: the default after the timeout.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	j = job(5*time.Second, ask)
+	j.Stdin = pr
+	res, _ = runJob(t, j)
+	if res.Stdout != "y\n" {
+		t.Errorf("silent terminal: stdout %q", res.Stdout)
 	}
 }
