@@ -24,6 +24,7 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
+	serveIfAsked()
 	if os.Getenv("SANDBOXED_E2E") != "1" {
 		fmt.Println("e2e: SANDBOXED_E2E is not 1; the end-to-end suite does not run (see README)")
 		os.Exit(0)
@@ -77,10 +78,15 @@ func setup() (int, error) {
 	if !env.docker {
 		return 1, fmt.Errorf("no Docker engine answers (docker info failed); start it or run .ci/prepare.sh")
 	}
+	if err := setupNet(root); err != nil {
+		teardownNet()
+		return 1, fmt.Errorf("set up the test network: %w", err)
+	}
 	return 0, nil
 }
 
 func teardown() {
+	teardownNet()
 	if env.bin != "" {
 		_ = os.RemoveAll(filepath.Dir(env.bin))
 	}
@@ -99,7 +105,14 @@ type result struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	DurationMS      int64  `json:"duration_ms"`
 	PeakMemoryBytes int64  `json:"peak_memory_bytes"`
-	Error           *struct {
+	Egress          []struct {
+		Host      string `json:"host"`
+		Port      int    `json:"port"`
+		Verdict   string `json:"verdict"`
+		BytesUp   int64  `json:"bytes_up"`
+		BytesDown int64  `json:"bytes_down"`
+	} `json:"egress"`
+	Error *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Hint    string `json:"hint"`
@@ -120,10 +133,7 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"SANDBOXED_STATE_DIR="+env.stateDir,
-		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
-	)
+	cmd.Env = runEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -137,6 +147,15 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 		t.Fatalf("start sandboxed: %v", err)
 	}
 	return cli{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// runEnv is the environment of every sandboxed the tests start.
+func runEnv() []string {
+	return append(os.Environ(),
+		"SANDBOXED_STATE_DIR="+env.stateDir,
+		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
+		"SANDBOXED_TEST_HOSTS_FILE="+testNet.hostsFile,
+	)
 }
 
 // runJSON runs `sandboxed run --json ARGS...` and decodes the result.

@@ -305,7 +305,7 @@ func TestHugeOutputKeepsMemoryBounded(t *testing.T) {
 		tool := toolYAML(t, dir, tier, "flood", `head -c 200000000 /dev/zero | tr '\0' x; echo; echo END >&2`, nil, "timeout: 120000\n")
 		cmd := exec.Command(env.bin, "run", "--json", tool)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
+		cmd.Env = runEnv()
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("run: %v", err)

@@ -218,11 +218,26 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		fail(StatusError, CodeInitFailed, fmt.Sprintf("create runtime dir %s: %v", c.RuntimeDir, err), "set SANDBOXED_RUNTIME_DIR to a writable directory")
 		return
 	}
+	release, err := holdRun(p.RunID)
+	if err != nil {
+		fail(StatusError, CodeInitFailed, err.Error(), "")
+		return
+	}
+	defer release()
 	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
 		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
 		return
 	}
 	defer os.RemoveAll(p.HostDir)
+	// Reap what crashed runs left, alongside this run's start.
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer gcancel()
+		_, _ = c.GC(gctx)
+	}()
+	defer func() { <-gcDone }()
 	if job.Prepare != nil {
 		if err := job.Prepare(ctx, p); err != nil {
 			fail(StatusError, CodeInitFailed, "prepare run: "+err.Error(), hintFor(err))

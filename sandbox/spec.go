@@ -61,8 +61,9 @@ var ReadonlyPaths = []string{
 // capabilities, no_new_privs, a read-only root, masked and read-only /proc
 // paths, NOFILE 1024, the seccomp profile of the privilege, a size-capped
 // /tmp and no network. priv is same-as-user, reduced or elevated; an
-// unknown value gets the reduced defaults. The planner adds the rest with
-// SpecOpts (WithUser for same-as-user).
+// unknown value gets the reduced defaults. Commands run as 65534:65534
+// (root of a user namespace for elevated); for same-as-user the planner
+// adds WithUser(invoking uid, gid). The rest comes from SpecOpts.
 func DefaultSpec(runID string, priv string) *specs.Spec {
 	s := &specs.Spec{
 		Version:  specs.Version,
@@ -100,10 +101,9 @@ func DefaultSpec(runID string, priv string) *specs.Spec {
 		},
 		Annotations: map[string]string{isolation.AnnotationRunID: runID},
 	}
-	switch priv {
-	case PrivSameAsUser:
-		s.Process.User = specs.User{UID: 0, GID: 0} // WithUser sets the invoking user
-	case PrivElevated:
+	// same-as-user starts as nobody too: the planner sets the invoking
+	// user with WithUser, and forgetting to fails closed.
+	if priv == PrivElevated {
 		_ = WithElevated()(s)
 	}
 	return s

@@ -90,6 +90,16 @@ func ParseParamsJSON(data []byte) (Input, error) {
 	return in, nil
 }
 
+// InputFromStrings makes an Input from string values, as a test case's
+// parameters or a use-tool step's with: map.
+func InputFromStrings(m map[string]string) Input {
+	in := make(Input, len(m))
+	for k, v := range m {
+		in[k] = v
+	}
+	return in
+}
+
 // Merge returns the union of in and other; a name present in both is an error.
 func (in Input) Merge(other Input) (Input, error) {
 	out := Input{}
@@ -314,6 +324,11 @@ type Bound struct {
 	WorkingDirectory string
 	// Timeout is the whole run's limit: resources.timeout, else timeout.
 	Timeout time.Duration
+	// TempDirectory is file-paths.temp-directory, substituted unescaped.
+	TempDirectory string
+	// Cleanup holds resources.cleanup final commands, bound like commands:
+	// entries (/bin/sh -c), to run after the steps whatever their outcome.
+	Cleanup []BoundCommand
 
 	builtins map[string]string
 	byName   map[string]int
@@ -707,6 +722,20 @@ func (bd *binder) bindRest() error {
 	var err error
 	if b.WorkingDirectory, err = bd.dir("working-directory", wd); err != nil {
 		return err
+	}
+	if d.FilePaths != nil {
+		if b.TempDirectory, err = bd.dir("file-paths.temp-directory", d.FilePaths.TempDirectory); err != nil {
+			return err
+		}
+	}
+	if d.Resources != nil && d.Resources.Cleanup != nil {
+		for i, fc := range d.Resources.Cleanup.FinalCommands {
+			c, err := bd.command(fmt.Sprintf("resources.cleanup final-command %d", i+1), &Exec{Command: fc})
+			if err != nil {
+				return err
+			}
+			b.Cleanup = append(b.Cleanup, *c)
+		}
 	}
 	b.Timeout = d.Timeout
 	if d.Resources != nil && d.Resources.Timeout > 0 {

@@ -28,8 +28,29 @@ import (
 //
 // A NUL byte can be part of no argument, environment value or path, so a
 // value containing one is refused everywhere but stdin.
+//
+// A value right after $NAME never extends the variable's name: in "..." an
+// empty "" is put between them, in PowerShell "..." an empty $(), and in a
+// here-document or $(( )) such a value is refused.
+//
+// Inside [[ ]], whose -eq/-lt/... operands are arithmetic, a value that
+// looks like a subscript with an expansion (a[$(id)]) is refused.
+//
+// What escaping cannot do: it makes a value one literal word, but a command
+// that evaluates its arguments as code still does so — eval, sh -c, let,
+// declare -i, [[ X -eq Y ]] (whose operands are arithmetic, where a[$(cmd)]
+// runs cmd), awk or jq programs built from a value. Such parameters need a
+// validation pattern (e.g. ^[0-9]+$); the template scanner cannot know what
+// a command does with its arguments.
 
 var arithRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
+
+// openEscapeRe matches a $'...' escape that more characters could extend.
+var openEscapeRe = regexp.MustCompile(`\\([0-7]{1,2}|x[0-9A-Fa-f]?|u[0-9A-Fa-f]{0,3}|U[0-9A-Fa-f]{0,7}|c)$`)
+
+// arithSubscriptRe matches values that bash arithmetic would expand: a
+// subscript holding $ or a backquote, as in a[$(id)].
+var arithSubscriptRe = regexp.MustCompile("\\[[^\\]]*[$`]")
 
 // escapeValue returns v made literal for ctx. name is used in errors.
 func escapeValue(ctx qctx, why, name, v string) (string, error) {
@@ -178,8 +199,14 @@ func (t *Template) render(res resolveFunc) (string, error) {
 			continue
 		}
 		var out string
+		if esc && p.inTest && arithSubscriptRe.MatchString(text) {
+			return "", fmt.Errorf("substitute {%s}: the value looks like an array subscript with an expansion (%q); inside [[ ]] arithmetic operators would evaluate it and run the command: %w", p.ref, text, ErrUnsafeValue)
+		}
 		if esc {
 			out, err = escapeValue(p.ctx, p.why, p.ref, text)
+			if err == nil {
+				out, err = separate(p, b.String(), out)
+			}
 		} else {
 			out, err = rawValue(p.ref, text)
 		}
@@ -241,4 +268,86 @@ func (t *Template) renderArgv(res resolveFunc) ([]string, error) {
 		argv = append(argv, b.String())
 	}
 	return argv, nil
+}
+
+// trailingVarName reports whether s ends with an unescaped $NAME (a shell
+// or PowerShell variable whose name a following letter, digit or '_'
+// would extend). For arithmetic (dollar=false) it reports a trailing
+// identifier without '$'.
+func trailingVarName(s string, dollar bool) bool {
+	i := len(s)
+	for i > 0 && isNameChar(s[i-1]) {
+		i--
+	}
+	if i == len(s) {
+		return false
+	}
+	if !dollar {
+		c := s[i]
+		return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+	}
+	if i == 0 || s[i-1] != '$' {
+		return false
+	}
+	c := s[i]
+	if c >= '0' && c <= '9' {
+		return false // $1 is one positional parameter; a digit after it is literal
+	}
+	bs := 0
+	for j := i - 2; j >= 0 && s[j] == '\\'; j-- {
+		bs++
+	}
+	return bs%2 == 0
+}
+
+func isNameChar(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// separate keeps an escaped value from merging with what precedes it: in
+// "$NAME{X}" a value starting with a letter would extend the variable
+// name. In double quotes an empty "" ends the name; in PowerShell double
+// quotes an empty $() does; in a here-document or $(( )) nothing can, so
+// the value is refused with a hint to write ${NAME}.
+func separate(p piece, before, out string) (string, error) {
+	if out == "" {
+		return out, nil
+	}
+	first := out[0]
+	switch p.ctx {
+	case ctxDouble:
+		if isNameChar(first) && trailingVarName(before, true) {
+			return `""` + out, nil
+		}
+	case ctxDollarSingle:
+		// An escape left open before the value (\0, \x4, \u12, \c) would
+		// take the value's first characters; close and reopen the quotes.
+		if loc := openEscapeRe.FindStringIndex(before); loc != nil {
+			bs := 0
+			for j := loc[0] - 1; j >= 0 && before[j] == '\\'; j-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				return `'$'` + out, nil
+			}
+		}
+	case ctxPwshBare:
+		// @' opens a here-string or splat; keep a quoted value clear of it.
+		if strings.HasSuffix(before, "@") {
+			return "", fmt.Errorf("substitute {%s}: a PowerShell reference right after @ is not supported; put a space or quotes between them: %w", p.ref, ErrUnsafeContext)
+		}
+	case ctxPwshDouble:
+		if (isNameChar(first) || first == ':') && trailingVarName(before, true) {
+			return "$()" + out, nil
+		}
+	case ctxHeredoc:
+		if isNameChar(first) && trailingVarName(before, true) {
+			return "", fmt.Errorf("substitute {%s}: it follows a $NAME in a here-document and its value would extend the variable name; write ${NAME}{%s}: %w", p.ref, p.ref, ErrUnsafeValue)
+		}
+	case ctxArith:
+		if isNameChar(first) && trailingVarName(before, false) {
+			return "", fmt.Errorf("substitute {%s}: it follows a name in $(( )) and its value would extend that name; put an operator or a space between them: %w", p.ref, ErrUnsafeValue)
+		}
+	}
+	return out, nil
 }

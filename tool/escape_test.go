@@ -206,6 +206,7 @@ func TestUnsafeContexts(t *testing.T) {
 		{"brace expansion", `echo ${HOME:-{X}}`, "x", ErrUnsafeContext},
 		{"arith non-integer", `echo $(( {X} + 1 ))`, "1; id", ErrUnsafeValue},
 		{"arith command", `(( {X} > 1 )) && echo y`, "a[$(id)]", ErrUnsafeValue},
+		{"old arith", `echo $[ {X} + 1 ]`, "a[$(id)]", ErrUnsafeValue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -321,7 +322,84 @@ func TestPwshEscaping(t *testing.T) {
 			t.Errorf("argv: %q", b.Steps[0].Argv)
 		}
 	}
+	if _, err := bindCmd(t, ExecPwsh, "", "Write-Output @{X}", "\nx"); !errors.Is(err, ErrUnsafeContext) {
+		t.Errorf("after @: want ErrUnsafeContext, got %v", err)
+	}
 	if _, err := bindCmd(t, ExecPwsh, "", "$s = @'\n{X}\n'@", "x"); !errors.Is(err, ErrUnsafeContext) {
 		t.Errorf("here-string: want ErrUnsafeContext, got %v", err)
+	}
+}
+
+// TestVariableNameBoundary: a value right after $NAME never extends the
+// variable's name.
+func TestVariableNameBoundary(t *testing.T) {
+	for _, v := range []string{"bc", "_x", "9", "-x", "a b"} {
+		b, err := bindCmd(t, ExecBash, "", `A=1; printf '%s\0' "$A{X}" "\$A{X}" "$1{X}" $A{X}`, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"1" + v, "$A" + v, v, "1" + v}
+		if got := runWords(t, b.Steps[0].Argv); !equalWords(got, want) {
+			t.Errorf("value %q: script %s: got %q want %q", v, b.Steps[0].Command, got, want)
+		}
+	}
+	if _, err := bindCmd(t, ExecBash, "", "cat <<EOF\n$A{X}\nEOF", "bc"); !errors.Is(err, ErrUnsafeValue) {
+		t.Errorf("here-document: want ErrUnsafeValue, got %v", err)
+	}
+	if _, err := bindCmd(t, ExecBash, "", "cat <<EOF\n$A{X}\nEOF", "-bc"); err != nil {
+		t.Errorf("here-document, no merge: %v", err)
+	}
+	if _, err := bindCmd(t, ExecBash, "", "echo $(( A{X} ))", "12"); !errors.Is(err, ErrUnsafeValue) {
+		t.Errorf("arithmetic: want ErrUnsafeValue, got %v", err)
+	}
+	b, err := bindCmd(t, ExecPwsh, "", `Write-Output "$A{X}"`, ":x")
+	if err != nil || b.Steps[0].Command != `Write-Output "$A$():x"` {
+		t.Errorf("pwsh: %v %q", err, b.Steps[0].Command)
+	}
+}
+
+// TestTestArithmetic: inside [[ ]] a quoted a[$(cmd)] would still run cmd
+// through arithmetic evaluation; such values are refused, and the refusal
+// is shown to be needed by running bash.
+func TestTestArithmetic(t *testing.T) {
+	tmpl := `if [[ {X} -eq 1 ]]; then echo one; fi`
+	out, _ := exec.Command("/bin/bash", "-c", `x='a[$(echo INJECTED >&2)]'; [[ $x -eq 1 ]]`).CombinedOutput()
+	if !strings.Contains(string(out), "INJECTED") {
+		t.Logf("this bash does not evaluate subscripts in [[ -eq ]]: %q", out)
+	}
+	for _, v := range []string{"a[$(id)]", "x[`id`]", "a[ $HOME ]"} {
+		if _, err := bindCmd(t, ExecBash, "", tmpl, v); !errors.Is(err, ErrUnsafeValue) {
+			t.Errorf("%q: want ErrUnsafeValue, got %v", v, err)
+		}
+	}
+	for _, v := range []string{"1", "[x]", "$HOME", "a[1]"} {
+		if _, err := bindCmd(t, ExecBash, "", tmpl, v); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+	// Outside [[ ]] the same value is just a literal word.
+	if _, err := bindCmd(t, ExecBash, "", `[[ -n x ]] && echo {X}`, "a[$(id)]"); err != nil {
+		t.Errorf("after ]]: %v", err)
+	}
+}
+
+// TestDollarSingleOpenEscape: an escape left open before the value in
+// $'...' never takes the value's characters.
+func TestDollarSingleOpenEscape(t *testing.T) {
+	for _, pre := range []string{`\x4`, `\u00`, `\U0000004`, `\cA`, `\1`, `\\`, `\\x4`} {
+		tmpl := `printf '%s\0' $'` + pre + `{X}'`
+		want, err := exec.Command("/bin/bash", "-c", `printf '%s' $'`+pre+`'`).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"1", "41", "ff", "x"} {
+			b, err := bindCmd(t, ExecBash, "", tmpl, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runWords(t, b.Steps[0].Argv); !equalWords(got, []string{string(want) + v}) {
+				t.Errorf("%s with %q: script %s: got %q want %q", tmpl, v, b.Steps[0].Command, got, string(want)+v)
+			}
+		}
 	}
 }

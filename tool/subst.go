@@ -44,6 +44,9 @@ func (s Syntax) String() string {
 	return fmt.Sprintf("syntax(%d)", int(s))
 }
 
+// MarshalText writes the syntax name, so JSON shows "bash", not a number.
+func (s Syntax) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // qctx is the quoting context a placeholder sits in.
 type qctx int
 
@@ -88,6 +91,10 @@ type piece struct {
 	// Here-document bodies: the delimiter, and whether <<- strips tabs.
 	delim     string
 	stripTabs bool
+
+	// inTest: inside [[ ]], whose arithmetic operators evaluate operands
+	// as expressions (a[$(cmd)] runs cmd).
+	inTest bool
 }
 
 // argWord is one word of a SyntaxArgv template.
@@ -222,7 +229,9 @@ type frame struct {
 	kind      fkind
 	sub       bool // fBare: closed by ')'
 	depth     int  // parentheses (fBare sub, fArith) or braces (fBrace)
+	bracket   bool // fArith: the old $[ ] form, closed by ']'
 	caseDepth int  // fBare: open `case` keywords, whose patterns end in ')'
+	test      int  // fBare: open [[ ]] conditionals
 
 	// fHeredoc
 	delim     string
@@ -308,6 +317,16 @@ func isWordChar(c byte) bool {
 	return c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
+// inTest reports whether the innermost command context is inside [[ ]].
+func (s *shScanner) inTest() bool {
+	for j := len(s.stack) - 1; j >= 0; j-- {
+		if s.stack[j].kind == fBare {
+			return s.stack[j].test > 0
+		}
+	}
+	return false
+}
+
 // atWordStart reports whether position i begins a new shell word.
 func (s *shScanner) atWordStart(i int) bool {
 	return i == 0 || isWordBoundary(s.src[i-1])
@@ -338,6 +357,7 @@ func (s *shScanner) scan() []piece {
 				if f.kind == fHeredoc {
 					p.delim, p.stripTabs = f.delim, f.stripTabs
 				}
+				p.inTest = s.inTest()
 				s.out = append(s.out, p)
 				i, s.lit = next, next
 				continue
@@ -400,11 +420,23 @@ func (s *shScanner) scan() []piece {
 				i = s.dollar(i)
 			}
 		case fArith:
-			switch c {
-			case '(':
+			switch {
+			case f.bracket && c == '[':
 				f.depth++
 				i++
-			case ')':
+			case f.bracket && c == ']':
+				if f.depth == 0 {
+					s.pop()
+				} else {
+					f.depth--
+				}
+				i++
+			case f.bracket:
+				i = s.dollar(i)
+			case c == '(':
+				f.depth++
+				i++
+			case c == ')':
 				if f.depth == 0 && i+1 < len(src) && src[i+1] == ')' {
 					s.pop()
 					i += 2
@@ -464,6 +496,8 @@ func (s *shScanner) dollar(i int) int {
 		return i + 1
 	}
 	switch src[i+1] {
+	case '$':
+		return i + 2 // $$, the shell's process id
 	case '(':
 		if i+2 < len(src) && src[i+2] == '(' {
 			s.push(frame{kind: fArith})
@@ -473,6 +507,9 @@ func (s *shScanner) dollar(i int) int {
 		return i + 2
 	case '{':
 		s.push(frame{kind: fBrace})
+		return i + 2
+	case '[':
+		s.push(frame{kind: fArith, bracket: true})
 		return i + 2
 	}
 	return i + 1
@@ -548,6 +585,16 @@ func (s *shScanner) bare(i int) int {
 			return s.heredocLineStart(i + 1)
 		}
 		return i + 1
+	case '[':
+		if s.atWordStart(i) && strings.HasPrefix(src[i:], "[[") && (i+2 == len(src) || src[i+2] == ' ' || src[i+2] == '\t') {
+			f.test++
+			return i + 2
+		}
+	case ']':
+		if f.test > 0 && strings.HasPrefix(src[i:], "]]") && (i+2 == len(src) || isWordBoundary(src[i+2])) {
+			f.test--
+			return i + 2
+		}
 	case 'c':
 		if s.keywordAt(i, "case") {
 			f.caseDepth++

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"reflect"
@@ -285,4 +286,144 @@ func FuzzBindArgs(f *testing.F) {
 		check(ParseArgs(strings.Fields(arg)))
 		check(ParseParamsJSON([]byte(doc)))
 	})
+}
+
+// fuzzMarker stands for a benign value when comparing scripts.
+const fuzzMarker = "QZMARKERQZ"
+
+// scriptFacts parses a bash script and returns what running it would see:
+// the expanded fields of every simple command, redirect targets and
+// here-document bodies, in order. ok is false when the script does not
+// parse or expands something the checker cannot (command substitution).
+func scriptFacts(script string) (facts []string, parsed bool, err error) {
+	defer func() {
+		// The expander panics on constructs it has no handler for
+		// (process substitution); those scripts are beyond the checker.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("expander: %v", r)
+		}
+	}()
+	f, perr := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if perr != nil {
+		return nil, false, perr
+	}
+	// A command substitution expands to a constant: the commands inside it
+	// are checked by the walk below, which descends into it.
+	newCfg := func() *expand.Config {
+		c := fuzzConfig()
+		c.CmdSubst = func(w io.Writer, _ *syntax.CmdSubst) error {
+			_, err := io.WriteString(w, "CS")
+			return err
+		}
+		// Globs in the template itself are legitimate and may match with
+		// the value as literal text; match nothing so they stay as written.
+		c.ReadDir2 = func(string) ([]fs.DirEntry, error) { return nil, nil }
+		return c
+	}
+	cfg := newCfg()
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch x := n.(type) {
+		case *syntax.CallExpr:
+			var fields []string
+			fields, err = expand.Fields(cfg, x.Args...)
+			facts = append(facts, "call:"+strings.Join(fields, "\x00"))
+		case *syntax.Redirect:
+			if x.Hdoc != nil {
+				var doc string
+				if heredocQuoted(x.Word) {
+					// A quoted here-document is literal (the expander would
+					// process backslashes in it, which bash does not).
+					for _, p := range x.Hdoc.Parts {
+						if lit, ok := p.(*syntax.Lit); ok {
+							doc += lit.Value
+						}
+					}
+				} else {
+					doc, err = expand.Document(cfg, x.Hdoc)
+				}
+				facts = append(facts, "hdoc:"+doc)
+			}
+		}
+		return true
+	})
+	return facts, true, err
+}
+
+// FuzzTemplate places a value in an arbitrary template and checks that
+// the script's structure does not depend on the value: whatever the
+// template, rendering it with the value and with a benign marker must give
+// scripts that parse alike and expand alike, the value standing exactly
+// where the marker stands.
+func FuzzTemplate(f *testing.F) {
+	templates := []string{
+		"printf %s {X}", "echo '{X}' \"{X}\" $'{X}' a{X}b", "echo \"$(echo {X})\"",
+		"cat <<EOF\n{X}\nEOF", "cat <<'EOF' | grep {X}\n{X}\nEOF\necho {X}",
+		"echo a # {X}\necho {X}", "case {X} in a) echo {X};; esac",
+		"x=$(case a in a) echo {X};; esac); echo \"$x\"", "f() { echo {X}; }; f",
+		"arr=({X} b); echo \"${arr[@]}\"", "[ -d \"{X}/.git\" ] && echo '{X}'",
+		"echo '{fetch.output}' | jq '{a: .b}' {X}", "for i in {X}; do echo \"$i\"; done",
+		"echo ${HOME} {X} $HOME", "cd {X} && npm install", "echo \\'{X}\\'",
+	}
+	for _, tmpl := range templates {
+		for _, v := range []string{"it's", `"; id; "`, "$(id)", "a b", "\n", "EOF", "\\", "`", "*"} {
+			f.Add(tmpl, v)
+		}
+	}
+	f.Fuzz(func(t *testing.T, tmpl, v string) {
+		if !strings.Contains(tmpl, "{X}") || v == "" || len(tmpl) > 400 {
+			return
+		}
+		if !utf8.ValidString(tmpl) || !utf8.ValidString(v) || strings.ContainsAny(tmpl+v, "\x00\r") {
+			return // the parser's text handling differs from bash's bytes here
+		}
+		if strings.Contains(tmpl, fuzzMarker) || strings.Contains(v, fuzzMarker) {
+			return
+		}
+		benign, err := bindCmd(t, ExecBash, "", tmpl, fuzzMarker)
+		if err != nil {
+			return
+		}
+		want, parsed, err := scriptFacts(benign.Steps[0].Argv[2])
+		if !parsed || err != nil {
+			return // not a valid script, or beyond the checker
+		}
+		b, err := bindCmd(t, ExecBash, "", tmpl, v)
+		if err != nil {
+			if !errors.Is(err, ErrUnsafeValue) && !errors.Is(err, ErrUnsafeContext) {
+				t.Fatalf("bind error without sentinel: %v", err)
+			}
+			return
+		}
+		script := b.Steps[0].Argv[2]
+		got, parsed, err := scriptFacts(script)
+		if !parsed {
+			t.Fatalf("template %q value %q: script %q no longer parses (benign %q): %v", tmpl, v, script, benign.Steps[0].Argv[2], err)
+		}
+		if err != nil {
+			t.Fatalf("template %q value %q: script %q: expansion: %v", tmpl, v, script, err)
+		}
+		for i := range want {
+			want[i] = strings.ReplaceAll(want[i], fuzzMarker, v)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("template %q value %q\nscript %q\nbenign %q\ngot  %q\nwant %q", tmpl, v, script, benign.Steps[0].Argv[2], got, want)
+		}
+	})
+}
+
+// heredocQuoted reports whether a here-document delimiter word is quoted.
+func heredocQuoted(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		lit, ok := p.(*syntax.Lit)
+		if !ok || strings.Contains(lit.Value, "\\") {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/urfave/cli/v2"
+
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -21,6 +23,6 @@ func newController() *sandbox.Controller {
 	}
 }
 
-// newEgressStarter returns nil until the egress proxy is wired in: network
-// grants are then refused with a clear error.
-func newEgressStarter() sandbox.EgressStarter { return nil }
+// containerChecks reports the container tier; filled in by the container
+// backend.
+func containerChecks(c *cli.Context) []check { return nil }

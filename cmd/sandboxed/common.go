@@ -97,10 +97,4 @@ func writeYAML(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 var errSilent = errors.New("silent")

@@ -26,7 +26,12 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
-			testToolCommand,
+			toolCommand,
+			permissionsCommand,
+			policyCommand,
+			auditCommand,
+			doctorCommand,
+			gcCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
@@ -85,12 +90,4 @@ var versionCommand = &cli.Command{
 		fmt.Fprintf(c.App.Writer, "sandboxed %s\n", version)
 		return nil
 	},
-}
-
-// testToolCommand holds `tool test` until the tool command group lands;
-// when it does, toolTestCommand joins its Subcommands and this goes.
-var testToolCommand = &cli.Command{
-	Name:        "tool",
-	Usage:       "work with tool definitions",
-	Subcommands: []*cli.Command{toolTestCommand},
 }

@@ -39,6 +39,17 @@ Exit status: 0 when every case passed, 1 when one failed, 2 on usage errors.`,
 	Action: toolTestAction,
 }
 
+// init registers `tool test` under the tool command group, unless the
+// group lists it already.
+func init() {
+	for _, sub := range toolCommand.Subcommands {
+		if sub == toolTestCommand {
+			return
+		}
+	}
+	toolCommand.Subcommands = append(toolCommand.Subcommands, toolTestCommand)
+}
+
 func toolTestAction(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageError(errors.New("tool test: which tool? usage: sandboxed tool test TOOL [--test NAME] [--junit FILE] [--verbose]"))

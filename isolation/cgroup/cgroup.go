@@ -55,3 +55,17 @@ func path(runID string) (string, error) {
 	}
 	return "/" + Parent + "/" + runID, nil
 }
+
+// SelfMover is implemented by groups (cgroup v1) into which the calling
+// thread can move itself, so that a process it forks is born inside. A
+// thread moving itself skips the kernel's global threadgroup lock, whose
+// RCU grace period makes moving another process slow (milliseconds).
+type SelfMover interface {
+	// EnterSelf moves the calling thread into the group and returns leave,
+	// which moves it back where it was. Preconditions: the calling
+	// goroutine is locked to its thread (runtime.LockOSThread) until
+	// leave returned. If leave fails, or EnterSelf fails with stuck set,
+	// the thread must not be unlocked: exiting the goroutine while still
+	// locked makes the runtime retire the thread.
+	EnterSelf() (leave func() error, stuck bool, err error)
+}

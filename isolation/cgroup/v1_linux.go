@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -189,4 +190,63 @@ func (g *v1Group) Delete() error {
 		return fmt.Errorf("remove cgroup %s: %w", g.path, err)
 	}
 	return nil
+}
+
+// threadCgroups maps each v1 controller to the calling thread's cgroup.
+func threadCgroups() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, ctl := range strings.Split(f[1], ",") {
+			out[ctl] = f[2]
+		}
+	}
+	return out, nil
+}
+
+// EnterSelf moves the calling thread into every controller of the group.
+func (g *v1Group) EnterSelf() (func() error, bool, error) {
+	orig, err := threadCgroups()
+	if err != nil {
+		return nil, false, fmt.Errorf("read thread cgroups: %w", err)
+	}
+	ctls := make([]string, 0, 4)
+	for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
+		if _, ok := g.h.V1[ctl]; ok {
+			if _, ok := orig[ctl]; !ok {
+				return nil, false, fmt.Errorf("thread is in no %s cgroup", ctl)
+			}
+			ctls = append(ctls, ctl)
+		}
+	}
+	move := func(ctl, path string) error {
+		// "0" names the writer itself: a self-move of one thread.
+		return os.WriteFile(filepath.Join(g.h.V1[ctl], path, "tasks"), []byte("0"), 0)
+	}
+	leave := func(n int) error {
+		var errs []error
+		for _, ctl := range ctls[:n] {
+			if err := move(ctl, orig[ctl]); err != nil {
+				errs = append(errs, fmt.Errorf("move thread back to %s cgroup %s: %w", ctl, orig[ctl], err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for i, ctl := range ctls {
+		if err := move(ctl, g.path); err != nil {
+			err = fmt.Errorf("move thread into %s cgroup %s: %w", ctl, g.path, err)
+			if lerr := leave(i); lerr != nil {
+				return nil, true, errors.Join(err, lerr)
+			}
+			return nil, false, err
+		}
+	}
+	return func() error { return leave(len(ctls)) }, false, nil
 }

@@ -42,10 +42,12 @@ func read(t *testing.T, p string) string {
 func TestV2NewWritesLimits(t *testing.T) {
 	h := fakeV2(t, "cpu memory pids")
 	dir := filepath.Join(h.V2, Parent, "run-1")
-	// Swap accounting exists on this "kernel": the file is there once the
-	// group is made; pre-create it as the kernel would.
+	// The kernel makes a group's control files; pre-create them (swap
+	// accounting exists on this "kernel").
 	os.MkdirAll(dir, 0o755)
-	write(t, filepath.Join(dir, "memory.swap.max"), "max")
+	for _, f := range []string{"memory.max", "memory.swap.max", "pids.max", "cpu.max"} {
+		write(t, filepath.Join(dir, f), "max")
+	}
 
 	g, err := h.New("run-1", Resources{MemoryBytes: 64 << 20, Pids: 100, CPUs: 0.5})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -106,11 +107,47 @@ func resources(l isolation.Limits) cgroup.Resources {
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
 // credentials. On error nothing is left behind.
-func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	if err := b.Check(ctx, p); err != nil {
 		return nil, err
 	}
-	f := b.features(ctx)
+	return start(ctx, p, b.Exe, b.features(ctx).cgroups, true)
+}
+
+// StartUnconfined starts the init of the none tier: no namespaces, no new
+// root, no credential change; commands run as host processes in their own
+// sessions. The run's cgroup still holds every process and enforces the
+// plan's memory and pids limits; a limit that cannot be enforced is
+// refused. exe is the binary to re-execute ("" for /proc/self/exe).
+func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolation.Sandbox, error) {
+	if p == nil || p.Spec == nil {
+		return nil, fmt.Errorf("start: no plan or spec: %w", ErrBadPlan)
+	}
+	if _, err := cgroupRunID(p.RunID); err != nil {
+		return nil, err
+	}
+	var host *cgroup.Host
+	r := resources(p.Limits)
+	if r != (cgroup.Resources{}) {
+		h, err := cgroup.Detect()
+		if err != nil {
+			return nil, err
+		}
+		if errs := h.Missing(r); len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		if os.Geteuid() != 0 {
+			return nil, &isolation.UnsupportedError{What: "memory and pids limits without root", Fix: "run sandboxed as root (sudo) so it can create the run's cgroup"}
+		}
+		host = h
+	}
+	return start(ctx, p, exe, host, false)
+}
+
+// start starts the init. confined selects the process tier (namespaces,
+// new root, dropped credentials) over the none tier. host is nil when the
+// run needs no cgroup (none tier without limits).
+func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, confined bool) (_ isolation.Sandbox, retErr error) {
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -123,26 +160,28 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	}
 
-	cg, err := f.cgroups.New(p.RunID, resources(p.Limits))
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	var cg cgroup.Group
+	if host != nil {
+		var err error
+		if cg, err = host.New(p.RunID, resources(p.Limits)); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+		undo = append(undo, func() {
+			c, cancel := cleanCtx()
+			defer cancel()
+			_ = cg.Kill(c)
+			_ = cg.Delete()
+		})
 	}
-	undo = append(undo, func() {
-		c, cancel := cleanCtx()
-		defer cancel()
-		_ = cg.Kill(c)
-		_ = cg.Delete()
-	})
 
-	host, child, err := sbinit.SocketPair()
+	ctl, child, err := sbinit.SocketPair()
 	if err != nil {
 		return nil, err
 	}
 	defer child.Close()
-	cl := sbinit.NewClient(host)
+	cl := sbinit.NewClient(ctl)
 	undo = append(undo, func() { cl.Close() })
 
-	exe := b.Exe
 	if exe == "" {
 		exe = "/proc/self/exe"
 	}
@@ -151,14 +190,19 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		Args:       []string{"sandboxed-init", sbinit.InitArg},
 		Env:        []string{},
 		ExtraFiles: []*os.File{child},
+		// The init reports through the protocol; its stderr only matters
+		// when it dies before that, and then it goes into the error.
+		Stderr: &tailBuffer{max: 4096},
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
-				unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
 			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if p.Privilege == privElevated {
+	if confined {
+		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
+			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	}
+	if confined && p.Privilege == privElevated {
 		// Root inside, an unprivileged id outside: never host root.
 		hostUID, hostGID := os.Getuid(), os.Getgid()
 		if hostUID == 0 {
@@ -173,23 +217,28 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
 	}
 	var cgFile *os.File
-	if cg.Version() == 2 {
+	if cg != nil && cg.Version() == 2 {
 		// Born in the run's cgroup (and rooted there for its cgroup
 		// namespace), before it runs a single instruction.
-		if cgFile, err = os.OpenFile(f.cgroups.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		if cgFile, err = os.OpenFile(host.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			return nil, fmt.Errorf("open cgroup %s: %w", cg.Path(), err)
 		}
 		defer cgFile.Close()
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
-	// Pdeathsig fires when the starting thread exits: keep it on one that
-	// the runtime does not retire.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox init: %w", err)
+	cl.KillGrace = p.Limits.KillGrace
+	cfg := initConfig(p)
+	if !confined {
+		cfg = &sbinit.Config{RunID: p.RunID, Spec: p.Spec, NewSession: true}
+	}
+	// The config waits in the socketpair for the init to start.
+	if err := cl.SendConfig(cfg); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	mover, _ := cg.(cgroup.SelfMover)
+	if err := startInit(cmd, mover); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	waited := make(chan struct{})
 	go func() { cmd.Wait(); close(waited) }()
@@ -198,19 +247,66 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		<-waited
 	})
 	child.Close()
-	if cg.Version() == 1 {
-		// The init waits for its config frame; nothing runs before this.
-		if err := cg.AddProc(cmd.Process.Pid); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-		}
-	}
 
-	cl.KillGrace = p.Limits.KillGrace
-	cfg := initConfig(p)
-	if _, err := cl.Handshake(ctx, cfg); err != nil {
+	if _, err := cl.WaitReady(ctx); err != nil {
+		if errors.Is(err, sbinit.ErrInitGone) {
+			_ = cmd.Process.Kill()
+			<-waited
+			if tail := cmd.Stderr.(*tailBuffer).String(); tail != "" {
+				return nil, fmt.Errorf("start sandbox %s: %w: %s", p.RunID, err, tail)
+			}
+		}
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// startInit starts cmd so that the init is inside the run's cgroup before
+// it runs an instruction: on cgroup v2 it is cloned into it
+// (CLONE_INTO_CGROUP, set up by the caller); on v1 (mover set) the
+// starting thread moves itself into the cgroup, forks, and moves back.
+// Moving another process would wait for an RCU grace period in the kernel;
+// a thread moving itself does not.
+//
+// The starting thread is also the init's parent for Pdeathsig, which fires
+// when that thread exits: it stays locked only while starting, and the
+// runtime does not retire unlocked threads.
+func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if mover == nil {
+			err := cmd.Start()
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		leave, stuck, err := mover.EnterSelf()
+		if err != nil {
+			if !stuck {
+				runtime.UnlockOSThread()
+			}
+			// A stuck thread stays locked: it is retired with this
+			// goroutine instead of running other code in the cgroup.
+			errc <- err
+			return
+		}
+		serr := cmd.Start()
+		if err := leave(); err != nil {
+			if serr == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			errc <- err
+			return
+		}
+		runtime.UnlockOSThread()
+		if serr != nil {
+			serr = fmt.Errorf("start sandbox init: %w", serr)
+		}
+		errc <- serr
+	}()
+	return <-errc
 }
 
 // initConfig is what the init needs of the plan.
@@ -233,7 +329,7 @@ func initConfig(p *isolation.Plan) *sbinit.Config {
 			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
 		})
 		cfg.Spec = &s
-		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket}
+		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
 	return cfg
 }
@@ -249,18 +345,16 @@ type sandbox struct {
 	killed bool
 	closed bool
 	peak   int64
-}
-
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
+	final  *isolation.Stats // read just before the cgroup went away
 }
 
 // Exec runs cmd through the init.
 func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	if s.isClosed() {
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: %w", s.plan.RunID, isolation.ErrClosed)
+	s.mu.Lock()
+	gone := s.closed || s.killed
+	s.mu.Unlock()
+	if gone {
+		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: killed or closed: %w", s.plan.RunID, isolation.ErrClosed)
 	}
 	exit, err := s.cl.Exec(ctx, cmd, stdio)
 	if errors.Is(err, sbinit.ErrInitGone) {
@@ -271,7 +365,7 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 			// Kill took the whole sandbox down, the command with it.
 			return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctx.Err()
 		}
-		if st, serr := s.cg.Stats(); serr == nil && st.OOMKilled {
+		if st, serr := s.Stats(ctx); serr == nil && st.OOMKilled {
 			// The OOM killer chose the init (memory no process owns,
 			// such as a full /tmp, makes it the largest): the sandbox
 			// and the command died of the memory limit.
@@ -287,25 +381,36 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.killed = true
 	s.mu.Unlock()
-	_ = s.cg.Signal(syscall.SIGTERM)
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := waitEmpty(gctx, s.cg)
-	cancel()
-	if err == nil {
+	if s.cg == nil {
+		// No cgroup (none tier without limits): the init signals what it
+		// started, then the init itself goes.
+		_ = s.cl.Signal(0, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		_ = s.cl.Signal(0, syscall.SIGKILL)
 		return nil
 	}
+	_ = s.cg.Signal(syscall.SIGTERM)
+	// The init forwards the SIGTERM and outlives it; wait for the rest.
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	_ = waitEmpty(gctx, s.cg, s.cmd.Process.Pid)
+	cancel()
 	if err := s.cg.Kill(ctx); err != nil {
 		return fmt.Errorf("kill sandbox %s: %w", s.plan.RunID, err)
 	}
 	return nil
 }
 
-// waitEmpty waits until the cgroup has no process or ctx ends.
-func waitEmpty(ctx context.Context, cg cgroup.Group) error {
+// waitEmpty waits until the cgroup has no process but except, or ctx ends.
+func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
 	delay := 500 * time.Microsecond
 	for {
 		pids, err := cg.Procs()
-		if err != nil || len(pids) == 0 {
+		if err != nil || len(pids) == 0 || len(pids) == 1 && pids[0] == except {
 			return nil
 		}
 		t := time.NewTimer(delay)
@@ -323,6 +428,15 @@ func waitEmpty(ctx context.Context, cg cgroup.Group) error {
 
 // Stats reads the cgroup's counters.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	if s.cg == nil {
+		return isolation.Stats{}, nil
+	}
+	s.mu.Lock()
+	final := s.final
+	s.mu.Unlock()
+	if final != nil {
+		return *final, nil
+	}
 	st, err := s.cg.Stats()
 	if err != nil {
 		return isolation.Stats{}, fmt.Errorf("stats of sandbox %s: %w", s.plan.RunID, err)
@@ -356,8 +470,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	t.Stop()
 	var errs []error
-	if err := s.cg.Kill(ctx); err != nil {
-		errs = append(errs, err)
+	if s.cg != nil {
+		if pids, err := s.cg.Procs(); err != nil || len(pids) > 0 {
+			if err := s.cg.Kill(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	select {
 	case <-s.waited:
@@ -365,8 +483,16 @@ func (s *sandbox) Close(ctx context.Context) error {
 		_ = s.cmd.Process.Kill()
 		<-s.waited
 	}
-	if err := s.cg.Delete(); err != nil {
-		errs = append(errs, err)
+	if s.cg != nil {
+		// Stats stay readable after Close.
+		if st, err := s.Stats(ctx); err == nil {
+			s.mu.Lock()
+			s.final = &st
+			s.mu.Unlock()
+		}
+		if err := s.cg.Delete(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close sandbox %s: %w", s.plan.RunID, err)
@@ -409,4 +535,27 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }

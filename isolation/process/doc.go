@@ -9,6 +9,45 @@
 // probing what the host can enforce. It must not decide policy: it enforces
 // a Plan or refuses it with isolation.ErrUnsupported.
 //
-// A binary that uses this backend must call sbinit.Main when sbinit.IsInit
-// reports true, first thing in main (tests: in TestMain).
+// # Using it
+//
+// The binary must hand control to the init when re-executed, first thing
+// in main (in tests: TestMain):
+//
+//	if sbinit.IsInit() {
+//		sbinit.Main() // never returns
+//	}
+//
+// The controller then runs:
+//
+//	b := process.New()               // none.New() for isolation: none
+//	if err := b.Check(ctx, plan); err != nil { ... } // wraps ErrUnsupported
+//	sb, err := b.Start(ctx, plan)    // nothing left behind on error
+//	defer sb.Close(cleanupCtx)       // context.WithoutCancel + deadline
+//	exit, err := sb.Exec(stepCtx, isolation.Command{Args: ..., Env: ..., Cwd: ...}, stdio)
+//	stats, _ := sb.Stats(ctx)        // also valid after Close
+//
+// What the plan must hold: Tier process, a RunID (names the cgroup
+// sandboxed/<run-id>), Privilege, Limits.MemoryBytes and Limits.Pids (both
+// required), Limits.TmpfsBytes (size of /tmp), Limits.KillGrace, and a
+// Spec from sandbox.NewSpec: WithUser(invoking uid, gid) for same-as-user,
+// WithReadBind/WithWriteBind for grants (sources symlink-resolved; a source
+// that became a symlink is refused at start), and the privilege's seccomp
+// profile (DefaultSpec sets it). Spec.Process.User, capabilities, rlimits,
+// no_new_privs, Mounts (bind and tmpfs), MaskedPaths, ReadonlyPaths,
+// Seccomp and Hostname are enforced; Process.Env and Args are not used
+// (Command carries them). With Plan.Egress the proxy socket is bound at
+// isolation.SandboxSocket and the init relays 127.0.0.1:ProxyPort to it,
+// and each LocalhostPorts port through a CONNECT to the proxy; the socket
+// must be connectable by the command's uid (mode 0666 in the 0700 HostDir).
+//
+// Exec's exit is 128+n for a signal n. A command that cannot start exits
+// 127 (not found) or 126 with the reason on its stderr. When the OOM killer
+// takes the whole sandbox (memory no process owns, like a full /tmp, makes
+// the init the largest process), Exec reports 137/SIGKILL and Stats
+// OOMKilled; later Execs fail with isolation.ErrClosed-wrapped errors.
+//
+// The cost of Start on cgroup v1 hosts is dominated by the kernel's
+// cgroup migration (an RCU grace period); it overlaps with the init's
+// setup. On cgroup v2 the init is cloned straight into its cgroup.
 package process

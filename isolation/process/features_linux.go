@@ -2,7 +2,10 @@ package process
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -64,6 +67,7 @@ func Probe(ctx context.Context) Features {
 			for c := range h.V1 {
 				f.Controllers = append(f.Controllers, c)
 			}
+			sort.Strings(f.Controllers)
 		}
 		f.Missing = append(f.Missing, h.Missing(cgroup.Resources{MemoryBytes: 1, Pids: 1})...)
 	}
@@ -78,4 +82,63 @@ func Probe(ctx context.Context) Features {
 		f.Missing = append(f.Missing, &isolation.UnsupportedError{What: "no_new_privs", Fix: "use Linux 3.5 or later"})
 	}
 	return f
+}
+
+// Check is one line of `sandboxed doctor`.
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Detail says what was found; Fix how to get it when not OK.
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Checks renders f for `sandboxed doctor`, one Check per requirement of
+// the process tier (the user namespace only matters to elevated).
+func (f Features) Checks() []Check {
+	var out []Check
+	add := func(name string, ok bool, detail, fix string) {
+		c := Check{Name: name, OK: ok, Detail: detail}
+		if !ok {
+			c.Fix = fix
+		}
+		out = append(out, c)
+	}
+	add("root", f.Root, "", "run sandboxed as root (sudo), or use isolation: container or none")
+	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
+		fix := "use a kernel built with CONFIG_" + strings.ToUpper(ns) + "_NS"
+		if ns == "user" {
+			fix = "sysctl -w user.max_user_namespaces=15000 (needed for elevated only)"
+		}
+		add(ns+" namespace", f.Namespaces[ns], "", fix)
+	}
+	cg := f.cgroups
+	add("cgroups", cg != nil, fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " ")), "mount cgroup v2 at /sys/fs/cgroup")
+	if cg != nil {
+		for _, ctl := range []string{"memory", "pids", "cpu"} {
+			errs := cg.Missing(cgroup.Resources{MemoryBytes: b2i(ctl == "memory"), Pids: b2i(ctl == "pids"), CPUs: float64(b2i(ctl == "cpu"))})
+			fix := ""
+			for _, e := range errs {
+				var ue *isolation.UnsupportedError
+				if errors.As(e, &ue) && strings.Contains(ue.What, ctl) {
+					fix = ue.Fix
+				}
+			}
+			add(ctl+" controller", fix == "", "", fix)
+		}
+		if cg.Version == 1 {
+			errs := cg.Missing(cgroup.Resources{})
+			add("freezer controller", len(errs) == 0, "", "mount the v1 freezer controller")
+		}
+	}
+	add("seccomp", f.Seccomp, "", "use a kernel built with CONFIG_SECCOMP_FILTER")
+	add("no_new_privs", f.NoNewPrivs, "", "use Linux 3.5 or later")
+	return out
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

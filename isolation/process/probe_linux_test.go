@@ -1,15 +1,20 @@
 package process_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -63,12 +68,82 @@ func syscallProbe() {
 	}
 	fmt.Printf("socket_unix=%s\n", errnoName(err))
 	try("chroot", unix.SYS_CHROOT, uintptr(0), 0, 0)
+	// Go's os/exec (pidfd, clone3 where it wants it) must still work.
+	fmt.Printf("go_exec=%s\n", errnoName(exec.Command("/bin/true").Run()))
+	// So must a shell's fork and glibc's posix_spawn (clone3 -> clone).
+	fmt.Printf("sh_spawn=%s\n", errnoName(exec.Command("/bin/sh", "-c", "/bin/true | /bin/cat").Run()))
+}
+
+// egressProbe talks through the init's loopback relay.
+func egressProbe() {
+	c, err := net.Dial("tcp", "127.0.0.1:"+os.Getenv("PROBE_PORT"))
+	if err != nil {
+		fmt.Println("dial:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "ping")
+	c.(*net.TCPConn).CloseWrite()
+	b, _ := io.ReadAll(c)
+	fmt.Printf("%s", b)
 }
 
 func init() {
-	if os.Getenv(probeEnv) == "syscalls" {
+	switch os.Getenv(probeEnv) {
+	case "syscalls":
 		syscallProbe()
 		os.Exit(0)
+	case "egress":
+		egressProbe()
+		os.Exit(0)
+	}
+}
+
+func TestEgressRelay(t *testing.T) {
+	needRoot(t)
+	exe, _ := os.Executable()
+	exe, _ = filepath.EvalSymlinks(exe)
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.Chmod(sock, 0o666)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(c)
+			first, _ := br.Peek(1)
+			if len(first) == 1 && first[0] == 0 {
+				// The egress bridge's localhost preamble: 00 'L' 01 PORT.
+				var pre [5]byte
+				io.ReadFull(br, pre[:])
+				c.Write([]byte{0})
+				b, _ := io.ReadAll(br)
+				fmt.Fprintf(c, "tunnel 127.0.0.1:%d:%s", int(pre[3])<<8|int(pre[4]), b)
+			} else {
+				b, _ := io.ReadAll(br)
+				fmt.Fprintf(c, "pong:%s", b)
+			}
+			c.Close()
+		}
+	}()
+	for _, priv := range []string{sandbox.PrivSameAsUser, sandbox.PrivReduced} {
+		p := testPlan(t, priv, sandbox.WithReadBind(filepath.Dir(exe), "/probe"))
+		p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128, LocalhostPorts: []int{8080}}
+		sb := start(t, p)
+		out, errs, exit := runCmd(t, sb, []string{"/probe/" + filepath.Base(exe)}, probeEnv+"=egress", "PROBE_PORT=3128")
+		if exit.Code != 0 || out != "pong:ping" {
+			t.Fatalf("%s: exit %+v out %q err %q", priv, exit, out, errs)
+		}
+		out, errs, exit = runCmd(t, sb, []string{"/probe/" + filepath.Base(exe)}, probeEnv+"=egress", "PROBE_PORT=8080")
+		if exit.Code != 0 || out != "tunnel 127.0.0.1:8080:ping" {
+			t.Fatalf("%s: localhost port: exit %+v out %q err %q", priv, exit, out, errs)
+		}
 	}
 }
 
@@ -84,10 +159,11 @@ func TestSeccompInSandbox(t *testing.T) {
 			"clone_newns": "EPERM", "clone_newuser": "EPERM", "clone3": "ENOSYS", "unshare": "EPERM",
 			"keyctl": "EPERM", "io_uring_setup": "EPERM", "bpf": "EPERM", "ptrace": "EPERM",
 			"personality_bad": "EPERM", "personality_query": "ok", "socket_packet": "EPERM", "socket_unix": "ok",
+			"go_exec": "ok", "sh_spawn": "ok",
 		},
 		sandbox.PrivReduced: {
 			"clone_newns": "EPERM", "clone3": "ENOSYS", "socket_packet": "EAFNOSUPPORT", "socket_unix": "ok",
-			"chroot": "EPERM",
+			"chroot": "EPERM", "go_exec": "ok",
 		},
 	}
 	for priv, checks := range want {

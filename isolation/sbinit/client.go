@@ -59,9 +59,23 @@ func NewClient(sock *net.UnixConn) *Client {
 // namespace). An init that failed to set up returns an error wrapping
 // ErrSetup with its reason.
 func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
-	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
-		return 0, fmt.Errorf("configure sandbox init: %w", err)
+	if err := cl.SendConfig(cfg); err != nil {
+		return 0, err
 	}
+	return cl.WaitReady(ctx)
+}
+
+// SendConfig sends cfg without waiting. On a socketpair it may be sent
+// before the init is even started: the frame waits in the socket buffer.
+func (cl *Client) SendConfig(cfg *Config) error {
+	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
+		return fmt.Errorf("configure sandbox init: %w", err)
+	}
+	return nil
+}
+
+// WaitReady waits until the init reports it is ready (see Handshake).
+func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 	select {
 	case m := <-cl.ready:
 		if m.Type == MsgError {

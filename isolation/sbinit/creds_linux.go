@@ -62,10 +62,20 @@ func lastCap() uintptr {
 	return 40
 }
 
-// perThread runs a per-thread syscall on every thread when the runtime
-// allows it (no cgo), and always on the calling (locked) thread, from
-// which every command is forked.
-func perThread(trap, a1, a2, a3 uintptr) error {
+// thisThread runs a per-thread syscall on the calling (locked) thread,
+// from which every command is forked.
+func thisThread(trap, a1, a2, a3 uintptr) error {
+	if _, _, e := unix.RawSyscall(trap, a1, a2, a3); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// allThreads runs a per-thread syscall on every thread when the runtime
+// allows it (no cgo), and at least on the calling (locked) thread. Each
+// call stops the world, so it is kept for what matters to the init's
+// other threads: their capability sets.
+func allThreads(trap, a1, a2, a3 uintptr) error {
 	if _, _, e := syscall.AllThreadsSyscall(trap, a1, a2, a3); e == 0 {
 		return nil
 	} else if e != syscall.ENOTSUP {
@@ -117,7 +127,9 @@ func dropPrivileges(spec *specs.Spec) error {
 		if bounding&(1<<c) != 0 {
 			continue
 		}
-		if err := perThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
+		// The bounding set only matters to the thread that forks commands;
+		// the other threads lose every capability below.
+		if err := thisThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
@@ -152,11 +164,12 @@ func dropPrivileges(spec *specs.Spec) error {
 	if err := capset(eff, perm, inh); err != nil {
 		return err
 	}
-	if err := perThread(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && err != unix.EINVAL {
+	if err := thisThread(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	if p.NoNewPrivileges || prog != nil {
-		if err := perThread(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+		// Set here; the seccomp filter's TSYNC sets it on every thread.
+		if err := thisThread(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
 			return fmt.Errorf("set no_new_privs: %w", err)
 		}
 	}
@@ -177,7 +190,7 @@ func capset(eff, perm, inh uint64) error {
 		{Effective: uint32(eff), Permitted: uint32(perm), Inheritable: uint32(inh)},
 		{Effective: uint32(eff >> 32), Permitted: uint32(perm >> 32), Inheritable: uint32(inh >> 32)},
 	}
-	if err := perThread(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
+	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
 		return fmt.Errorf("set capabilities: %w", err)
 	}
 	return nil

@@ -35,10 +35,10 @@
 // so they work across mount namespaces and into containers.
 //
 //	host (Client)                                  init (PID 1)
-//	    |  start init; control socket on fd 3 or     |
-//	    |  accept its connection                     |
-//	    |  [v1 cgroups: pid -> cgroup.procs]         | blocks on the first frame:
-//	    | ---- config{Config} ---------------------> | it doubles as the "go" sync
+//	    | ---- config{Config} ---------------------> | (process tier: written into
+//	    |  start init, born in the run's cgroup;     |  the socketpair before the
+//	    |  control socket on fd 3 (or accept its     |  init exists; container tier:
+//	    |  connection)                               |  after accept)
 //	    |                                            | build root, hostname, lo up,
 //	    |                                            | rlimits, drop creds, caps,
 //	    |                                            | no_new_privs, seccomp

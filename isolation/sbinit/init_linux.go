@@ -1,19 +1,20 @@
 package sbinit
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 )
 
 // IsInit reports whether this process was started as a sandbox init. A
@@ -37,10 +38,12 @@ type initState struct {
 	c    *conn
 	pid1 bool
 
-	mu    sync.Mutex        // held across fork+register and across reaping
-	byPid map[int]uint64    // running command pid -> id
-	pgids map[uint64]int    // command id -> process group
-	spawn chan spawnRequest // served on the locked main thread
+	mu     sync.Mutex        // held across fork+register and across reaping
+	byPid  map[int]uint64    // running command pid -> id
+	pgids  map[uint64]int    // command id -> process group
+	spawn  chan spawnRequest // served on the locked main thread
+	setsid bool
+	cwd    string // default working directory (the spec's)
 }
 
 type spawnRequest struct {
@@ -60,7 +63,6 @@ func runInit(args []string) int {
 		pid1:  os.Getpid() == 1,
 		byPid: make(map[int]uint64),
 		pgids: make(map[uint64]int),
-		spawn: make(chan spawnRequest),
 	}
 	m, fds, err := st.c.recv()
 	for _, fd := range fds {
@@ -75,6 +77,15 @@ func runInit(args []string) int {
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
+	st.setsid = m.Config.NewSession
+	if p := m.Config.Spec; p != nil && p.Process != nil {
+		st.cwd = p.Process.Cwd
+	}
+	if !st.pid1 {
+		// Outside a pid namespace, orphans of the commands still come
+		// to the init to be reaped.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	if err := setup(m.Config); err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
@@ -83,11 +94,9 @@ func runInit(args []string) int {
 		return 1
 	}
 	go st.signals(sigs)
-	go st.readLoop()
-	// The locked main thread forks every command.
-	for r := range st.spawn {
-		st.start(r)
-	}
+	// The request loop runs on the locked main thread, which forks every
+	// command itself: no hand-off to another thread per exec.
+	st.readLoop()
 	return 0
 }
 
@@ -174,36 +183,16 @@ func loopbackUp() error {
 	return nil
 }
 
-// startEgressRelay relays 127.0.0.1:Port to the egress Unix socket.
+// startEgressRelay opens the in-sandbox listeners of the egress bridge —
+// 127.0.0.1:Port for the proxy and each granted localhost port — while the
+// init still has its privileges, then serves them for the sandbox's life.
 func startEgressRelay(e *EgressRelay) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(e.Port)))
+	r, err := egress.ListenRelay(egress.RelayConfig{SocketPath: e.Socket, ProxyPort: e.Port, LocalhostPorts: e.LocalhostPorts})
 	if err != nil {
-		return fmt.Errorf("listen for egress on port %d: %w", e.Port, err)
+		return fmt.Errorf("start egress relay: %w", err)
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go relay(c, e.Socket)
-		}
-	}()
+	r.Serve(context.Background())
 	return nil
-}
-
-func relay(c net.Conn, socket string) {
-	defer c.Close()
-	u, err := net.Dial("unix", socket)
-	if err != nil {
-		return
-	}
-	defer u.Close()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	<-done
-	<-done
 }
 
 func (st *initState) readLoop() {
@@ -219,7 +208,7 @@ func (st *initState) readLoop() {
 				_ = st.c.send(&Message{Type: MsgExit, ID: m.ID, Code: 126, Error: "malformed exec request"})
 				continue
 			}
-			st.spawn <- spawnRequest{id: m.ID, req: m.Exec, fds: fds}
+			st.start(spawnRequest{id: m.ID, req: m.Exec, fds: fds})
 		case MsgSignal:
 			closeFDs(fds)
 			st.signal(m.ID, syscall.Signal(m.Signal))
@@ -317,7 +306,8 @@ func (st *initState) reap() {
 	}
 }
 
-// start forks and execs one command. It runs on the locked main thread.
+// start forks and execs one command. It runs on the locked main thread,
+// whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
@@ -325,6 +315,9 @@ func (st *initState) start(r spawnRequest) {
 		_ = st.c.send(&Message{Type: MsgExit, ID: r.id, Code: code, Error: msg})
 	}
 	cwd := r.req.Cwd
+	if cwd == "" {
+		cwd = st.cwd
+	}
 	if cwd == "" {
 		cwd = "/"
 	}
@@ -341,7 +334,7 @@ func (st *initState) start(r spawnRequest) {
 		Dir:   cwd,
 		Env:   r.req.Env,
 		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()
 	pid, err := syscall.ForkExec(path, r.req.Args, attr)

@@ -91,6 +91,10 @@ type Config struct {
 	// RootBase is the directory (inside the init's private mount namespace)
 	// on which the new root tmpfs is mounted before pivot_root; default /tmp.
 	RootBase string `json:"root_base,omitempty"`
+	// NewSession starts every command in its own session (setsid) rather
+	// than only its own process group (none tier: detach from the
+	// controller's terminal).
+	NewSession bool `json:"new_session,omitempty"`
 	// Egress, when set, makes the init relay 127.0.0.1:Port to the Unix
 	// socket Socket (a path inside the sandbox).
 	Egress *EgressRelay `json:"egress,omitempty"`
@@ -98,8 +102,14 @@ type Config struct {
 
 // EgressRelay is the loopback listener the init runs for the egress proxy.
 type EgressRelay struct {
+	// Port is relayed byte for byte to Socket (the proxy speaks HTTP
+	// CONNECT, plain HTTP and SOCKS5 there).
 	Port   int    `json:"port"`
 	Socket string `json:"socket"`
+	// LocalhostPorts are also listened on at 127.0.0.1; each connection
+	// is relayed to Socket after "CONNECT 127.0.0.1:PORT HTTP/1.1" got a
+	// 2xx answer, so the proxy decides and records it like any other.
+	LocalhostPorts []int `json:"localhost_ports,omitempty"`
 }
 
 // conn frames Messages over a Unix stream socket. Writes are serialised;

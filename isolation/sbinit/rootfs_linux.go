@@ -338,33 +338,51 @@ func tmpfsOptions(opts []string) (uintptr, string) {
 // bindInto bind-mounts b into root and remounts it with the wanted flags,
 // keeping the flags the kernel locks on the source (user namespaces).
 func bindInto(root string, b plannedBind) error {
-	target := filepath.Join(root, b.target)
 	var st unix.Stat_t
 	if err := unix.Fstat(b.src.fd, &st); err != nil {
 		return fmt.Errorf("stat bind source %s: %w", b.src.path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return fmt.Errorf("make mountpoint for %s: %w", b.target, err)
+	tfd, err := mountpoint(root, b.target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if err != nil {
+		return err
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := os.Mkdir(target, 0o755); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("make mountpoint %s: %w", b.target, err)
-		}
+	defer unix.Close(tfd)
+	attr := uint64(unix.MOUNT_ATTR_NOSUID)
+	if b.dev {
+		attr |= unix.MOUNT_ATTR_NOEXEC
 	} else {
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("make mountpoint %s: %w", b.target, err)
-		}
-		f.Close()
+		attr |= unix.MOUNT_ATTR_NODEV
 	}
-	if err := mount(b.src.procPath(), target, "", unix.MS_BIND, ""); err != nil {
+	if b.ro {
+		attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	// Clone the source, set its flags while it is detached, then attach
+	// it: no moment with the wrong flags, and no path is looked up again.
+	tree, err := unix.OpenTree(b.src.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err == nil {
+		defer unix.Close(tree)
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr}); err != nil {
+			return &mountError{op: "mount_setattr", source: b.src.path, target: b.target, flags: uintptr(attr), err: err}
+		}
+		if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
+		}
+		return nil
+	}
+	if !errors.Is(err, unix.ENOSYS) {
+		return &mountError{op: "open_tree", source: b.src.path, target: b.target, err: err}
+	}
+	// Kernels before 5.12: bind, then remount with the flags, keeping those
+	// the kernel locks on the source.
+	target := filepath.Join(root, b.target)
+	if err := mount(b.src.procPath(), "/proc/self/fd/"+strconv.Itoa(tfd), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", b.src.path, err)
 	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID)
-	if !b.dev {
-		flags |= unix.MS_NODEV
-	} else {
+	if b.dev {
 		flags |= unix.MS_NOEXEC
+	} else {
+		flags |= unix.MS_NODEV
 	}
 	if b.ro {
 		flags |= unix.MS_RDONLY
@@ -377,6 +395,58 @@ func bindInto(root string, b plannedBind) error {
 		return fmt.Errorf("remount %s: %w", b.target, err)
 	}
 	return nil
+}
+
+// mountpoint makes (if needed) and opens target below root one component
+// at a time, never following a symlink: a writable grant cannot redirect
+// where a later mount lands, nor make the init create files elsewhere on
+// the host. It returns an O_PATH descriptor of the mountpoint.
+func mountpoint(root, target string, dir bool) (int, error) {
+	fail := func(err error) (int, error) {
+		return -1, fmt.Errorf("make mountpoint %s: %w", target, err)
+	}
+	cur, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail(err)
+	}
+	parts := strings.Split(strings.Trim(filepath.Clean(target), "/"), "/")
+	for i, name := range parts {
+		last := i == len(parts)-1
+		var next int
+		if !last || dir {
+			if err = unix.Mkdirat(cur, name, 0o755); err != nil && err != unix.EEXIST {
+				unix.Close(cur)
+				return fail(err)
+			}
+			// O_DIRECTORY|O_NOFOLLOW: a symlink here is ENOTDIR.
+			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		} else {
+			var f int
+			// O_CREAT|O_NOFOLLOW: a symlink here is ELOOP.
+			if f, err = unix.Openat(cur, name, unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+				unix.Close(f)
+				next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		unix.Close(cur)
+		if err == nil {
+			var st unix.Stat_t
+			if err = unix.Fstat(next, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
+			if err != nil {
+				unix.Close(next)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				return fail(fmt.Errorf("%s is a symlink or not a directory; refused", filepath.Join(parts[:i+1]...)))
+			}
+			return fail(err)
+		}
+		cur = next
+	}
+	return cur, nil
 }
 
 // lockedFlags maps statfs flags to the mount flags a remount must keep.

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+var auditCommand = &cli.Command{
+	Name:  "audit",
+	Usage: "show the audit log: one record per run",
+	Description: `Reads STATE/audit.jsonl, where STATE is $SANDBOXED_STATE_DIR, else
+$XDG_STATE_HOME/sandboxed, else ~/.local/state/sandboxed. The table shows
+TIME, TOOL, STATUS, EXIT, TIER, USER and RUN ID; --format json prints the
+records as they are stored (README: audit log fields).`,
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "since", Usage: "only records of the last `DURATION` (30m, 24h, 7d)"},
+		&cli.StringFlag{Name: "tool", Usage: "only records of the tool `NAME`"},
+		formatFlag("table", "table", "json"),
+	},
+	Action: auditAction,
+}
+
+func auditAction(c *cli.Context) error {
+	format, err := checkFormat(c, "table", "json")
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		return usageError(fmt.Errorf("audit: unexpected argument %q (use --tool NAME)", c.Args().First()))
+	}
+	filter := policy.AuditFilter{Tool: c.String("tool")}
+	if s := c.String("since"); s != "" {
+		d, err := tool.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return usageError(fmt.Errorf("audit: --since %q: want a duration such as 30m, 24h or 7d", s))
+		}
+		filter.Since = time.Now().Add(-d)
+	}
+	path := sandbox.AuditPath(sandbox.StateDir())
+	recs, err := policy.ReadAudit(path, filter)
+	var corrupt *policy.CorruptAuditError
+	if errors.As(err, &corrupt) {
+		// The records read are still worth showing; say what was skipped.
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: warning: %v (skipped)\n", err)
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		if recs == nil {
+			recs = []policy.AuditRecord{}
+		}
+		return writeJSON(c.App.Writer, recs)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: no audit records in %s\n", path)
+		return nil
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tTOOL\tSTATUS\tEXIT\tTIER\tUSER\tRUN ID")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			dash(r.Tool), dash(r.Status), r.ExitCode, dash(r.Tier), dash(r.User), dash(r.RunID))
+	}
+	return w.Flush()
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
+)
+
+var gcCommand = &cli.Command{
+	Name:  "gc",
+	Usage: "remove what crashed runs left behind (processes, cgroups, containers, mounts, sockets, run dirs)",
+	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock,
+so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does this as it starts.`,
+	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
+	Action: func(c *cli.Context) error {
+		reaped, err := newController().GC(c.Context)
+		if c.Bool("json") {
+			if reaped == nil {
+				reaped = []string{}
+			}
+			if werr := writeJSON(c.App.Writer, map[string]any{"removed": reaped}); werr != nil {
+				return werr
+			}
+		} else {
+			for _, r := range reaped {
+				fmt.Fprintf(c.App.Writer, "removed %s\n", r)
+			}
+			if len(reaped) == 0 {
+				fmt.Fprintln(c.App.ErrWriter, "nothing to remove")
+			}
+		}
+		return err
+	},
+}
+
+// check is one line of `sandboxed doctor`.
+type check struct {
+	Tier   string `json:"tier"`
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+var doctorCommand = &cli.Command{
+	Name:  "doctor",
+	Usage: "say what this host can enforce, per isolation tier, and how to fix what is missing",
+	Flags: []cli.Flag{formatFlag("table", "table", "json")},
+	Action: func(c *cli.Context) error {
+		format, err := checkFormat(c, "table", "json")
+		if err != nil {
+			return err
+		}
+		checks := processChecks(c)
+		checks = append(checks, containerChecks(c)...)
+		if format == "json" {
+			return writeJSON(c.App.Writer, checks)
+		}
+		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "TIER\tCHECK\tSTATUS\tDETAIL")
+		for _, ch := range checks {
+			st := "ok"
+			if !ch.OK {
+				st = "MISSING"
+			}
+			d := ch.Detail
+			if ch.Fix != "" {
+				d = strings.TrimSpace(d + " — fix: " + ch.Fix)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Tier, ch.Check, st, d)
+		}
+		return w.Flush()
+	},
+}
+
+func processChecks(c *cli.Context) []check {
+	f := process.Probe(c.Context)
+	out := []check{{Tier: "process", Check: "root", OK: f.Root,
+		Fix: fixIf(!f.Root, "run sandboxed as root (sudo); the process tier makes namespaces and cgroups")}}
+	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
+		ch := check{Tier: "process", Check: ns + " namespace", OK: f.Namespaces[ns]}
+		if ns == "user" {
+			ch.Detail = "needed only for execution-privilege: elevated"
+		}
+		out = append(out, ch)
+	}
+	out = append(out,
+		check{Tier: "process", Check: "cgroups", OK: f.CgroupVersion > 0,
+			Detail: fmt.Sprintf("v%d, controllers %s", f.CgroupVersion, strings.Join(f.Controllers, " "))},
+		check{Tier: "process", Check: "seccomp", OK: f.Seccomp},
+		check{Tier: "process", Check: "no_new_privs", OK: f.NoNewPrivs},
+	)
+	for _, m := range f.Missing {
+		out = append(out, check{Tier: "process", Check: "missing", OK: false, Detail: m.Error()})
+	}
+	return out
+}
+
+func fixIf(cond bool, fix string) string {
+	if cond {
+		return fix
+	}
+	return ""
+}

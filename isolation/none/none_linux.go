@@ -1,0 +1,69 @@
+package none
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
+)
+
+// Backend is the none tier.
+type Backend struct {
+	// Exe is the binary re-executed as the init; empty means
+	// /proc/self/exe. It must call sbinit.Main early.
+	Exe string
+}
+
+// New returns the none-tier backend.
+func New() *Backend { return &Backend{} }
+
+var _ isolation.Backend = (*Backend)(nil)
+
+// Tier reports isolation.TierNone.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierNone }
+
+// Check refuses a plan whose limits the host cannot enforce.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	if p == nil || p.Spec == nil {
+		return fmt.Errorf("check plan: no spec: %w", ErrBadPlan)
+	}
+	if p.Tier != isolation.TierNone {
+		return fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
+	}
+	if p.RunID == "" {
+		return fmt.Errorf("check plan: no run id: %w", ErrBadPlan)
+	}
+	r := cgroup.Resources{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUs: p.Limits.CPUs}
+	if r == (cgroup.Resources{}) {
+		return nil
+	}
+	h, err := cgroup.Detect()
+	if err != nil {
+		return err
+	}
+	if errs := h.Missing(r); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if os.Geteuid() != 0 {
+		return &isolation.UnsupportedError{What: "memory and pids limits without root", Fix: "run sandboxed as root (sudo) so it can create the run's cgroup"}
+	}
+	return nil
+}
+
+// Start starts the run's init on the host.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	if err := b.Check(ctx, p); err != nil {
+		return nil, err
+	}
+	return process.StartUnconfined(ctx, p, b.Exe)
+}
+
+// GC removes cgroups of runs that are not live (shared with the process
+// tier: both name them sandboxed/<run-id>).
+func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
+	return process.New().GC(ctx, keep)
+}

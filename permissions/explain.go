@@ -1,0 +1,1213 @@
+package permissions
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// ExplainSchemaVersion is the version of the Explanation document
+// (docs/explain.schema.json). It changes only when a field changes meaning
+// or is removed.
+const ExplainSchemaVersion = 1
+
+// Verdict words of an Explanation and its points. They are the policy's
+// verdicts (allow, deny, approval) plus "depends" for a permission whose
+// path or host comes from an argument that was not given.
+const (
+	VerdictAllow    = "allow"
+	VerdictDeny     = "deny"
+	VerdictApproval = "approval"
+	VerdictDepends  = "depends"
+)
+
+// Decision words of the overall verdict.
+const (
+	DecisionAllowed       = "allowed"
+	DecisionNeedsApproval = "needs_approval"
+	DecisionDenied        = "denied"
+)
+
+// ExplainInput is everything Explain needs, as plain data: the definition,
+// its grants, the policy's items and the facts of the sandbox plan. The CLI
+// fills it from sandbox.Prepare (or, when the tool cannot be bound, from
+// the definition's raw strings).
+type ExplainInput struct {
+	Def *tool.Definition
+	// Grants are the resolved grants, Mount.Resolved filled when known.
+	Grants []Grant
+	// Templated are the required-permissions that still hold a {PARAM}
+	// reference because the argument was not given.
+	Templated []TemplatedPermission
+	// Unresolvable are permissions that do not resolve (a bad path),
+	// with the reason.
+	Unresolvable []TemplatedPermission
+	// Items are the policy's items (policy.Item as plain data).
+	Items []DecisionItem
+	// Verdict is the policy's overall verdict: allow, deny or approval.
+	Verdict string
+	// Policy says which policy decided.
+	Policy PolicyInfo
+	// Source is the source rule that applied to the definition.
+	Source SourceInfo
+	// SecurityTier is the tool's security tier (read_only … unknown).
+	SecurityTier string
+	// Plan are the facts of the sandbox plan.
+	Plan PlanFacts
+	// Arguments says which arguments were given and which were missing.
+	Arguments ArgumentsInfo
+	// HostPath are the directories of the host's PATH, for the risk of a
+	// writable directory on it; Home is the invoking user's home.
+	HostPath []string
+	Home     string
+	// Notes are the policy's and planner's notes.
+	Notes []string
+}
+
+// TemplatedPermission is a required permission that could not be
+// resolved: its parameters were not given, or its value is invalid.
+type TemplatedPermission struct {
+	Index      int      `json:"index"`
+	Permission string   `json:"permission"`
+	Params     []string `json:"params,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// DecisionItem is one policy item as plain data (policy.Item).
+type DecisionItem struct {
+	Subject     string
+	Kind        string // tool, isolation, privilege, environment, grant, limit
+	Description string
+	Verdict     string
+	Rule        string
+	Reason      string
+	Risk        string
+	ApproveFlag string
+	PolicyFix   string
+	ApprovedBy  string
+	// GrantIndex is the grant's Index for kind grant, else -1.
+	GrantIndex int
+}
+
+// PolicyInfo names the policy in force.
+type PolicyInfo struct {
+	// Source is "built-in default" or the policy file's path.
+	Source string `json:"source"`
+	// File is the policy file ("" for the built-in default).
+	File string `json:"file"`
+}
+
+// SourceInfo is the source rule that matched the definition.
+type SourceInfo struct {
+	Scope   string `json:"scope"`
+	Rule    string `json:"rule"`
+	Trusted bool   `json:"trusted"`
+}
+
+// ArgumentsInfo records the arguments of the review.
+type ArgumentsInfo struct {
+	// Given are the NAME=VALUE names given.
+	Given []string `json:"given"`
+	// Missing are the required parameters that were not given.
+	Missing []string `json:"missing"`
+	// Approvals are the --approve values the review assumes.
+	Approvals []string `json:"approvals"`
+	// Bound is true when the tool was bound with the arguments and planned
+	// by the sandbox; false when the explanation uses the definition's raw
+	// strings.
+	Bound bool `json:"bound"`
+	// Note says how the arguments were used.
+	Note string `json:"note,omitempty"`
+}
+
+// PlanFacts are the facts of a sandbox plan (an OCI runtime spec and
+// limits) that a reviewer needs.
+type PlanFacts struct {
+	// Planned is true when the facts come from the planner; false when
+	// they are the defaults sketched for a run that could not be planned.
+	Planned bool
+	// IfApproved is true when the plan was built with the approvals the
+	// policy asks for, to show how the run would be enforced.
+	IfApproved bool
+	// RequestedTier is the definition's tier; Tier the one the run uses.
+	RequestedTier, Tier string
+	Privilege           string
+	UID, GID            uint32
+	UserNamespace       bool
+	Capabilities        []string
+	NoNewPrivileges     bool
+	ReadonlyRoot        bool
+	Namespaces          []string
+	Mounts              []MountFact
+	Masks               []MaskFact
+	Seccomp             SeccompFacts
+	MemoryBytes         int64
+	SwapBytes           int64
+	Pids                int64
+	CPUs                float64
+	Timeout             time.Duration
+	KillGrace           time.Duration
+	OutputBytes         int64
+	TmpfsBytes          int64
+	Image               string
+	// EnvNames are the names of the variables every command starts with.
+	EnvNames []string
+}
+
+// MountFact is one mount of the plan.
+type MountFact struct {
+	Source  string   `json:"source"`
+	Target  string   `json:"target"`
+	Type    string   `json:"type"`
+	Options []string `json:"options"`
+}
+
+// ReadOnly reports whether the mount is read-only.
+func (m MountFact) ReadOnly() bool { return slices.Contains(m.Options, "ro") }
+
+// MaskFact is a path the policy hides or makes read-only inside a grant.
+type MaskFact struct {
+	Path  string `json:"path"`
+	Under string `json:"under"`
+	Hide  bool   `json:"hide"`
+	Rule  string `json:"rule"`
+}
+
+// SeccompFacts summarise the seccomp profile.
+type SeccompFacts struct {
+	Profile       string `json:"profile"`
+	DefaultAction string `json:"default_action"`
+	Denied        int    `json:"denied_syscalls"`
+}
+
+// Explanation is the security review of one tool: the overall verdict,
+// one point per permission and security field with what it means, the
+// mechanism that enforces it and the policy's verdict, and risk notes.
+// Its JSON form is documented by docs/explain.schema.json.
+type Explanation struct {
+	SchemaVersion int           `json:"schema_version"`
+	Tool          ToolInfo      `json:"tool"`
+	Policy        PolicyInfo    `json:"policy"`
+	Source        SourceInfo    `json:"source"`
+	Verdict       Verdict       `json:"verdict"`
+	Arguments     ArgumentsInfo `json:"arguments"`
+	Filesystem    []Point       `json:"filesystem"`
+	Network       []Point       `json:"network"`
+	Environment   []Point       `json:"environment"`
+	Privilege     []Point       `json:"privilege_isolation"`
+	Resources     []Point       `json:"resources"`
+	Risks         []Risk        `json:"risks"`
+	Notes         []string      `json:"notes"`
+}
+
+// ToolInfo identifies the tool reviewed.
+type ToolInfo struct {
+	Name          string   `json:"name"`
+	Version       string   `json:"version"`
+	Description   string   `json:"description"`
+	Path          string   `json:"path"`
+	SHA256        string   `json:"sha256"`
+	Tags          []string `json:"tags"`
+	SecurityTier  string   `json:"security_tier"`
+	Justification string   `json:"justification"`
+	// RequiredPermissions are security.required-permissions as written.
+	RequiredPermissions []string `json:"required_permissions"`
+}
+
+// Verdict is the overall verdict.
+type Verdict struct {
+	// Decision is allowed, needs_approval or denied.
+	Decision string `json:"decision"`
+	// Summary is the one-line verdict, e.g. "ALLOWED: runs in process
+	// isolation as uid 1000; reads 1 path, writes 1 path, no network".
+	Summary string `json:"summary"`
+	// ApproveFlags are the exact flags that approve the run, e.g.
+	// "--approve 'network:external:*'".
+	ApproveFlags []string `json:"approve_flags"`
+	// Denied are the subjects the policy denies.
+	Denied []string `json:"denied"`
+	// DependsOnArguments is true when permissions hold parameters whose
+	// values were not given: the policy decides them at run time.
+	DependsOnArguments bool `json:"depends_on_arguments"`
+}
+
+// Point is one permission or security field, explained.
+type Point struct {
+	// Subject is the permission string or the field, e.g.
+	// "filesystem:read:/home/u/p" or "execution-privilege".
+	Subject string `json:"subject"`
+	// Requested is what the definition says, as written.
+	Requested string `json:"requested"`
+	// Meaning says in plain words what it lets the tool do.
+	Meaning string `json:"meaning"`
+	// Mechanisms are what enforces it.
+	Mechanisms []Mechanism `json:"mechanisms"`
+	// Verdict is allow, deny, approval or depends.
+	Verdict     string `json:"verdict"`
+	Rule        string `json:"rule"`
+	Reason      string `json:"reason"`
+	Risk        string `json:"risk"`
+	ApproveFlag string `json:"approve_flag"`
+	PolicyFix   string `json:"policy_fix"`
+	ApprovedBy  string `json:"approved_by"`
+	// Templated is true when the subject still holds {PARAM} references.
+	Templated bool `json:"templated"`
+}
+
+// Mechanism kinds.
+const (
+	MechBind      = "bind"      // a bind mount
+	MechMask      = "mask"      // a policy mask inside a bind
+	MechTmpfs     = "tmpfs"     // a private tmpfs
+	MechRootfs    = "rootfs"    // the read-only root
+	MechProxy     = "proxy"     // the egress proxy
+	MechForward   = "forward"   // a loopback forward
+	MechNamespace = "namespace" // kernel namespaces
+	MechEnv       = "env"       // the environment
+	MechUser      = "user"      // uid, gid, capabilities
+	MechSeccomp   = "seccomp"   // the seccomp filter
+	MechCgroup    = "cgroup"    // a cgroup limit
+	MechTier      = "tier"      // the isolation tier
+	MechTimer     = "timer"     // the controller's deadline
+	MechCapture   = "capture"   // output capture caps
+	MechNone      = "none"      // nothing enforces it
+)
+
+// Mechanism is one thing that enforces a point.
+type Mechanism struct {
+	// Kind is one of bind, mask, tmpfs, rootfs, proxy, forward, namespace,
+	// env, user, seccomp, cgroup, tier, timer, capture, none.
+	Kind string `json:"kind"`
+	// Detail says it in words, e.g. "bind /h/p -> /h/p read-only".
+	Detail string `json:"detail"`
+	// Source, Target, Access (read-only, read-write) and Options are set
+	// for mounts; Value for limits and identities.
+	Source  string   `json:"source,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	Access  string   `json:"access,omitempty"`
+	Options []string `json:"options,omitempty"`
+	Value   string   `json:"value,omitempty"`
+}
+
+// Risk categories.
+const (
+	RiskExfiltration     = "exfiltration"
+	RiskCodeExecution    = "code_execution"
+	RiskHostRoot         = "host_root"
+	RiskCommandInjection = "command_injection"
+	RiskSecretLeak       = "secret_leak"
+	RiskUntagged         = "untagged"
+	RiskCallerPath       = "caller_chosen_path"
+	RiskElevated         = "elevated_privilege"
+	RiskNoIsolation      = "no_isolation"
+	RiskHostServices     = "host_services"
+	RiskBroadAccess      = "broad_access"
+)
+
+// Risk is one risk note.
+type Risk struct {
+	// Severity is high, medium or low.
+	Severity string `json:"severity"`
+	// Category is one of the Risk* constants.
+	Category string `json:"category"`
+	// Subject is the permission, parameter or field it is about.
+	Subject string `json:"subject"`
+	Note    string `json:"note"`
+}
+
+// shellStartup are files a shell runs at start-up (relative to home).
+var shellStartup = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish",
+	".config/autostart", ".config/systemd", ".gitconfig", ".config/git",
+}
+
+// dockerSockets are the Docker daemon's sockets: access to one is root on
+// the host.
+var dockerSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
+
+// placeholderNames returns the {PARAM} names referenced in s.
+func placeholderNames(s string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllString(s, -1) {
+		n := strings.Trim(m, "{}")
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// PermissionParams returns the parameters referenced by a permission
+// string ({DIR} in filesystem:write:{DIR}).
+func PermissionParams(perm string) []string { return placeholderNames(perm) }
+
+// Explain builds the review of one tool from in. It is pure.
+func Explain(in ExplainInput) Explanation {
+	def := in.Def
+	e := Explanation{
+		SchemaVersion: ExplainSchemaVersion,
+		Tool: ToolInfo{
+			Name: def.Name, Version: def.Version, Description: def.Description,
+			Path: def.Source.Path, SHA256: def.Source.SHA256, Tags: allTags(def),
+			SecurityTier: in.SecurityTier, Justification: def.Security.Justification,
+			RequiredPermissions: append([]string{}, def.Security.RequiredPermissions...),
+		},
+		Policy:    in.Policy,
+		Source:    in.Source,
+		Arguments: in.Arguments,
+		Notes:     append([]string{}, in.Notes...),
+	}
+	if e.Tool.Tags == nil {
+		e.Tool.Tags = []string{}
+	}
+	if e.Arguments.Given == nil {
+		e.Arguments.Given = []string{}
+	}
+	if e.Arguments.Missing == nil {
+		e.Arguments.Missing = []string{}
+	}
+	if e.Arguments.Approvals == nil {
+		e.Arguments.Approvals = []string{}
+	}
+	x := explainer{in: in, e: &e}
+	x.filesystem()
+	x.network()
+	x.environment()
+	x.privilege()
+	x.resources()
+	x.risks()
+	x.verdict()
+	for _, list := range []*[]Point{&e.Filesystem, &e.Network, &e.Environment, &e.Privilege, &e.Resources} {
+		if *list == nil {
+			*list = []Point{}
+		}
+		for i := range *list {
+			if (*list)[i].Mechanisms == nil {
+				(*list)[i].Mechanisms = []Mechanism{}
+			}
+		}
+	}
+	if e.Risks == nil {
+		e.Risks = []Risk{}
+	}
+	return e
+}
+
+type explainer struct {
+	in ExplainInput
+	e  *Explanation
+}
+
+func allTags(def *tool.Definition) []string {
+	tags := append([]string(nil), def.Tags...)
+	if def.Metadata != nil {
+		for _, t := range def.Metadata.Tags {
+			if !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags
+}
+
+func (x *explainer) unsandboxed() bool { return x.in.Plan.Tier == string(tool.IsolationNone) }
+
+// item returns the policy item with subject (and, for grants, index).
+func (x *explainer) item(kind, subject string, grantIndex int) (DecisionItem, bool) {
+	for _, it := range x.in.Items {
+		if it.Kind != kind {
+			continue
+		}
+		if kind == "grant" && it.GrantIndex == grantIndex {
+			return it, true
+		}
+		if kind != "grant" && (subject == "" || it.Subject == subject) {
+			return it, true
+		}
+	}
+	return DecisionItem{}, false
+}
+
+func (p *Point) decide(it DecisionItem) {
+	p.Verdict, p.Rule, p.Reason, p.Risk = it.Verdict, it.Rule, it.Reason, it.Risk
+	p.ApproveFlag, p.PolicyFix, p.ApprovedBy = it.ApproveFlag, it.PolicyFix, it.ApprovedBy
+	if p.Meaning == "" {
+		p.Meaning = it.Description
+	}
+}
+
+func (x *explainer) notEnforced() Mechanism {
+	return Mechanism{Kind: MechNone, Detail: "isolation none: nothing enforces this; the tool runs on the host with everything the user can reach"}
+}
+
+func denied() Mechanism {
+	return Mechanism{Kind: MechNone, Detail: "not granted: the policy denies it, so the run is refused and nothing is set up"}
+}
+
+func access(write bool) string {
+	if write {
+		return "read-write"
+	}
+	return "read-only"
+}
+
+func (x *explainer) filesystem() {
+	pf := x.in.Plan
+	for _, g := range x.in.Grants {
+		if g.Kind != KindMount {
+			continue
+		}
+		m := g.Mount
+		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
+		it, decided := x.item("grant", "", g.Index)
+		switch {
+		case decided && it.Verdict == VerdictDeny:
+			p.Mechanisms = append(p.Mechanisms, denied())
+		case x.unsandboxed():
+			p.Mechanisms = append(p.Mechanisms, x.notEnforced())
+		default:
+			found := false
+			for _, mf := range pf.Mounts {
+				if mf.Type == "bind" && mf.Target == m.Target && (mf.ReadOnly() != m.Write) {
+					found = true
+					would := ""
+					if !pf.Planned {
+						would = "would be a "
+					}
+					p.Mechanisms = append(p.Mechanisms, Mechanism{
+						Kind: MechBind, Source: mf.Source, Target: mf.Target, Access: access(m.Write), Options: mf.Options,
+						Detail: fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Target, access(m.Write), strings.Join(mf.Options, ",")),
+					})
+				}
+			}
+			if !found {
+				src := m.Resolved
+				if src == "" {
+					src = m.HostPath
+				}
+				p.Mechanisms = append(p.Mechanisms, Mechanism{
+					Kind: MechBind, Source: src, Target: m.Target, Access: access(m.Write),
+					Detail: fmt.Sprintf("would be a %s bind mount %s -> %s (not planned: %s)", access(m.Write), src, m.Target, x.whyUnplanned()),
+				})
+			}
+			for _, mk := range pf.Masks {
+				if mk.Under != m.Target {
+					continue
+				}
+				what := "made read-only"
+				if mk.Hide {
+					what = "hidden (empty, unreadable)"
+				}
+				p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechMask, Target: mk.Path,
+					Detail: fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)})
+			}
+		}
+		if decided {
+			p.decide(it)
+		}
+		x.e.Filesystem = append(x.e.Filesystem, p)
+	}
+	for _, t := range x.templated(tool.PermFSRead, tool.PermFSWrite) {
+		x.e.Filesystem = append(x.e.Filesystem, t)
+	}
+	// What the tool sees of the host besides its grants.
+	base := Point{Subject: "host filesystem", Requested: "(not requested)", Verdict: VerdictAllow, Risk: "low",
+		Rule: "default: closed", Reason: "nothing of the host is visible unless a permission grants it"}
+	if x.unsandboxed() {
+		base.Meaning = "the whole host filesystem, with the user's own rights"
+		base.Mechanisms = []Mechanism{x.notEnforced()}
+		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
+	} else {
+		base.Meaning = "system directories read-only, a private /tmp, a minimal /dev and a fresh /proc; nothing else of the host"
+		if pf.ReadonlyRoot {
+			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRootfs, Access: "read-only", Detail: "root filesystem mounted read-only"})
+		}
+		if pf.TmpfsBytes > 0 {
+			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(pf.TmpfsBytes, 10),
+				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", tool.FormatSize(pf.TmpfsBytes))})
+		}
+		for _, mf := range pf.Mounts {
+			if mf.Type == "tmpfs" && mf.Target != "/tmp" && mf.Target != "/dev" && mf.Target != "/dev/shm" && slices.Contains(mf.Options, "ro") && !x.isMask(mf.Target) {
+				base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: mf.Target, Access: "read-only",
+					Detail: fmt.Sprintf("%s exists as an empty read-only directory (the working directory, not granted)", mf.Target)})
+			}
+		}
+	}
+	x.e.Filesystem = append(x.e.Filesystem, base)
+}
+
+func (x *explainer) isMask(target string) bool {
+	for _, mk := range x.in.Plan.Masks {
+		if mk.Path == target {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *explainer) whyUnplanned() string {
+	if x.in.Verdict == VerdictDeny {
+		return "the policy denies the run"
+	}
+	if !x.in.Arguments.Bound {
+		return "the tool could not be bound"
+	}
+	return "the run could not be planned"
+}
+
+// requested returns the permission as the definition writes it.
+func (x *explainer) requested(index int, fallback string) string {
+	perms := x.in.Def.Security.RequiredPermissions
+	if index >= 0 && index < len(perms) {
+		return perms[index]
+	}
+	return fallback
+}
+
+// templated returns points for the templated permissions of the kinds.
+func (x *explainer) templated(kinds ...tool.PermKind) []Point {
+	var out []Point
+	add := func(t TemplatedPermission, unresolvable bool) {
+		kind := permKind(t.Permission)
+		if !slices.Contains(kinds, kind) {
+			return
+		}
+		p := Point{Subject: t.Permission, Requested: x.requested(t.Index, t.Permission), Templated: !unresolvable,
+			Verdict: VerdictDepends, Risk: "medium"}
+		switch kind {
+		case tool.PermFSRead:
+			p.Meaning = "may read files under a path the caller chooses (" + strings.Join(t.Params, ", ") + ")"
+		case tool.PermFSWrite:
+			p.Meaning = "may read, create, change and delete files under a path the caller chooses (" + strings.Join(t.Params, ", ") + ")"
+			p.Risk = "high"
+		case tool.PermNetExternal:
+			p.Meaning = "may connect to a host the caller chooses (" + strings.Join(t.Params, ", ") + ")"
+			p.Risk = "high"
+		default:
+			p.Meaning = "depends on " + strings.Join(t.Params, ", ")
+		}
+		if unresolvable {
+			p.Verdict, p.Risk = VerdictDeny, "high"
+			p.Rule = "grammar"
+			p.Reason = t.Reason
+			p.Meaning = "does not resolve: " + t.Reason
+		} else {
+			p.Rule = "decided at run time"
+			p.Reason = "the path or host comes from " + strings.Join(t.Params, ", ") +
+				", which was not given; the policy decides it when the tool runs (pass NAME=VALUE to review a concrete value)"
+		}
+		switch {
+		case x.unsandboxed():
+			p.Mechanisms = []Mechanism{x.notEnforced()}
+		case kind == tool.PermFSRead || kind == tool.PermFSWrite:
+			p.Mechanisms = []Mechanism{{Kind: MechBind, Access: access(kind == tool.PermFSWrite),
+				Detail: fmt.Sprintf("a %s bind mount of the path given, symlinks resolved on the host first", access(kind == tool.PermFSWrite))}}
+		case kind == tool.PermNetExternal:
+			p.Mechanisms = []Mechanism{{Kind: MechProxy, Detail: "an egress proxy allow rule for the host given"}}
+		}
+		out = append(out, p)
+	}
+	for _, t := range x.in.Templated {
+		add(t, false)
+	}
+	for _, t := range x.in.Unresolvable {
+		add(t, true)
+	}
+	return out
+}
+
+// permKind returns the kind of a permission string by its prefix.
+func permKind(perm string) tool.PermKind {
+	for _, k := range []tool.PermKind{tool.PermFSRead, tool.PermFSWrite, tool.PermNetExternal, tool.PermNetLocalhost, tool.PermEnv} {
+		if strings.HasPrefix(perm, string(k)+":") {
+			return k
+		}
+	}
+	return ""
+}
+
+func (x *explainer) network() {
+	var egress, local int
+	for _, g := range x.in.Grants {
+		if g.Kind != KindEgress && g.Kind != KindLocalhost {
+			continue
+		}
+		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
+		it, decided := x.item("grant", "", g.Index)
+		switch {
+		case decided && it.Verdict == VerdictDeny:
+			p.Mechanisms = []Mechanism{denied()}
+		case x.unsandboxed():
+			p.Mechanisms = []Mechanism{x.notEnforced()}
+		case g.Kind == KindEgress:
+			egress++
+			ports := make([]string, 0, 2)
+			for _, pt := range g.Egress.Ports() {
+				ports = append(ports, strconv.Itoa(pt))
+			}
+			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: g.Egress.Host + ":" + strings.Join(ports, ","),
+				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, describePorts(g.Egress.Ports()))}}
+		default:
+			local++
+			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
+				Detail: fmt.Sprintf("127.0.0.1:%d in the sandbox is forwarded over the egress bridge to the host's 127.0.0.1:%d, and nothing else of the host's loopback", g.Localhost.Port, g.Localhost.Port)}}
+		}
+		if decided {
+			p.decide(it)
+		}
+		x.e.Network = append(x.e.Network, p)
+	}
+	x.e.Network = append(x.e.Network, x.templated(tool.PermNetExternal, tool.PermNetLocalhost)...)
+	base := Point{Subject: "network", Requested: "(not requested)", Verdict: VerdictAllow, Risk: "low", Rule: "default: no network"}
+	switch {
+	case x.unsandboxed():
+		base.Meaning = "the host's network, unrestricted"
+		base.Mechanisms = []Mechanism{x.notEnforced()}
+		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
+	case egress+local == 0 && len(x.e.Network) == 0:
+		base.Meaning = "no network at all: no interface but loopback, no resolver, no route out"
+		base.Reason = "the tool asks for no network permission"
+		base.Mechanisms = []Mechanism{{Kind: MechNamespace, Value: "network", Detail: "an empty network namespace (--network none for the container tier)"}}
+	default:
+		base.Requested = "(network permissions above)"
+		base.Rule = "default: egress only through the proxy"
+		base.Meaning = "only the hosts and ports granted above, through the per-run egress proxy; every connection is recorded"
+		base.Reason = "the sandbox has no resolver and no route; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at the proxy"
+		base.Mechanisms = []Mechanism{
+			{Kind: MechNamespace, Value: "network", Detail: "an empty network namespace; the proxy is reached over a bind-mounted Unix socket"},
+			{Kind: MechProxy, Detail: "deny wins over allow; names are resolved on the host, checked, and the checked address is dialled"},
+		}
+	}
+	x.e.Network = append(x.e.Network, base)
+}
+
+func (x *explainer) environment() {
+	def := x.in.Def
+	inherit := def.Environment != nil && def.Environment.Inherit
+	p := Point{Subject: "environment.inherit", Requested: "environment.inherit: " + strconv.FormatBool(inherit)}
+	if inherit {
+		p.Meaning = "may read every environment variable of the host (tokens and keys included), except those environment.deny names"
+		p.Mechanisms = []Mechanism{{Kind: MechEnv, Detail: "the host environment is copied into every command, minus the policy's environment.deny names"}}
+		if it, ok := x.item("environment", "environment.inherit", -1); ok {
+			p.decide(it)
+		}
+	} else {
+		names := x.in.Plan.EnvNames
+		p.Meaning = "a scrubbed environment: only PATH, HOME, LANG, the tool's own variables and granted ones"
+		detail := "the environment is built from scratch"
+		if len(names) > 0 {
+			detail += ": " + strings.Join(names, ", ")
+		}
+		p.Mechanisms = []Mechanism{{Kind: MechEnv, Detail: detail}}
+		p.Verdict, p.Risk, p.Rule, p.Reason = VerdictAllow, "low", "default: scrubbed environment", "nothing of the host environment is passed unless granted"
+	}
+	if x.unsandboxed() {
+		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechNone, Detail: "isolation none: the tool can still read the user's files, so scrubbing the environment does not keep secrets from it"})
+	}
+	x.e.Environment = append(x.e.Environment, p)
+	for _, g := range x.in.Grants {
+		if g.Kind != KindEnv {
+			continue
+		}
+		gp := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe(),
+			Mechanisms: []Mechanism{{Kind: MechEnv, Value: g.Env.Name, Detail: "the host's value of " + g.Env.Name + " is passed in; nothing else of the host environment"}}}
+		if it, ok := x.item("grant", "", g.Index); ok {
+			gp.decide(it)
+			if it.Verdict == VerdictDeny {
+				gp.Mechanisms = []Mechanism{denied()}
+			}
+		}
+		x.e.Environment = append(x.e.Environment, gp)
+	}
+	x.e.Environment = append(x.e.Environment, x.templated(tool.PermEnv)...)
+	if def.Environment != nil && len(def.Environment.Variables) > 0 {
+		var names []string
+		for k := range def.Environment.Variables {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		x.e.Environment = append(x.e.Environment, Point{
+			Subject: "environment.variables", Requested: "environment.variables: " + strings.Join(names, ", "),
+			Meaning:    "the tool sets its own variables " + strings.Join(names, ", ") + " (values from the definition, not the host)",
+			Mechanisms: []Mechanism{{Kind: MechEnv, Detail: "set in every command's environment"}},
+			Verdict:    VerdictAllow, Risk: "low", Rule: "default: a tool's own variables are allowed", Reason: "they hold nothing of the host",
+		})
+	}
+}
+
+func (x *explainer) privilege() {
+	pf := x.in.Plan
+	def := x.in.Def
+	// Security tier.
+	tp := Point{Subject: "security tier", Requested: "tags: " + strings.Join(x.e.Tool.Tags, ", ")}
+	if len(x.e.Tool.Tags) == 0 {
+		tp.Requested = "tags: (none)"
+	}
+	tp.Mechanisms = []Mechanism{{Kind: MechTier, Value: x.in.SecurityTier, Detail: "the policy's tool-level rules (approval.auto-approve, approval.auto-deny) on tier " + x.in.SecurityTier}}
+	if it, ok := x.item("tool", "", -1); ok {
+		tp.decide(it)
+	}
+	x.e.Privilege = append(x.e.Privilege, tp)
+
+	// Isolation.
+	req := string(def.Security.Isolation)
+	if req == "" {
+		req = string(tool.IsolationProcess)
+	}
+	ip := Point{Subject: "isolation", Requested: "isolation: " + req}
+	switch pf.Tier {
+	case string(tool.IsolationNone):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "none: the commands run directly on the host; no grant is enforced"}}
+	case string(tool.IsolationContainer):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile"}}
+	case "":
+	default:
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}
+	}
+	if pf.Tier != string(tool.IsolationNone) && len(pf.Namespaces) > 0 {
+		ip.Mechanisms = append(ip.Mechanisms, Mechanism{Kind: MechNamespace, Value: strings.Join(pf.Namespaces, ","),
+			Detail: "new namespaces: " + strings.Join(pf.Namespaces, ", ")})
+	}
+	if it, ok := x.item("isolation", "", -1); ok {
+		ip.decide(it)
+	}
+	if pf.Tier != "" && pf.Tier != req {
+		ip.Meaning = strings.TrimSpace(ip.Meaning + fmt.Sprintf(" (requested %s, runs in %s)", req, pf.Tier))
+	}
+	x.e.Privilege = append(x.e.Privilege, ip)
+
+	// Execution privilege.
+	priv := pf.Privilege
+	if priv == "" {
+		priv = string(def.Security.ExecutionPrivilege)
+	}
+	if priv == "" {
+		priv = string(tool.PrivilegeSameAsUser)
+	}
+	reqPriv := string(def.Security.ExecutionPrivilege)
+	if reqPriv == "" {
+		reqPriv = string(tool.PrivilegeSameAsUser)
+	}
+	pp := Point{Subject: "execution-privilege", Requested: "execution-privilege: " + reqPriv}
+	if x.unsandboxed() {
+		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprint(pf.UID), Detail: "runs as the invoking user on the host, with the user's own rights"}}
+	} else {
+		who := fmt.Sprintf("uid %d, gid %d", pf.UID, pf.GID)
+		if pf.UserNamespace {
+			who += " inside a user namespace (mapped to an unprivileged host id, never host root)"
+		}
+		caps := "no capabilities"
+		if len(pf.Capabilities) > 0 {
+			caps = "capabilities " + strings.Join(pf.Capabilities, ", ")
+		}
+		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprintf("%d:%d", pf.UID, pf.GID), Detail: who + "; " + caps}}
+		if pf.NoNewPrivileges {
+			pp.Mechanisms = append(pp.Mechanisms, Mechanism{Kind: MechUser, Value: "no_new_privs", Detail: "no_new_privs: setuid binaries gain nothing"})
+		}
+	}
+	if it, ok := x.item("privilege", "", -1); ok {
+		pp.decide(it)
+	}
+	x.e.Privilege = append(x.e.Privilege, pp)
+
+	// Seccomp.
+	sp := Point{Subject: "seccomp", Requested: "(follows execution-privilege " + priv + ")", Verdict: VerdictAllow, Risk: "low", Rule: "default: seccomp filter per privilege"}
+	if x.unsandboxed() {
+		sp.Meaning = "no system call filter"
+		sp.Mechanisms = []Mechanism{x.notEnforced()}
+		sp.Risk, sp.Reason = "high", "isolation none"
+	} else {
+		sp.Meaning = "system calls that reach kernel attack surface (modules, mounts, namespaces, tracing, bpf, io_uring, keyrings) fail with EPERM"
+		sp.Reason = "every sandbox gets a filter; reduced privilege gets a tighter one"
+		sp.Mechanisms = []Mechanism{{Kind: MechSeccomp, Value: pf.Seccomp.Profile,
+			Detail: fmt.Sprintf("seccomp profile %s: default action %s, %d system calls denied, namespace-creating clone denied", pf.Seccomp.Profile, pf.Seccomp.DefaultAction, pf.Seccomp.Denied)}}
+	}
+	x.e.Privilege = append(x.e.Privilege, sp)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(default)"
+	}
+	return s
+}
+
+func (x *explainer) limitPoint(name, requested, meaning string, mech Mechanism) Point {
+	p := Point{Subject: "limits." + name, Requested: requested, Meaning: meaning, Mechanisms: []Mechanism{mech},
+		Verdict: VerdictAllow, Risk: "low"}
+	if requested == "" {
+		p.Requested = "(not requested)"
+		p.Rule, p.Reason = "limits."+name+".default", "the tool asks for nothing, so the policy's default applies"
+	} else {
+		p.Rule, p.Reason = "limits."+name+".max", "the request is within the policy's cap"
+	}
+	if it, ok := x.item("limit", "limits."+name, -1); ok {
+		p.decide(it)
+	}
+	if x.unsandboxed() && name != "timeout" && name != "output" {
+		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechNone, Detail: "isolation none: no cgroup holds the tool"})
+	}
+	return p
+}
+
+func (x *explainer) resources() {
+	pf, def := x.in.Plan, x.in.Def
+	var memReq, toReq, pidsReq, outReq string
+	if def.Resources != nil && def.Resources.MaxMemory > 0 {
+		memReq = "resources.max-memory: " + tool.FormatSize(def.Resources.MaxMemory)
+	}
+	switch {
+	case def.Resources != nil && def.Resources.Timeout > 0:
+		toReq = "resources.timeout: " + def.Resources.Timeout.String()
+	case def.Timeout > 0:
+		toReq = "timeout: " + def.Timeout.String()
+	}
+	if def.Sandboxed != nil && def.Sandboxed.PidsLimit > 0 {
+		pidsReq = "sandboxed.pids-limit: " + strconv.FormatInt(def.Sandboxed.PidsLimit, 10)
+	}
+	for _, s := range def.Steps {
+		if s.Output != nil && s.Output.BufferLimit > 0 {
+			outReq = "buffer-limit: " + tool.FormatSize(s.Output.BufferLimit)
+		}
+	}
+	swap := "no swap"
+	if pf.SwapBytes > pf.MemoryBytes {
+		swap = "swap " + tool.FormatSize(pf.SwapBytes-pf.MemoryBytes)
+	}
+	x.e.Resources = append(x.e.Resources,
+		x.limitPoint("memory", memReq, "may use up to "+tool.FormatSize(pf.MemoryBytes)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
+			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.MemoryBytes, 10),
+				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", tool.FormatSize(pf.MemoryBytes), tool.FormatSize(pf.SwapBytes), swap)}),
+		x.limitPoint("timeout", toReq, "may run for "+durationWords(pf.Timeout)+"; then it is stopped (status timeout, exit 124)",
+			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pf.Timeout.Milliseconds(), 10),
+				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pf.Timeout), durationWords(pf.KillGrace))}),
+		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.Pids),
+			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: fmt.Sprintf("cgroup pids.max %d", pf.Pids)}),
+		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+tool.FormatSize(pf.OutputBytes)+", then truncated with a marker",
+			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", tool.FormatSize(pf.OutputBytes))}),
+	)
+	if pf.CPUs > 0 {
+		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pf.CPUs, 'f', -1, 64),
+			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pf.CPUs, 'f', -1, 64)),
+			Mechanisms: []Mechanism{{Kind: MechCgroup, Value: strconv.FormatFloat(pf.CPUs, 'f', -1, 64), Detail: "cgroup CPU quota over a 100ms period"}},
+			Verdict:    VerdictAllow, Risk: "low", Rule: "sandboxed.cpus", Reason: "a definition may only narrow its limits"})
+	}
+}
+
+func durationWords(d time.Duration) string {
+	if d <= 0 {
+		return "no limit"
+	}
+	return d.String()
+}
+
+func (x *explainer) risk(sev, cat, subject, note string) {
+	for _, r := range x.e.Risks {
+		if r.Category == cat && r.Subject == subject {
+			return
+		}
+	}
+	x.e.Risks = append(x.e.Risks, Risk{Severity: sev, Category: cat, Subject: subject, Note: note})
+}
+
+// covers reports whether a grant of dir reaches p: p is dir or under it.
+func covers(dir, p string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func (x *explainer) risks() {
+	in, def := x.in, x.in.Def
+	home := in.Home
+	for _, g := range in.Grants {
+		switch g.Kind {
+		case KindMount:
+			x.mountRisks(g, home)
+		case KindEgress:
+			e := g.Egress
+			switch {
+			case e.Any():
+				x.risk("high", RiskExfiltration, g.String(), "egress to any public host: whatever the tool can read can be sent anywhere")
+			case e.Wildcard && !strings.Contains(strings.TrimPrefix(e.Host, "*."), "."):
+				x.risk("high", RiskExfiltration, g.String(), "egress to every host under the top-level domain "+strings.TrimPrefix(e.Host, "*.")+": anyone can register one and receive what the tool reads")
+			case e.Wildcard:
+				x.risk("medium", RiskExfiltration, g.String(), "egress to every subdomain of "+strings.TrimPrefix(e.Host, "*.")+": fine for a provider's API, but a domain that hosts user content lets data leave")
+			}
+		case KindLocalhost:
+			x.risk("high", RiskHostServices, g.String(), fmt.Sprintf("exposes the host service on 127.0.0.1:%d; local databases and daemons often trust every local client", g.Localhost.Port))
+		case KindEnv:
+			if g.Env.Name == "DOCKER_HOST" {
+				x.risk("high", RiskHostRoot, g.String(), "DOCKER_HOST points at the Docker daemon: control of it is root on the host")
+			} else if g.Env.Name == "SSH_AUTH_SOCK" {
+				x.risk("high", RiskSecretLeak, g.String(), "SSH_AUTH_SOCK names the ssh agent: with the socket the tool could sign in as the user")
+			} else if looksSecret(g.Env.Name) {
+				x.risk("medium", RiskSecretLeak, g.String(), g.Env.Name+" looks like a credential; the tool receives its value")
+			}
+		}
+	}
+	for _, t := range in.Templated {
+		sev := "medium"
+		kind := permKind(t.Permission)
+		what := "the path"
+		if kind == tool.PermFSWrite {
+			sev = "high"
+		}
+		if kind == tool.PermNetExternal || kind == tool.PermNetLocalhost {
+			what, sev = "the host", "high"
+		}
+		x.risk(sev, RiskCallerPath, t.Permission, fmt.Sprintf("%s of %s comes from %s: the caller (an agent, a prompt) chooses it; the policy checks each value at run time",
+			what, t.Permission, strings.Join(t.Params, ", ")))
+	}
+	for _, g := range in.Grants {
+		if ps := placeholderNames(x.requested(g.Index, "")); len(ps) > 0 {
+			sev := "medium"
+			if g.Kind == KindMount && g.Mount.Write || g.Kind == KindEgress {
+				sev = "high"
+			}
+			x.risk(sev, RiskCallerPath, x.requested(g.Index, ""), fmt.Sprintf("%s comes from the parameter %s: the caller chooses it (here %s); the policy checks each value at run time",
+				map[bool]string{true: "the path", false: "the target"}[g.Kind == KindMount], strings.Join(ps, ", "), g.String()))
+		}
+	}
+	for _, p := range def.Parameters {
+		if p.Escapes() || p.Type != tool.TypeString && p.Type != "" {
+			continue
+		}
+		v := p.Validation
+		if v != nil && (len(v.Enum) > 0 || v.Pattern != "") {
+			continue
+		}
+		x.risk("high", RiskCommandInjection, "parameter "+p.Name,
+			"escape-shell: false on a free string parameter (no enum, no pattern): a value such as '; curl …' runs as a command")
+	}
+	if def.Environment != nil && def.Environment.Inherit {
+		x.risk("high", RiskSecretLeak, "environment.inherit", "the whole host environment is passed in: tokens, keys and passwords in it are readable by the tool")
+	}
+	if in.SecurityTier == "unknown" || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
+		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does, so it is treated as high risk")
+	}
+	priv := in.Plan.Privilege
+	if priv == "" {
+		priv = string(def.Security.ExecutionPrivilege)
+	}
+	if priv == string(tool.PrivilegeElevated) {
+		x.risk("high", RiskElevated, "execution-privilege", "elevated: root with Docker's default capabilities inside a user namespace; a wider kernel surface for a hostile tool")
+	}
+	switch {
+	case x.unsandboxed():
+		x.risk("high", RiskNoIsolation, "isolation", "isolation none: no grant is enforced; the tool can read, write and reach whatever the user can")
+	case def.Security.Isolation == tool.IsolationNone:
+		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+in.Plan.Tier+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
+	}
+}
+
+func hasSecurityTag(tags []string) bool {
+	for _, t := range tags {
+		if t == "read" || t == "write" || t == "run" {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *explainer) mountRisks(g Grant, home string) {
+	m := g.Mount
+	paths := []string{m.HostPath}
+	if m.Resolved != "" && m.Resolved != m.HostPath {
+		paths = append(paths, m.Resolved)
+	}
+	subj := g.String()
+	for _, p := range paths {
+		for _, s := range dockerSockets {
+			if covers(p, s) {
+				x.risk("high", RiskHostRoot, subj, "reaches "+s+": whoever can talk to the Docker daemon is root on the host")
+			}
+		}
+		if p == "/" || (home != "" && p == home) {
+			x.risk("medium", RiskBroadAccess, subj, "covers "+p+" as a whole: far more than a tool usually needs (the policy still hides the paths it protects)")
+		}
+		if !m.Write {
+			continue
+		}
+		for _, dir := range x.in.HostPath {
+			if dir != "" && filepath.IsAbs(dir) && covers(p, filepath.Clean(dir)) {
+				x.risk("high", RiskCodeExecution, subj, "writable "+dir+", a directory on PATH: a program planted there runs the next time the user types its name")
+				break
+			}
+		}
+		if home != "" {
+			for _, rc := range shellStartup {
+				f := filepath.Join(home, rc)
+				if covers(p, f) {
+					x.risk("high", RiskCodeExecution, subj, "writable "+f+", which runs at log-in or shell start: code planted there runs on the host outside the sandbox")
+					break
+				}
+			}
+			for _, bin := range []string{"bin", ".local/bin"} {
+				f := filepath.Join(home, bin)
+				if covers(p, f) {
+					x.risk("high", RiskCodeExecution, subj, "writable "+f+": programs planted there run when the user calls them")
+					break
+				}
+			}
+		}
+		if strings.Contains(p, "/.git/hooks") || strings.HasSuffix(p, "/.git") {
+			x.risk("high", RiskCodeExecution, subj, "writable git metadata: hooks run code on the next git command (the policy keeps .git/hooks read-only)")
+		}
+	}
+}
+
+var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
+
+func looksSecret(name string) bool {
+	l := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *explainer) verdict() {
+	e, in := x.e, x.in
+	v := Verdict{ApproveFlags: []string{}, Denied: []string{}, DependsOnArguments: len(in.Templated) > 0}
+	for _, it := range in.Items {
+		switch it.Verdict {
+		case VerdictDeny:
+			v.Denied = append(v.Denied, it.Subject)
+		case VerdictApproval:
+			f := "--approve " + shellQuote(it.ApproveFlag)
+			if it.ApproveFlag != "" && !slices.Contains(v.ApproveFlags, f) {
+				v.ApproveFlags = append(v.ApproveFlags, f)
+			}
+		}
+	}
+	for _, t := range in.Unresolvable {
+		v.Denied = append(v.Denied, t.Permission)
+	}
+	how := x.howItRuns()
+	switch {
+	case len(v.Denied) > 0 || in.Verdict == VerdictDeny:
+		v.Decision = DecisionDenied
+		var why []string
+		for _, it := range in.Items {
+			if it.Verdict == VerdictDeny {
+				why = append(why, it.Subject+" by "+it.Rule)
+			}
+		}
+		for _, t := range in.Unresolvable {
+			why = append(why, t.Permission+" ("+t.Reason+")")
+		}
+		v.Summary = "DENIED: " + strings.Join(why, "; ")
+	case in.Verdict == VerdictApproval || len(v.ApproveFlags) > 0:
+		v.Decision = DecisionNeedsApproval
+		var subj []string
+		for _, it := range in.Items {
+			if it.Verdict == VerdictApproval {
+				subj = append(subj, it.Subject)
+			}
+		}
+		v.Summary = "NEEDS APPROVAL: " + strings.Join(subj, ", ") + " (" + strings.Join(v.ApproveFlags, " ") + "); then " + how
+	default:
+		v.Decision = DecisionAllowed
+		v.Summary = "ALLOWED: " + how
+	}
+	if v.DependsOnArguments {
+		var ps []string
+		for _, t := range in.Templated {
+			for _, p := range t.Params {
+				if !slices.Contains(ps, p) {
+					ps = append(ps, p)
+				}
+			}
+		}
+		v.Summary += "; paths from " + strings.Join(ps, ", ") + " are decided when given"
+	}
+	e.Verdict = v
+}
+
+// howItRuns says in one phrase where and as whom the tool runs and what it
+// reaches.
+func (x *explainer) howItRuns() string {
+	pf := x.in.Plan
+	var who string
+	switch {
+	case pf.Tier == string(tool.IsolationNone):
+		who = fmt.Sprintf("runs unsandboxed on the host as uid %d", pf.UID)
+	case pf.Privilege == string(tool.PrivilegeElevated):
+		who = fmt.Sprintf("runs in %s isolation as root in a user namespace", pf.Tier)
+	case pf.Privilege == string(tool.PrivilegeReduced):
+		who = fmt.Sprintf("runs in %s isolation as nobody (uid %d)", pf.Tier, pf.UID)
+	default:
+		who = fmt.Sprintf("runs in %s isolation as uid %d", pf.Tier, pf.UID)
+	}
+	var reads, writes, hosts, local int
+	anyHost := false
+	for _, g := range x.in.Grants {
+		switch g.Kind {
+		case KindMount:
+			if g.Mount.Write {
+				writes++
+			} else {
+				reads++
+			}
+		case KindEgress:
+			hosts++
+			anyHost = anyHost || g.Egress.Any()
+		case KindLocalhost:
+			local++
+		}
+	}
+	for _, t := range x.in.Templated {
+		switch permKind(t.Permission) {
+		case tool.PermFSRead:
+			reads++
+		case tool.PermFSWrite:
+			writes++
+		case tool.PermNetExternal:
+			hosts++
+		}
+	}
+	parts := []string{fmt.Sprintf("reads %s", count(reads, "path")), fmt.Sprintf("writes %s", count(writes, "path"))}
+	switch {
+	case anyHost:
+		parts = append(parts, "reaches any public host")
+	case hosts > 0:
+		parts = append(parts, "reaches "+count(hosts, "host"))
+	case local == 0:
+		parts = append(parts, "no network")
+	}
+	if local > 0 {
+		parts = append(parts, "reaches "+count(local, "host loopback port"))
+	}
+	if x.in.Def.Environment != nil && x.in.Def.Environment.Inherit {
+		parts = append(parts, "inherits the host environment")
+	}
+	return who + "; " + strings.Join(parts, ", ")
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if n == 0 {
+		return "no " + what + "s"
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " *?[]'\"$`\\;&|<>(){}!#~") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}

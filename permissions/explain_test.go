@@ -1,0 +1,188 @@
+package permissions
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+func explainFor(t *testing.T, def *tool.Definition, perms []string, items []DecisionItem, verdict string) Explanation {
+	t.Helper()
+	var grants []Grant
+	var templ []TemplatedPermission
+	for i, p := range perms {
+		if ps := PermissionParams(p); len(ps) > 0 {
+			templ = append(templ, TemplatedPermission{Index: i, Permission: p, Params: ps})
+			continue
+		}
+		gs, err := Resolve([]string{p}, "/work/proj", "/home/u")
+		if err != nil {
+			t.Fatalf("resolve %s: %v", p, err)
+		}
+		gs[0].Index = i
+		grants = append(grants, gs[0])
+	}
+	def.Security.RequiredPermissions = perms
+	return Explain(ExplainInput{
+		Def: def, Grants: grants, Templated: templ, Items: items, Verdict: verdict,
+		Policy: PolicyInfo{Source: "built-in default"}, SecurityTier: "read_only",
+		Plan: PlanFacts{Planned: true, Tier: "process", Privilege: "same-as-user", UID: 1000, GID: 1000,
+			MemoryBytes: 512 << 20, SwapBytes: 512 << 20, Pids: 256, Timeout: 5 * time.Minute, OutputBytes: 10 << 20,
+			Mounts: []MountFact{{Source: "/work/proj/src", Target: "/work/proj/src", Type: "bind", Options: []string{"bind", "ro", "nosuid", "nodev"}}}},
+		HostPath: []string{"/usr/local/bin", "/usr/bin", "/home/u/go/bin"},
+		Home:     "/home/u",
+	})
+}
+
+func riskCats(e Explanation) map[string]string {
+	m := map[string]string{}
+	for _, r := range e.Risks {
+		m[r.Category+" "+r.Subject] = r.Severity
+	}
+	return m
+}
+
+func TestExplainAllowedSummary(t *testing.T) {
+	def := &tool.Definition{Name: "t", Tags: []string{"read"}}
+	e := explainFor(t, def, []string{"filesystem:read:src", "filesystem:write:out"}, []DecisionItem{
+		{Subject: "filesystem:read:/work/proj/src", Kind: "grant", Verdict: VerdictAllow, Rule: "default: reads are allowed", GrantIndex: 0},
+	}, VerdictAllow)
+	want := "ALLOWED: runs in process isolation as uid 1000; reads 1 path, writes 1 path, no network"
+	if e.Verdict.Summary != want {
+		t.Errorf("summary %q, want %q", e.Verdict.Summary, want)
+	}
+	fs := e.Filesystem[0]
+	if fs.Rule != "default: reads are allowed" || len(fs.Mechanisms) == 0 || fs.Mechanisms[0].Kind != MechBind || fs.Mechanisms[0].Access != "read-only" {
+		t.Errorf("filesystem point %+v", fs)
+	}
+	if len(e.Risks) != 0 {
+		t.Errorf("unexpected risks %+v", e.Risks)
+	}
+}
+
+func TestExplainRiskNotes(t *testing.T) {
+	f := false
+	def := &tool.Definition{
+		Name: "t",
+		Parameters: []tool.Parameter{
+			{Name: "Q", Type: tool.TypeString, EscapeShell: &f},
+			{Name: "MODE", Type: tool.TypeString, EscapeShell: &f, Validation: &tool.Validation{Enum: []any{"a", "b"}}},
+			{Name: "FLAG", Type: tool.TypeBoolean, EscapeShell: &f},
+		},
+		Environment: &tool.Environment{Inherit: true},
+	}
+	e := explainFor(t, def, []string{
+		"network:external:*",
+		"network:external:*.com",
+		"network:external:*.example.com",
+		"filesystem:write:/usr/local/bin",
+		"filesystem:write:~",
+		"filesystem:read:/var/run",
+		"filesystem:write:{DIR}",
+		"network:localhost:6379",
+		"env:AWS_SECRET_ACCESS_KEY",
+	}, nil, VerdictAllow)
+	got := riskCats(e)
+	for key, sev := range map[string]string{
+		RiskExfiltration + " network:external:*":               "high",
+		RiskExfiltration + " network:external:*.com":           "high",
+		RiskExfiltration + " network:external:*.example.com":   "medium",
+		RiskCodeExecution + " filesystem:write:/usr/local/bin": "high",
+		RiskCodeExecution + " filesystem:write:/home/u":        "high",
+		RiskHostRoot + " filesystem:read:/var/run":             "high",
+		RiskCallerPath + " filesystem:write:{DIR}":             "high",
+		RiskHostServices + " network:localhost:6379":           "high",
+		RiskSecretLeak + " env:AWS_SECRET_ACCESS_KEY":          "medium",
+		RiskSecretLeak + " environment.inherit":                "high",
+		RiskCommandInjection + " parameter Q":                  "high",
+		RiskUntagged + " security tier":                        "high",
+	} {
+		if got[key] != sev {
+			t.Errorf("risk %q: severity %q, want %q (all: %v)", key, got[key], sev, got)
+		}
+	}
+	for _, not := range []string{RiskCommandInjection + " parameter MODE", RiskCommandInjection + " parameter FLAG"} {
+		if _, ok := got[not]; ok {
+			t.Errorf("unexpected risk %q", not)
+		}
+	}
+	if !e.Verdict.DependsOnArguments || !strings.Contains(e.Verdict.Summary, "paths from DIR are decided when given") {
+		t.Errorf("verdict %+v", e.Verdict)
+	}
+	var templated *Point
+	for i := range e.Filesystem {
+		if e.Filesystem[i].Templated {
+			templated = &e.Filesystem[i]
+		}
+	}
+	if templated == nil || templated.Verdict != VerdictDepends || templated.Subject != "filesystem:write:{DIR}" {
+		t.Errorf("templated point %+v", templated)
+	}
+}
+
+func TestExplainVerdicts(t *testing.T) {
+	def := &tool.Definition{Name: "t", Tags: []string{"read"}}
+	e := explainFor(t, def, []string{"network:external:*"}, []DecisionItem{
+		{Subject: "network:external:*", Kind: "grant", Verdict: VerdictApproval, Rule: "default: egress to any host (*) needs approval",
+			ApproveFlag: "network:external:*", GrantIndex: 0},
+	}, VerdictApproval)
+	if e.Verdict.Decision != DecisionNeedsApproval || !strings.HasPrefix(e.Verdict.Summary, "NEEDS APPROVAL: network:external:*") ||
+		len(e.Verdict.ApproveFlags) != 1 || e.Verdict.ApproveFlags[0] != "--approve 'network:external:*'" {
+		t.Errorf("verdict %+v", e.Verdict)
+	}
+	if !strings.Contains(e.Verdict.Summary, "reaches any public host") {
+		t.Errorf("summary %q", e.Verdict.Summary)
+	}
+
+	e = explainFor(t, def, []string{"filesystem:read:~/.ssh"}, []DecisionItem{
+		{Subject: "filesystem:read:/home/u/.ssh", Kind: "grant", Verdict: VerdictDeny, Rule: "paths.deny[0] ~/.ssh", GrantIndex: 0},
+	}, VerdictDeny)
+	if e.Verdict.Decision != DecisionDenied || e.Verdict.Summary != "DENIED: filesystem:read:/home/u/.ssh by paths.deny[0] ~/.ssh" {
+		t.Errorf("verdict %+v", e.Verdict)
+	}
+	if m := e.Filesystem[0].Mechanisms; len(m) != 1 || m[0].Kind != MechNone {
+		t.Errorf("a denied grant is enforced by nothing, got %+v", m)
+	}
+}
+
+func TestExplainNoIsolation(t *testing.T) {
+	def := &tool.Definition{Name: "t", Tags: []string{"run"}, Security: tool.Security{Isolation: tool.IsolationNone}}
+	in := ExplainInput{Def: def, Verdict: VerdictAllow, Plan: PlanFacts{Tier: "none", UID: 1000}}
+	e := Explain(in)
+	if !strings.HasPrefix(e.Verdict.Summary, "ALLOWED: runs unsandboxed on the host as uid 1000") {
+		t.Errorf("summary %q", e.Verdict.Summary)
+	}
+	if riskCats(e)[RiskNoIsolation+" isolation"] != "high" {
+		t.Errorf("risks %+v", e.Risks)
+	}
+	for _, p := range e.Network {
+		if p.Subject == "network" && (len(p.Mechanisms) == 0 || p.Mechanisms[0].Kind != MechNone) {
+			t.Errorf("network of an unsandboxed tool: %+v", p)
+		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	def1 := &tool.Definition{Name: "t", Version: "1", Tags: []string{"read"}}
+	def2 := &tool.Definition{Name: "t", Version: "2", Tags: []string{"read"}, Security: tool.Security{ExecutionPrivilege: tool.PrivilegeElevated}}
+	old := explainFor(t, def1, []string{"filesystem:read:src"}, nil, VerdictAllow)
+	newer := explainFor(t, def2, []string{"filesystem:read:src", "network:external:api.example.com"}, nil, VerdictAllow)
+	d := Diff(old, newer)
+	if len(d.PermissionsAdded) != 1 || d.PermissionsAdded[0] != "network:external:api.example.com" || len(d.PermissionsRemoved) != 0 {
+		t.Errorf("permissions: %+v", d)
+	}
+	found := false
+	for _, c := range d.Changes {
+		if c.Field == "execution-privilege (requested)" && c.New == "execution-privilege: elevated" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no privilege change in %+v", d.Changes)
+	}
+	if d2 := Diff(old, old); !d2.Empty() {
+		t.Errorf("a tool against itself: %+v", d2)
+	}
+}
