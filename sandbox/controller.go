@@ -325,10 +325,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 			res.Error = &ErrorInfo{Code: CodeExecFailed, Message: fmt.Sprintf("step %s could not run", oc.hardFail.Name)}
 		}
 	default:
-		res.ExitCode = oc.lastExit
-		if res.ExitCode != 0 {
-			res.Status = StatusFailed
-		}
+		// Every step succeeded, was skipped by its condition, or failed
+		// with continue-on-error (ignore-errors): the run succeeded.
+		res.ExitCode = 0
 	}
 	if len(cleanups) > 0 && runEnded {
 		// The sandbox was killed with the run: the cleanup commands get a

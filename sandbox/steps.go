@@ -28,6 +28,9 @@ import (
 // without continue-on-error fails the run; the steps that depend on it,
 // directly or not, are skipped. A step whose run-condition is false is
 // skipped too, but its dependents still run (their own conditions decide).
+// The run fails, with the exit code of the first such step in definition
+// order, when a step failed without continue-on-error; otherwise it
+// succeeds (exit 0), whatever the steps with continue-on-error did.
 // Cleanup commands (resources.cleanup) run after all of it, always.
 
 // cleanupStepTimeout bounds each cleanup command, which runs after the run's
@@ -43,8 +46,6 @@ type stepsOutcome struct {
 	// hardFail is the first step (in definition order) that failed without
 	// continue-on-error; nil when none did.
 	hardFail *StepResult
-	// lastExit is the exit code of the last step (in definition order) that ran.
-	lastExit int
 	outputs  map[string]tool.StepOutput
 	// stdout is what the steps printed (buffer-mode steps excepted), for a
 	// use-tool step's output.
@@ -327,7 +328,6 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 			r := sr
 			oc.hardFail = &r
 		}
-		oc.lastExit = sr.ExitCode
 	}
 	return all, oc
 }
@@ -339,13 +339,10 @@ func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobSt
 	t0 := time.Now()
 	if st.UseTool != "" {
 		subs, oc := c.schedule(ctx, sb, st.Sub, lv, sinks[0], name+"/")
-		sr := StepResult{Name: name, Status: StatusOK, ExitCode: oc.lastExit, DurationMS: time.Since(t0).Milliseconds(), Attempts: 1, UseTool: st.UseTool}
-		switch {
-		case oc.hardFail != nil:
+		sr := StepResult{Name: name, Status: StatusOK, DurationMS: time.Since(t0).Milliseconds(), Attempts: 1, UseTool: st.UseTool}
+		if oc.hardFail != nil {
 			sr.Status, sr.ExitCode = oc.hardFail.Status, oc.hardFail.ExitCode
 			sr.Reason = "sub-step " + oc.hardFail.Name + " failed"
-		case sr.ExitCode != 0:
-			sr.Status = StatusFailed
 		}
 		if sr.Status == StatusSkipped {
 			sr.Status = StatusFailed
