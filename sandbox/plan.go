@@ -126,7 +126,7 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	// A working directory no grant covers exists in the sandbox as an
 	// empty, read-only directory: commands start where they were told,
 	// and see nothing of the host there.
-	for _, dir := range workDirs(b, cwd, in.Cwd) {
+	for _, dir := range workDirs(b, cwd, in.Cwd, in.SubTools) {
 		if !covered(dir, mounts) {
 			opts = append(opts, emptyDir(dir))
 		}
@@ -175,11 +175,19 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	return p, steps, nil
 }
 
-func workDirs(b *tool.Bound, toolCwd, callerCwd string) []string {
+func workDirs(b *tool.Bound, toolCwd, callerCwd string, subs map[string]*tool.Bound) []string {
 	dirs := []string{toolCwd}
 	for _, st := range b.Steps {
 		if st.Cwd != "" {
 			dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+		}
+	}
+	// Sub-tools of use-tool steps run in the same sandbox.
+	for _, sub := range subs {
+		for _, st := range sub.Steps {
+			if st.Cwd != "" {
+				dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+			}
 		}
 	}
 	sort.Strings(dirs)
