@@ -222,10 +222,8 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 	blockedBy := make([]string, len(steps))
 	doneCh := make(chan stepDone)
 	running := 0
-	var mu sync.Mutex // guards oc.outputs while steps run
+	// Only this goroutine touches oc.outputs; each started step gets a copy.
 	snapshot := func() map[string]tool.StepOutput {
-		mu.Lock()
-		defer mu.Unlock()
 		m := make(map[string]tool.StepOutput, len(oc.outputs))
 		for k, v := range oc.outputs {
 			m[k] = v
@@ -306,9 +304,7 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 		d := <-doneCh
 		running--
 		per[d.i] = d.sr
-		mu.Lock()
 		oc.outputs[steps[d.i].Name] = d.so
-		mu.Unlock()
 		sr := d.sr[0]
 		if sr.Status != StatusOK && !steps[d.i].ContinueOnError {
 			state[d.i] = stateBlocked
