@@ -104,6 +104,13 @@ func (c *Controller) RunSuite(ctx context.Context, req *SuiteRequest) (*SuiteRes
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("test %s: no test named %q; its tests are %s: %w", def.Name, req.Only, strings.Join(names, ", "), ErrNoTests)
 	}
+	if req.FindTool == nil {
+		// Sub-tools and dependencies come from the caller's scopes, not
+		// from the scratch directory the case runs in.
+		cwd, _ := os.Getwd()
+		home, _ := os.UserHomeDir()
+		req.FindTool = ScopeFinder(cwd, home)
+	}
 	start := time.Now()
 	sr := &SuiteResult{Tool: def.Name, Cases: []CaseResult{}}
 	for _, tc := range cases {
