@@ -127,6 +127,10 @@ func (comp *composition) bindSubs(find ToolFinder, b *tool.Bound, grants []permi
 		if err != nil {
 			return fmt.Errorf("%s: use-tool %s: %w", where, st.UseTool, err)
 		}
+		// Compare real paths too, so a symlink cannot make a path look
+		// covered. Nothing is created; a missing read path compares as
+		// declared (the caller's sandbox has nothing there anyway).
+		_ = ResolveMounts(subGrants, false)
 		if extra := beyond(subGrants, grants); len(extra) > 0 {
 			return fmt.Errorf("%s: use-tool %s asks for more than %s grants it: %s; add these to %s's required-permissions, or narrow %s's: %w",
 				where, st.UseTool, b.Def.Name, strings.Join(extra, ", "), b.Def.Name, st.UseTool, ErrBeyondCaller)
