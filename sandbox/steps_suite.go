@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ type SuiteResult struct {
 }
 
 // ErrNoTests: the tool has no tests, or none of the name asked for.
-var ErrNoTests = fmt.Errorf("no tests to run")
+var ErrNoTests = errors.New("no tests to run")
 
 // RunSuite runs the tool's test cases one after another, each in its own
 // sandbox and scratch directory. A failing case is reported in the

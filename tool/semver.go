@@ -37,6 +37,7 @@ func ParseVersion(v string) (Version, error) {
 	return Version{Major: n[0], Minor: n[1], Patch: n[2], Pre: pre}, nil
 }
 
+// String returns the version as MAJOR.MINOR.PATCH[-PRERELEASE].
 func (v Version) String() string {
 	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
 	if v.Pre != "" {
@@ -238,4 +239,5 @@ func (c *Constraint) Check(v Version) bool {
 	return true
 }
 
+// String returns the constraint as written.
 func (c *Constraint) String() string { return c.src }
