@@ -1,19 +1,45 @@
 package main
 
 import (
+	"context"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/container"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
-// backends are the isolation tiers of this build.
+// backends are the isolation tiers of this build. A tier whose backend
+// cannot even be set up (no Docker client configuration) is still present:
+// it refuses every plan with the reason, so a run never falls back to
+// another tier.
 func backends() map[isolation.Tier]isolation.Backend {
-	return map[isolation.Tier]isolation.Backend{
+	m := map[isolation.Tier]isolation.Backend{
 		isolation.TierProcess: process.New(),
 	}
+	if cb, err := container.New(); err == nil {
+		m[isolation.TierContainer] = cb
+	} else {
+		m[isolation.TierContainer] = refusing{tier: isolation.TierContainer, err: err}
+	}
+	return m
 }
+
+// refusing is a backend that refuses every plan with err.
+type refusing struct {
+	tier isolation.Tier
+	err  error
+}
+
+func (r refusing) Tier() isolation.Tier                         { return r.tier }
+func (r refusing) Check(context.Context, *isolation.Plan) error { return r.err }
+func (r refusing) Start(context.Context, *isolation.Plan) (isolation.Sandbox, error) {
+	return nil, r.err
+}
+func (r refusing) GC(context.Context, func(string) bool) ([]string, error) { return nil, nil }
 
 func newController() *sandbox.Controller {
 	return &sandbox.Controller{
@@ -23,6 +49,16 @@ func newController() *sandbox.Controller {
 	}
 }
 
-// containerChecks reports the container tier; filled in by the container
-// backend.
-func containerChecks(c *cli.Context) []check { return nil }
+// containerChecks reports the container tier for doctor.
+func containerChecks(c *cli.Context) []check {
+	res, err := container.Probe(c.Context, images.DefaultImage)
+	if err != nil {
+		return []check{{Tier: "container", Check: "docker engine", OK: false, Detail: err.Error(),
+			Fix: "start the Docker engine (systemctl start docker) or set DOCKER_HOST"}}
+	}
+	var out []check
+	for _, pc := range res.Checks() {
+		out = append(out, check{Tier: "container", Check: pc.Name, OK: pc.OK, Detail: pc.Detail, Fix: pc.Fix})
+	}
+	return out
+}

@@ -30,6 +30,7 @@ func newApp() *cli.App {
 			permissionsCommand,
 			policyCommand,
 			auditCommand,
+			imagesCommand,
 			doctorCommand,
 			gcCommand,
 			versionCommand,

@@ -1,0 +1,435 @@
+package container
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// engine is the part of the Docker client the backend uses. A hand-written
+// fake implements it in the unit tests.
+type engine interface {
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
+	ContainerKill(ctx context.Context, containerID, signal string) error
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	Info(ctx context.Context) (system.Info, error)
+	ServerVersion(ctx context.Context) (types.Version, error)
+	ClientVersion() string
+	DaemonHost() string
+}
+
+// Backend makes container-tier sandboxes through the Docker Engine API.
+// It is safe for concurrent use.
+type Backend struct {
+	api engine
+	// initBinary is the static sandboxed binary bind-mounted as init.
+	initBinary string
+	// connect accepts the init's connection on ln and hands it the plan.
+	connect connectFunc
+
+	ownClient bool // Close closes api
+
+	infoMu sync.Mutex
+	info   *system.Info // the engine's info, once it answered
+
+	binOnce sync.Once
+	binErr  error
+}
+
+// Option configures a Backend.
+type Option func(*Backend)
+
+// WithInitBinary sets the static binary that runs as the container's init;
+// the default is os.Executable(). It must call sbinit's entry point.
+func WithInitBinary(path string) Option { return func(b *Backend) { b.initBinary = path } }
+
+// WithClient makes the backend use c instead of a client configured from
+// DOCKER_HOST. The caller keeps ownership of c.
+func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c } }
+
+// New returns a container backend talking to the engine at DOCKER_HOST (the
+// default socket when unset), negotiating the API version. It makes no
+// request: an engine that is down shows in Check and Start.
+func New(opts ...Option) (*Backend, error) {
+	b := &Backend{connect: connectInit}
+	for _, o := range opts {
+		o(b)
+	}
+	if b.api == nil {
+		c, err := images.Connect()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", isolation.ErrUnsupported, err)
+		}
+		b.api, b.ownClient = c, true
+	}
+	if b.initBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the sandboxed binary: %w", err)
+		}
+		b.initBinary = exe
+	}
+	return b, nil
+}
+
+// Tier reports isolation.TierContainer.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
+
+// Close releases the backend's engine connection, unless WithClient gave
+// it.
+func (b *Backend) Close() error {
+	if c, ok := b.api.(io.Closer); ok && b.ownClient {
+		return c.Close()
+	}
+	return nil
+}
+
+// engineInfo returns the engine's info. The first answer is kept for the
+// Backend's life (runtimes and security options change only with a daemon
+// restart); a failure is not, so an engine started later is seen.
+func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.info != nil {
+		return *b.info, nil
+	}
+	info, err := b.api.Info(ctx)
+	if err != nil {
+		return system.Info{}, b.engineErr("ask the Docker engine", err)
+	}
+	b.info = &info
+	return info, nil
+}
+
+// engineErr turns an engine error into one that says what to do. An engine
+// that cannot be reached is ErrUnsupported: the run is refused, never run
+// in a weaker tier.
+func (b *Backend) engineErr(op string, err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%s: %w", op, &isolation.UnsupportedError{
+			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " is unreachable",
+			Fix:  "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
+		})
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// imageErr is the error for a missing runner image.
+func imageErr(name string, err error) error {
+	if name == "" {
+		name = images.DefaultImage
+	}
+	return fmt.Errorf("%w: %w", &isolation.UnsupportedError{
+		What: "the container tier: image " + name + " is missing",
+		Fix:  "run: " + images.BuildCommandFor(name),
+	}, images.ErrNotFound)
+}
+
+// checkLocal refuses an engine on another machine: bind sources, the init
+// binary and the control socket are paths of this host.
+func (b *Backend) checkLocal() error {
+	if h := b.api.DaemonHost(); !strings.HasPrefix(h, "unix://") {
+		return &isolation.UnsupportedError{
+			What: "the container tier with the Docker engine at " + h,
+			Fix:  "use a local engine on a Unix socket (unset DOCKER_HOST or set it to unix:///var/run/docker.sock): mounts and the init's socket are paths of this host",
+		}
+	}
+	return nil
+}
+
+// checkInitBinary refuses an init binary that is not a static ELF: it
+// must run in any image.
+func (b *Backend) checkInitBinary() error {
+	b.binOnce.Do(func() {
+		f, err := elf.Open(b.initBinary)
+		if err != nil {
+			b.binErr = fmt.Errorf("check init binary %s: %w: %w", b.initBinary, isolation.ErrUnsupported, err)
+			return
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				b.binErr = &isolation.UnsupportedError{
+					What: "the container tier: " + b.initBinary + " is dynamically linked",
+					Fix:  "build sandboxed with CGO_ENABLED=0 so it runs inside any image",
+				}
+				return
+			}
+		}
+	})
+	return b.binErr
+}
+
+// Check refuses a plan this engine cannot enforce in full: an engine that
+// is down, a missing image or runtime, an elevated run without user
+// namespace remapping, seccomp unavailable. It creates nothing.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	if p == nil {
+		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
+	}
+	// The controller may set HostDir only after Check.
+	cp := *p
+	if cp.HostDir == "" {
+		cp.HostDir = "/"
+	}
+	if _, _, err := translate(&cp, b.host(nil)); err != nil {
+		return err
+	}
+	if err := b.checkLocal(); err != nil {
+		return err
+	}
+	if err := b.checkInitBinary(); err != nil {
+		return err
+	}
+	// The engine's info costs milliseconds: ask it only when the plan
+	// needs more than an explicit seccomp profile (the engine refuses to
+	// create a container with one it cannot load), or when the engine's
+	// own default profile must be on.
+	if p.Runtime != "" || p.Privilege == PrivilegeElevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+		info, err := b.engineInfo(ctx)
+		if err != nil {
+			return err
+		}
+		if err := checkInfo(info, p); err != nil {
+			return err
+		}
+	}
+	if _, err := b.api.ImageInspect(ctx, imageOf(p)); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return imageErr(imageOf(p), err)
+		}
+		return b.engineErr("inspect image "+imageOf(p), err)
+	}
+	return nil
+}
+
+// checkInfo checks what the plan needs of the engine's features.
+func checkInfo(info system.Info, p *isolation.Plan) error {
+	if p.Runtime != "" {
+		if _, ok := info.Runtimes[p.Runtime]; !ok {
+			return &isolation.UnsupportedError{
+				What: "runtime " + p.Runtime + " (the engine has " + strings.Join(runtimeNames(info), ", ") + ")",
+				Fix:  "install it and register it in /etc/docker/daemon.json, or choose another runtime",
+			}
+		}
+	}
+	if !hasSecOpt(info, "seccomp") && p.Runtime != "runsc" {
+		return &isolation.UnsupportedError{What: "seccomp in the Docker engine", Fix: "use an engine built with seccomp support"}
+	}
+	if p.Privilege == PrivilegeElevated && !hasSecOpt(info, "userns") && p.Runtime != "runsc" {
+		return &isolation.UnsupportedError{
+			What: "an elevated run in a container: root there would be host root",
+			Fix:  `enable user namespace remapping ("userns-remap": "default" in /etc/docker/daemon.json) and restart Docker, or use the runsc runtime`,
+		}
+	}
+	return nil
+}
+
+func hasSecOpt(info system.Info, name string) bool {
+	for _, o := range info.SecurityOptions {
+		if o == "name="+name || strings.HasPrefix(o, "name="+name+",") {
+			return true
+		}
+	}
+	return false
+}
+
+func runtimeNames(info system.Info) []string {
+	var out []string
+	for n := range info.Runtimes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func imageOf(p *isolation.Plan) string {
+	if p.Image == "" {
+		return images.DefaultImage
+	}
+	return p.Image
+}
+
+func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
+	return host{InitBinary: b.initBinary, lstat: lstat}
+}
+
+// Start creates and starts the run's container with the init as its
+// entrypoint, and waits until the init has connected and taken the plan.
+// On error nothing is left behind. Plan.HostDir must exist.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+	cfg, hc, err := translate(p, b.host(os.Lstat))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkLocal(); err != nil {
+		return nil, err
+	}
+	if err := b.checkInitBinary(); err != nil {
+		return nil, err
+	}
+	if p.Privilege == PrivilegeElevated || p.Runtime != "" {
+		info, err := b.engineInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkInfo(info, p); err != nil {
+			return nil, err
+		}
+	}
+
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{})}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = s.Close(cctx)
+		}
+	}()
+
+	sock := filepath.Join(p.HostDir, controlSocketName)
+	_ = os.Remove(sock) // a leftover of a crashed run with this id
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on control socket %s: %w", sock, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	s.ln = ln
+	// Any uid inside may dial it; HostDir (0700) keeps host users out.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		return nil, fmt.Errorf("open control socket %s: %w", sock, err)
+	}
+
+	// From here Close removes the container by name even when the answer
+	// to create was lost (a cancelled context after the engine made it).
+	s.ref = s.name
+	created, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.name)
+	if err != nil {
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil, imageErr(cfg.Image, err)
+		case cerrdefs.IsConflict(err):
+			return nil, fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, p.RunID)
+		}
+		return nil, b.engineErr("create container "+s.name, err)
+	}
+	s.id, s.ref = created.ID, created.ID
+	if err := b.api.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
+		return nil, b.engineErr("start container "+s.name, err)
+	}
+	alive := func(ctx context.Context) error {
+		ins, err := b.api.ContainerInspect(ctx, s.id)
+		if err != nil {
+			return b.engineErr("inspect container "+s.name, err)
+		}
+		if ins.State != nil && !ins.State.Running {
+			hint := "check that " + b.initBinary + " is the static sandboxed binary and runs in image " + cfg.Image
+			if p.Runtime == "runsc" {
+				hint = "runsc must let the sandbox dial host Unix sockets: add --host-uds=open to its runtimeArgs in /etc/docker/daemon.json"
+			}
+			return fmt.Errorf("%w: container %s exited (code %d%s) before its init connected: %s",
+				isolation.ErrUnsupported, s.name, ins.State.ExitCode, suffix(ins.State.Error), hint)
+		}
+		return nil
+	}
+	init, err := b.connect(ctx, ln, p, alive)
+	if err != nil {
+		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
+	}
+	s.init = init
+	return s, nil
+}
+
+// GC removes containers labelled with a run id for which keep is false,
+// and returns their names.
+//
+// keep knows the runs of one state directory only, so GC also spares what
+// is plainly in use by another controller: a running container (its init
+// exits as soon as its controller's end of the control socket closes, so a
+// crashed controller leaves an exited container) unless it is older than
+// gcRunningAfter, and a container just created and not yet started.
+func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
+	list, err := b.api.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", isolation.AnnotationRunID)),
+	})
+	if err != nil {
+		return nil, b.engineErr("list containers", err)
+	}
+	var removed []string
+	var errs []error
+	now := time.Now()
+	for _, c := range list {
+		run := c.Labels[isolation.AnnotationRunID]
+		if keep != nil && keep(run) {
+			continue
+		}
+		if !reapable(c, now) {
+			continue
+		}
+		name := c.ID
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		err := b.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
+			continue
+		}
+		removed = append(removed, "container "+name+" (run "+run+")")
+	}
+	return removed, errors.Join(errs...)
+}
+
+// GC's grace periods; see GC.
+const (
+	gcRunningAfter = time.Hour
+	gcCreatedGrace = time.Minute
+)
+
+// reapable reports whether GC may remove the container c of a run that is
+// not live in this controller's view.
+func reapable(c container.Summary, now time.Time) bool {
+	age := now.Sub(time.Unix(c.Created, 0))
+	switch c.State {
+	case "running", "paused", "restarting":
+		return age > gcRunningAfter
+	case "created":
+		return age > gcCreatedGrace
+	}
+	return true
+}
+
+// suffix formats an optional engine message after a comma.
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ", " + msg
+}

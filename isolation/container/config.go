@@ -1,0 +1,477 @@
+package container
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// Paths inside every container of this tier.
+const (
+	// InitPath is where the sandboxed binary is bind-mounted, read-only; it
+	// runs as the container's init.
+	InitPath = "/.sandboxed/sandboxed"
+	// ControlSocket is where the host's control socket appears; the init
+	// dials it.
+	ControlSocket = "/.sandboxed/init.sock"
+	// controlSocketName is the control socket's name in Plan.HostDir.
+	controlSocketName = "init.sock"
+)
+
+// Execution privileges (tool.Definition's security.execution-privilege).
+const (
+	PrivilegeSameAsUser = "same-as-user"
+	PrivilegeReduced    = "reduced"
+	PrivilegeElevated   = "elevated"
+)
+
+// nobody is the uid and gid of reduced runs.
+const nobody = 65534
+
+// dockerDefaultCaps is Docker's default capability set: the most an
+// elevated run gets. A plan asking for more is refused.
+var dockerDefaultCaps = map[string]bool{
+	"CAP_CHOWN": true, "CAP_DAC_OVERRIDE": true, "CAP_FSETID": true, "CAP_FOWNER": true,
+	"CAP_MKNOD": true, "CAP_NET_RAW": true, "CAP_SETGID": true, "CAP_SETUID": true,
+	"CAP_SETFCAP": true, "CAP_SETPCAP": true, "CAP_NET_BIND_SERVICE": true,
+	"CAP_SYS_CHROOT": true, "CAP_KILL": true, "CAP_AUDIT_WRITE": true,
+}
+
+// systemDirs are host system directories a plan may bind read-only for the
+// process tier; in a container the image provides them, so such binds
+// (source equal to destination) are left out rather than shadowing the
+// image with the host's.
+var systemDirs = map[string]bool{
+	"/usr": true, "/bin": true, "/sbin": true, "/lib": true, "/lib32": true,
+	"/lib64": true, "/libx32": true, "/etc": true,
+}
+
+// engineMounts are filesystems the engine itself mounts in every container.
+var engineMounts = map[string]bool{
+	"/proc": true, "/sys": true, "/dev": true, "/dev/pts": true, "/dev/shm": true,
+	"/dev/mqueue": true, "/sys/fs/cgroup": true,
+}
+
+// tmpfsOptions are the tmpfs mount options a plan may pass through.
+var tmpfsOptions = map[string]bool{
+	"ro": true, "rw": true, "nosuid": true, "nodev": true, "noexec": true, "exec": true,
+	"suid": true, "dev": true, "noatime": true, "relatime": true, "strictatime": true,
+	"nodiratime": true,
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// host is what the translation needs to know of the host. It is a value so
+// the translation stays pure and a table can test it.
+type host struct {
+	// InitBinary is the host path of the static sandboxed binary.
+	InitBinary string
+	// lstat checks bind sources; nil skips the check.
+	lstat func(string) (os.FileInfo, error)
+}
+
+// containerName is the engine name of the run's container.
+func containerName(runID string) string { return "sandboxed-" + runID }
+
+// translate turns a plan into the container's configuration. It touches
+// the host only through h.lstat, to refuse bind sources that are symlinks.
+func translate(p *isolation.Plan, h host) (*container.Config, *container.HostConfig, error) {
+	if p == nil || p.Spec == nil || p.Spec.Process == nil {
+		return nil, nil, fmt.Errorf("translate plan: %w: the plan has no spec process", isolation.ErrUnsupported)
+	}
+	if p.Tier != isolation.TierContainer {
+		return nil, nil, fmt.Errorf("translate plan: %w: tier %q is not %q", isolation.ErrUnsupported, p.Tier, isolation.TierContainer)
+	}
+	if !nameRE.MatchString(p.RunID) {
+		return nil, nil, fmt.Errorf("translate plan: run id %q is not a valid container name part: %w", p.RunID, isolation.ErrUnsupported)
+	}
+	if p.HostDir == "" || !path.IsAbs(p.HostDir) {
+		return nil, nil, fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
+	}
+	lim := p.Limits
+	if lim.MemoryBytes <= 0 || lim.Pids <= 0 {
+		return nil, nil, &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids"}
+	}
+	if lim.CPUs < 0 || lim.TmpfsBytes < 0 {
+		return nil, nil, fmt.Errorf("translate plan: %w: negative cpu or tmpfs limit", isolation.ErrUnsupported)
+	}
+	proc := p.Spec.Process
+
+	user, err := userFor(p.Privilege, proc.User)
+	if err != nil {
+		return nil, nil, err
+	}
+	capAdd, err := capsFor(p.Privilege, proc.Capabilities)
+	if err != nil {
+		return nil, nil, err
+	}
+	ulimits, err := ulimitsFor(proc.Rlimits)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	img := p.Image
+	if img == "" {
+		img = images.DefaultImage
+	}
+	hostname := p.Spec.Hostname
+	if hostname == "" {
+		hostname = "sandbox"
+	}
+	cwd := proc.Cwd
+	if cwd == "" {
+		cwd = "/"
+	}
+
+	cfg := &container.Config{
+		Hostname:        hostname,
+		User:            user,
+		Env:             append([]string(nil), proc.Env...),
+		Entrypoint:      append([]string{InitPath}, initArgs(ControlSocket)...),
+		Cmd:             nil,
+		Image:           img,
+		WorkingDir:      cwd,
+		NetworkDisabled: false, // NetworkMode none gives a lone loopback; the init relays egress on it
+		Labels: map[string]string{
+			isolation.AnnotationRunID: p.RunID,
+			isolation.AnnotationTool:  p.Tool,
+		},
+		StopSignal: "SIGTERM",
+	}
+
+	secOpts := []string{"no-new-privileges"}
+	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
+		// The engine's default profile narrowed by the plan's (the one the
+		// process tier loads): the container refuses what either refuses.
+		js, err := seccompJSON(p.Spec.Linux.Seccomp, capAdd)
+		if err != nil {
+			return nil, nil, err
+		}
+		secOpts = append(secOpts, "seccomp="+js)
+	}
+	var masked, readonly []string
+	if p.Spec.Linux != nil {
+		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
+	}
+
+	pids := lim.Pids
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		CapAdd:         capAdd,
+		SecurityOpt:    secOpts,
+		// Setting the lists replaces the engine's: keep its defaults as a
+		// floor. /dev is read-only too (its mounts below stay writable),
+		// so even a root user writes nothing outside /tmp and grants.
+		MaskedPaths:   union(dockerMaskedPaths, masked),
+		ReadonlyPaths: union(dockerReadonlyPaths, readonly, []string{"/dev"}),
+		IpcMode:       "private",
+		CgroupnsMode:  "private",
+		Privileged:    false,
+		Init:          boolPtr(false), // our init is the entrypoint
+		AutoRemove:    false,          // Close removes it, after Stats
+		Runtime:       p.Runtime,
+		LogConfig:     container.LogConfig{Type: "none"}, // stdio goes through the init, never the log
+		Resources: container.Resources{
+			Memory:     lim.MemoryBytes,
+			MemorySwap: lim.MemoryBytes, // no swap
+			NanoCPUs:   int64(lim.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits:    ulimits,
+		},
+		Tmpfs: map[string]string{},
+	}
+	if p.Privilege == PrivilegeElevated {
+		// The engine's user namespace remapping (checked by Backend.Check)
+		// makes this root unprivileged on the host.
+		hc.UsernsMode = ""
+	}
+
+	// Fixed mounts: the init binary and the control socket. The socket is
+	// bound as a file so the container needs no access to HostDir itself.
+	hc.Mounts = append(hc.Mounts,
+		bindMount(h.InitBinary, InitPath, true),
+		bindMount(path.Join(p.HostDir, controlSocketName), ControlSocket, false),
+	)
+	if p.Egress != nil {
+		if p.Egress.ProxySocket == "" || !path.IsAbs(p.Egress.ProxySocket) {
+			return nil, nil, fmt.Errorf("translate plan: %w: egress proxy socket %q is not absolute", isolation.ErrUnsupported, p.Egress.ProxySocket)
+		}
+		hc.Mounts = append(hc.Mounts, bindMount(p.Egress.ProxySocket, isolation.SandboxSocket, false))
+	}
+
+	sawTmp := false
+	for _, m := range p.Spec.Mounts {
+		dst := path.Clean(m.Destination)
+		if !path.IsAbs(dst) {
+			return nil, nil, fmt.Errorf("translate mount %q: %w: destination is not absolute", m.Destination, isolation.ErrUnsupported)
+		}
+		if strings.HasPrefix(dst, "/.sandboxed") {
+			return nil, nil, fmt.Errorf("translate mount %q: %w: /.sandboxed is reserved for the init", m.Destination, isolation.ErrUnsupported)
+		}
+		switch {
+		case isBind(m):
+			if systemDirs[dst] && path.Clean(m.Source) == dst && hasOpt(m.Options, "ro") {
+				continue
+			}
+			if !path.IsAbs(m.Source) {
+				return nil, nil, fmt.Errorf("translate mount %s: %w: source %q is not absolute", dst, isolation.ErrUnsupported, m.Source)
+			}
+			if h.lstat != nil {
+				fi, err := h.lstat(m.Source)
+				if err != nil {
+					return nil, nil, fmt.Errorf("check bind source %s: %w", m.Source, err)
+				}
+				if fi.Mode()&os.ModeSymlink != 0 {
+					return nil, nil, fmt.Errorf("check bind source %s: %w: it is a symlink (the planner resolves symlinks before mounting)", m.Source, isolation.ErrUnsupported)
+				}
+			}
+			hc.Mounts = append(hc.Mounts, bindMount(m.Source, dst, !hasOpt(m.Options, "rw")))
+		case m.Type == "tmpfs":
+			opts, err := tmpfsOpts(m.Options)
+			if err != nil {
+				return nil, nil, fmt.Errorf("translate tmpfs %s: %w", dst, err)
+			}
+			if dst == "/tmp" {
+				sawTmp = true
+				opts = withSize(opts, lim.TmpfsBytes)
+			}
+			if !engineMounts[dst] {
+				hc.Tmpfs[dst] = opts
+			}
+		case engineMounts[dst] && (m.Type == "proc" || m.Type == "sysfs" || m.Type == "devpts" ||
+			m.Type == "mqueue" || m.Type == "cgroup" || m.Type == "cgroup2" || m.Type == "tmpfs"):
+			// The engine mounts its own, with its masked and read-only paths.
+		default:
+			return nil, nil, fmt.Errorf("translate mount %s: %w: type %q", dst, isolation.ErrUnsupported, m.Type)
+		}
+	}
+	if !sawTmp {
+		hc.Tmpfs["/tmp"] = withSize("rw,nosuid,nodev,exec,mode=1777", lim.TmpfsBytes)
+	}
+	return cfg, hc, nil
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func bindMount(src, dst string, ro bool) mount.Mount {
+	return mount.Mount{
+		Type:        mount.TypeBind,
+		Source:      src,
+		Target:      dst,
+		ReadOnly:    ro,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+	}
+}
+
+func isBind(m specs.Mount) bool {
+	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
+}
+
+func hasOpt(opts []string, o string) bool {
+	for _, x := range opts {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// tmpfsOpts keeps the options a tmpfs may carry; nosuid and nodev are
+// always set, and exec is explicit because the engine defaults to noexec.
+func tmpfsOpts(in []string) (string, error) {
+	out := []string{"nosuid", "nodev"}
+	noexec := false
+	mode := "1777"
+	for _, o := range in {
+		switch {
+		case o == "nosuid" || o == "nodev" || o == "suid" || o == "dev":
+			// suid and dev are never granted.
+		case o == "noexec":
+			noexec = true
+		case tmpfsOptions[o]:
+			if o != "exec" {
+				out = append(out, o)
+			}
+		case strings.HasPrefix(o, "mode="):
+			if _, err := strconv.ParseUint(strings.TrimPrefix(o, "mode="), 8, 32); err != nil {
+				return "", fmt.Errorf("%w: tmpfs option %q", isolation.ErrUnsupported, o)
+			}
+			mode = strings.TrimPrefix(o, "mode=")
+		case strings.HasPrefix(o, "size="):
+			out = append(out, o)
+		default:
+			return "", fmt.Errorf("%w: tmpfs option %q", isolation.ErrUnsupported, o)
+		}
+	}
+	if noexec {
+		out = append(out, "noexec")
+	} else {
+		out = append(out, "exec")
+	}
+	out = append(out, "mode="+mode)
+	return strings.Join(out, ","), nil
+}
+
+// withSize replaces any size= option by size bytes (0: the kernel's
+// default, half of memory; the memory limit still bounds it).
+func withSize(opts string, size int64) string {
+	var out []string
+	for _, o := range strings.Split(opts, ",") {
+		if o != "" && !strings.HasPrefix(o, "size=") {
+			out = append(out, o)
+		}
+	}
+	if size > 0 {
+		out = append(out, "size="+strconv.FormatInt(size, 10))
+	}
+	return strings.Join(out, ",")
+}
+
+// userFor is the container's user: the invoking user's uid:gid (which the
+// planner puts in the spec) for same-as-user, nobody for reduced, root for
+// elevated (unprivileged on the host through the engine's user namespace
+// remapping, which Check requires).
+func userFor(privilege string, u specs.User) (string, error) {
+	switch privilege {
+	case PrivilegeSameAsUser, "":
+		return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
+	case PrivilegeReduced:
+		return fmt.Sprintf("%d:%d", nobody, nobody), nil
+	case PrivilegeElevated:
+		return "0:0", nil
+	}
+	return "", fmt.Errorf("translate plan: %w: execution privilege %q", isolation.ErrUnsupported, privilege)
+}
+
+// capsFor returns the capabilities to add after dropping all of them: none
+// unless the run is elevated, and then at most Docker's default set.
+func capsFor(privilege string, c *specs.LinuxCapabilities) ([]string, error) {
+	if c == nil {
+		return nil, nil
+	}
+	set := map[string]bool{}
+	for _, l := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
+		for _, name := range l {
+			set[strings.ToUpper(name)] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil, nil
+	}
+	if privilege != PrivilegeElevated {
+		return nil, fmt.Errorf("translate plan: %w: capabilities for a %s run", isolation.ErrUnsupported, privilege)
+	}
+	var out []string
+	for name := range set {
+		if !strings.HasPrefix(name, "CAP_") {
+			name = "CAP_" + name
+		}
+		if !dockerDefaultCaps[name] {
+			return nil, &isolation.UnsupportedError{What: "capability " + name, Fix: "elevated runs get at most Docker's default capability set"}
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// rlimitNames maps OCI rlimit types to the engine's ulimit names.
+var rlimitNames = map[string]string{
+	"RLIMIT_AS": "as", "RLIMIT_CORE": "core", "RLIMIT_CPU": "cpu", "RLIMIT_DATA": "data",
+	"RLIMIT_FSIZE": "fsize", "RLIMIT_LOCKS": "locks", "RLIMIT_MEMLOCK": "memlock",
+	"RLIMIT_MSGQUEUE": "msgqueue", "RLIMIT_NICE": "nice", "RLIMIT_NOFILE": "nofile",
+	"RLIMIT_NPROC": "nproc", "RLIMIT_RSS": "rss", "RLIMIT_RTPRIO": "rtprio",
+	"RLIMIT_RTTIME": "rttime", "RLIMIT_SIGPENDING": "sigpending", "RLIMIT_STACK": "stack",
+}
+
+func ulimitsFor(rl []specs.POSIXRlimit) ([]*container.Ulimit, error) {
+	var out []*container.Ulimit
+	for _, r := range rl {
+		name, ok := rlimitNames[r.Type]
+		if !ok {
+			return nil, fmt.Errorf("translate plan: %w: rlimit %q", isolation.ErrUnsupported, r.Type)
+		}
+		out = append(out, &container.Ulimit{Name: name, Soft: clampRlimit(r.Soft), Hard: clampRlimit(r.Hard)})
+	}
+	return out, nil
+}
+
+// clampRlimit maps RLIM_INFINITY (all ones) to the engine's -1.
+func clampRlimit(v uint64) int64 {
+	if v > 1<<63-1 {
+		return -1
+	}
+	return int64(v)
+}
+
+// The engine's default masked and read-only paths (Docker 20.10 and later).
+var (
+	dockerMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	dockerReadonlyPaths = []string{
+		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	}
+)
+
+// union returns the paths of all lists, each once, in first-seen order.
+func union(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, p := range l {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// lastProfile caches the last rendered profile: Check and Start translate
+// the same plan, and rendering takes about a millisecond.
+var lastProfile struct {
+	sync.Mutex
+	plan *specs.LinuxSeccomp
+	caps string
+	json string
+}
+
+// seccompJSON renders seccompProfile as the engine's security option value.
+// The plan's profile must not change after it was first translated.
+func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
+	key := strings.Join(caps, ",")
+	lastProfile.Lock()
+	defer lastProfile.Unlock()
+	if lastProfile.plan == plan && lastProfile.caps == key && lastProfile.json != "" {
+		return lastProfile.json, nil
+	}
+	prof, err := seccompProfile(plan, caps)
+	if err != nil {
+		return "", err
+	}
+	js, err := json.Marshal(prof)
+	if err != nil {
+		return "", fmt.Errorf("translate seccomp profile: %w", err)
+	}
+	lastProfile.plan, lastProfile.caps, lastProfile.json = plan, key, string(js)
+	return lastProfile.json, nil
+}

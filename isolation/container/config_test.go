@@ -1,0 +1,311 @@
+package container
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+func basePlan() *isolation.Plan {
+	return &isolation.Plan{
+		RunID:     "r1",
+		Tool:      "weather",
+		Tier:      isolation.TierContainer,
+		Privilege: PrivilegeSameAsUser,
+		Spec: &specs.Spec{
+			Hostname: "box",
+			Process: &specs.Process{
+				User: specs.User{UID: 1000, GID: 1001},
+				Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp"},
+				Cwd:  "/work",
+			},
+		},
+		Limits: isolation.Limits{
+			MemoryBytes: 256 << 20,
+			Pids:        128,
+			CPUs:        1.5,
+			TmpfsBytes:  64 << 20,
+			Timeout:     time.Minute,
+			KillGrace:   time.Second,
+		},
+		HostDir: "/run/sandboxed/r1",
+	}
+}
+
+func testHost() host {
+	return host{InitBinary: "/usr/local/bin/sandboxed"}
+}
+
+// TestTranslateFixed checks what every container gets whatever the plan.
+func TestTranslateFixed(t *testing.T) {
+	cfg, hc, err := translate(basePlan(), testHost())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc.NetworkMode != "none" {
+		t.Errorf("NetworkMode = %q, want none", hc.NetworkMode)
+	}
+	if !hc.ReadonlyRootfs {
+		t.Error("root filesystem is writable")
+	}
+	if !reflect.DeepEqual([]string(hc.CapDrop), []string{"ALL"}) || len(hc.CapAdd) != 0 {
+		t.Errorf("CapDrop = %v, CapAdd = %v", hc.CapDrop, hc.CapAdd)
+	}
+	if !reflect.DeepEqual(hc.SecurityOpt, []string{"no-new-privileges"}) {
+		t.Errorf("SecurityOpt = %v: want no-new-privileges and, without a plan profile, the engine's default seccomp profile", hc.SecurityOpt)
+	}
+	if !reflect.DeepEqual(hc.ReadonlyPaths, append(append([]string(nil), dockerReadonlyPaths...), "/dev")) || !reflect.DeepEqual(hc.MaskedPaths, dockerMaskedPaths) {
+		t.Errorf("ReadonlyPaths %v MaskedPaths %v: want the engine's defaults and /dev read-only", hc.ReadonlyPaths, hc.MaskedPaths)
+	}
+	if hc.Privileged || hc.AutoRemove || hc.Init == nil || *hc.Init {
+		t.Errorf("Privileged %v AutoRemove %v Init %v", hc.Privileged, hc.AutoRemove, hc.Init)
+	}
+	if hc.LogConfig.Type != "none" {
+		t.Errorf("log driver %q: stdio must not go through the engine", hc.LogConfig.Type)
+	}
+	if hc.IpcMode != "private" || hc.CgroupnsMode != "private" {
+		t.Errorf("ipc %q cgroupns %q", hc.IpcMode, hc.CgroupnsMode)
+	}
+	want := []string{InitPath, "__sandboxed-init", "--connect=" + ControlSocket}
+	if !reflect.DeepEqual([]string(cfg.Entrypoint), want) || len(cfg.Cmd) != 0 {
+		t.Errorf("Entrypoint %v Cmd %v, want %v", cfg.Entrypoint, cfg.Cmd, want)
+	}
+	wantMounts := []mount.Mount{
+		bindMount("/usr/local/bin/sandboxed", InitPath, true),
+		bindMount("/run/sandboxed/r1/init.sock", ControlSocket, false),
+	}
+	if !reflect.DeepEqual(hc.Mounts, wantMounts) {
+		t.Errorf("Mounts = %+v, want %+v", hc.Mounts, wantMounts)
+	}
+	if cfg.Image != images.DefaultImage {
+		t.Errorf("Image = %q, want %q", cfg.Image, images.DefaultImage)
+	}
+}
+
+// TestTranslateFields maps each plan field to the engine field it sets.
+func TestTranslateFields(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "data")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := testHost()
+	h.lstat = os.Lstat
+
+	tests := []struct {
+		name  string
+		edit  func(p *isolation.Plan)
+		check func(t *testing.T, cfg *container.Config, hc *container.HostConfig)
+	}{
+		{"RunID and Tool become labels", func(p *isolation.Plan) {}, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+			if cfg.Labels[isolation.AnnotationRunID] != "r1" || cfg.Labels[isolation.AnnotationTool] != "weather" {
+				t.Errorf("Labels = %v", cfg.Labels)
+			}
+		}},
+		{"Privilege same-as-user is the invoking uid:gid from Spec.Process.User", func(p *isolation.Plan) {}, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+			if cfg.User != "1000:1001" {
+				t.Errorf("User = %q", cfg.User)
+			}
+		}},
+		{"Privilege reduced is nobody", func(p *isolation.Plan) { p.Privilege = PrivilegeReduced }, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+			if cfg.User != "65534:65534" {
+				t.Errorf("User = %q", cfg.User)
+			}
+		}},
+		{"Privilege elevated is root with the plan's capabilities", func(p *isolation.Plan) {
+			p.Privilege = PrivilegeElevated
+			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN", "CAP_SETUID"}, Effective: []string{"CAP_CHOWN"}}
+		}, func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+			if cfg.User != "0:0" || !reflect.DeepEqual([]string(hc.CapAdd), []string{"CAP_CHOWN", "CAP_SETUID"}) || hc.CapDrop[0] != "ALL" {
+				t.Errorf("User %q CapAdd %v CapDrop %v", cfg.User, hc.CapAdd, hc.CapDrop)
+			}
+		}},
+		{"Spec.Process.Env, Cwd and Hostname", func(p *isolation.Plan) {}, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+			if !reflect.DeepEqual(cfg.Env, []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}) || cfg.WorkingDir != "/work" || cfg.Hostname != "box" {
+				t.Errorf("Env %v WorkingDir %q Hostname %q", cfg.Env, cfg.WorkingDir, cfg.Hostname)
+			}
+		}},
+		{"Spec.Process.Rlimits become ulimits", func(p *isolation.Plan) {
+			p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 2048}, {Type: "RLIMIT_CORE", Soft: ^uint64(0), Hard: ^uint64(0)}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			want := []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}, {Name: "core", Soft: -1, Hard: -1}}
+			if !reflect.DeepEqual(hc.Ulimits, want) {
+				t.Errorf("Ulimits = %v", hc.Ulimits)
+			}
+		}},
+		{"Limits: memory without swap, pids, cpus", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			r := hc.Resources
+			if r.Memory != 256<<20 || r.MemorySwap != 256<<20 || r.PidsLimit == nil || *r.PidsLimit != 128 || r.NanoCPUs != 1_500_000_000 {
+				t.Errorf("Resources = %+v", r)
+			}
+		}},
+		{"Limits.CPUs zero is no cpu limit", func(p *isolation.Plan) { p.Limits.CPUs = 0 }, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if hc.NanoCPUs != 0 {
+				t.Errorf("NanoCPUs = %d", hc.NanoCPUs)
+			}
+		}},
+		{"Limits.TmpfsBytes sizes /tmp, nosuid nodev", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if got := hc.Tmpfs["/tmp"]; got != "rw,nosuid,nodev,exec,mode=1777,size=67108864" {
+				t.Errorf("Tmpfs[/tmp] = %q", got)
+			}
+		}},
+		{"a /tmp tmpfs in the spec keeps its options and gets the plan's size", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"noexec", "suid", "size=1g", "mode=0700"}}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if got := hc.Tmpfs["/tmp"]; got != "nosuid,nodev,noexec,mode=0700,size=67108864" {
+				t.Errorf("Tmpfs[/tmp] = %q", got)
+			}
+		}},
+		{"Image and Runtime", func(p *isolation.Plan) { p.Image = "my/runner:1"; p.Runtime = "runsc" }, func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+			if cfg.Image != "my/runner:1" || hc.Runtime != "runsc" {
+				t.Errorf("Image %q Runtime %q", cfg.Image, hc.Runtime)
+			}
+		}},
+		{"Spec.Mounts binds: read-only unless rw", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{
+				{Destination: "/data", Type: "bind", Source: src, Options: []string{"rbind", "ro"}},
+				{Destination: "/out", Source: src, Options: []string{"rbind", "rw"}},
+				{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
+				{Destination: "/proc", Type: "proc", Source: "proc"},
+				{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
+			}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			got := hc.Mounts[2:]
+			want := []mount.Mount{bindMount(src, "/data", true), bindMount(src, "/out", false)}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Mounts = %+v, want %+v", got, want)
+			}
+			if _, ok := hc.Tmpfs["/dev"]; ok {
+				t.Error("engine /dev replaced by a tmpfs")
+			}
+		}},
+		{"Spec.Linux.Seccomp becomes the engine's profile", func(p *isolation.Plan) {
+			p.Spec.Linux = &specs.Linux{Seccomp: &specs.LinuxSeccomp{
+				DefaultAction: specs.ActAllow,
+				Syscalls:      []specs.LinuxSyscall{{Names: []string{"ptrace"}, Action: specs.ActErrno}},
+			}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if len(hc.SecurityOpt) != 2 || hc.SecurityOpt[0] != "no-new-privileges" {
+				t.Fatalf("SecurityOpt = %v", hc.SecurityOpt)
+			}
+			prof, ok := strings.CutPrefix(hc.SecurityOpt[1], "seccomp=")
+			var got specs.LinuxSeccomp
+			if !ok || json.Unmarshal([]byte(prof), &got) != nil || got.DefaultAction != specs.ActErrno {
+				t.Fatalf("seccomp option %q: want the engine's allowlist", hc.SecurityOpt[1])
+			}
+			if allows(&got, "ptrace") || !allows(&got, "read") {
+				t.Errorf("profile allows ptrace %v, read %v: want the plan's denial folded in", allows(&got, "ptrace"), allows(&got, "read"))
+			}
+		}},
+		{"Spec.Linux masked and read-only paths add to the engine's", func(p *isolation.Plan) {
+			p.Spec.Linux = &specs.Linux{MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if hc.MaskedPaths[len(hc.MaskedPaths)-1] != "/proc/extra" || len(hc.MaskedPaths) != len(dockerMaskedPaths)+1 {
+				t.Errorf("MaskedPaths %v", hc.MaskedPaths)
+			}
+			if n := len(hc.ReadonlyPaths); n != len(dockerReadonlyPaths)+2 || hc.ReadonlyPaths[n-2] != "/proc/ro" || hc.ReadonlyPaths[n-1] != "/dev" {
+				t.Errorf("ReadonlyPaths %v", hc.ReadonlyPaths)
+			}
+		}},
+		{"Egress binds the proxy socket", func(p *isolation.Plan) {
+			p.Egress = &isolation.Egress{ProxySocket: "/run/sandboxed/r1/egress.sock", ProxyPort: 3128}
+		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if got := hc.Mounts[len(hc.Mounts)-1]; !reflect.DeepEqual(got, bindMount("/run/sandboxed/r1/egress.sock", isolation.SandboxSocket, false)) {
+				t.Errorf("last mount %+v", got)
+			}
+			if hc.NetworkMode != "none" {
+				t.Errorf("NetworkMode %q: egress goes through the socket only", hc.NetworkMode)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePlan()
+			tc.edit(p)
+			cfg, hc, err := translate(p, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cfg, hc)
+		})
+	}
+}
+
+// TestTranslateRefuses checks the plans the container tier refuses.
+func TestTranslateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	h := testHost()
+	h.lstat = os.Lstat
+	tests := []struct {
+		name string
+		edit func(p *isolation.Plan)
+		want string
+	}{
+		{"another tier", func(p *isolation.Plan) { p.Tier = isolation.TierProcess }, "tier"},
+		{"no spec", func(p *isolation.Plan) { p.Spec = nil }, "spec"},
+		{"no memory limit", func(p *isolation.Plan) { p.Limits.MemoryBytes = 0 }, "memory"},
+		{"no pids limit", func(p *isolation.Plan) { p.Limits.Pids = 0 }, "pids"},
+		{"bad run id", func(p *isolation.Plan) { p.RunID = "../x" }, "run id"},
+		{"relative host dir", func(p *isolation.Plan) { p.HostDir = "rel" }, "host dir"},
+		{"unknown privilege", func(p *isolation.Plan) { p.Privilege = "root" }, "privilege"},
+		{"capabilities when not elevated", func(p *isolation.Plan) {
+			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN"}}
+		}, "capabilities"},
+		{"capability beyond Docker's default set", func(p *isolation.Plan) {
+			p.Privilege = PrivilegeElevated
+			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
+		}, "CAP_SYS_ADMIN"},
+		{"unknown rlimit", func(p *isolation.Plan) { p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}} }, "rlimit"},
+		{"symlink bind source", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: link, Options: []string{"ro"}}}
+		}, "symlink"},
+		{"missing bind source", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: filepath.Join(dir, "nope")}}
+		}, "nope"},
+		{"relative bind source", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: "data"}}
+		}, "not absolute"},
+		{"mount over the init", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/.sandboxed/sandboxed", Type: "bind", Source: dir}}
+		}, "reserved"},
+		{"unknown mount type", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/x", Type: "overlay", Source: "overlay"}}
+		}, "overlay"},
+		{"unknown tmpfs option", func(p *isolation.Plan) {
+			p.Spec.Mounts = []specs.Mount{{Destination: "/tmp", Type: "tmpfs", Options: []string{"uid=0"}}}
+		}, "uid=0"},
+		{"relative egress socket", func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxySocket: "x.sock"} }, "egress"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePlan()
+			tc.edit(p)
+			_, _, err := translate(p, h)
+			if err == nil {
+				t.Fatal("translated, want refused")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+			if tc.name != "missing bind source" && !errors.Is(err, isolation.ErrUnsupported) {
+				t.Errorf("error %v does not wrap ErrUnsupported", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,31 @@
+// Package container is the container tier: one fresh Docker container per
+// run, made through the Docker Engine API (never the docker CLI), with the
+// static sandboxed binary bind-mounted read-only at InitPath as its
+// entrypoint, the same init as the process tier.
+//
+//	host (Backend, sandbox)                      container (init, PID 1)
+//	  listen HostDir/init.sock (0666 in a 0700 dir)
+//	  ContainerCreate + ContainerStart ----------> /.sandboxed/sandboxed __sandboxed-init
+//	                                                   --connect=/.sandboxed/init.sock
+//	  accept <------------------------------------ dial (the socket is bind-mounted as a file)
+//	  config / exec + stdio fds (SCM_RIGHTS) ----> fork+exec, exit codes back
+//	  Close: close channel, ContainerRemove(force, volumes)
+//
+// Stdio never goes through the engine (no attach, no logs: the log driver
+// is "none"), so a run costs two engine calls to start and one to remove.
+//
+// What the container gets: no network (a lone loopback; egress only through
+// the bind-mounted proxy socket the init relays), a read-only root and /dev,
+// a size-capped /tmp, all capabilities dropped (elevated runs get at most
+// Docker's default set, and only with user namespace remapping or runsc),
+// no_new_privs, the engine's masked and read-only /proc paths plus the
+// plan's, pids, memory (no swap) and cpu limits, and Docker's default
+// seccomp profile narrowed by the plan's (see seccompProfile).
+//
+// It owns the translation of an isolation.Plan into the engine's Config
+// and HostConfig, the sandbox lifecycle and gc of containers labelled with
+// a run id. It makes no policy decision: it enforces the plan and refuses,
+// with isolation.ErrUnsupported, what the engine cannot enforce (engine
+// down, image or runtime missing, an elevated run without user namespace
+// remapping). It never falls back to a weaker tier.
+package container

@@ -1,0 +1,201 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// fakeEngine is a hand-written engine: it records calls and answers from
+// its fields.
+type fakeEngine struct {
+	mu    sync.Mutex
+	calls []string
+
+	createErr, startErr, removeErr, killErr, imageErr, infoErr error
+	info                                                       system.Info
+	state                                                      container.State
+	list                                                       []container.Summary
+
+	created struct {
+		cfg  *container.Config
+		hc   *container.HostConfig
+		name string
+	}
+	removed []string
+	killed  []string
+	host    string
+}
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{
+		info: system.Info{
+			SecurityOptions: []string{"name=seccomp,profile=default"},
+			Runtimes:        map[string]system.RuntimeWithStatus{"runc": {}},
+		},
+		state: container.State{Running: true, Pid: 0},
+	}
+}
+
+func (f *fakeEngine) record(s string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeEngine) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *container.Config, hc *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (container.CreateResponse, error) {
+	f.record("create " + name)
+	if f.createErr != nil {
+		return container.CreateResponse{}, f.createErr
+	}
+	f.created.cfg, f.created.hc, f.created.name = cfg, hc, name
+	return container.CreateResponse{ID: "cid-" + name}, nil
+}
+
+func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ container.StartOptions) error {
+	f.record("start " + id)
+	return f.startErr
+}
+
+func (f *fakeEngine) ContainerKill(_ context.Context, id, sig string) error {
+	f.record("kill " + id + " " + sig)
+	f.mu.Lock()
+	f.killed = append(f.killed, id)
+	f.mu.Unlock()
+	return f.killErr
+}
+
+func (f *fakeEngine) ContainerRemove(_ context.Context, id string, o container.RemoveOptions) error {
+	f.record(fmt.Sprintf("remove %s force=%v volumes=%v", id, o.Force, o.RemoveVolumes))
+	f.mu.Lock()
+	f.removed = append(f.removed, id)
+	f.mu.Unlock()
+	return f.removeErr
+}
+
+func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
+	f.record("inspect " + id)
+	st := f.state
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &st}}, nil
+}
+
+func (f *fakeEngine) ContainerList(_ context.Context, _ container.ListOptions) ([]container.Summary, error) {
+	f.record("list")
+	return f.list, nil
+}
+
+func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+	f.record("image " + ref)
+	if f.imageErr != nil {
+		return image.InspectResponse{}, f.imageErr
+	}
+	return image.InspectResponse{ID: "sha256:img"}, nil
+}
+
+func (f *fakeEngine) Info(context.Context) (system.Info, error) {
+	f.record("info")
+	return f.info, f.infoErr
+}
+
+func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
+	return types.Version{Version: "20.10.24", APIVersion: "1.41"}, nil
+}
+func (f *fakeEngine) ClientVersion() string { return "1.41" }
+func (f *fakeEngine) DaemonHost() string {
+	if f.host != "" {
+		return f.host
+	}
+	return "unix:///fake.sock"
+}
+
+// fakeInit is a hand-written init channel.
+type fakeInit struct {
+	mu      sync.Mutex
+	signals []syscall.Signal
+	closed  int
+	execs   []isolation.Command
+	exit    isolation.Exit
+	block   chan struct{} // Exec waits on it when set
+	done    chan struct{}
+}
+
+func newFakeInit() *fakeInit { return &fakeInit{done: make(chan struct{})} }
+
+func (i *fakeInit) Exec(ctx context.Context, cmd isolation.Command, _ isolation.Stdio) (isolation.Exit, error) {
+	i.mu.Lock()
+	i.execs = append(i.execs, cmd)
+	block := i.block
+	i.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return isolation.Exit{Code: 143, Signal: 15}, ctx.Err()
+		}
+	}
+	return i.exit, nil
+}
+
+func (i *fakeInit) Signal(_ uint64, sig syscall.Signal) error {
+	i.mu.Lock()
+	i.signals = append(i.signals, sig)
+	block := i.block
+	i.block = nil
+	i.mu.Unlock()
+	if block != nil && sig == syscall.SIGTERM {
+		close(block) // the command obeys SIGTERM
+	}
+	return nil
+}
+
+func (i *fakeInit) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.closed++
+	if i.closed == 1 {
+		close(i.done)
+	}
+	return nil
+}
+
+func (i *fakeInit) Done() <-chan struct{} { return i.done }
+
+// newTestBackend returns a backend on f whose init connects at once (or
+// fails with connectErr), with the init binary check passed.
+func newTestBackend(t *testing.T, f *fakeEngine, in *fakeInit, connectErr error) *Backend {
+	t.Helper()
+	b, err := New(func(b *Backend) { b.api = f }, WithInitBinary("/usr/local/bin/sandboxed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.binOnce.Do(func() {})
+	b.connect = func(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error) {
+		if connectErr != nil {
+			return nil, connectErr
+		}
+		return in, nil
+	}
+	return b
+}
+
+var errNotFound = fmt.Errorf("no such image: %w", cerrdefs.ErrNotFound)

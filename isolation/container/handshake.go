@@ -1,0 +1,35 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+)
+
+// initArgs is the init's argv after the binary: dial the control socket.
+var initArgs = sbinit.ConnectArgs
+
+// handshake hands the init on conn its configuration and returns the
+// client of its control channel. The engine already built the root,
+// dropped privileges and applied seccomp and rlimits, so the init only
+// serves commands (and relays egress when the plan has it).
+func handshake(ctx context.Context, conn *net.UnixConn, p *isolation.Plan) (initConn, error) {
+	cl := sbinit.NewClient(conn)
+	cl.KillGrace = p.Limits.KillGrace
+	cfg := &sbinit.Config{RunID: p.RunID, Spec: p.Spec}
+	if p.Egress != nil {
+		cfg.Egress = &sbinit.EgressRelay{
+			Port:           p.Egress.ProxyPort,
+			Socket:         isolation.SandboxSocket,
+			LocalhostPorts: p.Egress.LocalhostPorts,
+		}
+	}
+	if _, err := cl.Handshake(ctx, cfg); err != nil {
+		_ = cl.Close()
+		return nil, fmt.Errorf("hand the plan to the init: %w", err)
+	}
+	return cl, nil
+}

@@ -1,0 +1,172 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/sandboxed-dev/sandboxed/images"
+)
+
+// ProbeResult is what `sandboxed doctor` shows of the container tier.
+type ProbeResult struct {
+	Host           string   `json:"host"`
+	Reachable      bool     `json:"reachable"`
+	ServerVersion  string   `json:"server_version,omitempty"`
+	APIVersion     string   `json:"api_version,omitempty"` // negotiated, what this client speaks
+	ServerAPI      string   `json:"server_api_version,omitempty"`
+	Runtimes       []string `json:"runtimes,omitempty"`
+	DefaultRuntime string   `json:"default_runtime,omitempty"`
+	Runsc          bool     `json:"runsc"`
+	Seccomp        bool     `json:"seccomp"`
+	UsernsRemap    bool     `json:"userns_remap"`
+	CgroupVersion  string   `json:"cgroup_version,omitempty"`
+	CgroupDriver   string   `json:"cgroup_driver,omitempty"`
+	Image          string   `json:"image"`
+	ImagePresent   bool     `json:"image_present"`
+	ImageUpToDate  bool     `json:"image_up_to_date"`
+	ImageID        string   `json:"image_id,omitempty"`
+	// InitStatic is false when the init binary is not a static ELF.
+	InitStatic bool `json:"init_static"`
+	// Problems say what keeps the tier from working, each with its fix.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// ProbeCheck is one line of `sandboxed doctor` for the container tier.
+type ProbeCheck struct {
+	Name   string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Checks renders the probe as doctor lines. Optional features (runsc,
+// user namespace remapping) are OK when absent; their detail says what
+// needs them.
+func (r *ProbeResult) Checks() []ProbeCheck {
+	engine := ProbeCheck{Name: "docker engine", OK: r.Reachable, Detail: r.Host}
+	if r.Reachable {
+		engine.Detail = fmt.Sprintf("%s: engine %s, API %s (client speaks %s), cgroup v%s (%s)", r.Host, r.ServerVersion, r.ServerAPI, r.APIVersion, r.CgroupVersion, r.CgroupDriver)
+	} else {
+		engine.Fix = "start the Docker engine (systemctl start docker) or set DOCKER_HOST"
+	}
+	out := []ProbeCheck{engine}
+	if !r.Reachable {
+		return out
+	}
+	out = append(out,
+		ProbeCheck{Name: "seccomp", OK: r.Seccomp, Detail: "the engine loads seccomp profiles", Fix: fixIf(!r.Seccomp, "use a Docker engine built with seccomp support")},
+		ProbeCheck{Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "installed (plans may ask for runtime runsc)", "not installed (only plans that ask for it need it)")},
+		ProbeCheck{Name: "userns remap", OK: true, Detail: yesNo(r.UsernsRemap, "on: elevated runs are allowed", "off: elevated runs are refused in containers"),
+			Fix: fixIf(!r.UsernsRemap, `for elevated runs: "userns-remap": "default" in /etc/docker/daemon.json, then restart Docker`)},
+	)
+	img := ProbeCheck{Name: "runner image", OK: r.ImagePresent, Detail: r.Image}
+	switch {
+	case !r.ImagePresent:
+		img.Detail += " is missing"
+		img.Fix = "run: " + images.BuildCommandFor(r.Image)
+	case !r.ImageUpToDate:
+		img.Detail += " is out of date (" + shortID(r.ImageID) + ")"
+		img.Fix = "run: " + images.BuildCommandFor(r.Image)
+	default:
+		img.Detail += " is up to date (" + shortID(r.ImageID) + ")"
+	}
+	out = append(out, img, ProbeCheck{Name: "init binary", OK: r.InitStatic, Detail: yesNo(r.InitStatic, "static: runs in any image", "dynamically linked"),
+		Fix: fixIf(!r.InitStatic, "build sandboxed with CGO_ENABLED=0")})
+	return out
+}
+
+func yesNo(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+func fixIf(b bool, fix string) string {
+	if b {
+		return fix
+	}
+	return ""
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// OK reports whether the container tier can run plans that need nothing
+// beyond the defaults.
+func (r *ProbeResult) OK() bool { return r.Reachable && r.ImagePresent && r.Seccomp }
+
+// Probe asks the engine at DOCKER_HOST what `sandboxed doctor` reports:
+// reachable, versions, runtimes (runsc?), security options and whether the
+// runner image image ("" for images.DefaultImage) is present and up to
+// date. An unreachable engine is a Problem, not an error.
+func Probe(ctx context.Context, image string) (*ProbeResult, error) {
+	b, err := New()
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return b.Probe(ctx, image)
+}
+
+// Probe is the package-level Probe on this backend's engine.
+func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error) {
+	if image == "" {
+		image = images.DefaultImage
+	}
+	r := &ProbeResult{Host: b.api.DaemonHost(), Image: image}
+	v, err := b.api.ServerVersion(ctx)
+	if err != nil {
+		r.Problems = append(r.Problems, b.engineErr("reach the Docker engine", err).Error())
+		return r, nil
+	}
+	r.Reachable = true
+	r.ServerVersion = v.Version
+	r.ServerAPI = v.APIVersion
+	r.APIVersion = b.api.ClientVersion()
+
+	info, err := b.engineInfo(ctx)
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+	} else {
+		r.Runtimes = runtimeNames(info)
+		r.DefaultRuntime = info.DefaultRuntime
+		_, r.Runsc = info.Runtimes["runsc"]
+		r.Seccomp = hasSecOpt(info, "seccomp")
+		r.UsernsRemap = hasSecOpt(info, "userns")
+		r.CgroupVersion = info.CgroupVersion
+		r.CgroupDriver = info.CgroupDriver
+		if !r.Seccomp {
+			r.Problems = append(r.Problems, "the Docker engine has no seccomp support: use an engine built with seccomp")
+		}
+	}
+
+	ii, err := b.api.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		im := images.FromInspect(ii)
+		r.ImagePresent, r.ImageID = true, ii.ID
+		r.ImageUpToDate = im.UpToDate
+		if !im.UpToDate {
+			r.Problems = append(r.Problems, fmt.Sprintf("image %s is out of date: run: %s", image, images.BuildCommandFor(image)))
+		}
+	case cerrdefs.IsNotFound(err):
+		r.Problems = append(r.Problems, imageErr(image, err).Error())
+	default:
+		r.Problems = append(r.Problems, b.engineErr("inspect image "+image, err).Error())
+	}
+	if err := b.checkInitBinary(); err != nil {
+		r.Problems = append(r.Problems, err.Error())
+	} else {
+		r.InitStatic = true
+	}
+	return r, nil
+}

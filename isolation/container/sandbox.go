@@ -1,0 +1,195 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// initConn is the host side of the init's control channel (sbinit.Client).
+type initConn interface {
+	Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error)
+	// Signal sends sig to command id's process group, or to every process
+	// of the sandbox when id is 0.
+	Signal(id uint64, sig syscall.Signal) error
+	Close() error
+	Done() <-chan struct{}
+}
+
+// connectFunc waits for the init of the run's container to dial ln, then
+// hands it the plan. It gives up when ctx ends or the container exits.
+type connectFunc func(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error)
+
+// sandbox is one started container.
+type sandbox struct {
+	api  engine
+	plan *isolation.Plan
+	name string
+	id   string
+	// ref is what Close removes: the id, or the name when create was
+	// asked but its answer is unknown; empty before create.
+	ref  string
+	ln   *net.UnixListener
+	init initConn
+
+	mu       sync.Mutex
+	active   int           // Execs running
+	execDone chan struct{} // signalled (non-blocking) when an Exec returns
+	killed   bool
+	closed   bool
+	pid      int         // the init's host pid, once an inspect told it
+	lastCg   cgroupStats // read just before the container was killed
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Exec runs cmd through the init; stdio flows over descriptors the init
+// received, never through the engine.
+func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return isolation.Exit{}, fmt.Errorf("exec %s in container %s: %w", cmd.Name, s.name, isolation.ErrClosed)
+	case s.killed:
+		s.mu.Unlock()
+		return isolation.Exit{}, fmt.Errorf("exec %s in container %s: the sandbox was killed: %w", cmd.Name, s.name, isolation.ErrClosed)
+	}
+	s.active++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.mu.Unlock()
+		select {
+		case s.execDone <- struct{}{}:
+		default:
+		}
+	}()
+	return s.init.Exec(ctx, cmd, stdio)
+}
+
+// Kill sends SIGTERM to every process through the init, waits until the
+// running commands ended or grace passed, then kills the container.
+func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.killed = true
+	s.mu.Unlock()
+
+	if s.init != nil && grace > 0 {
+		if err := s.init.Signal(0, syscall.SIGTERM); err == nil {
+			s.waitIdle(ctx, grace)
+		}
+	}
+	if s.id == "" {
+		return nil
+	}
+	// The cgroup goes with the container: keep what it measured.
+	s.mu.Lock()
+	pid := s.pid
+	s.mu.Unlock()
+	cg := readCgroupStats(pid, s.id)
+	s.mu.Lock()
+	s.lastCg = maxStats(s.lastCg, cg)
+	s.mu.Unlock()
+	err := s.api.ContainerKill(ctx, s.id, "KILL")
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		return fmt.Errorf("kill container %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// waitIdle waits until no Exec runs, the grace passed or ctx ended.
+func (s *sandbox) waitIdle(ctx context.Context, grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		n := s.active
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-s.execDone:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Stats reports whether the engine saw an OOM kill and, best effort, the
+// container cgroup's peak memory and pids-limit hits. The cgroup goes with
+// the container: Kill keeps its last reading, and after Close nothing is
+// left to ask.
+func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	var st isolation.Stats
+	if s.id == "" {
+		return st, fmt.Errorf("stats of container %s: %w", s.name, isolation.ErrClosed)
+	}
+	ins, err := s.api.ContainerInspect(ctx, s.id)
+	if err != nil {
+		return st, fmt.Errorf("inspect container %s: %w", s.name, err)
+	}
+	pid := 0
+	if ins.State != nil {
+		st.OOMKilled = ins.State.OOMKilled
+		pid = ins.State.Pid
+	}
+	cg := readCgroupStats(pid, s.id)
+	s.mu.Lock()
+	if pid > 0 {
+		s.pid = pid
+	}
+	cg = maxStats(cg, s.lastCg)
+	s.lastCg = cg
+	s.mu.Unlock()
+	st.PeakMemoryBytes = cg.peak
+	st.OOMKilled = st.OOMKilled || cg.oomKills > 0
+	st.PidsLimitHit = cg.pidsMax > 0
+	return st, nil
+}
+
+// Close closes the init's channel (the init kills everything) and
+// force-removes the container with its volumes, whatever happened before.
+// It returns once the container is gone. It is idempotent.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		var errs []error
+		if s.init != nil {
+			_ = s.init.Close()
+		}
+		if s.ref != "" {
+			err := s.api.ContainerRemove(ctx, s.ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", s.name, err))
+			}
+		}
+		if s.ln != nil {
+			if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, fmt.Errorf("close control socket: %w", err))
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
