@@ -57,9 +57,9 @@ func example(t *testing.T, name string) string {
 }
 
 func TestParallelStepsOverlap(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{"out/.keep": ""})
-	tool := writeFile(t, filepath.Join(dir, "par.yaml"), `name: par
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.keep": ""})
+		tool := writeFile(t, filepath.Join(dir, "par.yaml"), `name: par
 description: three one-second steps at once
 steps:
   - name: setup
@@ -83,108 +83,112 @@ security:
   required-permissions: ["filesystem:write:./out"]
 tags: [write]
 `)
-	r, c := runSteps(t, dir, tool)
-	expect(t, r.result, c, "ok", 0)
-	stamp := func(n string) int64 {
-		b, err := os.ReadFile(filepath.Join(dir, "out", n))
-		if err != nil {
-			t.Fatal(err)
+		r, c := runSteps(t, dir, "--isolation", tier, tool)
+		expect(t, r.result, c, "ok", 0)
+		stamp := func(n string) int64 {
+			b, err := os.ReadFile(filepath.Join(dir, "out", n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return v
 		}
-		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return v
-	}
-	names := []string{"one", "two", "three"}
-	for _, a := range names {
-		for _, b := range names {
-			if stamp(a+".start") >= stamp(b+".end") {
-				t.Errorf("%s started after %s ended: the parallel steps did not overlap", a, b)
+		names := []string{"one", "two", "three"}
+		for _, a := range names {
+			for _, b := range names {
+				if stamp(a+".start") >= stamp(b+".end") {
+					t.Errorf("%s started after %s ended: the parallel steps did not overlap", a, b)
+				}
 			}
 		}
-	}
-	if r.DurationMS >= 2000 {
-		t.Errorf("three parallel 1s steps took %dms", r.DurationMS)
-	}
-	if r.Stdout != "ready\n6\n" { // six stamps
-		t.Errorf("stdout %q", r.Stdout)
-	}
+		if r.DurationMS >= 2000 {
+			t.Errorf("three parallel 1s steps took %dms", r.DurationMS)
+		}
+		if r.Stdout != "ready\n6\n" { // six stamps
+			t.Errorf("stdout %q", r.Stdout)
+		}
+	})
 }
 
 func TestCommitStatsExample(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{"commits.json": `[
- {"sha": "1", "commit": {"author": {"name": "Ada"}, "message": "quote ' and == and $(id)"}},
- {"sha": "2", "commit": {"author": {"name": "Bob"}, "message": "x"}},
- {"sha": "3", "commit": {"author": {"name": "Ada"}, "message": "y"}}
-]`})
-	r, c := runSteps(t, dir, example(t, "commit-stats"), "FILE=commits.json")
-	expect(t, r.result, c, "ok", 0)
-	if r.Stdout != "Ada: 2 commits\nBob: 1 commits\n" {
-		t.Errorf("stdout %q: want only the formatted lines (buffer-mode steps are not shown)", r.Stdout)
-	}
-	if len(r.Steps) != 3 {
-		t.Errorf("steps %+v", r.Steps)
-	}
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"commits.json": `[
+	 {"sha": "1", "commit": {"author": {"name": "Ada"}, "message": "quote ' and == and $(id)"}},
+	 {"sha": "2", "commit": {"author": {"name": "Bob"}, "message": "x"}},
+	 {"sha": "3", "commit": {"author": {"name": "Ada"}, "message": "y"}}
+	]`})
+		r, c := runSteps(t, dir, "--isolation", tier, example(t, "commit-stats"), "FILE=commits.json")
+		expect(t, r.result, c, "ok", 0)
+		if r.Stdout != "Ada: 2 commits\nBob: 1 commits\n" {
+			t.Errorf("stdout %q: want only the formatted lines (buffer-mode steps are not shown)", r.Stdout)
+		}
+		if len(r.Steps) != 3 {
+			t.Errorf("steps %+v", r.Steps)
+		}
+	})
 }
 
 func TestFetchFallbackExample(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{"primary/README": "from primary\n", "mirror/README": "from mirror\n"})
-	r, c := runSteps(t, dir, example(t, "fetch-fallback"))
-	expect(t, r.result, c, "ok", 0)
-	if r.Steps[1].Name != "try-mirror" || !r.Steps[1].Skipped || r.Steps[1].Status != "skipped" {
-		t.Errorf("try-mirror %+v: want skipped by its run-condition", r.Steps[1])
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "fetched", "README")); string(b) != "from primary\n" {
-		t.Errorf("fetched/README %q", b)
-	}
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"primary/README": "from primary\n", "mirror/README": "from mirror\n"})
+		r, c := runSteps(t, dir, "--isolation", tier, example(t, "fetch-fallback"))
+		expect(t, r.result, c, "ok", 0)
+		if r.Steps[1].Name != "try-mirror" || !r.Steps[1].Skipped || r.Steps[1].Status != "skipped" {
+			t.Errorf("try-mirror %+v: want skipped by its run-condition", r.Steps[1])
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "fetched", "README")); string(b) != "from primary\n" {
+			t.Errorf("fetched/README %q", b)
+		}
 
-	dir = workdir(t, map[string]string{"mirror/README": "from mirror\n"})
-	r, c = runSteps(t, dir, example(t, "fetch-fallback"))
-	expect(t, r.result, c, "ok", 0)
-	if r.Steps[0].Status != "failed" || r.Steps[0].Attempts != 2 {
-		t.Errorf("try-primary %+v: want failed after 2 attempts", r.Steps[0])
-	}
-	if !strings.Contains(r.Stdout, "copied from mirror") || !strings.Contains(r.Stdout, "Successfully fetched") {
-		t.Errorf("stdout %q", r.Stdout)
-	}
+		dir = workdir(t, map[string]string{"mirror/README": "from mirror\n"})
+		r, c = runSteps(t, dir, "--isolation", tier, example(t, "fetch-fallback"))
+		expect(t, r.result, c, "ok", 0)
+		if r.Steps[0].Status != "failed" || r.Steps[0].Attempts != 2 {
+			t.Errorf("try-primary %+v: want failed after 2 attempts", r.Steps[0])
+		}
+		if !strings.Contains(r.Stdout, "copied from mirror") || !strings.Contains(r.Stdout, "Successfully fetched") {
+			t.Errorf("stdout %q", r.Stdout)
+		}
 
-	dir = workdir(t, map[string]string{"elsewhere/.keep": ""})
-	r, c = runSteps(t, dir, example(t, "fetch-fallback"))
-	expect(t, r.result, c, "failed", 1)
-	if !r.Steps[1].Fallback || r.Steps[1].ExitCode != 3 || !strings.Contains(r.Stderr, "mirror unavailable") {
-		t.Errorf("try-mirror %+v stderr %q: want its fallback to have run", r.Steps[1], r.Stderr)
-	}
+		dir = workdir(t, map[string]string{"elsewhere/.keep": ""})
+		r, c = runSteps(t, dir, "--isolation", tier, example(t, "fetch-fallback"))
+		expect(t, r.result, c, "failed", 1)
+		if !r.Steps[1].Fallback || r.Steps[1].ExitCode != 3 || !strings.Contains(r.Stderr, "mirror unavailable") {
+			t.Errorf("try-mirror %+v stderr %q: want its fallback to have run", r.Steps[1], r.Stderr)
+		}
+	})
 }
 
 func TestParallelBuildExample(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{
-		"frontend/a.js": "a();\n", "frontend/b.js": "b();\n",
-		"backend/main.txt": "server\n", "docs/guide.md": "# Guide\n",
-	})
-	r, c := runSteps(t, dir, example(t, "parallel-build"))
-	expect(t, r.result, c, "ok", 0)
-	if b, _ := os.ReadFile(filepath.Join(dir, "dist", "app.js")); string(b) != "a();\nb();\n" {
-		t.Errorf("dist/app.js %q", b)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "dist", "docs", "guide.md")); err != nil {
-		t.Error(err)
-	}
-	last := r.Steps[len(r.Steps)-1]
-	if !last.Cleanup || last.Status != "ok" {
-		t.Errorf("last step %+v: want the cleanup command", last)
-	}
-
-	// A failing build skips the report, and the run fails with its code.
-	os.RemoveAll(filepath.Join(dir, "dist"))
-	os.Remove(filepath.Join(dir, "backend", "main.txt"))
-	r, c = runSteps(t, dir, example(t, "parallel-build"))
-	expect(t, r.result, c, "failed", 1)
-	for _, s := range r.Steps {
-		if s.Name == "report" && (!s.Skipped || !strings.Contains(s.Reason, "build-backend")) {
-			t.Errorf("report %+v: want skipped because build-backend failed", s)
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{
+			"frontend/a.js": "a();\n", "frontend/b.js": "b();\n",
+			"backend/main.txt": "server\n", "docs/guide.md": "# Guide\n",
+		})
+		r, c := runSteps(t, dir, "--isolation", tier, example(t, "parallel-build"))
+		expect(t, r.result, c, "ok", 0)
+		if b, _ := os.ReadFile(filepath.Join(dir, "dist", "app.js")); string(b) != "a();\nb();\n" {
+			t.Errorf("dist/app.js %q", b)
 		}
-	}
+		if _, err := os.Stat(filepath.Join(dir, "dist", "docs", "guide.md")); err != nil {
+			t.Error(err)
+		}
+		last := r.Steps[len(r.Steps)-1]
+		if !last.Cleanup || last.Status != "ok" {
+			t.Errorf("last step %+v: want the cleanup command", last)
+		}
+
+		// A failing build skips the report, and the run fails with its code.
+		os.RemoveAll(filepath.Join(dir, "dist"))
+		os.Remove(filepath.Join(dir, "backend", "main.txt"))
+		r, c = runSteps(t, dir, "--isolation", tier, example(t, "parallel-build"))
+		expect(t, r.result, c, "failed", 1)
+		for _, s := range r.Steps {
+			if s.Name == "report" && (!s.Skipped || !strings.Contains(s.Reason, "build-backend")) {
+				t.Errorf("report %+v: want skipped because build-backend failed", s)
+			}
+		}
+	})
 }
 
 func TestConditionValuesAreLiterals(t *testing.T) {
@@ -211,9 +215,9 @@ tags: [read]
 }
 
 func TestCleanupAfterTimeout(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{"out/.keep": ""})
-	tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.keep": ""})
+		tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
 description: runs past its time limit
 steps:
   - name: hang
@@ -228,18 +232,19 @@ security:
   required-permissions: ["filesystem:write:./out"]
 tags: [write]
 `)
-	r, c := runSteps(t, dir, tool)
-	expect(t, r.result, c, "timeout", 124)
-	if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
-		t.Errorf("the cleanup command did not run after the timeout: %v %q", err, b)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "out", "never")); err == nil {
-		t.Error("a step after the timeout ran")
-	}
-	last := r.Steps[len(r.Steps)-1]
-	if !last.Cleanup || last.Status != "ok" {
-		t.Errorf("steps %+v: want the cleanup reported", r.Steps)
-	}
+		r, c := runSteps(t, dir, "--isolation", tier, tool)
+		expect(t, r.result, c, "timeout", 124)
+		if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
+			t.Errorf("the cleanup command did not run after the timeout: %v %q", err, b)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out", "never")); err == nil {
+			t.Error("a step after the timeout ran")
+		}
+		last := r.Steps[len(r.Steps)-1]
+		if !last.Cleanup || last.Status != "ok" {
+			t.Errorf("steps %+v: want the cleanup reported", r.Steps)
+		}
+	})
 }
 
 func TestSubToolBeyondCallerRefused(t *testing.T) {

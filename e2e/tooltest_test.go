@@ -43,31 +43,32 @@ func readJUnit(t *testing.T, path string) junit {
 }
 
 func TestToolTestExamples(t *testing.T) {
-	begin(t)
-	files, _ := filepath.Glob(filepath.Join("..", "examples", "tools", "*.yaml"))
-	ran := 0
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		if !strings.Contains(string(data), "\ntests:") {
-			continue
+	forTiers(t, func(t *testing.T, tier string) {
+		files, _ := filepath.Glob(filepath.Join("..", "examples", "tools", "*.yaml"))
+		ran := 0
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			if !strings.Contains(string(data), "\ntests:") {
+				continue
+			}
+			ran++
+			abs, _ := filepath.Abs(f)
+			dir := workdir(t, nil)
+			report := filepath.Join(dir, "report.xml")
+			c := sandboxed(t, dir, "tool", "test", abs, "--isolation", tier, "--junit", report)
+			if c.code != 0 || !strings.Contains(c.stdout, "0 failed") || strings.Contains(c.stdout, "FAIL") {
+				t.Errorf("tool test %s: exit %d\n%s%s", filepath.Base(f), c.code, c.stdout, c.stderr)
+				continue
+			}
+			j := readJUnit(t, report)
+			if j.Suites[0].Failures != 0 || j.Suites[0].Tests == 0 {
+				t.Errorf("%s: JUnit %+v", filepath.Base(f), j.Suites[0])
+			}
 		}
-		ran++
-		abs, _ := filepath.Abs(f)
-		dir := workdir(t, nil)
-		report := filepath.Join(dir, "report.xml")
-		c := sandboxed(t, dir, "tool", "test", abs, "--junit", report)
-		if c.code != 0 || !strings.Contains(c.stdout, "0 failed") || strings.Contains(c.stdout, "FAIL") {
-			t.Errorf("tool test %s: exit %d\n%s%s", filepath.Base(f), c.code, c.stdout, c.stderr)
-			continue
+		if ran < 4 {
+			t.Errorf("only %d examples have tests", ran)
 		}
-		j := readJUnit(t, report)
-		if j.Suites[0].Failures != 0 || j.Suites[0].Tests == 0 {
-			t.Errorf("%s: JUnit %+v", filepath.Base(f), j.Suites[0])
-		}
-	}
-	if ran < 4 {
-		t.Errorf("only %d examples have tests", ran)
-	}
+	})
 }
 
 func TestToolTestFailingCase(t *testing.T) {
