@@ -51,14 +51,15 @@ func init() {
 }
 
 func toolTestAction(c *cli.Context) error {
-	if c.NArg() < 1 {
-		return usageError(errors.New("tool test: which tool? usage: sandboxed tool test TOOL [--test NAME] [--junit FILE] [--verbose]"))
-	}
 	// Flags may follow TOOL, as the spec writes them.
-	if err := trailingTestFlags(c, c.Args().Tail()); err != nil {
+	args, err := toolArgs(c)
+	if err != nil {
 		return err
 	}
-	def, err := loadTool(c, c.Args().First())
+	if len(args) != 1 {
+		return usageError(errors.New("tool test: give one TOOL; usage: sandboxed tool test TOOL [--test NAME] [--junit FILE] [--verbose]"))
+	}
+	def, err := loadTool(c, args[0])
 	if err != nil {
 		return err
 	}
@@ -207,35 +208,4 @@ func xmlSafe(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// trailingTestFlags applies flags written after TOOL.
-func trailingTestFlags(c *cli.Context, args []string) error {
-	for i := 0; i < len(args); i++ {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if !strings.HasPrefix(args[i], "-") {
-			return usageError(fmt.Errorf("tool test: unexpected argument %q; give one TOOL", args[i]))
-		}
-		switch name {
-		case "verbose", "v", "json":
-			if hasVal {
-				return usageError(fmt.Errorf("tool test: --%s takes no value", name))
-			}
-			val = "true"
-		case "test", "junit", "scope", "policy", "isolation", "approve":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return usageError(fmt.Errorf("tool test: --%s needs a value", name))
-				}
-				i++
-				val = args[i]
-			}
-		default:
-			return usageError(fmt.Errorf("tool test: unknown flag %s (see 'sandboxed tool test --help')", args[i]))
-		}
-		if err := c.Set(name, val); err != nil {
-			return usageError(fmt.Errorf("tool test: --%s: %w", name, err))
-		}
-	}
-	return nil
 }
