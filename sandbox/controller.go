@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +41,9 @@ type Job struct {
 	// Stdout and Stderr, when set, receive the tool's output live as well
 	// (the terminal); the Result keeps a capped copy either way.
 	Stdout, Stderr io.Writer
+	// Stdin, when set, is the terminal: interactive steps read it (see
+	// steps_interactive.go). Nil feeds them their default response.
+	Stdin io.Reader
 	// Egress, when set, is called after the sandbox is gone to collect the
 	// proxy's connection records.
 	Egress func() []EgressEntry
@@ -63,6 +65,40 @@ type JobStep struct {
 	// Bound, when set, is the step as bound; a command that references the
 	// output of earlier steps is resolved from it just before it runs.
 	Bound *tool.BoundStep
+
+	// Scheduling (see steps.go): a step waits for WaitFor when given; else
+	// a Parallel step waits for what the step before it waits for; else it
+	// waits for every step before it. A step also waits for the steps whose
+	// results it references.
+	Parallel bool
+	WaitFor  []string
+	// Condition, when set, decides whether the step runs (run-condition);
+	// it sees the results of the steps finished so far.
+	Condition func(outputs map[string]tool.StepOutput) (bool, error)
+	// Attempts is how many times the command is tried (retry.attempts;
+	// 0 or 1: once), RetryDelay the pause between tries.
+	Attempts   int
+	RetryDelay time.Duration
+	// Fallback is the argv run once when every attempt failed
+	// (error-handling.fallback); its result becomes the step's.
+	Fallback []string
+	// Mode is the output mode: OutputBuffer keeps stdout for later steps
+	// and the step's record only (not shown live, not part of the run's
+	// stdout); stream and the default show it live and add it to the run's
+	// stdout.
+	Mode tool.OutputMode
+	// UseTool names the sub-tool of a use-tool step, whose steps are Sub;
+	// they run in the same sandbox.
+	UseTool string
+	Sub     []JobStep
+	// Interactive marks a step of an interactive tool: with a terminal it
+	// reads the user's input, waiting up to InputTimeout before Stdin (the
+	// default response) is used instead.
+	Interactive  bool
+	InputTimeout time.Duration
+	// Cleanup marks a resources.cleanup command: it runs after every other
+	// step, whatever happened, also after a timeout or an interrupt.
+	Cleanup bool
 }
 
 // Execute runs the job and returns its Result. Every outcome, including a
@@ -268,39 +304,41 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	}()
 
 	res.Status = StatusOK
-	failed, stepTimedOut := false, false
-	outputs := map[string]tool.StepOutput{}
-	for _, st := range job.Steps {
-		if failed {
-			res.Steps = append(res.Steps, StepResult{Name: st.Name, Status: StatusFailed, Skipped: true})
-			continue
-		}
-		sr, so := c.runStep(runCtx, sb, st, job, outputs, outs)
-		outputs[st.Name] = so
-		res.Steps = append(res.Steps, sr)
-		res.ExitCode = sr.ExitCode
-		if sr.ExitCode != 0 && !st.ContinueOnError {
-			failed = true
-			if sr.Status == StatusTimeout {
-				stepTimedOut = true
-			}
-		}
-		if runCtx.Err() != nil {
-			break
-		}
-	}
+	live := liveWriters(job)
+	main, cleanups := splitCleanup(job.Steps)
+	oc := c.runSteps(runCtx, sb, main, live, res, outs)
 	close(done)
 	<-watchdogDone
 
-	if runCtx.Err() != nil || killed.Load() {
+	runEnded := runCtx.Err() != nil || killed.Load()
+	switch {
+	case runEnded:
 		c.ended(runCtx, res)
-	} else if stepTimedOut {
+	case oc.hardFail != nil && oc.hardFail.Status == StatusTimeout:
 		res.Status = StatusTimeout
 		res.ExitCode = 124
-		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "a step was killed at its time limit",
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: fmt.Sprintf("step %s was killed at its time limit", oc.hardFail.Name),
 			Hint: "raise the step's timeout if it needs longer"}
-	} else if failed || res.ExitCode != 0 {
+	case oc.hardFail != nil:
 		res.Status = StatusFailed
+		res.ExitCode = oc.hardFail.ExitCode
+		if oc.hardFail.Status == StatusError {
+			res.Error = &ErrorInfo{Code: CodeExecFailed, Message: fmt.Sprintf("step %s could not run", oc.hardFail.Name)}
+		}
+	default:
+		// Every step succeeded, was skipped by its condition, or failed
+		// with continue-on-error (ignore-errors): the run succeeded.
+		res.ExitCode = 0
+	}
+	if len(cleanups) > 0 && runEnded {
+		// The sandbox was killed with the run: the cleanup commands get a
+		// fresh one of the same plan, after this one is gone.
+		teardown()
+		c.cleanupFresh(ctx, b, p, cleanups, live, res, outs)
+		return
+	}
+	if len(cleanups) > 0 {
+		c.runCleanup(ctx, sb, cleanups, live, res, outs, oc.outputs)
 	}
 	teardown()
 }
@@ -319,56 +357,6 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 		res.ExitCode = 130
 		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
 	}
-}
-
-func (c *Controller) runStep(ctx context.Context, sb isolation.Sandbox, st JobStep, job *Job, outputs map[string]tool.StepOutput, outs *outputs) (StepResult, tool.StepOutput) {
-	out := newCapture(st.BufferLimit, job.Stdout)
-	errw := newCapture(st.BufferLimit, job.Stderr)
-	outs.add(out, errw)
-	if st.Bound != nil && len(st.Bound.StepRefs()) > 0 {
-		argv, _, err := st.Bound.Resolve(outputs)
-		if err == nil {
-			var in string
-			in, err = st.Bound.ResolveInput(outputs)
-			if in != "" {
-				st.Stdin = []byte(in)
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
-			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125}, tool.StepOutput{ExitCode: 125}
-		}
-		st.Cmd.Args = argv
-	}
-	sctx := ctx
-	if st.Timeout > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, context.DeadlineExceeded)
-		defer cancel()
-	}
-	stdio := isolation.Stdio{Stdout: out, Stderr: errw}
-	if st.Stdin != nil {
-		stdio.Stdin = bytes.NewReader(st.Stdin)
-	}
-	t0 := time.Now()
-	exit, err := sb.Exec(sctx, st.Cmd, stdio)
-	sr := StepResult{Name: st.Name, ExitCode: exit.Code, DurationMS: time.Since(t0).Milliseconds(), Attempts: 1}
-	switch {
-	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
-		sr.Status = StatusTimeout
-		sr.ExitCode = 124
-	case err != nil:
-		sr.Status = StatusError
-		if sr.ExitCode == 0 {
-			sr.ExitCode = 125
-		}
-		fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
-	case exit.Code != 0:
-		sr.Status = StatusFailed
-	default:
-		sr.Status = StatusOK
-	}
-	return sr, tool.StepOutput{Output: string(out.Bytes()), Error: string(errw.Bytes()), ExitCode: sr.ExitCode}
 }
 
 // hintFor returns the fix an error carries, if it says one.

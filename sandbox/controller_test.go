@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +23,42 @@ type fakeBackend struct {
 	startErr error
 	stats    isolation.Stats
 	sb       *fakeSandbox
+	starts   int
+	log      *execLog
+}
+
+// execLog records every Exec (by command name) with its start and end.
+type execLog struct {
+	mu      sync.Mutex
+	entries []execEntry
+}
+
+type execEntry struct {
+	name       string
+	args       []string
+	start, end time.Time
+	stdin      string
+}
+
+func (l *execLog) add(e execEntry) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, e)
+}
+
+func (l *execLog) find(name string) []execEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []execEntry
+	for _, e := range l.entries {
+		if e.name == name {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (f *fakeBackend) Tier() isolation.Tier                         { return isolation.TierProcess }
@@ -36,7 +73,8 @@ func (f *fakeBackend) Start(ctx context.Context, p *isolation.Plan) (isolation.S
 	if _, err := os.Stat(p.HostDir); err != nil {
 		return nil, errors.New("host dir missing")
 	}
-	f.sb = &fakeSandbox{stats: f.stats, killed: make(chan struct{})}
+	f.starts++
+	f.sb = &fakeSandbox{stats: f.stats, killed: make(chan struct{}), calls: map[string]int{}, log: f.log}
 	return f.sb, nil
 }
 
@@ -46,12 +84,56 @@ type fakeSandbox struct {
 	closed   int
 	killOnce sync.Once
 	killed   chan struct{}
+	calls    map[string]int
+	log      *execLog
 }
 
 // Exec interprets Args[0]: "echo" writes Args[1], "exit" exits Args[1],
-// "hang" blocks until killed.
+// "hang" blocks until killed, "sleep" sleeps Args[1] milliseconds,
+// "failn" fails (exit 1) its first Args[1] calls per command name, "cat"
+// copies stdin. Every call is logged.
 func (s *fakeSandbox) Exec(ctx context.Context, c isolation.Command, io_ isolation.Stdio) (isolation.Exit, error) {
+	e := execEntry{name: c.Name, args: c.Args, start: time.Now()}
+	defer func() { e.end = time.Now(); s.log.add(e) }()
+	s.mu.Lock()
+	closed := s.closed > 0
+	s.mu.Unlock()
+	if closed {
+		return isolation.Exit{}, isolation.ErrClosed
+	}
+	select {
+	case <-s.killed:
+		return isolation.Exit{}, errors.New("sandbox killed")
+	default:
+	}
 	switch c.Args[0] {
+	case "sleep":
+		var ms int
+		fmt.Sscan(c.Args[1], &ms)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+			return isolation.Exit{}, nil
+		case <-ctx.Done():
+			return isolation.Exit{Code: 143, Signal: 15}, ctx.Err()
+		}
+	case "failn":
+		var n int
+		fmt.Sscan(c.Args[1], &n)
+		s.mu.Lock()
+		s.calls[c.Name]++
+		k := s.calls[c.Name]
+		s.mu.Unlock()
+		if k <= n {
+			return isolation.Exit{Code: 1}, nil
+		}
+		return isolation.Exit{}, nil
+	case "cat":
+		if io_.Stdin != nil {
+			b, _ := io.ReadAll(io_.Stdin)
+			e.stdin = string(b)
+			io_.Stdout.Write(b)
+		}
+		return isolation.Exit{}, nil
 	case "echo":
 		io.WriteString(io_.Stdout, c.Args[1])
 		return isolation.Exit{}, nil

@@ -58,6 +58,9 @@ type PlanInput struct {
 	// EnvDeny are the policy's environment.deny patterns: host variables
 	// never passed in, even when the environment is inherited.
 	EnvDeny []string
+	// SubTools are the bound sub-tools of use-tool steps, keyed by step
+	// path (STEP, STEP/SUBSTEP); Prepare fills it (compose.go).
+	SubTools map[string]*tool.Bound
 }
 
 // BuildPlan turns a bound tool and the policy's decision into a Plan and
@@ -123,7 +126,7 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	// A working directory no grant covers exists in the sandbox as an
 	// empty, read-only directory: commands start where they were told,
 	// and see nothing of the host there.
-	for _, dir := range workDirs(b, cwd, in.Cwd) {
+	for _, dir := range workDirs(b, cwd, in.Cwd, in.SubTools) {
 		if !covered(dir, mounts) {
 			opts = append(opts, emptyDir(dir))
 		}
@@ -165,18 +168,26 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 		p.Runtime = ext.Runtime
 	}
 
-	steps, err := jobSteps(b, env, cwd, in.Cwd, d.Limits.OutputBytes)
+	steps, err := jobSteps(b, env, cwd, in.Cwd, d.Limits.OutputBytes, in.SubTools)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, steps, nil
 }
 
-func workDirs(b *tool.Bound, toolCwd, callerCwd string) []string {
+func workDirs(b *tool.Bound, toolCwd, callerCwd string, subs map[string]*tool.Bound) []string {
 	dirs := []string{toolCwd}
 	for _, st := range b.Steps {
 		if st.Cwd != "" {
 			dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+		}
+	}
+	// Sub-tools of use-tool steps run in the same sandbox.
+	for _, sub := range subs {
+		for _, st := range sub.Steps {
+			if st.Cwd != "" {
+				dirs = append(dirs, absUnder(callerCwd, st.Cwd))
+			}
 		}
 	}
 	sort.Strings(dirs)
@@ -281,55 +292,6 @@ func absUnder(base, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(base, p)
-}
-
-func jobSteps(b *tool.Bound, env []string, toolCwd, callerCwd string, outputCap int64) ([]JobStep, error) {
-	var steps []JobStep
-	for i := range b.Steps {
-		bs := &b.Steps[i]
-		if bs.UseTool != "" {
-			return nil, fmt.Errorf("step %s: use-tool is not supported yet: %w", bs.Name, ErrPlan)
-		}
-		stepEnv := env
-		if len(bs.Env) > 0 {
-			m := map[string]string{}
-			for _, kv := range env {
-				k, v, _ := strings.Cut(kv, "=")
-				m[k] = v
-			}
-			for k, v := range bs.Env {
-				m[k] = v
-			}
-			stepEnv = sortedEnv(m)
-		}
-		cwd := toolCwd
-		if bs.Cwd != "" {
-			cwd = absUnder(callerCwd, bs.Cwd)
-		}
-		limit := int64(DefaultBufferLimit)
-		if bs.Output != nil && bs.Output.BufferLimit > 0 {
-			limit = bs.Output.BufferLimit
-		}
-		if outputCap > 0 && limit > outputCap {
-			limit = outputCap
-		}
-		js := JobStep{
-			Name:            bs.Name,
-			Cmd:             isolation.Command{Name: bs.Name, Args: bs.Argv, Env: stepEnv, Cwd: cwd},
-			Timeout:         bs.Timeout,
-			BufferLimit:     limit,
-			ContinueOnError: bs.ContinueOnError || b.Def.IgnoreErrors,
-			Bound:           bs,
-		}
-		if bs.Input != "" {
-			js.Stdin = []byte(bs.Input)
-		}
-		steps = append(steps, js)
-	}
-	if len(steps) == 0 {
-		return nil, fmt.Errorf("tool %s has no command to run: %w", b.Def.Name, ErrPlan)
-	}
-	return steps, nil
 }
 
 // maskOptions applies the policy's masks inside granted mounts: hidden

@@ -54,7 +54,8 @@ type Result struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// StepResult is one step of a run.
+// StepResult is one step of a run. Status is a run status, or
+// StatusSkipped ("skipped") for a step that did not run.
 type StepResult struct {
 	Name       string `json:"name"`
 	Status     Status `json:"status"`
@@ -62,6 +63,17 @@ type StepResult struct {
 	DurationMS int64  `json:"duration_ms"`
 	Skipped    bool   `json:"skipped"`
 	Attempts   int    `json:"attempts,omitempty"`
+	// Reason says why a step was skipped or could not run.
+	Reason string `json:"reason,omitempty"`
+	// Fallback is set when every attempt failed and the result is the
+	// fallback command's.
+	Fallback bool `json:"fallback,omitempty"`
+	// UseTool names the sub-tool of a use-tool step; its steps follow it
+	// in Steps, named STEP/SUBSTEP.
+	UseTool string `json:"use_tool,omitempty"`
+	// Cleanup is set for a resources.cleanup command, which runs after
+	// every other step, also after a failure, a timeout or an interrupt.
+	Cleanup bool `json:"cleanup,omitempty"`
 }
 
 // EgressEntry is one connection attempt through the run's proxy.

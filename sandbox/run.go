@@ -37,11 +37,19 @@ type Request struct {
 	Prompt func(d *policy.Decision) (bool, error)
 	// Stdout and Stderr receive the tool's output live (nil in --json).
 	Stdout, Stderr io.Writer
+	// Stdin is the terminal for interactive tools; nil feeds them their
+	// default response (interactive-options.default-response).
+	Stdin io.Reader
 	// Egress, when set, starts the run's egress proxy (isolation/egress);
 	// nil refuses network grants.
 	Egress EgressStarter
 	// DryRun plans without touching the host (no directory is created).
 	DryRun bool
+	// Cwd is the run's working directory; "" is the process's own.
+	Cwd string
+	// FindTool finds the tools of use-tool steps and dependencies; nil
+	// searches the standard scopes (ScopeFinder).
+	FindTool ToolFinder
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -78,13 +86,17 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return nil, &PrepareError{Result: r, Decision: d, Err: err}
 	}
 
-	cwd, err := os.Getwd()
+	cwd, err := req.Cwd, error(nil)
+	if cwd == "" {
+		cwd, err = os.Getwd()
+	}
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, "working directory: "+err.Error(), "", err, nil)
 	}
 	home, _ := os.UserHomeDir()
 	tmp := filepath.Join(os.TempDir(), "sandboxed-tmp")
-	b, err := tool.Bind(def, req.Input, tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home})
+	benv := tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home}
+	b, err := tool.Bind(def, req.Input, benv)
 	if err != nil {
 		code := CodeInvalidParams
 		if errors.Is(err, tool.ErrMissingParam) {
@@ -99,6 +111,13 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	// A path that cannot be resolved is reported after the policy: a
 	// denied path is denied whether or not it exists.
 	resolveErr := ResolveMounts(grants, !req.DryRun)
+	comp, err := compose(req.FindTool, b, grants, benv, cwd, home)
+	if err != nil {
+		if errors.Is(err, ErrBeyondCaller) {
+			return refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
+		}
+		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
+	}
 
 	// --isolation may weaken the definition's tier only with an approval:
 	// isolation-none (decided by the policy) or isolation-process (here).
@@ -154,7 +173,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	in := PlanInput{
 		RunID: runID, Bound: b, Grants: grants, Decision: &d, Cwd: cwd, Home: home,
 		UID: uid, GID: gid, LookupEnv: os.LookupEnv, HostEnv: os.Environ(),
-		EnvDeny: req.Policy.Environment.Deny,
+		EnvDeny: req.Policy.Environment.Deny, SubTools: comp.subs,
 	}
 	var egressGrants bool
 	for _, g := range grants {
@@ -173,7 +192,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
 	}
-	notes := append([]string(nil), d.Notes...)
+	notes := append(append([]string(nil), d.Notes...), comp.notes...)
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}
@@ -214,7 +233,7 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 		}
 		return nil, nil, err
 	}
-	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Notes: p.Notes}
+	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin, Notes: p.Notes}
 	if hasNetwork(p.Grants) {
 		job.Prepare = func(ctx context.Context, plan *isolation.Plan) error {
 			e, stop, err := req.Egress.Start(ctx, plan.HostDir, p.Grants, p.Decision.EgressDeny)

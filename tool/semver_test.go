@@ -1,0 +1,76 @@
+package tool
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestConstraint(t *testing.T) {
+	tests := []struct {
+		c, v string
+		want bool
+	}{
+		{">=1.0.0", "1.0.0", true},
+		{">=1.0.0", "0.9.9", false},
+		{">=1.0.0", "2.3.4", true},
+		{">= 1.0.0", "1.2.0", true},
+		{"^2.0.0", "2.9.1", true},
+		{"^2.0.0", "3.0.0", false},
+		{"^2.0.0", "1.9.0", false},
+		{"^0.2.3", "0.2.9", true},
+		{"^0.2.3", "0.3.0", false},
+		{"^0.0.3", "0.0.4", false},
+		{"~1.2", "1.2.9", true},
+		{"~1.2", "1.3.0", false},
+		{"~1.2.3", "1.2.2", false},
+		{"~1", "1.9.0", true},
+		{"1.x", "1.4.2", true},
+		{"1.x", "2.0.0", false},
+		{"1.2.x", "1.2.7", true},
+		{"1.2.x", "1.3.0", false},
+		{"*", "0.0.1", true},
+		{"", "9.9.9", true},
+		{">=1.0.0, <2.0.0", "1.5.0", true},
+		{">=1.0.0, <2.0.0", "2.0.0", false},
+		{">=1.0.0,<2.0.0", "0.5.0", false},
+		{"1.2.3", "1.2.3", true},
+		{"=1.2.3", "1.2.4", false},
+		{"!=1.2.3", "1.2.4", true},
+		{">1.2", "1.2.9", false},
+		{">1.2", "1.3.0", true},
+		{"<=1.2", "1.2.9", true},
+		{"<1.0.0", "1.0.0-rc1", true},
+		{">=1.0.0", "1.0.0-rc1", false},
+		{"1", "1.7.0", true},
+	}
+	for _, tt := range tests {
+		c, err := ParseConstraint(tt.c)
+		if err != nil {
+			t.Errorf("%q: %v", tt.c, err)
+			continue
+		}
+		v, err := ParseVersion(tt.v)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.v, err)
+		}
+		if got := c.Check(v); got != tt.want {
+			t.Errorf("%q matches %s = %v, want %v", tt.c, tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestConstraintErrors(t *testing.T) {
+	for _, c := range []string{">=", "^a.b", "1.2.3.4", "1.x.2", ">=1.2-rc"} {
+		if _, err := ParseConstraint(c); !errors.Is(err, ErrVersion) {
+			t.Errorf("%q: err %v, want ErrVersion", c, err)
+		}
+	}
+	for _, v := range []string{"", "a", "1.2.3.4", "01.2.3"} {
+		if _, err := ParseVersion(v); !errors.Is(err, ErrVersion) {
+			t.Errorf("version %q: err %v", v, err)
+		}
+	}
+	if v, err := ParseVersion("v1.2"); err != nil || v.String() != "1.2.0" {
+		t.Errorf("v1.2: %v %v", v, err)
+	}
+}
