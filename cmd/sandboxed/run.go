@@ -77,6 +77,9 @@ func runAction(c *cli.Context) error {
 	if !c.Bool("json") {
 		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
 	}
+	if def.Interactive && isTerminal(os.Stdin) {
+		req.Stdin = os.Stdin // an interactive tool talks to the user
+	}
 	if isTerminal(os.Stdin) && isTerminal(os.Stderr) && c.String("params-json") != "-" {
 		req.Prompt = func(d *policy.Decision) (bool, error) { return promptApproval(c.App.ErrWriter, os.Stdin, def, d) }
 	}
