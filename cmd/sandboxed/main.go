@@ -26,6 +26,7 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+			discoverCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
