@@ -478,7 +478,9 @@ func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition,
 			RequiredPermissions: []string{"filesystem:read:" + s.Path},
 			Justification:       "reads its own script",
 		},
-		Metadata: &Metadata{Category: "discovered", Tags: []string{"discovered", ConventionSimpleJSON}},
+		// run: the execute tier (spec 003), which the default policy allows.
+		Tags:     []string{"run", "discovered"},
+		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionSimpleJSON}},
 	}
 	return def, nil
 }

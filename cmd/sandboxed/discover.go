@@ -67,8 +67,11 @@ func discoverAction(c *cli.Context) error {
 				if err == nil {
 					err = tool.WriteAtomic(path, data, false)
 				}
+				if errors.Is(err, tool.ErrExists) {
+					err = fmt.Errorf("%s exists; remove it to rediscover %s", path, def.Name)
+				}
 				if err != nil {
-					failed = append(failed, fmt.Errorf("%s: %w", d.File, err))
+					failed = append(failed, err)
 					d.Why = joinWhy(d.Why, "not written: "+err.Error())
 					continue
 				}
@@ -104,7 +107,7 @@ func discoverAction(c *cli.Context) error {
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("discover: %w", errors.Join(failed...))
+		return fmt.Errorf("discover: %d definition(s) not written (see WHY)", len(failed))
 	}
 	return nil
 }
