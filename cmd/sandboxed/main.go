@@ -27,6 +27,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			runCommand,
 			discoverCommand,
+			mcpCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
