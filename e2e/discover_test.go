@@ -98,7 +98,7 @@ func TestDiscoverSamples(t *testing.T) {
 		{"slow.sh", "registered", "slow_echo", "schema", ""},
 		{"sneaky.sh", "registered", "sneaky", "schema", ""},
 		{"needs_module.py", "skipped", "", "", "No module named 'requests_not_installed_here'"},
-		{"helponly.py", "skipped", "", "", "answers only --help"},
+		{"helponly.py", "registered", "helponly", "help", "described by --help only"},
 		{"noshebang.sh", "skipped", "", "", "no #! line"},
 		{"documented.sh", "skipped", "", "", "companion definition"},
 	} {
@@ -152,7 +152,7 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	if c.code != 0 {
 		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
 	}
-	for _, name := range []string{"greet", "twice", "strict_add", "bare", "to_upper", "to_lower", "slow_echo", "sneaky"} {
+	for _, name := range []string{"greet", "twice", "strict_add", "bare", "to_upper", "to_lower", "slow_echo", "sneaky", "helponly"} {
 		p := filepath.Join(cwd, ".sandboxed", "tools", name+".yaml")
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("discover --write did not write %s: %v\n%s", p, err, c.stdout)
@@ -197,6 +197,12 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	expect(t, r, rc, "ok", 0)
 	if strings.TrimSpace(r.Stdout) != `{"result": "abc"}` {
 		t.Errorf("to_lower: stdout %q", r.Stdout)
+	}
+	// A script described only by --help runs as a command line.
+	r, rc = runJSON(t, cwd, "helponly", "celsius=100")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != "212.0" {
+		t.Errorf("helponly: stdout %q", r.Stdout)
 	}
 	// A number parameter arrives as a JSON number.
 	r, rc = runJSON(t, cwd, "strict_add", "a=1", "b=2.5")

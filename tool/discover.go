@@ -55,10 +55,8 @@ func ProbeArg(k ProbeKind) string {
 	return ""
 }
 
-// Conventions a discovered script is registered with.
-const (
-	ConventionSimpleJSON = "simple-json"
-)
+// ConventionSimpleJSON: the parameters go as one JSON object in argv[1].
+const ConventionSimpleJSON = "simple-json"
 
 // Discovery results.
 const (
@@ -158,8 +156,23 @@ func Discover(s Script, probe Prober) *Discovery {
 		schemas = []FunctionDecl{{Input: map[string]any{"type": "object", "properties": map[string]any{}}}}
 	default:
 		help := run(ProbeHelp)
-		if help.ExitCode == 0 && !help.TimedOut && help.Error == "" && strings.TrimSpace(help.Stdout) != "" {
-			return skip(fmt.Sprintf("answers only --help (%q): no simple JSON answer and no schema dump, so its parameters are not machine-readable; write a definition by hand", firstTextLine(help.Stdout)))
+		text := help.Stdout
+		if strings.TrimSpace(text) == "" {
+			text = help.Stderr
+		}
+		if help.ExitCode == 0 && !help.TimedOut && help.Error == "" && strings.TrimSpace(text) != "" {
+			h, ok := ParseHelp(text)
+			if !ok {
+				return skip(fmt.Sprintf("answers only --help, without a usage: line (%q), so its arguments are not machine-readable; write a definition by hand", firstTextLine(text)))
+			}
+			def, err := HelpDefinition(s, h, BaseName(s.File))
+			if err != nil {
+				return skip(err.Error())
+			}
+			d.Result, d.Convention, d.Source = ResultRegistered, ConventionCLIHelp, ProbeHelp
+			d.Tools, d.Names = []*Definition{def}, []string{def.Name}
+			d.Why = "described by --help only: runs as a command line (--option=VALUE), not with the simple JSON convention"
+			return d
 		}
 		why := "no probe answered: ping: " + probeSummary(ping)
 		if single.Kind != "" && singleErr != nil && strings.TrimSpace(single.Stdout) != "" {
