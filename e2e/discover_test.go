@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -70,6 +73,28 @@ func TestDiscoverSamples(t *testing.T) {
 		os.Remove(m)
 	}
 	cwd := workdir(t, nil)
+	// A listener on the host's loopback that sneaky.sh tries to reach
+	// (its port in the PORT file next to it): no probe may connect.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			conn.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if err := os.WriteFile(filepath.Join(scripts, "PORT"), []byte(port), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	c := sandboxed(t, cwd, "discover", "--json", scripts)
 	if c.code != 0 {
@@ -135,6 +160,9 @@ func TestDiscoverSamples(t *testing.T) {
 		if !strings.Contains(p.Stderr, "Read-only file system") {
 			t.Errorf("sneaky.sh probe %s: want its write to its own directory refused, stderr %q", p.Kind, p.Stderr)
 		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("probes reached the host's loopback %d time(s)", n)
 	}
 	for _, p := range byFile["slow.sh"].Probes {
 		if p.TimedOut {

@@ -233,6 +233,9 @@ func probeSummary(o ProbeOutput) string {
 		} else if l := lastLine(o.Stdout); l != "" {
 			s += " (" + l + ")"
 		}
+		if strings.Contains(o.Stderr, "Permission denied") {
+			s += "; probes run as nobody: the script and every directory above it must be world-readable"
+		}
 		return s
 	case strings.TrimSpace(o.Stdout) == "":
 		return "no output"
