@@ -68,13 +68,31 @@ func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, e
 
 // Probe runs one probe of s in a sandbox of its own and reports what it
 // printed. It never runs anything on the host.
+//
+// A sandbox that fails to start says nothing about the script, so the
+// probe is tried again, up to probeAttempts times in all.
 func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) tool.ProbeOutput {
+	var out tool.ProbeOutput
+	for i := 0; i < probeAttempts; i++ {
+		var started bool
+		out, started = c.probeOnce(ctx, s, k, lim)
+		if started || ctx.Err() != nil {
+			break
+		}
+	}
+	return out
+}
+
+// probeAttempts bounds the tries of a probe whose sandbox did not start.
+const probeAttempts = 3
+
+func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) (tool.ProbeOutput, bool) {
 	out := tool.ProbeOutput{Kind: k}
 	runID := NewRunID(time.Now())
 	plan, err := ProbePlan(runID, s, lim)
 	if err != nil {
 		out.Error, out.ExitCode = err.Error(), 125
-		return out
+		return out, true // planning is deterministic: no retry
 	}
 	argv := append(append([]string(nil), s.Argv...), tool.ProbeArg(k))
 	job := &Job{Plan: plan, Steps: []JobStep{{
@@ -93,9 +111,12 @@ func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind,
 		out.Error = "sandbox failed"
 		if res.Error != nil {
 			out.Error = res.Error.Message
+			if res.Error.Code == CodeInitFailed && len(res.Steps) == 0 {
+				return out, false
+			}
 		}
 	}
-	return out
+	return out, true
 }
 
 // DiscoverDir finds the self-describing executables of dir and probes each

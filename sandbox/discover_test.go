@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -62,10 +63,11 @@ func TestProbePlan(t *testing.T) {
 // probeBackend answers probes from a table keyed by script file and probe
 // argument; "hang" blocks until the run is killed.
 type probeBackend struct {
-	mu      sync.Mutex
-	answers map[string]string // "file arg" -> stdout, or "hang"
-	seen    []string
-	plans   []*isolation.Plan
+	mu         sync.Mutex
+	failStarts int               // the first failStarts starts fail
+	answers    map[string]string // "file arg" -> stdout, or "hang"
+	seen       []string
+	plans      []*isolation.Plan
 }
 
 func (b *probeBackend) Tier() isolation.Tier                         { return isolation.TierProcess }
@@ -75,8 +77,12 @@ func (b *probeBackend) GC(context.Context, func(string) bool) ([]string, error) 
 }
 func (b *probeBackend) Start(_ context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.plans = append(b.plans, p)
-	b.mu.Unlock()
+	if b.failStarts > 0 {
+		b.failStarts--
+		return nil, errors.New("sandbox init gone")
+	}
 	return &probeSandbox{b: b, killed: make(chan struct{})}, nil
 }
 
@@ -159,5 +165,36 @@ func TestDiscoverDir(t *testing.T) {
 		if p.Privilege != PrivReduced || p.Limits.Timeout != lim.Timeout || p.Egress != nil {
 			t.Errorf("probe plan %s: privilege %s timeout %v", p.Tool, p.Privilege, p.Limits.Timeout)
 		}
+	}
+}
+
+// TestProbeRetriesStart: a sandbox that did not start is tried again; a
+// script that fails is not.
+func TestProbeRetriesStart(t *testing.T) {
+	s := tool.Script{File: "greet.py", Path: "/srv/tools/greet.py", Argv: []string{"/srv/tools/greet.py"}}
+	for _, tc := range []struct {
+		failStarts int
+		wantStarts int
+		wantError  bool
+	}{
+		{0, 1, false},
+		{2, 3, false},
+		{5, probeAttempts, true},
+	} {
+		b := &probeBackend{failStarts: tc.failStarts, answers: map[string]string{"greet.py " + tool.PingArg: "pong"}}
+		c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
+		out := c.Probe(context.Background(), s, tool.ProbePing, DefaultProbeLimits)
+		if len(b.plans) != tc.wantStarts || (out.Error != "") != tc.wantError {
+			t.Errorf("failStarts %d: %d starts, error %q", tc.failStarts, len(b.plans), out.Error)
+		}
+		if !tc.wantError && out.Stdout != "pong" {
+			t.Errorf("failStarts %d: stdout %q", tc.failStarts, out.Stdout)
+		}
+	}
+	// A script that exits non-zero ran: one start only.
+	b := &probeBackend{answers: map[string]string{}}
+	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
+	if out := c.Probe(context.Background(), s, tool.ProbeHelp, DefaultProbeLimits); out.ExitCode != 2 || len(b.plans) != 1 {
+		t.Errorf("failing script: exit %d, %d starts", out.ExitCode, len(b.plans))
 	}
 }
