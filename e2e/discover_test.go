@@ -133,8 +133,9 @@ func TestDiscoverSamples(t *testing.T) {
 			continue
 		}
 		if d.Result != tc.result || strings.Join(d.Tools, ",") != tc.tools || d.Source != tc.source || !strings.Contains(d.Why, tc.why) {
-			t.Errorf("%s: %s %v source %q why %q; want %s %s source %q why containing %q",
-				tc.file, d.Result, d.Tools, d.Source, d.Why, tc.result, tc.tools, tc.source, tc.why)
+			probes, _ := json.MarshalIndent(d.Probes, "  ", "  ")
+			t.Errorf("%s: %s %v source %q why %q; want %s %s source %q why containing %q\nprobes: %s",
+				tc.file, d.Result, d.Tools, d.Source, d.Why, tc.result, tc.tools, tc.source, tc.why, probes)
 		}
 	}
 	if len(found) != 11 {
