@@ -62,7 +62,7 @@ func mcpAction(c *cli.Context) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	h := &mcpHandler{ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve")}
+	h := &mcpHandler{log: logw, ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve")}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err
@@ -152,6 +152,7 @@ func mcpTool(def *tool.Definition) (*mcp.Tool, error) {
 }
 
 type mcpHandler struct {
+	log       io.Writer // stderr: never the protocol stream
 	ctl       *sandbox.Controller
 	pol       *policy.Policy
 	polPath   string
@@ -176,8 +177,9 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 			return errorResult("run "+def.Name+": "+err.Error(), nil), nil
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "sandboxed: mcp: %s: warning: %v\n", def.Name, err)
+			fmt.Fprintf(h.log, "sandboxed: mcp: %s: warning: %v\n", def.Name, err)
 		}
+		fmt.Fprintf(h.log, "sandboxed: mcp: call %s: %s, exit %d (run %s)\n", def.Name, res.Status, res.ExitCode, res.RunID)
 		return callResult(res), nil
 	}
 }
