@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -131,6 +132,13 @@ func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimit
 	if parallel < 1 {
 		parallel = 1
 	}
+	if len(scripts) > 0 {
+		// A host that cannot build the sandbox at all is one error, not
+		// one failed probe per file.
+		if err := c.checkProbes(ctx, scripts[0], lim); err != nil {
+			return nil, err
+		}
+	}
 	found := make([]*tool.Discovery, len(scripts))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -150,6 +158,24 @@ func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimit
 	sortDiscoveries(all)
 	markDuplicates(all)
 	return all, ctx.Err()
+}
+
+// ErrNoProbeSandbox: the host cannot build the sandbox probes run in.
+var ErrNoProbeSandbox = errors.New("cannot sandbox discovery probes")
+
+func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLimits) error {
+	b := c.Backends[isolation.TierProcess]
+	if b == nil {
+		return fmt.Errorf("discover: the process tier is not available in this build: %w", ErrNoProbeSandbox)
+	}
+	plan, err := ProbePlan(NewRunID(time.Now()), s, lim)
+	if err != nil {
+		return err
+	}
+	if err := b.Check(ctx, plan); err != nil {
+		return fmt.Errorf("discover: probes run in the process tier, which this host cannot build (%v): %w", err, ErrNoProbeSandbox)
+	}
+	return nil
 }
 
 func sortDiscoveries(ds []*tool.Discovery) {

@@ -198,3 +198,14 @@ func TestProbeRetriesStart(t *testing.T) {
 		t.Errorf("failing script: exit %d, %d starts", out.ExitCode, len(b.plans))
 	}
 }
+
+func TestDiscoverDirWithoutSandbox(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{}}
+	if _, err := c.DiscoverDir(context.Background(), dir, DefaultProbeLimits, 1); !errors.Is(err, ErrNoProbeSandbox) {
+		t.Errorf("err = %v, want ErrNoProbeSandbox", err)
+	}
+}
