@@ -158,7 +158,7 @@ func TestDiscoverDir(t *testing.T) {
 	}
 	if d := got["hangs.sh"]; d == nil || d.Result != tool.ResultSkipped || !strings.Contains(d.Why, "timed out") {
 		t.Errorf("hangs.sh = %+v", d)
-	} else if len(d.Probes) != 4 || !d.Probes[0].TimedOut {
+	} else if len(d.Probes) != 2 || !d.Probes[0].TimedOut {
 		t.Errorf("hangs.sh probes = %+v", d.Probes)
 	}
 	for _, p := range b.plans {

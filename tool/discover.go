@@ -135,6 +135,11 @@ func Discover(s Script, probe Prober) *Discovery {
 	if decls, err := ParseSchemaDump(multi.Stdout, true); err == nil {
 		schemas, source = decls, ProbeMultiSchema
 	}
+	if ping.TimedOut && multi.TimedOut {
+		// A script that hangs on two different arguments will hang on the
+		// rest: each probe would cost its whole timeout.
+		return skip("no probe answered: ping and multi-schema dump timed out; not probed further")
+	}
 	var single ProbeOutput
 	var singleErr error
 	if schemas == nil {
