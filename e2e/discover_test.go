@@ -126,6 +126,7 @@ func TestDiscoverSamples(t *testing.T) {
 		{"helponly.py", "registered", "helponly", "help", "described by --help only"},
 		{"noshebang.sh", "skipped", "", "", "no #! line"},
 		{"hangs.sh", "skipped", "", "", "timed out"},
+		{"legacy.py", "registered", "legacy_convert", "schema", "a command line"},
 		{"documented.sh", "skipped", "", "", "companion definition"},
 	} {
 		d, ok := byFile[tc.file]
@@ -139,8 +140,8 @@ func TestDiscoverSamples(t *testing.T) {
 				tc.file, d.Result, d.Tools, d.Source, d.Why, tc.result, tc.tools, tc.source, tc.why, probes)
 		}
 	}
-	if len(found) != 12 {
-		t.Errorf("discover reported %d files, want 12", len(found))
+	if len(found) != 13 {
+		t.Errorf("discover reported %d files, want 13", len(found))
 	}
 
 	// The probes ran in sandboxes: sneaky.sh wrote nothing on the host
@@ -182,7 +183,7 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	if c.code != 0 {
 		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
 	}
-	for _, name := range []string{"greet", "twice", "strict_add", "bare", "to_upper", "to_lower", "slow_echo", "sneaky", "helponly"} {
+	for _, name := range []string{"greet", "twice", "strict_add", "bare", "to_upper", "to_lower", "slow_echo", "sneaky", "helponly", "legacy_convert"} {
 		p := filepath.Join(cwd, ".sandboxed", "tools", name+".yaml")
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("discover --write did not write %s: %v\n%s", p, err, c.stdout)
@@ -233,6 +234,12 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	expect(t, r, rc, "ok", 0)
 	if strings.TrimSpace(r.Stdout) != "212.0" {
 		t.Errorf("helponly: stdout %q", r.Stdout)
+	}
+	// A legacy argparse script gets --option=VALUE arguments.
+	r, rc = runJSON(t, cwd, "legacy_convert", "celsius=100", "to_unit=K", "verbose=true")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"value": 373.15, "unit": "K"}` {
+		t.Errorf("legacy_convert: stdout %q", r.Stdout)
 	}
 	// A number parameter arrives as a JSON number.
 	r, rc = runJSON(t, cwd, "strict_add", "a=1", "b=2.5")

@@ -96,7 +96,8 @@ type Discovery struct {
 	File   string `json:"file"`
 	Path   string `json:"path"`
 	Result string `json:"result"` // registered or skipped
-	// Convention is how the tools run (simple-json); "" when skipped.
+	// Convention is how the tools run: simple-json, cli-schema or
+	// cli-help; "" when skipped.
 	Convention string `json:"convention,omitempty"`
 	// Source says which probe described the tools: ping, multi-schema,
 	// schema (the simple JSON answer alone gives a tool without parameters).
@@ -150,7 +151,11 @@ func Discover(s Script, probe Prober) *Discovery {
 		}
 	}
 
+	convention := ConventionSimpleJSON
 	switch {
+	case schemas != nil && !simple && looksLikeUsage(ping):
+		convention = ConventionCLISchema
+		notes = append(notes, "refused the simple JSON ping with a usage message: a command line, run with --option=VALUE arguments from its schema")
 	case schemas != nil:
 		if !simple {
 			notes = append(notes, "did not answer the simple JSON ping ("+probeSummary(ping)+"); assumed to take its parameters as JSON in argv[1]")
@@ -209,15 +214,24 @@ func Discover(s Script, probe Prober) *Discovery {
 		if len(schemas) > 1 {
 			action = name
 		}
-		def, err := DefinitionFor(s, fd, name, action)
+		var def *Definition
+		var err error
+		if convention == ConventionCLISchema {
+			def, err = CLIDefinition(s, fd, name, action)
+		} else {
+			def, err = DefinitionFor(s, fd, name, action)
+		}
 		if err != nil {
 			return skip(err.Error())
 		}
 		d.Tools = append(d.Tools, def)
 		d.Names = append(d.Names, def.Name)
 	}
-	d.Result, d.Convention, d.Source = ResultRegistered, ConventionSimpleJSON, source
-	if len(schemas) > 1 {
+	d.Result, d.Convention, d.Source = ResultRegistered, convention, source
+	switch {
+	case len(schemas) > 1 && convention == ConventionCLISchema:
+		notes = append(notes, "several tools in one script: each call passes the tool's name as the first argument")
+	case len(schemas) > 1:
 		notes = append(notes, `several tools in one script: each call's JSON carries "action": TOOL`)
 	}
 	d.Why = strings.Join(notes, "; ")
@@ -444,42 +458,15 @@ var paramNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 // set, is added to every call's JSON as "action" (a script with several
 // tools tells them apart by it), unless the schema declares "action".
 func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition, error) {
-	if len(s.Argv) == 0 || s.Path == "" {
-		return nil, fmt.Errorf("script %s: no command to run it", s.File)
+	if err := checkArgv(s); err != nil {
+		return nil, err
 	}
-	for _, a := range s.Argv {
-		if strings.ContainsAny(a, "{}\n\x00") {
-			return nil, fmt.Errorf("path %q holds '{', '}' or a newline, which a definition cannot hold literally; rename it", a)
-		}
+	params, err := schemaParams(fd, name)
+	if err != nil {
+		return nil, err
 	}
-	props, _ := fd.Input["properties"].(map[string]any)
-	required := map[string]bool{}
-	if rs, ok := fd.Input["required"].([]any); ok {
-		for _, r := range rs {
-			if n, ok := r.(string); ok {
-				required[n] = true
-			}
-		}
-	}
-	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
-	}
-	// Required parameters first, then by name: JSON objects have no order.
-	sort.Slice(names, func(i, j int) bool {
-		if required[names[i]] != required[names[j]] {
-			return required[names[i]]
-		}
-		return names[i] < names[j]
-	})
-	var params []Parameter
-	for _, n := range names {
-		if !paramNameRe.MatchString(n) {
-			return nil, fmt.Errorf("tool %s: parameter %q: names must be letters, digits and '_' (not starting with a digit)", name, n)
-		}
-		ps, _ := props[n].(map[string]any)
-		params = append(params, discoveredParam(n, ps, required[n]))
-		if n == "action" {
+	for _, p := range params {
+		if p.Name == "action" {
 			action = ""
 		}
 	}
@@ -504,6 +491,54 @@ func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition,
 		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionSimpleJSON}},
 	}
 	return def, nil
+}
+
+// checkArgv refuses a script whose command cannot be written into a
+// definition literally.
+func checkArgv(s Script) error {
+	if len(s.Argv) == 0 || s.Path == "" {
+		return fmt.Errorf("script %s: no command to run it", s.File)
+	}
+	for _, a := range s.Argv {
+		if strings.ContainsAny(a, "{}\n\x00") {
+			return fmt.Errorf("path %q holds '{', '}' or a newline, which a definition cannot hold literally; rename it", a)
+		}
+	}
+	return nil
+}
+
+// schemaParams turns a declaration's JSON Schema properties into typed
+// parameters, each JSON-encoded by its transform: required ones first,
+// then by name (JSON objects have no order).
+func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
+	props, _ := fd.Input["properties"].(map[string]any)
+	required := map[string]bool{}
+	if rs, ok := fd.Input["required"].([]any); ok {
+		for _, r := range rs {
+			if n, ok := r.(string); ok {
+				required[n] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if required[names[i]] != required[names[j]] {
+			return required[names[i]]
+		}
+		return names[i] < names[j]
+	})
+	var params []Parameter
+	for _, n := range names {
+		if !paramNameRe.MatchString(n) {
+			return nil, fmt.Errorf("tool %s: parameter %q: names must be letters, digits and '_' (not starting with a digit)", name, n)
+		}
+		ps, _ := props[n].(map[string]any)
+		params = append(params, discoveredParam(n, ps, required[n]))
+	}
+	return params, nil
 }
 
 func discoveredParam(name string, s map[string]any, required bool) Parameter {

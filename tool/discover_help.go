@@ -211,3 +211,68 @@ func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
 		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionCLIHelp}},
 	}, nil
 }
+
+// ConventionCLISchema is the convention of a legacy command-line script
+// (specs/001, "legacy approaches"): it dumps a schema but takes its
+// parameters as --option VALUE arguments, not as JSON.
+const ConventionCLISchema = "cli-schema"
+
+// looksLikeUsage reports whether a probe failed the way an argparse (or
+// similar) command line refuses an argument it does not know: a non-zero
+// exit and a usage line.
+func looksLikeUsage(o ProbeOutput) bool {
+	if o.ExitCode == 0 || o.TimedOut || o.Error != "" {
+		return false
+	}
+	return strings.Contains(strings.ToLower(o.Stderr+o.Stdout), "usage:")
+}
+
+// CLIDefinition builds the definition of a legacy command-line script from
+// its schema dump: each parameter goes as --name=VALUE ('_' in the name as
+// '-', as argparse spells options), a boolean as a bare --name when true.
+// subcommand, when set, is the first argument (a script with several
+// tools selects one by name).
+func CLIDefinition(s Script, fd FunctionDecl, name, subcommand string) (*Definition, error) {
+	if err := checkArgv(s); err != nil {
+		return nil, err
+	}
+	params, err := schemaParams(fd, name)
+	if err != nil {
+		return nil, err
+	}
+	words := make([]string, 0, len(s.Argv)+len(params)+1)
+	for _, a := range s.Argv {
+		words = append(words, ShellQuote(a))
+	}
+	if subcommand != "" {
+		words = append(words, ShellQuote(subcommand))
+	}
+	for i := range params {
+		p := &params[i]
+		flag := "--" + strings.ReplaceAll(p.Name, "_", "-")
+		if p.Type == TypeBoolean {
+			p.Transform = fmt.Sprintf("value ? '%s' : ''", flag)
+		} else {
+			p.Transform, p.Format = "", flag+"={value}"
+		}
+		words = append(words, "{"+p.Name+"}")
+	}
+	desc := strings.TrimSpace(fd.Description)
+	if desc == "" {
+		desc = "Discovered from " + s.File + " (command line)"
+	}
+	return &Definition{
+		Name:        name,
+		Description: desc,
+		Exec:        &Exec{Kind: ExecRun, Command: strings.Join(words, " ")},
+		Parameters:  params,
+		Security: Security{
+			ExecutionPrivilege:  PrivilegeReduced,
+			Isolation:           IsolationProcess,
+			RequiredPermissions: []string{"filesystem:read:" + s.Path},
+			Justification:       "reads its own script",
+		},
+		Tags:     []string{"run", "discovered"},
+		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionCLISchema}},
+	}, nil
+}

@@ -104,3 +104,43 @@ func TestHelpDefinition(t *testing.T) {
 		t.Error("a missing required option was accepted")
 	}
 }
+
+func TestCLIDefinition(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "args.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nfor a; do printf '%s\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ParseSchemaDump(`{"name":"weather","parameters":{"type":"object","properties":{"city_name":{"type":"string"},"days":{"type":"integer"},"verbose":{"type":"boolean"}},"required":["city_name"]}}`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sub  string
+		in   Input
+		want []string
+	}{
+		{"", Input{"city_name": "Paris $(id)"}, []string{"--city-name=Paris $(id)"}},
+		{"", Input{"city_name": "x", "days": "3", "verbose": "true"}, []string{"--city-name=x", "--days=3", "--verbose"}},
+		{"", Input{"city_name": "x", "verbose": "false"}, []string{"--city-name=x"}},
+		{"weather", Input{"city_name": "x"}, []string{"weather", "--city-name=x"}},
+	} {
+		def, err := CLIDefinition(Script{File: "args.sh", Path: script, Argv: []string{script}}, ds[0], "weather", tc.sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def = roundTrip(t, def)
+		b, err := Bind(def, tc.in, BindEnv{Workspace: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv := b.Steps[0].Argv
+		out, err := exec.Command(argv[0], argv[1:]...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("script saw %q, want %q", got, tc.want)
+		}
+	}
+}
