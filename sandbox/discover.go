@@ -70,8 +70,9 @@ func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, e
 // Probe runs one probe of s in a sandbox of its own and reports what it
 // printed. It never runs anything on the host.
 //
-// A sandbox that fails to start says nothing about the script, so the
-// probe is tried again, up to probeAttempts times in all.
+// A sandbox that fails to start, or fails under the probe, says nothing
+// about the script, so the probe is tried again, up to probeAttempts
+// times in all.
 func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) tool.ProbeOutput {
 	var out tool.ProbeOutput
 	for i := 0; i < probeAttempts; i++ {
@@ -103,6 +104,12 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	}}}
 	res, _ := c.Execute(ctx, job)
 	out.ExitCode, out.Stdout, out.Stderr, out.DurationMS = res.ExitCode, res.Stdout, res.Stderr, res.DurationMS
+	if len(res.Steps) == 1 && res.Steps[0].Status == StatusError && res.Status != StatusTimeout {
+		// The sandbox failed under the command (its init died): nothing
+		// was learnt about the script.
+		out.Error = "the sandbox failed while the probe ran"
+		return out, false
+	}
 	switch res.Status {
 	case StatusTimeout:
 		out.TimedOut = true

@@ -252,8 +252,12 @@ func probeSummary(o ProbeOutput) string {
 		} else if l := lastLine(o.Stdout); l != "" {
 			s += " (" + l + ")"
 		}
-		if strings.Contains(o.Stderr, "Permission denied") {
+		lower := strings.ToLower(o.Stderr)
+		switch {
+		case strings.Contains(lower, "permission denied"):
 			s += "; probes run as nobody: the script and every directory above it must be world-readable"
+		case o.ExitCode == 127 && strings.Contains(lower, "no such file or directory"):
+			s += "; the script's #! interpreter must exist in the sandbox, which sees only the host's system directories"
 		}
 		return s
 	case strings.TrimSpace(o.Stdout) == "":
