@@ -33,6 +33,7 @@ replaced.`,
 		&cli.BoolFlag{Name: "write", Usage: "write the definitions into the scope's tool directory"},
 		&cli.StringFlag{Name: "scope", Usage: "where --write puts definitions: local or user", Value: "local"},
 		&cli.BoolFlag{Name: "json", Usage: "print the findings (with every probe's output) as JSON"},
+		&cli.IntFlag{Name: "parallel", Usage: "probe up to `N` files at a time", Value: 2},
 	},
 	Action: discoverAction,
 }
@@ -49,7 +50,7 @@ func discoverAction(c *cli.Context) error {
 	defer stop()
 	// Probes are not tool runs: no run records, no audit lines.
 	ctl := &sandbox.Controller{RuntimeDir: sandbox.RuntimeDir(), Backends: backends()}
-	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DefaultProbeLimits, 2)
+	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DefaultProbeLimits, c.Int("parallel"))
 	if err != nil {
 		return err
 	}
