@@ -26,6 +26,7 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
+<<<<<<< HEAD
 			toolCommand,
 			permissionsCommand,
 			policyCommand,
@@ -33,6 +34,10 @@ func newApp() *cli.App {
 			imagesCommand,
 			doctorCommand,
 			gcCommand,
+=======
+			discoverCommand,
+			mcpCommand,
+>>>>>>> discover
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.

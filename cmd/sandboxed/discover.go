@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+var discoverCommand = &cli.Command{
+	Name:      "discover",
+	Usage:     "find self-describing executables in DIR and turn them into tool definitions",
+	ArgsUsage: "DIR",
+	Description: `Every executable of DIR (a file with an exec bit, or a .py/.sh file with a #!
+line) that has no companion NAME.yaml is probed, in this order: the simple JSON
+ping ('{"__test__": true}' as argv[1]), --fractalic-dump-multi-schema,
+--fractalic-dump-schema, --help. Every probe runs inside a sandbox (reduced
+privilege, no network, DIR read-only, 5s, 256MiB): discovering a script never
+runs it on the host.
+
+Each tool found becomes a definition that runs the script with the simple
+JSON convention (the parameters as one JSON object in argv[1]; an answer
+{"error": ...} fails the call), reading only the script, at reduced privilege.
+--write writes them into the scope's directory; existing files are never
+replaced.`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "write", Usage: "write the definitions into the scope's tool directory"},
+		&cli.StringFlag{Name: "scope", Usage: "where --write puts definitions: local or user", Value: "local"},
+		&cli.BoolFlag{Name: "json", Usage: "print the findings (with every probe's output) as JSON"},
+		&cli.IntFlag{Name: "parallel", Usage: "probe up to `N` files at a time", Value: 2},
+	},
+	Action: discoverAction,
+}
+
+func discoverAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--scope local|user] [--json] DIR"))
+	}
+	scope := tool.Scope(c.String("scope"))
+	if scope != tool.ScopeLocal && scope != tool.ScopeUser {
+		return usageError(fmt.Errorf("--scope %q: use local or user", scope))
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	// Probes are not tool runs: no run records, no audit lines.
+	ctl := &sandbox.Controller{RuntimeDir: sandbox.RuntimeDir(), Backends: backends()}
+	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DefaultProbeLimits, c.Int("parallel"))
+	if err != nil {
+		return err
+	}
+
+	var failed []error
+	if c.Bool("write") {
+		dir, err := scopes().WriteDir(scope)
+		if err != nil {
+			return err
+		}
+		for _, d := range found {
+			for _, def := range d.Tools {
+				path := filepath.Join(dir, def.Name+".yaml")
+				data, err := tool.Marshal(def, "yaml")
+				if err == nil {
+					err = tool.WriteAtomic(path, data, false)
+				}
+				if errors.Is(err, tool.ErrExists) {
+					err = fmt.Errorf("%s exists; remove it to rediscover %s", path, def.Name)
+				}
+				if err != nil {
+					failed = append(failed, err)
+					d.Why = joinWhy(d.Why, "not written: "+err.Error())
+					continue
+				}
+				d.Written = append(d.Written, path)
+			}
+		}
+	}
+
+	if c.Bool("json") {
+		if err := writeJSON(c.App.Writer, found); err != nil {
+			return err
+		}
+	} else {
+		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tWHY")
+		for _, d := range found {
+			tools := strings.Join(d.Names, ",")
+			if tools == "" {
+				tools = "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.File, d.Result, tools, oneLine(d.Why))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for _, d := range found {
+			for _, p := range d.Written {
+				fmt.Fprintf(c.App.Writer, "wrote %s\n", p)
+			}
+		}
+		if !c.Bool("write") && registered(found) > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "sandboxed: %d tool(s) found; rerun with --write to add them to the %s scope\n", registered(found), scope)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("discover: %d definition(s) not written (see WHY)", len(failed))
+	}
+	return nil
+}
+
+func registered(ds []*tool.Discovery) int {
+	n := 0
+	for _, d := range ds {
+		n += len(d.Tools)
+	}
+	return n
+}
+
+func joinWhy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

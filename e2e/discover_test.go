@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// discovery is one entry of `sandboxed discover --json`.
+type discovery struct {
+	File       string   `json:"file"`
+	Result     string   `json:"result"`
+	Convention string   `json:"convention"`
+	Source     string   `json:"source"`
+	Tools      []string `json:"tools"`
+	Why        string   `json:"why"`
+	Written    []string `json:"written"`
+	Probes     []struct {
+		Kind     string `json:"kind"`
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+		TimedOut bool   `json:"timed_out"`
+	} `json:"probes"`
+}
+
+// sampleScripts copies testdata/discover (modes kept) into a fresh
+// world-readable directory and returns it.
+func sampleScripts(t *testing.T) string {
+	t.Helper()
+	dir := workdir(t, nil)
+	src := filepath.Join("testdata", "discover")
+	des, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		data, err := os.ReadFile(filepath.Join(src, de.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := de.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, de.Name())
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Exec bits as in the repository (git keeps 755/644 only).
+		if err := os.Chmod(p, fi.Mode().Perm()|0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// sneakyMarkers are the host paths sneaky.sh tries to write while probed.
+func sneakyMarkers(scripts string) []string {
+	home, _ := os.UserHomeDir()
+	return []string{filepath.Join(scripts, "MARKER"), "/tmp/sneaky-marker", "/var/tmp/sneaky-marker", filepath.Join(home, "sneaky-marker")}
+}
+
+func TestDiscoverSamples(t *testing.T) {
+	begin(t)
+	scripts := sampleScripts(t)
+	for _, m := range sneakyMarkers(scripts) {
+		os.Remove(m)
+	}
+	cwd := workdir(t, nil)
+	// A listener on the host's loopback that sneaky.sh tries to reach
+	// (its port in the PORT file next to it): no probe may connect.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			conn.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if err := os.WriteFile(filepath.Join(scripts, "PORT"), []byte(port), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	c := sandboxed(t, cwd, "discover", "--json", scripts)
+	if c.code != 0 {
+		t.Fatalf("discover: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	var found []discovery
+	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil {
+		t.Fatalf("discover --json: %v\n%s", err, c.stdout)
+	}
+	byFile := map[string]discovery{}
+	for _, d := range found {
+		byFile[d.File] = d
+	}
+	for _, tc := range []struct {
+		file   string
+		result string
+		tools  string
+		source string
+		why    string
+	}{
+		{"greet.py", "registered", "greet", "schema", ""},
+		{"twice.py", "registered", "twice", "schema", ""},
+		{"strict.py", "registered", "strict_add", "schema", "did not answer the simple JSON ping"},
+		{"bare.py", "registered", "bare", "schema", ""},
+		{"anthropic.py", "registered", "to_upper,to_lower", "multi-schema", `"action"`},
+		{"slow.sh", "registered", "slow_echo", "schema", ""},
+		{"sneaky.sh", "registered", "sneaky", "schema", ""},
+		{"needs_module.py", "skipped", "", "", "No module named 'requests_not_installed_here'"},
+		{"helponly.py", "registered", "helponly", "help", "described by --help only"},
+		{"noshebang.sh", "skipped", "", "", "no #! line"},
+		{"hangs.sh", "skipped", "", "", "timed out"},
+		{"legacy.py", "registered", "legacy_convert", "schema", "a command line"},
+		{"documented.sh", "skipped", "", "", "companion definition"},
+	} {
+		d, ok := byFile[tc.file]
+		if !ok {
+			t.Errorf("%s: not reported", tc.file)
+			continue
+		}
+		if d.Result != tc.result || strings.Join(d.Tools, ",") != tc.tools || d.Source != tc.source || !strings.Contains(d.Why, tc.why) {
+			probes, _ := json.MarshalIndent(d.Probes, "  ", "  ")
+			t.Errorf("%s: %s %v source %q why %q; want %s %s source %q why containing %q\nprobes: %s",
+				tc.file, d.Result, d.Tools, d.Source, d.Why, tc.result, tc.tools, tc.source, tc.why, probes)
+		}
+	}
+	if len(found) != 13 {
+		t.Errorf("discover reported %d files, want 13", len(found))
+	}
+
+	// The probes ran in sandboxes: sneaky.sh wrote nothing on the host
+	// and reached no network; slow.sh had the time it needed.
+	for _, m := range sneakyMarkers(scripts) {
+		if _, err := os.Stat(m); err == nil {
+			t.Errorf("probing sneaky.sh left %s on the host", m)
+			os.Remove(m)
+		}
+	}
+	sneaky := byFile["sneaky.sh"]
+	if len(sneaky.Probes) == 0 {
+		t.Fatal("sneaky.sh: no probes reported")
+	}
+	for _, p := range sneaky.Probes {
+		if strings.Contains(p.Stderr, "REACHED") {
+			t.Errorf("sneaky.sh probe %s reached the network: %s", p.Kind, p.Stderr)
+		}
+		if !strings.Contains(p.Stderr, "Read-only file system") {
+			t.Errorf("sneaky.sh probe %s: want its write to its own directory refused, stderr %q", p.Kind, p.Stderr)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("probes reached the host's loopback %d time(s)", n)
+	}
+	for _, p := range byFile["slow.sh"].Probes {
+		if p.TimedOut {
+			t.Errorf("slow.sh probe %s timed out", p.Kind)
+		}
+	}
+}
+
+func TestDiscoverWriteAndRun(t *testing.T) {
+	begin(t)
+	scripts := sampleScripts(t)
+	cwd := workdir(t, nil)
+
+	c := sandboxed(t, cwd, "discover", "--write", scripts)
+	if c.code != 0 {
+		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	for _, name := range []string{"greet", "twice", "strict_add", "bare", "to_upper", "to_lower", "slow_echo", "sneaky", "helponly", "legacy_convert"} {
+		p := filepath.Join(cwd, ".sandboxed", "tools", name+".yaml")
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("discover --write did not write %s: %v\n%s", p, err, c.stdout)
+		}
+	}
+	if c.stdout == "" || !strings.Contains(c.stdout, "FILE") || !strings.Contains(c.stdout, "wrote ") {
+		t.Errorf("discover table:\n%s", c.stdout)
+	}
+
+	// A second --write refuses to replace what is there.
+	again := sandboxed(t, cwd, "discover", "--write", scripts)
+	if again.code == 0 || !strings.Contains(again.stdout, "exists") {
+		t.Errorf("second discover --write: exit %d, want a refusal\n%s%s", again.code, again.stdout, again.stderr)
+	}
+
+	// The discovered tools run through `sandboxed run`, by name, with the
+	// simple JSON convention.
+	r, rc := runJSON(t, cwd, "greet", "name=Ada", "times=2")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"greeting": "Hello, Ada! Hello, Ada!"}` {
+		t.Errorf("greet: stdout %q", r.Stdout)
+	}
+	// Values stay one JSON string, whatever they hold.
+	hostile := `Ada"; $(touch ` + filepath.Join(scripts, "PWNED") + `) '`
+	r, rc = runJSON(t, cwd, "greet", "name="+hostile)
+	expect(t, r, rc, "ok", 0)
+	var ans map[string]string
+	if err := json.Unmarshal([]byte(r.Stdout), &ans); err != nil || ans["greeting"] != "Hello, "+hostile+"!" {
+		t.Errorf("greet with a hostile name: %q (%v)", r.Stdout, err)
+	}
+	if _, err := os.Stat(filepath.Join(scripts, "PWNED")); err == nil {
+		t.Error("a parameter value ran as a command")
+	}
+	// {"error": ...} is a failure that carries the message.
+	r, rc = runJSON(t, cwd, "greet", "name=nobody")
+	expect(t, r, rc, "failed", 1)
+	if !strings.Contains(r.Stderr, "cannot greet nobody") {
+		t.Errorf("error answer: stderr %q", r.Stderr)
+	}
+	// One script, several tools, told apart by "action".
+	r, rc = runJSON(t, cwd, "to_lower", "text=ABC")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"result": "abc"}` {
+		t.Errorf("to_lower: stdout %q", r.Stdout)
+	}
+	// A script described only by --help runs as a command line.
+	r, rc = runJSON(t, cwd, "helponly", "celsius=100")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != "212.0" {
+		t.Errorf("helponly: stdout %q", r.Stdout)
+	}
+	// A legacy argparse script gets --option=VALUE arguments.
+	r, rc = runJSON(t, cwd, "legacy_convert", "celsius=100", "to_unit=K", "verbose=true")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"value": 373.15, "unit": "K"}` {
+		t.Errorf("legacy_convert: stdout %q", r.Stdout)
+	}
+	// A number parameter arrives as a JSON number.
+	r, rc = runJSON(t, cwd, "strict_add", "a=1", "b=2.5")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"sum": 3.5}` {
+		t.Errorf("strict_add: stdout %q", r.Stdout)
+	}
+}

@@ -1,0 +1,1 @@
+echo "not executable and no #! line"

@@ -1,0 +1,215 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// ProbeLimits bound every discovery probe. A probe runs an untrusted
+// script, so it gets the closed defaults and less: reduced privilege, no
+// network, the script's directory read-only, a short timeout.
+type ProbeLimits struct {
+	Timeout     time.Duration
+	MemoryBytes int64
+	Pids        int64
+	OutputBytes int64 // per stream
+}
+
+// DefaultProbeLimits are the limits `sandboxed discover` uses.
+var DefaultProbeLimits = ProbeLimits{
+	Timeout:     5 * time.Second,
+	MemoryBytes: 256 << 20,
+	Pids:        64,
+	OutputBytes: 1 << 20,
+}
+
+// probeTmpfs is the size of /tmp in a probe's sandbox.
+const probeTmpfs = 16 << 20
+
+// ProbePlan is the plan of one probe of s: the process tier, reduced
+// privilege, no network, s's directory bound read-only at its own path
+// (and the working directory), lim's limits. It is data only.
+func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
+	dir := filepath.Dir(s.Path)
+	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
+	spec, err := NewSpec(runID, PrivReduced,
+		WithMemory(lim.MemoryBytes),
+		WithPids(lim.Pids),
+		WithTmpfs(probeTmpfs),
+		WithEnv(env),
+		WithReadBind(dir, dir),
+		WithCwd(dir),
+		WithAnnotation(isolation.AnnotationTool, "discover-"+tool.BaseName(s.File)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("plan probe of %s: %w", s.File, err)
+	}
+	return &isolation.Plan{
+		RunID:     runID,
+		Tool:      "discover-" + tool.BaseName(s.File),
+		Tier:      isolation.TierProcess,
+		Privilege: PrivReduced,
+		Spec:      spec,
+		Limits: isolation.Limits{
+			MemoryBytes: lim.MemoryBytes,
+			Pids:        lim.Pids,
+			TmpfsBytes:  probeTmpfs,
+			Timeout:     lim.Timeout,
+			KillGrace:   500 * time.Millisecond,
+		},
+	}, nil
+}
+
+// Probe runs one probe of s in a sandbox of its own and reports what it
+// printed. It never runs anything on the host.
+//
+// A sandbox that fails to start, or fails under the probe, says nothing
+// about the script, so the probe is tried again, up to probeAttempts
+// times in all.
+func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) tool.ProbeOutput {
+	var out tool.ProbeOutput
+	for i := 0; i < probeAttempts; i++ {
+		var started bool
+		out, started = c.probeOnce(ctx, s, k, lim)
+		if started || ctx.Err() != nil {
+			break
+		}
+	}
+	return out
+}
+
+// probeAttempts bounds the tries of a probe whose sandbox did not start.
+const probeAttempts = 3
+
+func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) (tool.ProbeOutput, bool) {
+	out := tool.ProbeOutput{Kind: k}
+	runID := NewRunID(time.Now())
+	plan, err := ProbePlan(runID, s, lim)
+	if err != nil {
+		out.Error, out.ExitCode = err.Error(), 125
+		return out, true // planning is deterministic: no retry
+	}
+	argv := append(append([]string(nil), s.Argv...), tool.ProbeArg(k))
+	job := &Job{Plan: plan, Steps: []JobStep{{
+		Name:        string(k),
+		Cmd:         isolation.Command{Name: string(k), Args: argv, Env: plan.Spec.Process.Env, Cwd: plan.Spec.Process.Cwd},
+		BufferLimit: lim.OutputBytes,
+	}}}
+	res, _ := c.Execute(ctx, job)
+	out.ExitCode, out.Stdout, out.Stderr, out.DurationMS = res.ExitCode, res.Stdout, res.Stderr, res.DurationMS
+	if len(res.Steps) == 1 && res.Steps[0].Status == StatusError && res.Status != StatusTimeout {
+		// The sandbox failed under the command (its init died): nothing
+		// was learnt about the script.
+		out.Error = "the sandbox failed while the probe ran"
+		return out, false
+	}
+	switch res.Status {
+	case StatusTimeout:
+		out.TimedOut = true
+	case StatusOOM:
+		out.Error = "killed by the memory limit of " + humanBytes(lim.MemoryBytes)
+	case StatusError:
+		out.Error = "sandbox failed"
+		if res.Error != nil {
+			out.Error = res.Error.Message
+			if res.Error.Code == CodeInitFailed && len(res.Steps) == 0 {
+				return out, false
+			}
+		}
+	}
+	return out, true
+}
+
+// DiscoverDir finds the self-describing executables of dir and probes each
+// inside sandboxes (tool.FindScripts, tool.Discover). Files are probed
+// concurrently, at most parallel at a time; the result is in file order,
+// files passed over by the scan included.
+func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimits, parallel int) ([]*tool.Discovery, error) {
+	scripts, skipped, err := tool.FindScripts(dir)
+	if err != nil {
+		return nil, err
+	}
+	if parallel < 1 {
+		parallel = 1
+	}
+	if len(scripts) > 0 {
+		// A host that cannot build the sandbox at all is one error, not
+		// one failed probe per file.
+		if err := c.checkProbes(ctx, scripts[0], lim); err != nil {
+			return nil, err
+		}
+	}
+	found := make([]*tool.Discovery, len(scripts))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, s := range scripts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			found[i] = tool.Discover(s, func(k tool.ProbeKind) tool.ProbeOutput {
+				return c.Probe(ctx, s, k, lim)
+			})
+		}()
+	}
+	wg.Wait()
+	all := append(found, skipped...)
+	sortDiscoveries(all)
+	markDuplicates(all)
+	return all, ctx.Err()
+}
+
+// ErrNoProbeSandbox: the host cannot build the sandbox probes run in.
+var ErrNoProbeSandbox = errors.New("cannot sandbox discovery probes")
+
+func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLimits) error {
+	b := c.Backends[isolation.TierProcess]
+	if b == nil {
+		return fmt.Errorf("discover: the process tier is not available in this build: %w", ErrNoProbeSandbox)
+	}
+	plan, err := ProbePlan(NewRunID(time.Now()), s, lim)
+	if err != nil {
+		return err
+	}
+	if err := b.Check(ctx, plan); err != nil {
+		return fmt.Errorf("discover: probes run in the process tier, which this host cannot build (%v): %w", err, ErrNoProbeSandbox)
+	}
+	return nil
+}
+
+func sortDiscoveries(ds []*tool.Discovery) {
+	for i := 1; i < len(ds); i++ {
+		for j := i; j > 0 && ds[j].File < ds[j-1].File; j-- {
+			ds[j], ds[j-1] = ds[j-1], ds[j]
+		}
+	}
+}
+
+// markDuplicates skips a file whose tool names an earlier file already
+// registered: two tools of one name cannot live in one scope.
+func markDuplicates(ds []*tool.Discovery) {
+	owner := map[string]string{}
+	for _, d := range ds {
+		if d.Result != tool.ResultRegistered {
+			continue
+		}
+		for _, n := range d.Names {
+			if f, ok := owner[n]; ok {
+				d.Result, d.Tools, d.Names = tool.ResultSkipped, nil, []string{}
+				d.Why = fmt.Sprintf("tool name %s is already taken by %s", n, f)
+				break
+			}
+		}
+		for _, n := range d.Names {
+			owner[n] = d.File
+		}
+	}
+}

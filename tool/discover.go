@@ -1,0 +1,658 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Discovery of self-describing executables (specs/001).
+//
+// A script found in a directory is asked about itself with up to four
+// probes, in this order: the simple JSON ping ('{"__test__": true}' as
+// argv[1]), the multi-schema dump, the single-schema dump and --help. The
+// caller runs each probe (inside a sandbox: discovering a script must
+// never run it on the host) and this file only interprets what the probes
+// printed, so every branch is a table test.
+//
+// Every tool discovered is written as a CYCOD definition that runs the
+// script with the simple JSON convention: the call's parameters become one
+// JSON object in argv[1]; the script's JSON answer is the output, and an
+// answer {"error": ...} fails the call. The command is a bash script in
+// which each parameter is JSON-encoded by its transform
+// (JSON.stringify(value)) and substituted as an escaped shell word, so no
+// value can break out of its place in the shell or in the JSON object.
+
+// ProbeKind names one probe of a script.
+type ProbeKind string
+
+const (
+	ProbePing        ProbeKind = "ping"
+	ProbeMultiSchema ProbeKind = "multi-schema"
+	ProbeSchema      ProbeKind = "schema"
+	ProbeHelp        ProbeKind = "help"
+)
+
+// PingArg is the simple JSON convention's test argument.
+const PingArg = `{"__test__": true}`
+
+// ProbeArg returns the argument a probe passes as argv[1].
+func ProbeArg(k ProbeKind) string {
+	switch k {
+	case ProbePing:
+		return PingArg
+	case ProbeMultiSchema:
+		return "--fractalic-dump-multi-schema"
+	case ProbeSchema:
+		return "--fractalic-dump-schema"
+	case ProbeHelp:
+		return "--help"
+	}
+	return ""
+}
+
+// ConventionSimpleJSON: the parameters go as one JSON object in argv[1].
+const ConventionSimpleJSON = "simple-json"
+
+// Discovery results.
+const (
+	ResultRegistered = "registered"
+	ResultSkipped    = "skipped"
+)
+
+// Script is one executable found for discovery.
+type Script struct {
+	// File is the name as found in the directory.
+	File string `json:"file"`
+	// Path is the absolute path with symlinks resolved: what is bound into
+	// the sandbox and granted to the generated tool.
+	Path string `json:"path"`
+	// Argv runs the script: [Path] for an executable file, or the
+	// interpreter of its #! line followed by Path.
+	Argv []string `json:"argv"`
+}
+
+// ProbeOutput is what one probe of a script did.
+type ProbeOutput struct {
+	Kind     ProbeKind `json:"kind"`
+	ExitCode int       `json:"exit_code"`
+	Stdout   string    `json:"stdout"`
+	Stderr   string    `json:"stderr"`
+	TimedOut bool      `json:"timed_out,omitempty"`
+	// Error is set when the sandbox itself failed (nothing meaningful ran).
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Prober runs one probe of the script (inside a sandbox) and reports it.
+type Prober func(k ProbeKind) ProbeOutput
+
+// Discovery is what discovery found out about one script.
+type Discovery struct {
+	File   string `json:"file"`
+	Path   string `json:"path"`
+	Result string `json:"result"` // registered or skipped
+	// Convention is how the tools run: simple-json, cli-schema or
+	// cli-help; "" when skipped.
+	Convention string `json:"convention,omitempty"`
+	// Source says which probe described the tools: ping, multi-schema,
+	// schema (the simple JSON answer alone gives a tool without parameters).
+	Source ProbeKind     `json:"source,omitempty"`
+	Tools  []*Definition `json:"-"`
+	Names  []string      `json:"tools"`
+	// Why explains a skip, or notes something the user should know.
+	Why    string        `json:"why,omitempty"`
+	Probes []ProbeOutput `json:"probes"`
+	// Written lists the definition files written (discover --write).
+	Written []string `json:"written,omitempty"`
+}
+
+// Discover probes s in the order of specs/001 and turns the answers into
+// definitions. probe is called at most once per kind.
+func Discover(s Script, probe Prober) *Discovery {
+	d := &Discovery{File: s.File, Path: s.Path, Probes: []ProbeOutput{}}
+	run := func(k ProbeKind) ProbeOutput {
+		o := probe(k)
+		o.Kind = k
+		d.Probes = append(d.Probes, o)
+		return o
+	}
+	skip := func(why string) *Discovery {
+		d.Result, d.Why, d.Tools, d.Names = ResultSkipped, why, nil, []string{}
+		return d
+	}
+
+	ping := run(ProbePing)
+	simple := IsSimpleAnswer(ping.Stdout)
+	var notes []string
+
+	var schemas []FunctionDecl
+	var source ProbeKind
+	multi := run(ProbeMultiSchema)
+	if decls, err := ParseSchemaDump(multi.Stdout, true); err == nil {
+		schemas, source = decls, ProbeMultiSchema
+	}
+	if ping.TimedOut && multi.TimedOut {
+		// A script that hangs on two different arguments will hang on the
+		// rest: each probe would cost its whole timeout.
+		return skip("no probe answered: ping and multi-schema dump timed out; not probed further")
+	}
+	var single ProbeOutput
+	var singleErr error
+	if schemas == nil {
+		single = run(ProbeSchema)
+		var decls []FunctionDecl
+		if decls, singleErr = ParseSchemaDump(single.Stdout, false); singleErr == nil {
+			schemas, source = decls, ProbeSchema
+		}
+	}
+
+	convention := ConventionSimpleJSON
+	switch {
+	case schemas != nil && !simple && looksLikeUsage(ping):
+		convention = ConventionCLISchema
+		notes = append(notes, "refused the simple JSON ping with a usage message: a command line, run with --option=VALUE arguments from its schema")
+	case schemas != nil:
+		if !simple {
+			notes = append(notes, "did not answer the simple JSON ping ("+probeSummary(ping)+"); assumed to take its parameters as JSON in argv[1]")
+		}
+	case simple:
+		source = ProbePing
+		notes = append(notes, "answers the simple JSON ping but dumps no schema: registered without parameters")
+		schemas = []FunctionDecl{{Input: map[string]any{"type": "object", "properties": map[string]any{}}}}
+	default:
+		help := run(ProbeHelp)
+		text := help.Stdout
+		if strings.TrimSpace(text) == "" {
+			text = help.Stderr
+		}
+		if help.ExitCode == 0 && !help.TimedOut && help.Error == "" && strings.TrimSpace(text) != "" {
+			h, ok := ParseHelp(text)
+			if !ok {
+				return skip(fmt.Sprintf("answers only --help, without a usage: line (%q), so its arguments are not machine-readable; write a definition by hand", firstTextLine(text)))
+			}
+			def, err := HelpDefinition(s, h, BaseName(s.File))
+			if err != nil {
+				return skip(err.Error())
+			}
+			d.Result, d.Convention, d.Source = ResultRegistered, ConventionCLIHelp, ProbeHelp
+			d.Tools, d.Names = []*Definition{def}, []string{def.Name}
+			d.Why = "described by --help only: runs as a command line (--option=VALUE), not with the simple JSON convention"
+			return d
+		}
+		why := "no probe answered: ping: " + probeSummary(ping)
+		if single.Kind != "" && singleErr != nil && strings.TrimSpace(single.Stdout) != "" {
+			why += "; schema dump: " + singleErr.Error()
+		} else if single.Kind != "" {
+			why += "; schema dump: " + probeSummary(single)
+		}
+		return skip(why)
+	}
+
+	base := BaseName(s.File)
+	seen := map[string]bool{}
+	for i, fd := range schemas {
+		name := fd.Name
+		if name == "" {
+			if len(schemas) > 1 {
+				return skip(fmt.Sprintf("the %s dump lists %d tools and tool %d has no name", source, len(schemas), i+1))
+			}
+			name = base
+		}
+		if !functionNameRe.MatchString(name) {
+			return skip(fmt.Sprintf("tool name %q: names must be 1 to 64 letters, digits, '_' or '-'", name))
+		}
+		if seen[name] {
+			return skip(fmt.Sprintf("the %s dump names tool %q twice", source, name))
+		}
+		seen[name] = true
+		action := ""
+		if len(schemas) > 1 {
+			action = name
+		}
+		var def *Definition
+		var err error
+		if convention == ConventionCLISchema {
+			def, err = CLIDefinition(s, fd, name, action)
+		} else {
+			def, err = DefinitionFor(s, fd, name, action)
+		}
+		if err != nil {
+			return skip(err.Error())
+		}
+		d.Tools = append(d.Tools, def)
+		d.Names = append(d.Names, def.Name)
+	}
+	d.Result, d.Convention, d.Source = ResultRegistered, convention, source
+	switch {
+	case len(schemas) > 1 && convention == ConventionCLISchema:
+		notes = append(notes, "several tools in one script: each call passes the tool's name as the first argument")
+	case len(schemas) > 1:
+		notes = append(notes, `several tools in one script: each call's JSON carries "action": TOOL`)
+	}
+	d.Why = strings.Join(notes, "; ")
+	return d
+}
+
+// probeSummary says in a few words how a probe ended.
+func probeSummary(o ProbeOutput) string {
+	switch {
+	case o.Error != "":
+		return "sandbox failed: " + o.Error
+	case o.TimedOut:
+		return "timed out"
+	case o.ExitCode != 0:
+		s := fmt.Sprintf("exit %d", o.ExitCode)
+		if l := lastLine(o.Stderr); l != "" {
+			s += " (" + l + ")"
+		} else if l := lastLine(o.Stdout); l != "" {
+			s += " (" + l + ")"
+		}
+		lower := strings.ToLower(o.Stderr)
+		switch {
+		case strings.Contains(lower, "permission denied"):
+			s += "; probes run as nobody: the script and every directory above it must be world-readable"
+		case o.ExitCode == 127 && strings.Contains(lower, "no such file or directory"):
+			s += "; the script's #! interpreter must exist in the sandbox, which sees only the host's system directories"
+		}
+		return s
+	case strings.TrimSpace(o.Stdout) == "":
+		return "no output"
+	}
+	return "unexpected answer " + clip(firstTextLine(o.Stdout), 80)
+}
+
+func firstTextLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			return clip(t, 120)
+		}
+	}
+	return ""
+}
+
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := len(ls) - 1; i >= 0; i-- {
+		if t := strings.TrimSpace(ls[i]); t != "" {
+			return clip(t, 160)
+		}
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// BaseName is the tool name a file gives: its name without extension,
+// with characters a tool name may not hold replaced by '_'.
+func BaseName(file string) string {
+	b := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	b = badNameChar.ReplaceAllString(b, "_")
+	b = strings.TrimLeft(b, "_-")
+	if b == "" {
+		b = "tool"
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return b
+}
+
+var badNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// jsonValues decodes the JSON values printed in out, starting at the first
+// '{' or '[' (a banner line before the answer is tolerated) and stopping
+// at the first thing that is not JSON.
+func jsonValues(out string) []any {
+	i := strings.IndexAny(out, "{[")
+	if i < 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(out[i:]))
+	dec.UseNumber()
+	var vs []any
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return vs
+		}
+		vs = append(vs, v)
+	}
+}
+
+// IsSimpleAnswer reports whether out holds the simple JSON convention's
+// answer to the ping, {"success": true, "_simple": true}. Scripts that
+// print it more than once, or after a banner line, still count.
+func IsSimpleAnswer(out string) bool {
+	for _, v := range jsonValues(out) {
+		m, ok := v.(map[string]any)
+		if ok && m["success"] == true && m["_simple"] == true {
+			return true
+		}
+	}
+	return false
+}
+
+// FunctionDecl is one tool as a schema dump declares it.
+type FunctionDecl struct {
+	Name        string
+	Description string
+	// Input is the JSON Schema of the parameters (type object).
+	Input map[string]any
+	// HasOutput is set when the dump declares an output schema.
+	HasOutput bool
+}
+
+// ParseSchemaDump reads a schema dump: with multi, an array of function
+// declarations (or an object holding one under "tools"); otherwise one
+// declaration or an array of them. A declaration is OpenAI-style
+// {name, description, parameters}, Anthropic-style {name, description,
+// input_schema, output_schema}, MCP-style {inputSchema, outputSchema},
+// {"type": "function", "function": {...}}, or a bare JSON Schema of the
+// parameters ({"type": "object", "properties": ...}), whose description
+// or title describes the tool.
+func ParseSchemaDump(out string, multi bool) ([]FunctionDecl, error) {
+	vs := jsonValues(out)
+	if len(vs) == 0 {
+		if strings.TrimSpace(out) == "" {
+			return nil, fmt.Errorf("no output")
+		}
+		return nil, fmt.Errorf("output is not JSON (%s)", clip(firstTextLine(out), 60))
+	}
+	v := vs[0]
+	if m, ok := v.(map[string]any); ok && multi {
+		if ts, ok := m["tools"].([]any); ok {
+			v = ts
+		}
+	}
+	var list []any
+	switch x := v.(type) {
+	case []any:
+		list = x
+	case map[string]any:
+		if multi {
+			return nil, fmt.Errorf("the multi-schema dump is an object, not a list")
+		}
+		list = []any{x}
+	default:
+		return nil, fmt.Errorf("the dump is neither an object nor a list")
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("the dump lists no tools")
+	}
+	var decls []FunctionDecl
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("entry %d of the dump is not an object", i+1)
+		}
+		fd, err := parseDecl(m)
+		if err != nil {
+			if len(list) > 1 {
+				return nil, fmt.Errorf("entry %d: %w", i+1, err)
+			}
+			return nil, err
+		}
+		decls = append(decls, fd)
+	}
+	return decls, nil
+}
+
+func parseDecl(m map[string]any) (FunctionDecl, error) {
+	if f, ok := m["function"].(map[string]any); ok && m["type"] == "function" {
+		return parseDecl(f)
+	}
+	// A ping answer or an error answer is not a schema.
+	if _, ok := m["error"]; ok && len(m) <= 2 {
+		return FunctionDecl{}, fmt.Errorf("the script answered with an error: %s", clip(fmt.Sprint(m["error"]), 100))
+	}
+	fd := FunctionDecl{}
+	fd.Name, _ = m["name"].(string)
+	fd.Description, _ = m["description"].(string)
+	var input any
+	var key string
+	for _, k := range []string{"parameters", "input_schema", "inputSchema"} {
+		if v, ok := m[k]; ok {
+			input, key = v, k
+			break
+		}
+	}
+	for _, k := range []string{"output_schema", "outputSchema"} {
+		if _, ok := m[k]; ok {
+			fd.HasOutput = true
+		}
+	}
+	if key == "" {
+		_, props := m["properties"]
+		if m["type"] != "object" && !props {
+			return FunctionDecl{}, fmt.Errorf("the dump has no parameters, input_schema or properties")
+		}
+		// A bare JSON Schema: the name is the file's.
+		input, key = m, "schema"
+		fd.Name = ""
+		if fd.Description == "" {
+			fd.Description, _ = m["title"].(string)
+		}
+	}
+	in, ok := input.(map[string]any)
+	if !ok {
+		return FunctionDecl{}, fmt.Errorf("%s is not an object", key)
+	}
+	if t, has := in["type"]; has && t != "object" {
+		return FunctionDecl{}, fmt.Errorf("%s has type %v; a tool's parameters are an object", key, t)
+	}
+	fd.Input = in
+	return fd, nil
+}
+
+// paramNameRe is what a discovered parameter may be called: it becomes a
+// {NAME} reference and a JSON key written into a shell script.
+var paramNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// DefinitionFor builds the definition of one discovered tool. action, when
+// set, is added to every call's JSON as "action" (a script with several
+// tools tells them apart by it), unless the schema declares "action".
+func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition, error) {
+	if err := checkArgv(s); err != nil {
+		return nil, err
+	}
+	params, err := schemaParams(fd, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range params {
+		if p.Name == "action" {
+			action = ""
+		}
+	}
+
+	desc := strings.TrimSpace(fd.Description)
+	if desc == "" {
+		desc = "Discovered from " + s.File + " (simple JSON convention)"
+	}
+	def := &Definition{
+		Name:        name,
+		Description: desc,
+		Exec:        &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, action)},
+		Parameters:  params,
+		Security: Security{
+			ExecutionPrivilege:  PrivilegeReduced,
+			Isolation:           IsolationProcess,
+			RequiredPermissions: []string{"filesystem:read:" + s.Path},
+			Justification:       "reads its own script",
+		},
+		// run: the execute tier (spec 003), which the default policy allows.
+		Tags:     []string{"run", "discovered"},
+		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionSimpleJSON}},
+	}
+	return def, nil
+}
+
+// checkArgv refuses a script whose command cannot be written into a
+// definition literally.
+func checkArgv(s Script) error {
+	if len(s.Argv) == 0 || s.Path == "" {
+		return fmt.Errorf("script %s: no command to run it", s.File)
+	}
+	for _, a := range s.Argv {
+		if strings.ContainsAny(a, "{}\n\x00") {
+			return fmt.Errorf("path %q holds '{', '}' or a newline, which a definition cannot hold literally; rename it", a)
+		}
+	}
+	return nil
+}
+
+// schemaParams turns a declaration's JSON Schema properties into typed
+// parameters, each JSON-encoded by its transform: required ones first,
+// then by name (JSON objects have no order).
+func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
+	props, _ := fd.Input["properties"].(map[string]any)
+	required := map[string]bool{}
+	if rs, ok := fd.Input["required"].([]any); ok {
+		for _, r := range rs {
+			if n, ok := r.(string); ok {
+				required[n] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if required[names[i]] != required[names[j]] {
+			return required[names[i]]
+		}
+		return names[i] < names[j]
+	})
+	var params []Parameter
+	for _, n := range names {
+		if !paramNameRe.MatchString(n) {
+			return nil, fmt.Errorf("tool %s: parameter %q: names must be letters, digits and '_' (not starting with a digit)", name, n)
+		}
+		ps, _ := props[n].(map[string]any)
+		params = append(params, discoveredParam(n, ps, required[n]))
+	}
+	return params, nil
+}
+
+func discoveredParam(name string, s map[string]any, required bool) Parameter {
+	p := Parameter{Name: name, Required: required, Transform: "JSON.stringify(value)"}
+	p.Description, _ = s["description"].(string)
+	if p.Description == "" {
+		p.Description = name
+	}
+	t, _ := s["type"].(string)
+	switch t {
+	case "string", "boolean", "array", "object", "number":
+		p.Type = ParamType(t)
+	case "integer":
+		p.Type = TypeNumber
+	default:
+		p.Type = TypeString
+		if t == "" && s["enum"] == nil {
+			// Untyped: any JSON value; passed as text.
+			p.Description += " (untyped in the script's schema)"
+		}
+	}
+	v := &Validation{}
+	set := false
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		v.Enum, set = normalizeEnum(e), true
+	}
+	num := func(k string) *float64 {
+		if n, ok := s[k].(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				set = true
+				return &f
+			}
+		}
+		return nil
+	}
+	integer := func(k string) *int {
+		if f := num(k); f != nil && *f >= 0 && *f == float64(int(*f)) {
+			i := int(*f)
+			return &i
+		}
+		return nil
+	}
+	if p.Type == TypeNumber {
+		v.Minimum, v.Maximum = num("minimum"), num("maximum")
+	}
+	if p.Type == TypeString {
+		v.MinLength, v.MaxLength = integer("minLength"), integer("maxLength")
+	}
+	if p.Type == TypeArray {
+		v.MinItems, v.MaxItems = integer("minItems"), integer("maxItems")
+	}
+	if set {
+		p.Validation = v
+	}
+	if dv, ok := s["default"]; ok && !required {
+		switch x := dv.(type) {
+		case string:
+			if !strings.ContainsAny(x, "{}") && p.Type == TypeString {
+				p.Default, p.HasDefault = x, true
+			}
+		case bool:
+			if p.Type == TypeBoolean {
+				p.Default, p.HasDefault = x, true
+			}
+		case json.Number:
+			if f, err := x.Float64(); err == nil && p.Type == TypeNumber {
+				p.Default, p.HasDefault = f, true
+			}
+		}
+	}
+	return p
+}
+
+func normalizeEnum(e []any) []any {
+	out := make([]any, len(e))
+	for i, x := range e {
+		if n, ok := x.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				out[i] = f
+				continue
+			}
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// simpleJSONCommand is the bash script of a discovered tool: it builds the
+// JSON object from the parameters that have a value (each already JSON
+// text, by its transform, and an escaped shell word, by substitution),
+// runs the script with it as argv[1], prints the answer, and fails the call
+// when the answer is {"error": ...}.
+func simpleJSONCommand(s Script, params []Parameter, action string) string {
+	var b bytes.Buffer
+	b.WriteString("# Generated by sandboxed discover from " + s.File + " (simple JSON convention).\n")
+	b.WriteString("j=\n")
+	if action != "" {
+		fmt.Fprintf(&b, "j='\"action\":\"%s\"'\n", action)
+	}
+	b.WriteString("add() {\n  [ -n \"$2\" ] || return 0\n  [ -z \"$j\" ] || j=\"$j,\"\n  j=\"$j\\\"$1\\\":$2\"\n}\n")
+	for _, p := range params {
+		fmt.Fprintf(&b, "add %s {%s}\n", p.Name, p.Name)
+	}
+	q := make([]string, len(s.Argv))
+	for i, a := range s.Argv {
+		q[i] = ShellQuote(a)
+	}
+	fmt.Fprintf(&b, "out=$(%s \"{$j}\")\nrc=$?\n", strings.Join(q, " "))
+	b.WriteString("printf '%s\\n' \"$out\"\n")
+	b.WriteString("re='^[[:space:]]*[{][[:space:]]*\"error\"[[:space:]]*:'\n")
+	b.WriteString("if [[ $out =~ $re ]]; then\n  printf 'the tool answered with an error: %s\\n' \"$out\" >&2\n  [ \"$rc\" -ne 0 ] || rc=1\nfi\nexit \"$rc\"\n")
+	return b.String()
+}
