@@ -26,7 +26,6 @@ func newApp() *cli.App {
 		HideHelpCommand:      true,
 		Commands: []*cli.Command{
 			runCommand,
-<<<<<<< HEAD
 			toolCommand,
 			permissionsCommand,
 			policyCommand,
@@ -34,10 +33,8 @@ func newApp() *cli.App {
 			imagesCommand,
 			doctorCommand,
 			gcCommand,
-=======
 			discoverCommand,
 			mcpCommand,
->>>>>>> discover
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
