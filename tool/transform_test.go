@@ -92,7 +92,10 @@ func TestTransformLimits(t *testing.T) {
 				}
 			} else if !errors.Is(err, ErrTransform) {
 				t.Fatalf("want ErrTransform, got %q, %v", got, err)
-			} else if !strings.Contains(err.Error(), c.want) {
+			} else if !strings.Contains(err.Error(), c.want) &&
+				!(c.want == "size limit" && strings.Contains(err.Error(), "memory limit")) {
+				// Which of the two guards fires first depends on the
+				// machine's load; either stops the transform.
 				t.Errorf("error %q does not say %q", err, c.want)
 			}
 			// Not a timing assertion: a generous bound that proves the
