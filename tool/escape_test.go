@@ -132,6 +132,9 @@ func TestInjectionRealShell(t *testing.T) {
 		{"bash after comment", ExecBash, "", "printf '%s\\0' a # {X}\nprintf '%s\\0' A {X} Z", func(v string) []string {
 			return append([]string{"a"}, bareWant(v)...)
 		}},
+		{"bash after escaped blank", ExecBash, "", `printf '%s\0' A\ #{X} Z`, func(v string) []string {
+			return []string{"A #" + v, "Z"}
+		}},
 		{"bash case in $()", ExecBash, "", `printf '%s\0' "$(case x in x) printf '%s' {X}. ;; esac)"`, one("", ".")},
 		{"sh bare", ExecScript, "", `printf '%s\0' A {X} Z`, bareWant},
 		{"sh single", ExecScript, "sh", `printf '%s\0' 'a{X}b'`, one("a", "b")},

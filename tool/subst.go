@@ -329,7 +329,17 @@ func (s *shScanner) inTest() bool {
 
 // atWordStart reports whether position i begins a new shell word.
 func (s *shScanner) atWordStart(i int) bool {
-	return i == 0 || isWordBoundary(s.src[i-1])
+	return i == 0 || (isWordBoundary(s.src[i-1]) && !escapedAt(s.src, i-1, '\\'))
+}
+
+// escapedAt reports whether src[i] is escaped by an odd run of esc
+// characters before it (an escaped blank or ';' does not end a word).
+func escapedAt(src string, i int, esc byte) bool {
+	n := 0
+	for j := i - 1; j >= 0 && src[j] == esc; j-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // keywordAt reports whether the keyword kw starts at i as a whole word.
@@ -824,7 +834,7 @@ func (s *pwshScanner) scan() []piece {
 				s.stack = append(s.stack, pframe{kind: 4})
 				i += 2
 				continue
-			case r == '#' && (i == 0 || isWordBoundary(src[i-1])):
+			case r == '#' && (i == 0 || (isWordBoundary(src[i-1]) && !escapedAt(src, i-1, '`'))):
 				s.stack = append(s.stack, pframe{kind: 3})
 			case r == '$' && strings.HasPrefix(src[i+1:], "("):
 				s.stack = append(s.stack, pframe{sub: true})
