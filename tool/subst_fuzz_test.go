@@ -383,6 +383,9 @@ func FuzzTemplate(f *testing.F) {
 		if strings.Contains(tmpl, fuzzMarker) || strings.Contains(v, fuzzMarker) {
 			return
 		}
+		if strings.Contains(tmpl, "<<") && strings.Contains(tmpl, "\\\n") {
+			return // the expander joins backslash-newlines in here-documents unlike bash; TestHeredoc runs bash
+		}
 		for _, eg := range []string{"?(", "*(", "+(", "@(", "!("} {
 			if strings.Contains(tmpl, eg) {
 				return // the parser matches extglob parentheses without regard to quotes; bash does not
