@@ -182,6 +182,7 @@ func (t *Template) render(res resolveFunc) (string, error) {
 		at        int
 		delim     string
 		stripTabs bool
+		join      bool
 	}
 	var checks []hdCheck
 	var b strings.Builder
@@ -214,17 +215,24 @@ func (t *Template) render(res resolveFunc) (string, error) {
 			return "", err
 		}
 		if p.ctx == ctxHeredoc || p.ctx == ctxHeredocQuoted {
-			checks = append(checks, hdCheck{at: b.Len(), delim: p.delim, stripTabs: p.stripTabs})
+			checks = append(checks, hdCheck{at: b.Len(), delim: p.delim, stripTabs: p.stripTabs, join: p.ctx == ctxHeredoc})
 		}
 		b.WriteString(out)
 	}
 	s := b.String()
 	for _, c := range checks {
+		// The logical line holding the value: back to the first physical
+		// line of a run joined by backslash-newlines.
 		start := strings.LastIndexByte(s[:c.at], '\n') + 1
-		line, _ := lineAt(s, start)
-		if c.stripTabs {
-			line = strings.TrimLeft(line, "\t")
+		for c.join && start > 0 {
+			prev := strings.LastIndexByte(s[:start-1], '\n') + 1
+			line := s[prev : start-1]
+			if !strings.HasSuffix(line, "\\") || escapedAt(line, len(line)-1, '\\') {
+				break
+			}
+			start = prev
 		}
+		line, _ := logicalLine(s, start, c.join, c.stripTabs)
 		if line == c.delim {
 			return "", fmt.Errorf("substitute into a here-document: a value makes a line equal to the delimiter %q, which would end the here-document early: %w", c.delim, ErrUnsafeValue)
 		}

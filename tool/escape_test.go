@@ -132,6 +132,9 @@ func TestInjectionRealShell(t *testing.T) {
 		{"bash after comment", ExecBash, "", "printf '%s\\0' a # {X}\nprintf '%s\\0' A {X} Z", func(v string) []string {
 			return append([]string{"a"}, bareWant(v)...)
 		}},
+		{"bash after escaped blank", ExecBash, "", `printf '%s\0' A\ #{X} Z`, func(v string) []string {
+			return []string{"A #" + v, "Z"}
+		}},
 		{"bash case in $()", ExecBash, "", `printf '%s\0' "$(case x in x) printf '%s' {X}. ;; esac)"`, one("", ".")},
 		{"sh bare", ExecScript, "", `printf '%s\0' A {X} Z`, bareWant},
 		{"sh single", ExecScript, "sh", `printf '%s\0' 'a{X}b'`, one("a", "b")},
@@ -188,6 +191,25 @@ func TestHeredoc(t *testing.T) {
 	_, err := bindCmd(t, ExecBash, "", "cat <<EOF\n{X}\nEOF\n", "EOF")
 	if !errors.Is(err, ErrUnsafeValue) {
 		t.Errorf("delimiter line: want ErrUnsafeValue, got %v", err)
+	}
+	// bash joins backslash-newlines before it compares a line with the
+	// delimiter: a value completing "E\<newline>OF" is refused too.
+	for _, c := range []struct{ tmpl, v string }{
+		{"cat <<EOF\n{X}\\\nOF\necho INJECTED\nEOF\n", "E"},
+		{"cat <<EOF\nE\\\n{X}\necho INJECTED\nEOF\n", "OF"},
+		{"cat <<EOF\n\\\n{X}\necho INJECTED\nEOF\n", "EOF"},
+	} {
+		if _, err := bindCmd(t, ExecBash, "", c.tmpl, c.v); !errors.Is(err, ErrUnsafeValue) {
+			t.Errorf("%q with %q: want ErrUnsafeValue, got %v", c.tmpl, c.v, err)
+		}
+		b, err := bindCmd(t, ExecBash, "", c.tmpl, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := exec.Command(b.Steps[0].Argv[0], b.Steps[0].Argv[1:]...).CombinedOutput()
+		if strings.Contains(string(out), "INJECTED\n") && !strings.Contains(string(out), "echo INJECTED") {
+			t.Errorf("%q: here-document ended early: %q", c.tmpl, out)
+		}
 	}
 	_, err = bindCmd(t, ExecBash, "", "cat <<-EOF\n\tE{X}\nEOF\n", "OF")
 	if !errors.Is(err, ErrUnsafeValue) {

@@ -329,7 +329,17 @@ func (s *shScanner) inTest() bool {
 
 // atWordStart reports whether position i begins a new shell word.
 func (s *shScanner) atWordStart(i int) bool {
-	return i == 0 || isWordBoundary(s.src[i-1])
+	return i == 0 || (isWordBoundary(s.src[i-1]) && !escapedAt(s.src, i-1, '\\'))
+}
+
+// escapedAt reports whether src[i] is escaped by an odd run of esc
+// characters before it (an escaped blank or ';' does not end a word).
+func escapedAt(src string, i int, esc byte) bool {
+	n := 0
+	for j := i - 1; j >= 0 && src[j] == esc; j-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // keywordAt reports whether the keyword kw starts at i as a whole word.
@@ -665,10 +675,7 @@ func (s *shScanner) heredocOp(i int) int {
 func (s *shScanner) heredocLineStart(i int) int {
 	for {
 		if f := s.top(); f.kind == fHeredoc {
-			line, next := lineAt(s.src, i)
-			if f.stripTabs {
-				line = strings.TrimLeft(line, "\t")
-			}
+			line, next := logicalLine(s.src, i, !f.quoted, f.stripTabs)
 			if line != f.delim {
 				return i
 			}
@@ -684,6 +691,29 @@ func (s *shScanner) heredocLineStart(i int) int {
 		h := s.pending[0]
 		s.pending = s.pending[1:]
 		s.push(frame{kind: fHeredoc, delim: h.delim, stripTabs: h.stripTabs, quoted: h.quoted})
+	}
+}
+
+// logicalLine returns the here-document line starting at i as bash
+// compares it with the delimiter, and the index after it. In the body of
+// an unquoted here-document (join) a backslash-newline joins the next line
+// first, so "E\<newline>OF" ends a body delimited by EOF; with <<- leading
+// tabs of each line are dropped.
+func logicalLine(src string, i int, join, stripTabs bool) (string, int) {
+	var b strings.Builder
+	for {
+		line, next := lineAt(src, i)
+		if stripTabs {
+			line = strings.TrimLeft(line, "\t")
+		}
+		if join && next > i && next <= len(src) && strings.HasSuffix(line, "\\") && !escapedAt(line, len(line)-1, '\\') &&
+			next-1 < len(src) && src[next-1] == '\n' {
+			b.WriteString(line[:len(line)-1])
+			i = next
+			continue
+		}
+		b.WriteString(line)
+		return b.String(), next
 	}
 }
 
@@ -824,7 +854,7 @@ func (s *pwshScanner) scan() []piece {
 				s.stack = append(s.stack, pframe{kind: 4})
 				i += 2
 				continue
-			case r == '#' && (i == 0 || isWordBoundary(src[i-1])):
+			case r == '#' && (i == 0 || (isWordBoundary(src[i-1]) && !escapedAt(src, i-1, '`'))):
 				s.stack = append(s.stack, pframe{kind: 3})
 			case r == '$' && strings.HasPrefix(src[i+1:], "("):
 				s.stack = append(s.stack, pframe{sub: true})
