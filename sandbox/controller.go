@@ -31,6 +31,8 @@ type Controller struct {
 	// Record, when set, is called with the final result before Execute
 	// returns (the audit log); its error fails the run report.
 	Record func(*Result) error
+	// Trace, when set, is told when each phase of a run ends.
+	Trace *Tracer
 }
 
 // Job is one run to execute: its plan and the commands of its steps.
@@ -128,11 +130,14 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 			res.Egress = e
 		}
 	}
+	c.Trace.Mark("teardown (stats, close, gc wait)")
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdout, stderr := outs.join()
 	res.Stdout, res.Stderr = stdout.text, stderr.text
 	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
-	return res, c.finish(res, stdout.kept, stderr.kept)
+	err := c.finish(res, stdout.kept, stderr.kept)
+	c.Trace.Mark("run record")
+	return res, err
 }
 
 // outputs collects the captures of every step (and sandboxed's own notes
@@ -208,6 +213,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		fail(StatusError, CodeInitFailed, err.Error(), hintFor(err))
 		return
 	}
+	c.Trace.Mark("check")
 
 	// The run's private host directory: sockets and bookkeeping, labelled
 	// by run id so gc can find it after a crash.
@@ -254,7 +260,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		defer stop()
 	}
 
+	c.Trace.Mark("prepare (run dir, proxy)")
 	sb, err := b.Start(runCtx, p)
+	c.Trace.Mark("start sandbox")
 	if err != nil {
 		switch {
 		case runCtx.Err() != nil:
@@ -307,6 +315,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	live := liveWriters(job)
 	main, cleanups := splitCleanup(job.Steps)
 	oc := c.runSteps(runCtx, sb, main, live, res, outs)
+	c.Trace.Mark("steps")
 	close(done)
 	<-watchdogDone
 

@@ -245,9 +245,11 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 			return nil
 		}
 	}
+	c.Trace.Mark("prepare (bind, policy, plan)")
 	res, err := c.Execute(ctx, job)
 	if res != nil {
 		err = errors.Join(err, c.audit(req, p, p.Decision, res))
+		c.Trace.Mark("audit")
 	}
 	return res, p, err
 }

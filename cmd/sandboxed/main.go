@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -67,6 +68,9 @@ func setUsageErrors(cmd *cli.Command) {
 		setUsageErrors(sub)
 	}
 }
+
+// processStart is when main began, for SANDBOXED_TRACE.
+var processStart = time.Now()
 
 func main() {
 	// The same binary is the sandbox's init: re-executed as PID 1 of a new

@@ -87,6 +87,10 @@ func runAction(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	ctl := newController()
+	if os.Getenv("SANDBOXED_TRACE") == "1" {
+		ctl.Trace = sandbox.NewTracer(c.App.ErrWriter, processStart)
+		ctl.Trace.Mark("load tool and policy")
+	}
 	res, _, err := ctl.Run(ctx, req)
 	if res == nil {
 		return err
