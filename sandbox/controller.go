@@ -200,6 +200,9 @@ func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
 func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outputs) {
 	p := job.Plan
 	fail := func(st Status, code, msg, hint string) {
+		if hint != "" && strings.Contains(msg, hint) {
+			hint = "" // the message already says how to fix it
+		}
 		res.Status = st
 		res.Error = &ErrorInfo{Code: code, Message: msg, Hint: hint}
 		res.ExitCode = res.ProcessExitCode()

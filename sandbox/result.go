@@ -93,8 +93,9 @@ type ErrorInfo struct {
 	Hint    string `json:"hint,omitempty"`
 }
 
-// ExitCode maps a result to the process exit code of `sandboxed run`:
-// the tool's own code, 124 timeout, 137 oom, 126 denied, 125 sandbox error.
+// ProcessExitCode maps a result to the process exit code of `sandboxed
+// run`: the tool's own code, 124 timeout, 137 oom, 126 denied, 2 for bad
+// input (parameters, paths), 130 interrupted, 125 sandbox error.
 func (r *Result) ProcessExitCode() int {
 	switch r.Status {
 	case StatusOK, StatusFailed:
@@ -105,7 +106,14 @@ func (r *Result) ProcessExitCode() int {
 		return 137
 	case StatusDenied:
 		return 126
-	default:
-		return 125
 	}
+	if r.Error != nil {
+		switch r.Error.Code {
+		case CodeValidation, CodeInvalidParams, CodeMissingParam, CodeResourceMissing:
+			return 2 // the caller's input: a wrong parameter, a path that is not there
+		case CodeUserCancelled:
+			return 130
+		}
+	}
+	return 125
 }

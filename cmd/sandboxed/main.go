@@ -78,6 +78,9 @@ func main() {
 	if sbinit.IsInit() {
 		sbinit.Main()
 	}
+	// Whatever started sandboxed may have left descriptors open; none of
+	// them may reach a sandbox, a container engine or a host command.
+	sbinit.MarkInheritedCloseOnExec()
 	app := newApp()
 	err := app.Run(os.Args)
 	if err == nil && notFound != nil {

@@ -53,11 +53,19 @@ type spawnRequest struct {
 }
 
 func runInit(args []string) int {
+	// Nothing of the init may be read or written through /proc/1 by the
+	// commands it runs, whichever tier (the process tier drops privileges
+	// later and says so again).
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	sock, err := controlSocket(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init:", err)
 		return 1
 	}
+	// Descriptors the init inherited (from whatever started sandboxed) must
+	// not reach a command: an open directory of the host is a way out of
+	// the new root. The control socket is already a close-on-exec dup.
+	MarkInheritedCloseOnExec()
 	st := &initState{
 		c:      newConn(sock),
 		pid1:   os.Getpid() == 1,
@@ -409,4 +417,26 @@ func lookPath(name string, env []string, cwd string) (string, int, error) {
 		return "", 126, fmt.Errorf("%s: permission denied", name)
 	}
 	return "", 127, fmt.Errorf("%s: command not found", name)
+}
+
+// MarkInheritedCloseOnExec sets close-on-exec on every descriptor from 3
+// up, so descriptors this process inherited without it are not passed on
+// to the processes it starts. Go opens its own descriptors close-on-exec,
+// and descriptors meant for a child are passed explicitly (ExtraFiles,
+// ProcAttr.Files), which clears the flag on the child's copy.
+func MarkInheritedCloseOnExec() {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	// Kernels before 5.11: walk /proc/self/fd.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscan(e.Name(), &fd); err == nil && fd >= 3 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }

@@ -17,3 +17,6 @@ func Main() {
 	fmt.Fprintln(os.Stderr, "sandboxed init: needs Linux")
 	os.Exit(1)
 }
+
+// MarkInheritedCloseOnExec does nothing outside Linux.
+func MarkInheritedCloseOnExec() {}
