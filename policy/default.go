@@ -47,11 +47,13 @@ sources:
     isolation:
       allowed: [none, process, container]
       minimum: none
+  # The working directory's tools (./.sandboxed/tools) come with whatever
+  # repository was cloned: untrusted, like a file path, unless you say so.
   - scope: local
-    trusted: true
+    trusted: false
     isolation:
-      allowed: [none, process, container]
-      minimum: none
+      allowed: [process, container]
+      minimum: process
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
   # never unsandboxed.
   - scope: path
@@ -113,6 +115,26 @@ paths:
     - /proc
     - /var/run/docker.sock
     - /run/docker.sock
+    # Where services keep their sockets: a read-only bind still lets a tool
+    # connect() to every Unix socket under it (the session bus, X, container
+    # engines, other runs' egress), which is code execution on the host.
+    - /run
+    - /var/run
+    - /tmp/.X11-unix
+    - /tmp/.ICE-unix
+    - /dev
+    - /sys
+    - /boot
+    # The same credentials whoever runs sandboxed (under sudo, ~ is the
+    # invoking user's home; these hold for every home).
+    - /root/.ssh
+    - /home/*/.ssh
+    - /home/*/.aws
+    - /home/*/.gnupg
+    - /home/*/.kube
+    - /home/*/.docker
+    # Other runs' output and the audit log.
+    - ~/.local/state/sandboxed
   # Writes denied, reads allowed: files that make the host run code later
   # (git hooks, git config with core.hooksPath or core.fsmonitor, user
   # services, autostart entries) and sandboxed's own policy and state.
@@ -123,7 +145,6 @@ paths:
     - ~/.gitconfig
     - ~/.config/git
     - ~/.config/sandboxed
-    - ~/.local/state/sandboxed
     - ~/.config/systemd
     - ~/.config/autostart
   # Reads and writes that need an approval, e.g. ~/Documents.

@@ -93,7 +93,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, "working directory: "+err.Error(), "", err, nil)
 	}
-	home, _ := os.UserHomeDir()
+	home := InvokingHome()
 	tmp := filepath.Join(os.TempDir(), "sandboxed-tmp")
 	benv := tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home}
 	b, err := tool.Bind(def, req.Input, benv)
@@ -208,6 +208,19 @@ type EgressStarter interface {
 	// returns the plan's Egress section and a function that stops the
 	// proxy and returns its connection records.
 	Start(ctx context.Context, hostDir string, grants []permissions.Grant, deny []string) (*isolation.Egress, func() []EgressEntry, error)
+}
+
+// InvokingHome is the home directory of the user who asked for the run:
+// under sudo, SUDO_USER's, not root's — `~` in grants, the policy's `~`
+// rules and the user scope all mean that user's home.
+func InvokingHome() string {
+	if sudo := os.Getenv("SUDO_USER"); sudo != "" && os.Geteuid() == 0 {
+		if u, err := user.Lookup(sudo); err == nil && u.HomeDir != "" {
+			return u.HomeDir
+		}
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 func invokingUser() (uint32, uint32) {

@@ -109,7 +109,7 @@ func (c *Controller) RunSuite(ctx context.Context, req *SuiteRequest) (*SuiteRes
 		// Sub-tools and dependencies come from the caller's scopes, not
 		// from the scratch directory the case runs in.
 		cwd, _ := os.Getwd()
-		home, _ := os.UserHomeDir()
+		home := InvokingHome()
 		req.FindTool = ScopeFinder(cwd, home)
 	}
 	start := time.Now()

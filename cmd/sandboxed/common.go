@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -43,7 +44,7 @@ func checkFormat(c *cli.Context, allowed ...string) (string, error) {
 // scopes is the standard layout of tool scopes for this process.
 func scopes() tool.Scopes {
 	cwd, _ := os.Getwd()
-	home, _ := os.UserHomeDir()
+	home := sandbox.InvokingHome()
 	if etc := os.Getenv("SANDBOXED_GLOBAL_DIR"); etc != "" {
 		return tool.ScopesAt(cwd, home, etc)
 	}
@@ -74,7 +75,7 @@ func loadTool(c *cli.Context, arg string) (*tool.Definition, error) {
 
 // loadPolicy finds and loads the policy in force.
 func loadPolicy(c *cli.Context) (*policy.Policy, string, error) {
-	home, _ := os.UserHomeDir()
+	home := sandbox.InvokingHome()
 	path, _ := policy.Locate(c.String("policy"), os.Getenv("XDG_CONFIG_HOME"), home)
 	p, err := policy.LoadLocated(path)
 	if err != nil {

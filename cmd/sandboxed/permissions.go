@@ -157,7 +157,7 @@ func policySource(path string) permissions.PolicyInfo {
 // definition's raw strings.
 func explainTool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string) permissions.Explanation {
 	cwd, _ := os.Getwd()
-	home, _ := os.UserHomeDir()
+	home := sandbox.InvokingHome()
 	in := permissions.ExplainInput{
 		Def: def, Policy: policySource(polPath), Home: home,
 		HostPath: filepath.SplitList(os.Getenv("PATH")),
