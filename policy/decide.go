@@ -845,20 +845,24 @@ func (p *Policy) applyApprovals(d *Decision, req Request) []string {
 
 // covers reports whether the approval allows the item.
 func (a *approvalGiven) covers(it *Item) bool {
-	if a.value == ApproveAll || a.value == it.ApproveFlag {
+	if a.value == ApproveAll {
 		return true
 	}
 	if a.perm == nil || it.Grant == nil || a.perm.Kind != it.Grant.Kind {
-		return false
+		return a.value == it.ApproveFlag
 	}
-	if a.perm.String() == it.Grant.String() {
-		return true
+	if it.Grant.Kind == permissions.KindMount {
+		// A filesystem approval covers the path and the paths under it, of
+		// the same access — both as declared and as resolved on the host,
+		// so a symlink planted under an approved path cannot carry the
+		// approval somewhere else.
+		m := it.Grant.Mount
+		if a.perm.Mount.Write != m.Write || !under(m.HostPath, a.perm.Mount.HostPath) {
+			return false
+		}
+		return m.Resolved == "" || under(m.Resolved, a.perm.Mount.HostPath)
 	}
-	// A filesystem approval covers the paths under it, of the same access.
-	if it.Grant.Kind == permissions.KindMount && a.perm.Mount.Write == it.Grant.Mount.Write {
-		return under(it.Grant.Mount.HostPath, a.perm.Mount.HostPath)
-	}
-	return false
+	return a.perm.String() == it.Grant.String()
 }
 
 // MissingApprovals returns the --approve values that would allow every

@@ -31,7 +31,9 @@ func ResolveMounts(grants []permissions.Grant, create bool) error {
 		}
 		real, err := filepath.EvalSymlinks(m.HostPath)
 		if errors.Is(err, fs.ErrNotExist) && m.Write && !create {
-			m.Resolved = m.HostPath
+			// Decided on the declared path; CreateWriteDirs makes it
+			// once the policy allows the run.
+			m.Resolved = resolveExistingPrefix(m.HostPath)
 			continue
 		}
 		if errors.Is(err, fs.ErrNotExist) && m.Write {
@@ -52,4 +54,75 @@ func ResolveMounts(grants []permissions.Grant, create bool) error {
 		m.Resolved = real
 	}
 	return errors.Join(errs...)
+}
+
+// CreateWriteDirs creates the missing paths of write grants, as
+// directories owned by uid:gid, once the policy has allowed the run (a
+// denied grant never creates anything). Each is then resolved again and
+// must still be itself: a symlink swapped in meanwhile refuses the run.
+func CreateWriteDirs(grants []permissions.Grant, uid, gid int) error {
+	var errs []error
+	for i := range grants {
+		m := grants[i].Mount
+		if m == nil || !m.Write {
+			continue
+		}
+		if _, err := os.Lstat(m.HostPath); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := mkdirAllOwned(m.HostPath, uid, gid); err != nil {
+			errs = append(errs, fmt.Errorf("%s: create %s: %w", grants[i].Permission, m.HostPath, err))
+			continue
+		}
+		real, err := filepath.EvalSymlinks(m.HostPath)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: resolve %s: %w", grants[i].Permission, m.HostPath, err))
+			continue
+		}
+		if m.Resolved != "" && real != m.Resolved {
+			errs = append(errs, fmt.Errorf("%s: %s changed into a link to %s while the run was planned; refusing", grants[i].Permission, m.HostPath, real))
+			continue
+		}
+		m.Resolved = real
+	}
+	return errors.Join(errs...)
+}
+
+// mkdirAllOwned is os.MkdirAll whose new directories belong to uid:gid.
+func mkdirAllOwned(path string, uid, gid int) error {
+	var created []string
+	for p := path; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		created = append(created, p)
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	for _, p := range created {
+		if err := os.Lchown(p, uid, gid); err != nil && os.Geteuid() == 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveExistingPrefix resolves the longest existing prefix of path and
+// appends the rest, so a missing path under a symlinked parent is decided
+// where it would really be created.
+func resolveExistingPrefix(path string) string {
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if p == filepath.Dir(p) {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }

@@ -110,7 +110,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	// A path that cannot be resolved is reported after the policy: a
 	// denied path is denied whether or not it exists.
-	resolveErr := ResolveMounts(grants, !req.DryRun)
+	resolveErr := ResolveMounts(grants, false)
 	comp, err := compose(req.FindTool, b, grants, benv, cwd, home)
 	if err != nil {
 		if errors.Is(err, ErrBeyondCaller) {
@@ -167,6 +167,12 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	if resolveErr != nil {
 		return refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
+	}
+	if !req.DryRun {
+		uid, gid := invokingUser()
+		if err := CreateWriteDirs(grants, int(uid), int(gid)); err != nil {
+			return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
+		}
 	}
 
 	uid, gid := invokingUser()
