@@ -223,8 +223,8 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	if p.HostDir == "" {
 		p.HostDir = fmt.Sprintf("%s/%s", c.RuntimeDir, p.RunID)
 	}
-	if err := os.MkdirAll(c.RuntimeDir, 0o711); err != nil {
-		fail(StatusError, CodeInitFailed, fmt.Sprintf("create runtime dir %s: %v", c.RuntimeDir, err), "set SANDBOXED_RUNTIME_DIR to a writable directory")
+	if err := ensurePrivateDir(c.RuntimeDir); err != nil {
+		fail(StatusError, CodeInitFailed, err.Error(), "set SANDBOXED_RUNTIME_DIR to a directory only you can write")
 		return
 	}
 	release, err := holdRun(p.RunID)

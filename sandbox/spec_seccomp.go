@@ -96,8 +96,11 @@ func SeccompProfile(priv string) *specs.LinuxSeccomp {
 	}
 	p.Syscalls = append(p.Syscalls, eperm("personality"))
 
-	if priv != PrivSameAsUser && priv != PrivElevated {
-		// AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16.
+	{
+		// Every privilege: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK
+		// 16 only. Other families are not all confined by the network
+		// namespace (AF_VSOCK reaches the hypervisor and host services
+		// past the egress proxy).
 		for _, fam := range []uint64{1, 2, 10, 16} {
 			p.Syscalls = append(p.Syscalls, allowIf("socket", eq(0, fam)))
 		}

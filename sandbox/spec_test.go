@@ -264,12 +264,18 @@ func TestSeccompProfiles(t *testing.T) {
 		if got := run("personality", 0x0040000); got != eperm {
 			t.Errorf("%s: personality ADDR_NO_RANDOMIZE = %#x", priv, got)
 		}
-		wantPacket, wantChroot := uint32(allow), uint32(allow)
+		wantChroot := uint32(allow)
 		if priv == PrivReduced {
-			wantPacket, wantChroot = eafnosupport, eperm
+			wantChroot = eperm
 		}
-		if got := run("socket", 17); got != wantPacket {
-			t.Errorf("%s: socket(AF_PACKET) = %#x, want %#x", priv, got, wantPacket)
+		// Socket families are narrowed for every privilege.
+		for _, fam := range []uint64{17, 40} { // AF_PACKET, AF_VSOCK
+			if got := run("socket", fam); got != eafnosupport {
+				t.Errorf("%s: socket(%d) = %#x, want EAFNOSUPPORT", priv, fam, got)
+			}
+		}
+		if got := run("socket", 2); got != allow {
+			t.Errorf("%s: socket(AF_INET) = %#x, want allow", priv, got)
 		}
 		if got := run("chroot"); got != wantChroot {
 			t.Errorf("%s: chroot = %#x, want %#x", priv, got, wantChroot)

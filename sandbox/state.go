@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -92,4 +93,28 @@ func writeSynced(path string, data []byte) error {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// ensurePrivateDir makes dir (mode 0711) if it is missing and checks that
+// it is a real directory owned by this user that nobody else can write:
+// the run's sockets live under it, and another user who could rename
+// them could drive a sandbox's init or its egress.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("create runtime dir %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check runtime dir %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("runtime dir %s is not a directory (a link?): refusing", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("runtime dir %s belongs to uid %d, not to you (%d): refusing", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("runtime dir %s is writable by others (mode %v): refusing", dir, fi.Mode().Perm())
+	}
+	return nil
 }
