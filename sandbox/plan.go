@@ -300,7 +300,13 @@ func absUnder(base, p string) string {
 // against the host tree under the mount's source. A mask that cannot be
 // expanded refuses the run: a grant is never wider than the policy allows.
 func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOpt, error) {
-	var opts []SpecOpt
+	type maskMount struct {
+		src, dst string
+		fi       fs.FileInfo
+		hide     bool
+		anchor   bool // a read-write bind of a directory onto itself
+	}
+	byDst := map[string]maskMount{}
 	for _, mk := range masks {
 		var m *permissions.Mount
 		for _, c := range mounts {
@@ -321,13 +327,53 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		}
 		for _, hostRel := range matches {
 			src := filepath.Join(m.Resolved, hostRel)
-			dst := filepath.Join(m.Target, hostRel)
 			fi, err := os.Lstat(src)
 			if err != nil {
 				continue
 			}
-			opts = append(opts, maskOpt(src, dst, fi, mk.Hide))
+			dst := filepath.Join(m.Target, hostRel)
+			if old, ok := byDst[dst]; !ok || old.anchor || (mk.Hide && !old.hide) {
+				byDst[dst] = maskMount{src: src, dst: dst, fi: fi, hide: mk.Hide}
+			}
+			// A mountpoint cannot be renamed or removed, but its parents
+			// can: `mv .git .git.old` would carry a protected .git/hooks
+			// away and let the tool make a new one. Every directory between
+			// the grant and the protected path is bound onto itself
+			// (read-write), which pins it in place.
+			for d := filepath.Dir(hostRel); d != "." && d != "/"; d = filepath.Dir(d) {
+				adst := filepath.Join(m.Target, d)
+				if _, ok := byDst[adst]; ok {
+					continue
+				}
+				asrc := filepath.Join(m.Resolved, d)
+				afi, err := os.Lstat(asrc)
+				if err != nil || !afi.IsDir() {
+					return nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
+				}
+				byDst[adst] = maskMount{src: asrc, dst: adst, fi: afi, anchor: true}
+			}
 		}
+	}
+	// Shallow first: binds are not recursive, so a parent bound after its
+	// child would hide the child's protection.
+	all := make([]maskMount, 0, len(byDst))
+	for _, mm := range byDst {
+		all = append(all, mm)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		di, dj := strings.Count(all[i].dst, "/"), strings.Count(all[j].dst, "/")
+		if di != dj {
+			return di < dj
+		}
+		return all[i].dst < all[j].dst
+	})
+	var opts []SpecOpt
+	for _, mm := range all {
+		if mm.anchor {
+			opts = append(opts, WithWriteBind(mm.src, mm.dst))
+			continue
+		}
+		opts = append(opts, maskOpt(mm.src, mm.dst, mm.fi, mm.hide))
 	}
 	return opts, nil
 }
