@@ -356,3 +356,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestGitMetadataStaysReadOnlyInAWritableGrant(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{".git/config": "[core]\n", ".git/hooks/.keep": "", "sub/.git/config": "[core]\n"})
+		tool := toolYAML(t, dir, tier, "gitmeta", `
+echo ok > file.txt && echo WROTE
+mv .git .git.old 2>/dev/null && echo MOVED-GIT
+mv sub sub2 2>/dev/null && echo MOVED-SUB
+echo "fsmonitor = evil" >> .git/config 2>/dev/null && echo WROTE-CONFIG
+echo x > .git/hooks/pre-commit 2>/dev/null && echo WROTE-HOOK
+echo x > sub/.git/config 2>/dev/null && echo WROTE-SUBCONFIG
+true`, []string{"filesystem:write:."}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE") {
+			t.Fatalf("the granted write did not happen: %s %s", r.Stdout, r.Stderr)
+		}
+		for _, bad := range []string{"MOVED-GIT", "MOVED-SUB", "WROTE-CONFIG", "WROTE-HOOK", "WROTE-SUBCONFIG"} {
+			if strings.Contains(r.Stdout, bad) {
+				t.Errorf("%s inside a writable grant:\n%s", bad, r.Stdout)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, ".git/config")); string(b) != "[core]\n" {
+			t.Errorf(".git/config changed on the host: %q", b)
+		}
+	})
+}
