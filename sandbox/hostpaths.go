@@ -51,6 +51,11 @@ func ResolveMounts(grants []permissions.Grant, create bool) error {
 			errs = append(errs, fmt.Errorf("%s: resolve %s: %w", grants[i].Permission, m.HostPath, err))
 			continue
 		}
+		if fi, err := os.Stat(real); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			// A read-only bind still lets a tool connect() to a socket.
+			errs = append(errs, fmt.Errorf("%s: %s is a Unix socket: a filesystem grant cannot hand out a socket; refusing", grants[i].Permission, real))
+			continue
+		}
 		m.Resolved = real
 	}
 	return errors.Join(errs...)

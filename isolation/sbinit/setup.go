@@ -141,6 +141,11 @@ func NewSetup(spec *specs.Spec) (*Setup, error) {
 			return nil, fmt.Errorf("prepare sandbox: mount destination %q: not an absolute path below /: %w", m.Destination, ErrSetup)
 		}
 		if skeleton[dst] {
+			if m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind") {
+				// A grant over a path the init builds itself would be
+				// dropped: refuse it rather than run without it.
+				return nil, fmt.Errorf("prepare sandbox: a grant cannot replace %s, which every sandbox builds itself: %w", dst, ErrSetup)
+			}
 			continue
 		}
 		switch {
