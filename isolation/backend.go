@@ -137,7 +137,9 @@ type Backend interface {
 	Start(ctx context.Context, p *Plan) (Sandbox, error)
 	// GC removes what crashed runs of this tier left behind (processes,
 	// cgroups, containers, mounts, sockets) and returns what it removed.
-	// Runs in keep are live and are not touched.
+	// Runs in keep are live and are not touched; keep is authoritative,
+	// so a run it reports not live is reaped whatever its age. With a nil
+	// keep the backend spares anything that may still be in use.
 	GC(ctx context.Context, keep func(runID string) bool) ([]string, error)
 }
 

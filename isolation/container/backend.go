@@ -390,7 +390,9 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		if keep != nil && keep(run) {
 			continue
 		}
-		if !reapable(c, now) {
+		// Without a liveness answer, spare containers that may belong to
+		// runs in progress; with one, a run that is not live is reaped.
+		if keep == nil && !reapable(c, now) {
 			continue
 		}
 		name := c.ID

@@ -300,12 +300,22 @@ func TestGC(t *testing.T) {
 		{ID: "e", Names: []string{"/sandboxed-new"}, State: "created", Created: now, Labels: map[string]string{isolation.AnnotationRunID: "new"}},
 	}
 	b := newTestBackend(t, f, newFakeInit(), nil)
-	got, err := b.GC(context.Background(), func(id string) bool { return id == "live" })
+	// Without liveness answers, what may be in use is spared.
+	got, err := b.GC(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(f.removed, []string{"b", "c"}) || len(got) != 2 || !strings.Contains(got[0], "dead1") {
-		t.Errorf("GC removed %v, reported %q", f.removed, got)
+	if !reflect.DeepEqual(f.removed, []string{"a", "b", "c"}) || len(got) != 3 || !strings.Contains(got[1], "dead1") {
+		t.Errorf("GC without keep removed %v, reported %q", f.removed, got)
+	}
+	// With them, every run that is not live is reaped, whatever its age.
+	f.removed = nil
+	got, err = b.GC(context.Background(), func(id string) bool { return id == "live" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.removed, []string{"b", "c", "d", "e"}) || len(got) != 4 {
+		t.Errorf("GC with keep removed %v, reported %q", f.removed, got)
 	}
 }
 

@@ -547,15 +547,20 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 		if keep != nil && keep(id) {
 			continue
 		}
-		if age, err := h.Age(id); err != nil || age < gcMinAge {
-			continue
-		}
 		cg, err := h.Load(id)
 		if err != nil {
 			continue
 		}
-		if pids, err := cg.Procs(); err != nil || hasInit(pids) {
-			continue
+		// Without a liveness answer, spare what may still be starting or
+		// running; with one, a run that is not live is reaped at once (its
+		// init outlives its controller only until it notices).
+		if keep == nil {
+			if age, err := h.Age(id); err != nil || age < gcMinAge {
+				continue
+			}
+			if pids, err := cg.Procs(); err != nil || hasInit(pids) {
+				continue
+			}
 		}
 		if err := cg.Kill(ctx); err != nil {
 			errs = append(errs, err)
