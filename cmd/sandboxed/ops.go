@@ -78,24 +78,9 @@ var doctorCommand = &cli.Command{
 }
 
 func processChecks(c *cli.Context) []check {
-	f := process.Probe(c.Context)
-	out := []check{{Tier: "process", Check: "root", OK: f.Root,
-		Fix: fixIf(!f.Root, "run sandboxed as root (sudo); the process tier makes namespaces and cgroups")}}
-	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
-		ch := check{Tier: "process", Check: ns + " namespace", OK: f.Namespaces[ns]}
-		if ns == "user" {
-			ch.Detail = "needed only for execution-privilege: elevated"
-		}
-		out = append(out, ch)
-	}
-	out = append(out,
-		check{Tier: "process", Check: "cgroups", OK: f.CgroupVersion > 0,
-			Detail: fmt.Sprintf("v%d, controllers %s", f.CgroupVersion, strings.Join(f.Controllers, " "))},
-		check{Tier: "process", Check: "seccomp", OK: f.Seccomp},
-		check{Tier: "process", Check: "no_new_privs", OK: f.NoNewPrivs},
-	)
-	for _, m := range f.Missing {
-		out = append(out, check{Tier: "process", Check: "missing", OK: false, Detail: m.Error()})
+	var out []check
+	for _, pc := range process.Probe(c.Context).Checks() {
+		out = append(out, check{Tier: "process", Check: pc.Name, OK: pc.OK, Detail: pc.Detail, Fix: pc.Fix})
 	}
 	return out
 }
