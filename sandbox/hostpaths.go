@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sandboxed-dev/sandboxed/permissions"
 )
@@ -130,4 +131,49 @@ func resolveExistingPrefix(path string) string {
 		}
 		rest = filepath.Join(filepath.Base(p), rest)
 	}
+}
+
+// socketWalkLimit bounds the search for sockets under a grant.
+const socketWalkLimit = 100000
+
+// CheckNoSockets refuses filesystem grants outside the working directory
+// that hold a Unix socket: a bind mount, read-only or not, still lets a
+// tool connect() to every socket under it (a session bus, a container
+// engine, an X server), which is code execution on the host. The policy
+// denies the usual places (/run, /var/run, /tmp/.X11-unix, …); this catches
+// the rest. Grants under the working directory (the user's own project)
+// are not walked. A tree too large to check is refused: a narrower grant
+// fixes it.
+func CheckNoSockets(grants []permissions.Grant, cwd string) error {
+	var errs []error
+	for _, g := range grants {
+		m := g.Mount
+		if m == nil || m.Resolved == "" || within(m.Resolved, cwd) || within(m.HostPath, cwd) {
+			continue
+		}
+		n := 0
+		err := filepath.WalkDir(m.Resolved, func(path string, de fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // unreadable here is unreadable for the tool too
+			}
+			if n++; n > socketWalkLimit {
+				return fmt.Errorf("more than %d entries to check for sockets", socketWalkLimit)
+			}
+			if de.Type()&fs.ModeSocket != 0 {
+				return fmt.Errorf("it holds the Unix socket %s, which the tool could connect to", path)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v; grant a narrower path: %w", g.Permission, err, ErrPlan))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func within(p, dir string) bool {
+	if dir == "" || dir == "/" {
+		return false
+	}
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -168,6 +168,9 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if resolveErr != nil {
 		return refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
 	}
+	if err := CheckNoSockets(grants, cwd); err != nil {
+		return refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
+	}
 	if !req.DryRun {
 		uid, gid := invokingUser()
 		if err := CreateWriteDirs(grants, int(uid), int(gid)); err != nil {
