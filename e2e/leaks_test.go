@@ -77,7 +77,11 @@ func findLeaks() []string {
 	for _, e := range entries {
 		leaks = append(leaks, "runtime dir entry "+filepath.Join(env.runtimeDir, e.Name()))
 	}
-	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "sandboxed-run-*"))
+	var tmps []string
+	for _, pat := range []string{"sandboxed-run-*", "sandboxed-test-*"} {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), pat))
+		tmps = append(tmps, m...)
+	}
 	for _, d := range tmps {
 		leaks = append(leaks, "temp dir "+d)
 	}

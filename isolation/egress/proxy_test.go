@@ -153,15 +153,24 @@ func checkNoLeaks(t testing.TB) {
 	}
 }
 
+// findRecord waits (up to 5 s) for a record matching pred: a record is
+// stored when its connection's handler ends, which may be just after the
+// client saw the connection close.
 func findRecord(t testing.TB, p *Proxy, pred func(Record) bool) Record {
 	t.Helper()
-	for _, r := range p.Records() {
-		if pred(r) {
-			return r
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, r := range p.Records() {
+			if pred(r) {
+				return r
+			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no matching record in %+v", p.Records())
+			return Record{}
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no matching record in %+v", p.Records())
-	return Record{}
 }
 
 func TestConnectTLSEndToEnd(t *testing.T) {
