@@ -506,12 +506,7 @@ func stepBool(set func(*tool.Step, bool)) func(*addParser, string) error {
 // flagName is the name of the flag being applied.
 func (p *addParser) flagName() string { return p.cur }
 
-func errorHandling(s *tool.Step) *tool.ErrorHandling {
-	if s.ErrorHandling == nil {
-		s.ErrorHandling = &tool.ErrorHandling{}
-	}
-	return s.ErrorHandling
-}
+func errorHandling(s *tool.Step) *tool.ErrorHandling { return ensure(&s.ErrorHandling) }
 
 func retry(s *tool.Step) *tool.Retry {
 	eh := errorHandling(s)
@@ -521,12 +516,7 @@ func retry(s *tool.Step) *tool.Retry {
 	return eh.Retry
 }
 
-func stepOutput(s *tool.Step) *tool.Output {
-	if s.Output == nil {
-		s.Output = &tool.Output{}
-	}
-	return s.Output
-}
+func stepOutput(s *tool.Step) *tool.Output { return ensure(&s.Output) }
 
 func (p *addParser) retryAttempts(v string) error {
 	s, err := p.lastStep("retry-attempts")
@@ -880,71 +870,35 @@ func (p *addParser) size(flag, v string, dst *int64) error {
 	return nil
 }
 
-func environment(d *tool.Definition) *tool.Environment {
-	if d.Environment == nil {
-		d.Environment = &tool.Environment{}
-	}
-	return d.Environment
-}
+func environment(d *tool.Definition) *tool.Environment { return ensure(&d.Environment) }
 
-func logging(d *tool.Definition) *tool.Logging {
-	if d.Security.Logging == nil {
-		d.Security.Logging = &tool.Logging{}
-	}
-	return d.Security.Logging
-}
+func logging(d *tool.Definition) *tool.Logging { return ensure(&d.Security.Logging) }
 
-func auditing(d *tool.Definition) *tool.Auditing {
-	if d.Security.Auditing == nil {
-		d.Security.Auditing = &tool.Auditing{}
-	}
-	return d.Security.Auditing
-}
+func auditing(d *tool.Definition) *tool.Auditing { return ensure(&d.Security.Auditing) }
 
 func schemaGen(d *tool.Definition) *tool.SchemaGeneration {
-	if d.FunctionCalling == nil {
-		d.FunctionCalling = &tool.FunctionCalling{}
-	}
-	if d.FunctionCalling.SchemaGeneration == nil {
-		d.FunctionCalling.SchemaGeneration = &tool.SchemaGeneration{}
-	}
-	return d.FunctionCalling.SchemaGeneration
+	return ensure(&ensure(&d.FunctionCalling).SchemaGeneration)
 }
 
-func filePaths(d *tool.Definition) *tool.FilePaths {
-	if d.FilePaths == nil {
-		d.FilePaths = &tool.FilePaths{}
+// ensure returns *p, first setting it to a new zero T when it is nil: the
+// optional sections of a definition are made as the flags that fill them
+// are applied.
+func ensure[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
 	}
-	return d.FilePaths
+	return *p
 }
 
-func metadata(d *tool.Definition) *tool.Metadata {
-	if d.Metadata == nil {
-		d.Metadata = &tool.Metadata{}
-	}
-	return d.Metadata
-}
+func filePaths(d *tool.Definition) *tool.FilePaths { return ensure(&d.FilePaths) }
 
-func resources(d *tool.Definition) *tool.Resources {
-	if d.Resources == nil {
-		d.Resources = &tool.Resources{}
-	}
-	return d.Resources
-}
+func metadata(d *tool.Definition) *tool.Metadata { return ensure(&d.Metadata) }
 
-func debugging(d *tool.Definition) *tool.Debugging {
-	if d.Debugging == nil {
-		d.Debugging = &tool.Debugging{}
-	}
-	return d.Debugging
-}
+func resources(d *tool.Definition) *tool.Resources { return ensure(&d.Resources) }
 
-func interactive(d *tool.Definition) *tool.InteractiveOptions {
-	if d.InteractiveOptions == nil {
-		d.InteractiveOptions = &tool.InteractiveOptions{}
-	}
-	return d.InteractiveOptions
-}
+func debugging(d *tool.Definition) *tool.Debugging { return ensure(&d.Debugging) }
+
+func interactive(d *tool.Definition) *tool.InteractiveOptions { return ensure(&d.InteractiveOptions) }
 
 func toolAddAction(c *cli.Context) error {
 	p, err := parseAddArgs(c.Args().Slice())
