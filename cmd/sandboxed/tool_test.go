@@ -274,26 +274,15 @@ function-calling:
     example-generation: false
 `
 
-// The JSON the spec shows, verbatim.
-const specWeatherSchema = `{
-  "name": "weather-lookup",
-  "description": "Get weather for a location",
-  "parameters": {
-    "type": "object",
-    "properties": {
-      "LOCATION": {
-        "type": "string",
-        "description": "City or airport code"
-      },
-      "FORMAT": {
-        "type": "string",
-        "description": "Output format",
-        "default": "3"
-      }
-    },
-    "required": ["LOCATION"]
-  }
-}`
+// specWeatherSchema is the JSON the spec's "Generated Schema Example"
+// shows, verbatim.
+var specWeatherSchema = func() string {
+	b, err := os.ReadFile("../../tool/testdata/spec/weather-lookup.openai.json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func compactJSON(t *testing.T, s string) string {
 	t.Helper()
