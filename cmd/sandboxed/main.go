@@ -1,8 +1,3 @@
-// Command sandboxed runs the shell-command tools LLM agents call inside a
-// sandbox chosen from each tool's security fields and the operator's policy.
-//
-// The CLI only parses flags, calls one package and renders the result;
-// exit codes are chosen in one place, exitCode.
 package main
 
 import (
