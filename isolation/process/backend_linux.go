@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
@@ -511,8 +512,35 @@ func (s *sandbox) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// Every mount of the run lives in its own mount namespace, gone with
+	// its last process. Check the host's table anyway: a mount of the run
+	// left here would outlive it, so it is detached and reported.
+	if err := unmountLeftovers(s.plan.HostDir); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close sandbox %s: %w", s.plan.RunID, err)
+	}
+	return nil
+}
+
+// unmountLeftovers detaches every host mount under dir (the run's host
+// directory) and says which there were.
+func unmountLeftovers(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("read the host's mount table: %w", err)
+	}
+	var left []string
+	for _, m := range mounts {
+		left = append(left, m.Mountpoint)
+		_ = unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("mounts of the run were left on the host (now detached): %s", strings.Join(left, ", "))
 	}
 	return nil
 }
