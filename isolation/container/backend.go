@@ -304,6 +304,15 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 	}
 
+	// The grants' sources are pinned; the init binary and the control
+	// socket are sandboxed's own.
+	pins, err := pinBinds(hc.Mounts, func(src string) bool {
+		return src == b.initBinary || strings.HasPrefix(src, p.HostDir+"/")
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{})}
 	defer func() {
 		if retErr != nil {
@@ -363,6 +372,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
 	}
 	s.init = init
+	if err := b.verifyStarted(ctx, s.id, pins); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
