@@ -69,7 +69,6 @@ func verifyBinds(ids []bindIdentity, pid int) error {
 	return nil
 }
 
-//
 // It needs root: the init is not dumpable, so /proc/PID/root is root's
 // alone. Without root (a member of the docker group, who can become root
 // through the engine anyway) only translate's lstat check applies.
