@@ -69,6 +69,7 @@ func verifyBinds(ids []bindIdentity, pid int) error {
 	return nil
 }
 
+// verifyStarted runs verifyBinds on the started container's init.
 // It needs root: the init is not dumpable, so /proc/PID/root is root's
 // alone. Without root (a member of the docker group, who can become root
 // through the engine anyway) only translate's lstat check applies.
