@@ -851,15 +851,8 @@ func (l *defLoader) tests(n *yaml.Node) *TestSuite {
 }
 
 func (l *defLoader) testCases(ts *TestSuite, n *yaml.Node) {
-	if nodeIsNull(n) {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		l.errf(n, "", "test cases must be a list, got %s", nodeKindName(n))
-		return
-	}
 	seen := map[string]int{}
-	for _, cn := range n.Content {
+	for _, cn := range l.items(n, "test cases", "") {
 		tc := TestCase{Pos: l.pos(cn)}
 		var nameNode *yaml.Node
 		ok := l.mapping(cn, "a test case", map[string]fieldFn{
@@ -987,15 +980,8 @@ func (l *defLoader) fileContains(n *yaml.Node) []FileContains {
 }
 
 func (l *defLoader) changelog(n *yaml.Node) []Change {
-	if nodeIsNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		l.errf(n, "write changelog: [- version: 1.0.0 / changes: ...]", "changelog must be a list, got %s", nodeKindName(n))
-		return nil
-	}
 	var out []Change
-	for _, item := range n.Content {
+	for _, item := range l.items(n, "changelog", "write changelog: [- version: 1.0.0 / changes: ...]") {
 		var c Change
 		var haveV bool
 		ok := l.mapping(item, "a changelog entry", map[string]fieldFn{
@@ -1011,15 +997,8 @@ func (l *defLoader) changelog(n *yaml.Node) []Change {
 }
 
 func (l *defLoader) dependencies(n *yaml.Node) []Dependency {
-	if nodeIsNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		l.errf(n, "write dependencies: [- tool: NAME / version: \">=1.0.0\"]", "dependencies must be a list, got %s", nodeKindName(n))
-		return nil
-	}
 	var out []Dependency
-	for _, item := range n.Content {
+	for _, item := range l.items(n, "dependencies", "write dependencies: [- tool: NAME / version: \">=1.0.0\"]") {
 		var dep Dependency
 		ok := l.mapping(item, "a dependency", map[string]fieldFn{
 			"tool": func(k, v *yaml.Node) {

@@ -258,6 +258,19 @@ func (d *nodeDecoder) number(n *yaml.Node, what string) (float64, bool) {
 	return v, true
 }
 
+// items returns the entries of a list node: none for a null node, and
+// none with an error (what must be a list, hint) for any other kind.
+func (d *nodeDecoder) items(n *yaml.Node, what, hint string) []*yaml.Node {
+	if nodeIsNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errf(n, hint, "%s must be a list, got %s", what, nodeKindName(n))
+		return nil
+	}
+	return n.Content
+}
+
 // strList reads a list of strings; with scalarOK a single string is a
 // one-element list.
 func (d *nodeDecoder) strList(n *yaml.Node, what string, scalarOK bool) ([]string, bool) {
