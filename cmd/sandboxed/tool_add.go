@@ -552,14 +552,20 @@ func (p *addParser) with(v string) error {
 	if err != nil {
 		return err
 	}
+	return setPair(&s.With, v, "--with", "KEY=VALUE", false)
+}
+
+// setPair stores the KEY=VALUE of flag into *m (made when nil); form is
+// how the flag's help writes it. needValue refuses an empty VALUE.
+func setPair(m *map[string]string, v, flag, form string, needValue bool) error {
 	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return usageError(fmt.Errorf("tool add: --with %q: write KEY=VALUE", v))
+	if !ok || k == "" || (needValue && val == "") {
+		return usageError(fmt.Errorf("tool add: %s %q: write %s", flag, v, form))
 	}
-	if s.With == nil {
-		s.With = map[string]string{}
+	if *m == nil {
+		*m = map[string]string{}
 	}
-	s.With[k] = val
+	(*m)[k] = val
 	return nil
 }
 
@@ -717,29 +723,11 @@ func inStrings(list []string, s string) bool {
 }
 
 func (p *addParser) env(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return usageError(fmt.Errorf("tool add: --env %q: write NAME=VALUE", v))
-	}
-	e := environment(p.def)
-	if e.Variables == nil {
-		e.Variables = map[string]string{}
-	}
-	e.Variables[k] = val
-	return nil
+	return setPair(&environment(p.def).Variables, v, "--env", "NAME=VALUE", false)
 }
 
 func (p *addParser) paramMapping(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" || val == "" {
-		return usageError(fmt.Errorf("tool add: --function-param-mapping %q: write TYPE=JSON_TYPE", v))
-	}
-	g := schemaGen(p.def)
-	if g.ParameterMapping == nil {
-		g.ParameterMapping = map[string]string{}
-	}
-	g.ParameterMapping[k] = val
-	return nil
+	return setPair(&schemaGen(p.def).ParameterMapping, v, "--function-param-mapping", "TYPE=JSON_TYPE", true)
 }
 
 var depOptions = []string{"version", "required", "scope"}
@@ -819,15 +807,7 @@ func (p *addParser) testParam(v string) error {
 	if err != nil {
 		return err
 	}
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return usageError(fmt.Errorf("tool add: --test-param %q: write NAME=VALUE", v))
-	}
-	if tc.Parameters == nil {
-		tc.Parameters = map[string]string{}
-	}
-	tc.Parameters[k] = val
-	return nil
+	return setPair(&tc.Parameters, v, "--test-param", "NAME=VALUE", false)
 }
 
 func (p *addParser) testExitCode(v string) error {
