@@ -475,14 +475,24 @@ func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition,
 		}
 	}
 
-	desc := strings.TrimSpace(fd.Description)
+	exec := &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, action)}
+	return discovered(s, name, fd.Description, "Discovered from "+s.File+" (simple JSON convention)", exec, params, ConventionSimpleJSON), nil
+}
+
+// discovered is the definition of a tool found in script s: it reads only
+// the script, at reduced privilege, in the process tier, tagged run (the
+// execute tier of spec 003, which the default policy allows) and with the
+// convention it was found by. fallback is the description when the script
+// gives none.
+func discovered(s Script, name, desc, fallback string, exec *Exec, params []Parameter, convention string) *Definition {
+	desc = strings.TrimSpace(desc)
 	if desc == "" {
-		desc = "Discovered from " + s.File + " (simple JSON convention)"
+		desc = fallback
 	}
-	def := &Definition{
+	return &Definition{
 		Name:        name,
 		Description: desc,
-		Exec:        &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, action)},
+		Exec:        exec,
 		Parameters:  params,
 		Security: Security{
 			ExecutionPrivilege:  PrivilegeReduced,
@@ -490,11 +500,9 @@ func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition,
 			RequiredPermissions: []string{"filesystem:read:" + s.Path},
 			Justification:       "reads its own script",
 		},
-		// run: the execute tier (spec 003), which the default policy allows.
 		Tags:     []string{"run", "discovered"},
-		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionSimpleJSON}},
+		Metadata: &Metadata{Category: "discovered", Tags: []string{convention}},
 	}
-	return def, nil
 }
 
 // checkArgv refuses a script whose command cannot be written into a

@@ -192,24 +192,8 @@ func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
 		// Positionals after "--": a value starting with '-' stays a value.
 		words = append(append(words, "--"), pos...)
 	}
-	desc := strings.TrimSpace(h.Description)
-	if desc == "" {
-		desc = "Discovered from the --help of " + s.File
-	}
-	return &Definition{
-		Name:        name,
-		Description: desc,
-		Exec:        &Exec{Kind: ExecRun, Command: strings.Join(words, " ")},
-		Parameters:  params,
-		Security: Security{
-			ExecutionPrivilege:  PrivilegeReduced,
-			Isolation:           IsolationProcess,
-			RequiredPermissions: []string{"filesystem:read:" + s.Path},
-			Justification:       "reads its own script",
-		},
-		Tags:     []string{"run", "discovered"},
-		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionCLIHelp}},
-	}, nil
+	exec := &Exec{Kind: ExecRun, Command: strings.Join(words, " ")}
+	return discovered(s, name, h.Description, "Discovered from the --help of "+s.File, exec, params, ConventionCLIHelp), nil
 }
 
 // ConventionCLISchema is the convention of a legacy command-line script
@@ -257,22 +241,6 @@ func CLIDefinition(s Script, fd FunctionDecl, name, subcommand string) (*Definit
 		}
 		words = append(words, "{"+p.Name+"}")
 	}
-	desc := strings.TrimSpace(fd.Description)
-	if desc == "" {
-		desc = "Discovered from " + s.File + " (command line)"
-	}
-	return &Definition{
-		Name:        name,
-		Description: desc,
-		Exec:        &Exec{Kind: ExecRun, Command: strings.Join(words, " ")},
-		Parameters:  params,
-		Security: Security{
-			ExecutionPrivilege:  PrivilegeReduced,
-			Isolation:           IsolationProcess,
-			RequiredPermissions: []string{"filesystem:read:" + s.Path},
-			Justification:       "reads its own script",
-		},
-		Tags:     []string{"run", "discovered"},
-		Metadata: &Metadata{Category: "discovered", Tags: []string{ConventionCLISchema}},
-	}, nil
+	exec := &Exec{Kind: ExecRun, Command: strings.Join(words, " ")}
+	return discovered(s, name, fd.Description, "Discovered from "+s.File+" (command line)", exec, params, ConventionCLISchema), nil
 }
