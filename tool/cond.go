@@ -388,33 +388,26 @@ func (p *condParser) peek() string {
 }
 
 func (p *condParser) or(depth int) (condNode, error) {
-	l, err := p.and(depth)
-	if err != nil {
-		return nil, err
-	}
-	for p.peek() == "||" {
-		p.i++
-		r, err := p.and(depth)
-		if err != nil {
-			return nil, err
-		}
-		l = condOr{l, r}
-	}
-	return l, nil
+	return p.chain(depth, "||", p.and, func(l, r condNode) condNode { return condOr{l, r} })
 }
 
 func (p *condParser) and(depth int) (condNode, error) {
-	l, err := p.unary(depth)
+	return p.chain(depth, "&&", p.unary, func(l, r condNode) condNode { return condAnd{l, r} })
+}
+
+// chain parses operands of next joined by op, left-associative.
+func (p *condParser) chain(depth int, op string, next func(int) (condNode, error), join func(l, r condNode) condNode) (condNode, error) {
+	l, err := next(depth)
 	if err != nil {
 		return nil, err
 	}
-	for p.peek() == "&&" {
+	for p.peek() == op {
 		p.i++
-		r, err := p.unary(depth)
+		r, err := next(depth)
 		if err != nil {
 			return nil, err
 		}
-		l = condAnd{l, r}
+		l = join(l, r)
 	}
 	return l, nil
 }
