@@ -49,6 +49,9 @@ type Job struct {
 	// Egress, when set, is called after the sandbox is gone to collect the
 	// proxy's connection records.
 	Egress func() []EgressEntry
+	// Audit, when set, writes the run's audit line; it runs beside the
+	// run record, once the result is final.
+	Audit func(*Result) error
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
 	// Prepare, when set, runs after the run's host directory exists and
@@ -135,8 +138,8 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	stdout, stderr := outs.join()
 	res.Stdout, res.Stderr = stdout.text, stderr.text
 	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
-	err := c.finish(res, stdout.kept, stderr.kept)
-	c.Trace.Mark("run record")
+	err := c.finish(res, stdout.kept, stderr.kept, job.Audit)
+	c.Trace.Mark("run record and audit")
 	return res, err
 }
 
@@ -182,18 +185,27 @@ func joinCaptures(cs []*capture) joined {
 	return j
 }
 
-func (c *Controller) finish(res *Result, stdout, stderr []byte) error {
-	var errs []error
-	if c.StateDir != "" {
-		if err := writeRecord(c.StateDir, res, stdout, stderr); err != nil {
-			errs = append(errs, err)
+func (c *Controller) finish(res *Result, stdout, stderr []byte, audit func(*Result) error) error {
+	// The run record and the audit line (which waits for its fsync) are
+	// written side by side.
+	recorded := make(chan error, 1)
+	go func() {
+		if c.StateDir == "" {
+			recorded <- nil
+			return
 		}
-	}
+		recorded <- writeRecord(c.StateDir, res, stdout, stderr)
+	}()
+	var errs []error
 	if c.Record != nil {
 		if err := c.Record(res); err != nil {
 			errs = append(errs, fmt.Errorf("record run %s: %w", res.RunID, err))
 		}
 	}
+	if audit != nil {
+		errs = append(errs, audit(res))
+	}
+	errs = append(errs, <-recorded)
 	return errors.Join(errs...)
 }
 

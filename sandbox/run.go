@@ -251,7 +251,7 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 	if err != nil {
 		var pe *PrepareError
 		if errors.As(err, &pe) {
-			return pe.Result, nil, errors.Join(c.finish(pe.Result, nil, nil), c.audit(req, nil, pe.Decision, pe.Result))
+			return pe.Result, nil, c.finish(pe.Result, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) })
 		}
 		return nil, nil, err
 	}
@@ -267,12 +267,9 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 			return nil
 		}
 	}
+	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
 	c.Trace.Mark("prepare (bind, policy, plan)")
 	res, err := c.Execute(ctx, job)
-	if res != nil {
-		err = errors.Join(err, c.audit(req, p, p.Decision, res))
-		c.Trace.Mark("audit")
-	}
 	return res, p, err
 }
 

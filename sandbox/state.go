@@ -60,39 +60,34 @@ func RunDir(stateDir, runID string) string {
 	return filepath.Join(stateDir, "runs", runID)
 }
 
-// writeRecord stores result.json, stdout and stderr of a run. Every file is
-// fsync'd, so a record that exists is whole.
+// writeRecord stores result.json, stdout and stderr of a run. The files
+// are written into a hidden directory that is renamed into place, so a
+// record that is visible is whole. They are not fsync'd: the record is a
+// convenience, and the audit log (fsync'd) is what survives a crash.
 func writeRecord(stateDir string, r *Result, stdout, stderr []byte) error {
 	dir := RunDir(stateDir, r.RunID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create run record %s: %w", dir, err)
-	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run record: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("create run records dir %s: %w", filepath.Dir(dir), err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+r.RunID+"-")
+	if err != nil {
+		return fmt.Errorf("create run record %s: %w", dir, err)
+	}
 	for name, data := range map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')} {
-		if err := writeSynced(filepath.Join(dir, name), data); err != nil {
-			return err
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("write run record: %w", err)
 		}
 	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("store run record %s: %w", dir, err)
+	}
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // ensurePrivateDir makes dir (mode 0711) if it is missing and checks that
