@@ -66,11 +66,11 @@ func setup() (int, error) {
 			return 1, err
 		}
 	}
-	build := exec.Command("go", "build", "-trimpath", "-o", env.bin, "./cmd/sandboxed")
+	// Built as users build it: the small init first, embedded in the CLI.
+	build := exec.Command("make", "-s", "build", "BIN="+env.bin)
 	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("build sandboxed: %v\n%s", err, out)
+		return 1, fmt.Errorf("build sandboxed (make build): %v\n%s", err, out)
 	}
 	if err := exec.Command("docker", "info").Run(); err == nil {
 		env.docker = true

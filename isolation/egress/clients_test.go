@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // TestRealClients runs curl and wget (when installed) with ProxyEnv
@@ -33,7 +35,7 @@ func TestRealClients(t *testing.T) {
 		Resolver:   hosts(t, "web.example.test 127.0.0.1"),
 		allowAddrs: []netip.Addr{loopback},
 	})
-	r, err := ListenRelay(RelayConfig{SocketPath: p.SocketPath()})
+	r, err := relay.Listen(relay.Config{SocketPath: p.SocketPath()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
 package egress
 
 import (
-	"errors"
-	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // deadlineConn sets a fresh deadline before every Read and Write, so a
@@ -55,7 +54,7 @@ func (d *deadlineConn) Write(b []byte) (int, error) {
 	return d.Conn.Write(b)
 }
 
-func (d *deadlineConn) CloseWrite() error { return closeWrite(d.Conn) }
+func (d *deadlineConn) CloseWrite() error { return relay.CloseWrite(d.Conn) }
 
 // countConn counts the bytes read from and written to a connection.
 type countConn struct {
@@ -75,78 +74,4 @@ func (c *countConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (c *countConn) CloseWrite() error { return closeWrite(c.Conn) }
-
-// closeWrite half-closes c when it can (TCP and Unix sockets can), and
-// closes it otherwise.
-func closeWrite(c net.Conn) error {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return c.Close()
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
-
-// splice copies bytes both ways between a and b until both directions
-// end, then returns. aR and bR are the readers to use for a and b (they
-// may hold bytes already buffered from the connection). A direction that
-// ends cleanly half-closes its destination so the peer sees EOF; an error
-// closes both connections. idle bounds the time neither direction makes
-// progress; the per-operation deadlines come from the connections
-// themselves (deadlineConn), and a timeout on one direction is forgiven
-// while the other direction is still active.
-func splice(a net.Conn, aR io.Reader, b net.Conn, bR io.Reader, idle time.Duration, wg *sync.WaitGroup) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	one := func(dst net.Conn, src io.Reader) {
-		err := copyActive(dst, src, idle, &last)
-		if err == nil {
-			_ = closeWrite(dst)
-			return
-		}
-		a.Close()
-		b.Close()
-	}
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(done)
-		one(b, aR)
-	}()
-	one(a, bR)
-	<-done
-}
-
-// copyActive copies src to dst until EOF (nil) or an error. A read
-// timeout is retried while the shared activity clock says the connection
-// as a whole was busy within idle.
-func copyActive(dst io.Writer, src io.Reader, idle time.Duration, last *atomic.Int64) error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			last.Store(time.Now().UnixNano())
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			if idle > 0 && isTimeout(err) && time.Since(time.Unix(0, last.Load())) < idle {
-				continue
-			}
-			return err
-		}
-	}
-}
+func (c *countConn) CloseWrite() error { return relay.CloseWrite(c.Conn) }

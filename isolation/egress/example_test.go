@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 )
 
@@ -41,21 +40,4 @@ func ExampleStart() {
 	// commands with egress.ProxyEnv(plan.Egress.ProxyPort) appended ...
 	_ = p.Close()
 	_ = json.NewEncoder(os.Stdout).Encode(p.Records())
-}
-
-// The init's side: listen while still privileged, serve after dropping
-// privileges, stop before exiting.
-func ExampleListenRelay() {
-	r, err := egress.ListenRelay(egress.RelayConfig{
-		SocketPath:     isolation.SandboxSocket,
-		ProxyPort:      3128,
-		LocalhostPorts: []int{5432},
-	})
-	if err != nil {
-		return
-	}
-	// ... drop capabilities, set no_new_privs, switch uid/gid ...
-	r.Serve(context.Background())
-	defer r.Close()
-	// ... run the commands with egress.ProxyEnv(3128) in their environment ...
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // hopByHop are the headers that describe one connection, not the message
@@ -78,7 +80,7 @@ func (p *Proxy) serveHTTP(c *deadlineConn, br *bufio.Reader) {
 		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !isTimeout(err) {
+			if !errors.Is(err, io.EOF) && !relay.IsTimeout(err) {
 				p.addRecord(Record{Verdict: Deny, Start: time.Now(), Reason: "malformed request: " + err.Error()})
 				writeHTTPError(c, http.StatusBadRequest, "sandboxed egress proxy: malformed request: "+err.Error())
 			}
@@ -127,7 +129,7 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
+	relay.Splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
 }
 
 // forward sends one absolute-URI request upstream and its response back.
@@ -256,7 +258,7 @@ func writeConnectError(w io.Writer, what string, e *connectError) {
 		writeHTTPError(w, http.StatusBadGateway, "sandboxed egress proxy: "+e.msg)
 	default:
 		code := http.StatusBadGateway
-		if isTimeout(e.err) {
+		if relay.IsTimeout(e.err) {
 			code = http.StatusGatewayTimeout
 		}
 		writeHTTPError(w, code, "sandboxed egress proxy: "+e.msg)

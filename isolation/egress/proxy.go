@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // Defaults for the zero values of Config.
@@ -234,18 +236,6 @@ func (p *Proxy) acceptLoop() {
 	}
 }
 
-// Preamble of a localhost forwarding connection; see the package comment.
-const (
-	preambleMagic   = 0x00
-	preambleKind    = 'L'
-	preambleVersion = 0x01
-	preambleLen     = 5
-
-	localOK        = 0x00
-	localNotGrant  = 0x01
-	localDialError = 0x02
-)
-
 const socksVersion = 0x05
 
 func (p *Proxy) handle(raw net.Conn) {
@@ -262,7 +252,7 @@ func (p *Proxy) handle(raw net.Conn) {
 	switch first[0] {
 	case socksVersion:
 		p.serveSOCKS(c, br)
-	case preambleMagic:
+	case relay.PreambleMagic:
 		p.serveLocalhost(c, br)
 	default:
 		p.serveHTTP(c, br)
@@ -394,12 +384,12 @@ func (p *Proxy) testAllowed(a netip.Addr) bool {
 // serveLocalhost handles a connection that starts with the localhost
 // preamble.
 func (p *Proxy) serveLocalhost(c *deadlineConn, br *bufio.Reader) {
-	var hdr [preambleLen]byte
+	var hdr [relay.PreambleLen]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return
 	}
 	rec := Record{Protocol: ProtoLocalhost, Host: "127.0.0.1", Start: time.Now()}
-	if hdr[1] != preambleKind || hdr[2] != preambleVersion {
+	if hdr[1] != relay.PreambleKind || hdr[2] != relay.PreambleVersion {
 		rec.Verdict, rec.Reason = Deny, "malformed localhost forwarding preamble"
 		p.addRecord(rec)
 		return
@@ -409,7 +399,7 @@ func (p *Proxy) serveLocalhost(c *deadlineConn, br *bufio.Reader) {
 	if !p.cfg.Rules.localhostAllowed(port) {
 		rec.Verdict = Deny
 		rec.Reason = fmt.Sprintf("no permission grants the host's 127.0.0.1:%d; the permission that would allow it is network:localhost:%d", port, port)
-		_, _ = c.Write([]byte{localNotGrant})
+		_, _ = c.Write([]byte{relay.LocalNotGrant})
 		p.addRecord(rec)
 		return
 	}
@@ -422,16 +412,16 @@ func (p *Proxy) serveLocalhost(c *deadlineConn, br *bufio.Reader) {
 	}
 	if err != nil {
 		rec.Error = fmt.Sprintf("connect to 127.0.0.1:%d: %v", port, err)
-		_, _ = c.Write([]byte{localDialError})
+		_, _ = c.Write([]byte{relay.LocalDialError})
 		p.addRecord(rec)
 		return
 	}
 	rec.Addr = raw.RemoteAddr().String()
 	up := &countConn{Conn: newDeadlineConn(raw, p.cfg.IdleTimeout)}
 	defer func() { p.release(up, &rec); p.addRecord(rec) }()
-	if _, err := c.Write([]byte{localOK}); err != nil {
+	if _, err := c.Write([]byte{relay.LocalOK}); err != nil {
 		return
 	}
 	c.setDeadlineMode(p.cfg.IdleTimeout)
-	splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
+	relay.Splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
 }

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 var loopback = netip.MustParseAddr("127.0.0.1")
@@ -721,7 +723,7 @@ func TestMaxConns(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	second := dialProxy(t, p)
 	second.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, err := second.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+	if _, err := second.Read(make([]byte, 1)); err == nil || relay.IsTimeout(err) {
 		t.Errorf("second connection: %v, want closed", err)
 	}
 	r := findRecord(t, p, func(r Record) bool { return strings.Contains(r.Reason, "too many") })
@@ -770,7 +772,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatal(resp.Status)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+	if _, err := c.Read(make([]byte, 1)); err == nil || relay.IsTimeout(err) {
 		t.Errorf("idle tunnel: %v, want closed by the proxy", err)
 	}
 }
@@ -915,13 +917,13 @@ func TestCopyActiveForgivesTimeoutsWhileBusy(t *testing.T) {
 	last.Store(time.Now().UnixNano())
 	var out strings.Builder
 	start := time.Now()
-	err := copyActive(&out, &timeoutReader{data: []byte("abc")}, 50*time.Millisecond, &last)
-	if !isTimeout(err) || out.String() != "abc" || time.Since(start) < 40*time.Millisecond {
+	err := relay.CopyActive(&out, &timeoutReader{data: []byte("abc")}, 50*time.Millisecond, &last)
+	if !relay.IsTimeout(err) || out.String() != "abc" || time.Since(start) < 40*time.Millisecond {
 		t.Errorf("busy: %v, %q after %v", err, out.String(), time.Since(start))
 	}
 	// Idle for longer than the limit: the first timeout ends the copy.
 	last.Store(time.Now().Add(-time.Second).UnixNano())
-	if err := copyActive(io.Discard, &timeoutReader{}, 50*time.Millisecond, &last); !isTimeout(err) {
+	if err := relay.CopyActive(io.Discard, &timeoutReader{}, 50*time.Millisecond, &last); !relay.IsTimeout(err) {
 		t.Errorf("idle: %v", err)
 	}
 }

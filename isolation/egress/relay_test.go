@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // sandboxSide is the loopback address the relay listens on in tests: the
@@ -20,9 +22,9 @@ import (
 // takes 127.0.0.2 while host services stay on 127.0.0.1.
 var sandboxSide = netip.MustParseAddr("127.0.0.2")
 
-func startRelay(t testing.TB, socket string, localPorts ...int) *Relay {
+func startRelay(t testing.TB, socket string, localPorts ...int) *relay.Relay {
 	t.Helper()
-	r, err := ListenRelay(RelayConfig{SocketPath: socket, LocalhostPorts: localPorts, listenIP: sandboxSide})
+	r, err := relay.Listen(relay.Config{SocketPath: socket, LocalhostPorts: localPorts, ListenIP: sandboxSide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestRelayAndLocalhostForwarding(t *testing.T) {
 	}
 	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if n, err := c.Read(make([]byte, 64)); err == nil || isTimeout(err) {
+	if n, err := c.Read(make([]byte, 64)); err == nil || relay.IsTimeout(err) {
 		t.Errorf("ungranted localhost port answered %d bytes, %v", n, err)
 	}
 	c.Close()
@@ -102,13 +104,13 @@ func TestRelayAndLocalhostForwarding(t *testing.T) {
 	// 4. The preamble spoken directly on the socket: the proxy alone
 	// decides, whatever the relay does.
 	u := dialProxy(t, p)
-	u.Write([]byte{preambleMagic, preambleKind, preambleVersion, byte(otherPort >> 8), byte(otherPort)})
+	u.Write([]byte{relay.PreambleMagic, relay.PreambleKind, relay.PreambleVersion, byte(otherPort >> 8), byte(otherPort)})
 	var ans [1]byte
-	if _, err := io.ReadFull(u, ans[:]); err != nil || ans[0] != localNotGrant {
+	if _, err := io.ReadFull(u, ans[:]); err != nil || ans[0] != relay.LocalNotGrant {
 		t.Errorf("direct preamble for ungranted port: %v, %v", ans, err)
 	}
 	u = dialProxy(t, p)
-	u.Write([]byte{preambleMagic, 'X', 1, 0, 80})
+	u.Write([]byte{relay.PreambleMagic, 'X', 1, 0, 80})
 	if _, err := u.Read(ans[:]); err == nil {
 		t.Error("malformed preamble answered")
 	}
@@ -141,9 +143,9 @@ func TestRelayHostPortDown(t *testing.T) {
 	ln.Close() // nothing listens on the host side
 	p := startProxy(t, Config{Rules: mustRules(t, nil, nil, []int{port})})
 	u := dialProxy(t, p)
-	u.Write([]byte{preambleMagic, preambleKind, preambleVersion, byte(port >> 8), byte(port)})
+	u.Write([]byte{relay.PreambleMagic, relay.PreambleKind, relay.PreambleVersion, byte(port >> 8), byte(port)})
 	var ans [1]byte
-	if _, err := io.ReadFull(u, ans[:]); err != nil || ans[0] != localDialError {
+	if _, err := io.ReadFull(u, ans[:]); err != nil || ans[0] != relay.LocalDialError {
 		t.Errorf("answer %v, %v", ans, err)
 	}
 }
@@ -187,25 +189,25 @@ func TestListenRelayErrors(t *testing.T) {
 	}
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
-	if _, err := ListenRelay(RelayConfig{SocketPath: "/x", LocalhostPorts: []int{busyPort}, listenIP: sandboxSide}); err == nil {
+	if _, err := relay.Listen(relay.Config{SocketPath: "/x", LocalhostPorts: []int{busyPort}, ListenIP: sandboxSide}); err == nil {
 		t.Error("busy port accepted")
 	}
-	for _, cfg := range []RelayConfig{
+	for _, cfg := range []relay.Config{
 		{},
 		{SocketPath: "/x", ProxyPort: -1},
 		{SocketPath: "/x", LocalhostPorts: []int{0}},
 	} {
-		cfg.listenIP = sandboxSide
-		if r, err := ListenRelay(cfg); err == nil {
+		cfg.ListenIP = sandboxSide
+		if r, err := relay.Listen(cfg); err == nil {
 			r.Close()
-			t.Errorf("ListenRelay(%+v) succeeded", cfg)
+			t.Errorf("relay.Listen(%+v) succeeded", cfg)
 		}
 	}
 	checkNoLeaks(t)
 
 	// Listen, then serve later (the init drops privileges in between), and
 	// ServeRelay's stop.
-	r, err := ListenRelay(RelayConfig{SocketPath: "/nonexistent.sock", listenIP: sandboxSide})
+	r, err := relay.Listen(relay.Config{SocketPath: "/nonexistent.sock", ListenIP: sandboxSide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestListenRelayErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+	if _, err := c.Read(make([]byte, 1)); err == nil || relay.IsTimeout(err) {
 		t.Errorf("relay without a proxy socket: %v, want closed", err)
 	}
 	cancel()
@@ -228,7 +230,7 @@ func TestListenRelayErrors(t *testing.T) {
 func TestServeRelay(t *testing.T) {
 	p := startProxy(t, Config{})
 	// Port 0: any free port on 127.0.0.1.
-	stop, err := ServeRelay(context.Background(), 0, nil, p.SocketPath())
+	stop, err := relay.Serve(context.Background(), 0, nil, p.SocketPath())
 	if err != nil {
 		t.Fatal(err)
 	}

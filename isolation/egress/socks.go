@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // SOCKS5 constants (RFC 1928).
@@ -127,7 +129,7 @@ func (p *Proxy) serveSOCKS(c *deadlineConn, br *bufio.Reader) {
 		return
 	}
 	c.setDeadlineMode(p.cfg.IdleTimeout)
-	splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
+	relay.Splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
 }
 
 // socksCode maps a connect failure to a SOCKS5 reply code.
@@ -141,7 +143,7 @@ func socksCode(e *connectError) byte {
 		return socksConnRefused
 	case dialUnreachable(e.err):
 		return socksNetUnreachable
-	case isTimeout(e.err):
+	case relay.IsTimeout(e.err):
 		return socksHostUnreachable
 	default:
 		return socksGeneralFailure

@@ -20,13 +20,16 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // Backend is the process tier.
 type Backend struct {
-	// Exe is the binary re-executed as the init; empty means
-	// /proc/self/exe. It must call sbinit.Main early (see package doc).
+	// Exe is the binary executed as the init; empty means the init this
+	// build carries (package initbin), else /proc/self/exe. It must call
+	// sbinit.Main early (see package doc).
 	Exe string
 
 	once  sync.Once
@@ -185,7 +188,16 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	undo = append(undo, func() { cl.Close() })
 
 	if exe == "" {
+		// The small init this build carries, else this very binary.
 		exe = "/proc/self/exe"
+		f, err := initbin.Open()
+		if err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+		if f != nil {
+			defer f.Close()
+			exe = initbin.ExecPath(f)
+		}
 	}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -334,7 +346,7 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 		})
 		spec = &s
 	}
-	setup, err := sbinit.NewSetup(spec)
+	setup, err := sbinit.NewSetup(spec, seccomp.Compile)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
 // before the init is even started: the frame waits in the socket buffer.
 func (cl *Client) SendConfig(cfg *Config) error {
 	if cfg.Setup == nil && cfg.Spec != nil && (cfg.BuildRoot || cfg.DropPrivileges) {
-		s, err := NewSetup(cfg.Spec)
+		s, err := NewSetup(cfg.Spec, nil)
 		if err != nil {
 			return err
 		}

@@ -10,8 +10,6 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
-
-	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 func lastCap() uintptr {
@@ -117,7 +115,7 @@ func dropPrivileges(s *Setup) error {
 		return fmt.Errorf("clear dumpable: %w", err)
 	}
 	if prog != nil {
-		if err := seccomp.Load(prog); err != nil {
+		if err := loadSeccomp(prog); err != nil {
 			return err
 		}
 	}
@@ -158,4 +156,29 @@ func getresgid() (r, e, s int) {
 	var rg, eg, sg uint32
 	unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&rg)), uintptr(unsafe.Pointer(&eg)), uintptr(unsafe.Pointer(&sg)))
 	return int(rg), int(eg), int(sg)
+}
+
+// loadSeccomp installs prog on every thread of the calling process
+// (SECCOMP_FILTER_FLAG_TSYNC). Preconditions: no_new_privs is set on the
+// calling thread, or it holds CAP_SYS_ADMIN.
+func loadSeccomp(prog []bpf.RawInstruction) error {
+	if len(prog) == 0 {
+		return fmt.Errorf("load seccomp filter: empty program: %w", ErrSetup)
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	if e != 0 {
+		if e == unix.ENOSYS || e == unix.EINVAL {
+			return fmt.Errorf("load seccomp filter: %w (the kernel has no seccomp filters): %w", e, ErrSetup)
+		}
+		return fmt.Errorf("load seccomp filter: %w", e)
+	}
+	if r != 0 {
+		return fmt.Errorf("load seccomp filter: thread %d could not be synchronised", r)
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/egress"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // IsInit reports whether this process was started as a sandbox init. A
@@ -198,7 +198,7 @@ func loopbackUp() error {
 // 127.0.0.1:Port for the proxy and each granted localhost port — while the
 // init still has its privileges, then serves them for the sandbox's life.
 func startEgressRelay(e *EgressRelay) error {
-	r, err := egress.ListenRelay(egress.RelayConfig{SocketPath: e.Socket, ProxyPort: e.Port, LocalhostPorts: e.LocalhostPorts})
+	r, err := relay.Listen(relay.Config{SocketPath: e.Socket, ProxyPort: e.Port, LocalhostPorts: e.LocalhostPorts})
 	if err != nil {
 		return fmt.Errorf("start egress relay: %w", err)
 	}

@@ -75,7 +75,8 @@ type Config struct {
 	// Setup is what a process-tier init builds and applies (NewSetup).
 	Setup *Setup `json:"setup,omitempty"`
 	// Spec stays on the host: when Setup is nil and the init must build a
-	// root or drop privileges, SendConfig sends NewSetup(Spec) instead.
+	// root or drop privileges, SendConfig sends NewSetup(Spec, nil)
+	// instead (so a spec with a seccomp profile must come as a Setup).
 	// (Merely having the OCI types in the message costs a fresh init
 	// about half a millisecond of JSON decoding.)
 	Spec *specs.Spec `json:"-"`

@@ -8,8 +8,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
-
-	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // Setup is what a process-tier init applies, computed by the host from the
@@ -100,8 +98,16 @@ func capMask(names []string) (uint64, error) {
 	return m, nil
 }
 
-// NewSetup checks spec and turns it into what the init applies.
-func NewSetup(spec *specs.Spec) (*Setup, error) {
+// Compiler turns a seccomp profile into a BPF program (seccomp.Compile).
+// It is passed in rather than imported: the init links this package, and
+// the compiler's tables would cost every sandbox start their
+// initialisation.
+type Compiler func(*specs.LinuxSeccomp) ([]bpf.RawInstruction, error)
+
+// NewSetup checks spec and turns it into what the init applies. A spec
+// with a seccomp profile needs compile; without one it is refused, never
+// run unfiltered.
+func NewSetup(spec *specs.Spec, compile Compiler) (*Setup, error) {
 	if spec == nil || spec.Process == nil {
 		return nil, fmt.Errorf("prepare sandbox: spec has no process: %w", ErrSetup)
 	}
@@ -170,7 +176,10 @@ func NewSetup(spec *specs.Spec) (*Setup, error) {
 		s.MaskedPaths = append([]string(nil), l.MaskedPaths...)
 		s.ReadonlyPaths = append([]string(nil), l.ReadonlyPaths...)
 		if l.Seccomp != nil {
-			prog, err := seccomp.Compile(l.Seccomp)
+			if compile == nil {
+				return nil, fmt.Errorf("prepare sandbox: the spec has a seccomp profile but no compiler was given: %w", ErrSetup)
+			}
+			prog, err := compile(l.Seccomp)
 			if err != nil {
 				return nil, fmt.Errorf("prepare sandbox: %w", err)
 			}

@@ -7,6 +7,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 func TestNewSetup(t *testing.T) {
@@ -34,7 +36,7 @@ func TestNewSetup(t *testing.T) {
 			}},
 		},
 	}
-	s, err := NewSetup(spec)
+	s, err := NewSetup(spec, seccomp.Compile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +87,11 @@ func TestNewSetupRejects(t *testing.T) {
 	for name, mutate := range cases {
 		s := base()
 		mutate(s)
-		if _, err := NewSetup(s); err == nil {
+		if _, err := NewSetup(s, seccomp.Compile); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := NewSetup(&specs.Spec{}); !errors.Is(err, ErrSetup) {
+	if _, err := NewSetup(&specs.Spec{}, seccomp.Compile); !errors.Is(err, ErrSetup) {
 		t.Errorf("no process: %v", err)
 	}
 }

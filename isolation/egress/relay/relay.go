@@ -1,4 +1,4 @@
-package egress
+package relay
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // its answer to a localhost preamble (the proxy's own dial included).
 const relayDialTimeout = 30 * time.Second
 
-// RelayConfig configures the in-sandbox half of the bridge.
-type RelayConfig struct {
+// Config configures the in-sandbox half of the bridge.
+type Config struct {
 	// SocketPath is the proxy socket as the sandbox sees it
 	// (isolation.SandboxSocket).
 	SocketPath string
@@ -25,10 +25,11 @@ type RelayConfig struct {
 	// at the same port.
 	LocalhostPorts []int
 
-	// listenIP is the loopback address to listen on; tests set a second
-	// loopback address so the relay and the host side can share one
-	// network namespace. Unexported: the sandbox always uses 127.0.0.1.
-	listenIP netip.Addr
+	// ListenIP is the loopback address to listen on; zero means
+	// 127.0.0.1, which is what a sandbox always uses. Tests of the whole
+	// bridge set a second loopback address so the relay and the host side
+	// can share one network namespace.
+	ListenIP netip.Addr
 }
 
 // Relay is the in-sandbox half of the egress bridge: loopback listeners
@@ -37,7 +38,7 @@ type RelayConfig struct {
 // ports below 1024; serving needs only the right to connect to the socket,
 // so the init can drop privileges in between.
 type Relay struct {
-	cfg     RelayConfig
+	cfg     Config
 	proxyLn net.Listener
 	localLn map[int]net.Listener
 
@@ -50,18 +51,18 @@ type Relay struct {
 	stop      func() bool
 }
 
-// ListenRelay opens the relay's listeners on 127.0.0.1: ProxyPort and
+// Listen opens the relay's listeners on 127.0.0.1: ProxyPort and
 // every localhost port. It does not serve; call Serve. On error nothing is
 // left open. The caller must Close the Relay.
-func ListenRelay(cfg RelayConfig) (_ *Relay, retErr error) {
-	if !cfg.listenIP.IsValid() {
-		cfg.listenIP = netip.MustParseAddr("127.0.0.1")
+func Listen(cfg Config) (_ *Relay, retErr error) {
+	if !cfg.ListenIP.IsValid() {
+		cfg.ListenIP = netip.MustParseAddr("127.0.0.1")
 	}
 	if cfg.SocketPath == "" {
 		return nil, fmt.Errorf("listen egress relay: empty socket path")
 	}
 	if cfg.ProxyPort < 0 || cfg.ProxyPort > 65535 {
-		return nil, fmt.Errorf("listen egress relay: proxy port %d: %w", cfg.ProxyPort, ErrBadRule)
+		return nil, fmt.Errorf("listen egress relay: proxy port %d: %w", cfg.ProxyPort, ErrBadPort)
 	}
 	r := &Relay{cfg: cfg, localLn: map[int]net.Listener{}, conns: map[net.Conn]struct{}{}, stop: func() bool { return false }}
 	defer func() {
@@ -70,7 +71,7 @@ func ListenRelay(cfg RelayConfig) (_ *Relay, retErr error) {
 		}
 	}()
 	listen := func(port int) (net.Listener, error) {
-		addr := netip.AddrPortFrom(cfg.listenIP, uint16(port)).String()
+		addr := netip.AddrPortFrom(cfg.ListenIP, uint16(port)).String()
 		ln, err := net.Listen("tcp4", addr)
 		if err != nil {
 			return nil, fmt.Errorf("listen egress relay on %s: %w", addr, err)
@@ -83,7 +84,7 @@ func ListenRelay(cfg RelayConfig) (_ *Relay, retErr error) {
 	}
 	for _, port := range cfg.LocalhostPorts {
 		if port < 1 || port > 65535 {
-			return nil, fmt.Errorf("listen egress relay: localhost port %d: %w", port, ErrBadRule)
+			return nil, fmt.Errorf("listen egress relay: localhost port %d: %w", port, ErrBadPort)
 		}
 		if _, dup := r.localLn[port]; dup {
 			continue
@@ -140,10 +141,10 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// ServeRelay listens and serves in one step, for an init that keeps its
+// Serve listens and serves in one step, for an init that keeps its
 // privileges or uses ports above 1023. stop closes the relay and waits.
-func ServeRelay(ctx context.Context, proxyPort int, localhostPorts []int, socketPath string) (stop func(), err error) {
-	r, err := ListenRelay(RelayConfig{SocketPath: socketPath, ProxyPort: proxyPort, LocalhostPorts: localhostPorts})
+func Serve(ctx context.Context, proxyPort int, localhostPorts []int, socketPath string) (stop func(), err error) {
+	r, err := Listen(Config{SocketPath: socketPath, ProxyPort: proxyPort, LocalhostPorts: localhostPorts})
 	if err != nil {
 		return nil, err
 	}
@@ -237,15 +238,15 @@ func (r *Relay) relay(c net.Conn, localPort int) {
 	defer r.untrack(u)
 	if localPort != 0 {
 		_ = u.SetDeadline(time.Now().Add(relayDialTimeout))
-		hdr := []byte{preambleMagic, preambleKind, preambleVersion, byte(localPort >> 8), byte(localPort)}
+		hdr := []byte{PreambleMagic, PreambleKind, PreambleVersion, byte(localPort >> 8), byte(localPort)}
 		if _, err := u.Write(hdr); err != nil {
 			return
 		}
 		var ans [1]byte
-		if _, err := u.Read(ans[:]); err != nil || ans[0] != localOK {
+		if _, err := u.Read(ans[:]); err != nil || ans[0] != LocalOK {
 			return
 		}
 		_ = u.SetDeadline(time.Time{})
 	}
-	splice(c, c, u, u, 0, &r.wg)
+	Splice(c, c, u, u, 0, &r.wg)
 }
