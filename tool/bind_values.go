@@ -15,7 +15,7 @@ import (
 // Values are held in JSON's shapes: string, float64, bool, []any,
 // map[string]any. Numbers of any Go type become float64.
 
-var numberRe = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+var numberRe = lazyRegexp(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
 // normalizeJSON converts Go numbers to float64 and json.Number, nested
 // slices and maps to the JSON shapes, recursively.
@@ -163,7 +163,7 @@ func coerce(t ParamType, in any) (any, error) {
 			return x, nil
 		case string:
 			s := strings.TrimSpace(x)
-			if !numberRe.MatchString(s) {
+			if !numberRe().MatchString(s) {
 				return nil, fmt.Errorf("%q is not a number", x)
 			}
 			f, err := strconv.ParseFloat(s, 64)

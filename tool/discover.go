@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -203,7 +202,7 @@ func Discover(s Script, probe Prober) *Discovery {
 			}
 			name = base
 		}
-		if !functionNameRe.MatchString(name) {
+		if !functionNameRe().MatchString(name) {
 			return skip(fmt.Sprintf("tool name %q: names must be 1 to 64 letters, digits, '_' or '-'", name))
 		}
 		if seen[name] {
@@ -296,7 +295,7 @@ func clip(s string, n int) string {
 // with characters a tool name may not hold replaced by '_'.
 func BaseName(file string) string {
 	b := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	b = badNameChar.ReplaceAllString(b, "_")
+	b = badNameChar().ReplaceAllString(b, "_")
 	b = strings.TrimLeft(b, "_-")
 	if b == "" {
 		b = "tool"
@@ -307,7 +306,7 @@ func BaseName(file string) string {
 	return b
 }
 
-var badNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var badNameChar = lazyRegexp(`[^A-Za-z0-9_-]`)
 
 // jsonValues decodes the JSON values printed in out, starting at the first
 // '{' or '[' (a banner line before the answer is tolerated) and stopping
@@ -456,7 +455,7 @@ func parseDecl(m map[string]any) (FunctionDecl, error) {
 
 // paramNameRe is what a discovered parameter may be called: it becomes a
 // {NAME} reference and a JSON key written into a shell script.
-var paramNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+var paramNameRe = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // DefinitionFor builds the definition of one discovered tool. action, when
 // set, is added to every call's JSON as "action" (a script with several
@@ -544,7 +543,7 @@ func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
 	})
 	var params []Parameter
 	for _, n := range names {
-		if !paramNameRe.MatchString(n) {
+		if !paramNameRe().MatchString(n) {
 			return nil, fmt.Errorf("tool %s: parameter %q: names must be letters, digits and '_' (not starting with a digit)", name, n)
 		}
 		ps, _ := props[n].(map[string]any)

@@ -2,7 +2,6 @@ package tool
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -38,9 +37,9 @@ type HelpText struct {
 }
 
 var (
-	helpOptionRe = regexp.MustCompile(`^\s{1,12}(?:-[A-Za-z0-9](?:[ =]\S+)?,\s+)?(--[A-Za-z0-9][A-Za-z0-9_-]*)(?:[ =](\{[^}]*\}|[A-Za-z_][A-Za-z0-9_.-]*|<[^>]+>))?(?:\s{2,}(.*))?$`)
-	helpPosRe    = regexp.MustCompile(`^\s{1,12}([A-Za-z_][A-Za-z0-9_-]*|\{[^}]*\})(?:\s{2,}(.*))?$`)
-	helpHeaderRe = regexp.MustCompile(`^\S.*:\s*$`)
+	helpOptionRe = lazyRegexp(`^\s{1,12}(?:-[A-Za-z0-9](?:[ =]\S+)?,\s+)?(--[A-Za-z0-9][A-Za-z0-9_-]*)(?:[ =](\{[^}]*\}|[A-Za-z_][A-Za-z0-9_.-]*|<[^>]+>))?(?:\s{2,}(.*))?$`)
+	helpPosRe    = lazyRegexp(`^\s{1,12}([A-Za-z_][A-Za-z0-9_-]*|\{[^}]*\})(?:\s{2,}(.*))?$`)
+	helpHeaderRe = lazyRegexp(`^\S.*:\s*$`)
 )
 
 // ParseHelp reads argparse-style help: a "usage:" line, a description,
@@ -74,7 +73,7 @@ func ParseHelp(text string) (*HelpText, bool) {
 		case t == "":
 			last = nil
 			continue
-		case helpHeaderRe.MatchString(l) && !strings.HasPrefix(l, " "):
+		case helpHeaderRe().MatchString(l) && !strings.HasPrefix(l, " "):
 			section = strings.ToLower(strings.TrimSuffix(t, ":"))
 			last = nil
 			continue
@@ -82,7 +81,7 @@ func ParseHelp(text string) (*HelpText, bool) {
 			h.Description = t
 			continue
 		}
-		if m := helpOptionRe.FindStringSubmatch(l); m != nil {
+		if m := helpOptionRe().FindStringSubmatch(l); m != nil {
 			flag := m[1]
 			a := HelpArg{Flag: flag, Name: strings.ReplaceAll(strings.TrimLeft(flag, "-"), "-", "_"), Help: strings.TrimSpace(m[3])}
 			if m[2] != "" {
@@ -101,7 +100,7 @@ func ParseHelp(text string) (*HelpText, bool) {
 			continue
 		}
 		if strings.Contains(section, "positional") {
-			if m := helpPosRe.FindStringSubmatch(l); m != nil && !strings.HasPrefix(t, "-") {
+			if m := helpPosRe().FindStringSubmatch(l); m != nil && !strings.HasPrefix(t, "-") {
 				a := HelpArg{Name: m[1], Help: strings.TrimSpace(m[2])}
 				if strings.HasPrefix(m[1], "{") {
 					a.Choices = strings.Split(strings.Trim(m[1], "{}"), ",")
@@ -152,7 +151,7 @@ func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
 	var opts, pos []string
 	seen := map[string]bool{}
 	for _, a := range h.Args {
-		if !paramNameRe.MatchString(a.Name) {
+		if !paramNameRe().MatchString(a.Name) {
 			return nil, fmt.Errorf("help of %s: argument %q: names must be letters, digits and '_'", s.File, a.Name)
 		}
 		if seen[a.Name] {

@@ -2,7 +2,6 @@ package tool
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -43,14 +42,14 @@ import (
 // validation pattern (e.g. ^[0-9]+$); the template scanner cannot know what
 // a command does with its arguments.
 
-var arithRe = regexp.MustCompile(`^[+-]?[0-9]+$`)
+var arithRe = lazyRegexp(`^[+-]?[0-9]+$`)
 
 // openEscapeRe matches a $'...' escape that more characters could extend.
-var openEscapeRe = regexp.MustCompile(`\\([0-7]{1,2}|x[0-9A-Fa-f]?|u[0-9A-Fa-f]{0,3}|U[0-9A-Fa-f]{0,7}|c)$`)
+var openEscapeRe = lazyRegexp(`\\([0-7]{1,2}|x[0-9A-Fa-f]?|u[0-9A-Fa-f]{0,3}|U[0-9A-Fa-f]{0,7}|c)$`)
 
 // arithSubscriptRe matches values that bash arithmetic would expand: a
 // subscript holding $ or a backquote, as in a[$(id)].
-var arithSubscriptRe = regexp.MustCompile("\\[[^\\]]*[$`]")
+var arithSubscriptRe = lazyRegexp("\\[[^\\]]*[$`]")
 
 // escapeValue returns v made literal for ctx. name is used in errors.
 func escapeValue(ctx qctx, why, name, v string) (string, error) {
@@ -82,7 +81,7 @@ func escapeValue(ctx qctx, why, name, v string) (string, error) {
 		// some parsers take as continuing the line) become spaces.
 		return strings.NewReplacer("\n", " ", "\r", " ", "\\", " ").Replace(v), nil
 	case ctxArith:
-		if !arithRe.MatchString(v) {
+		if !arithRe().MatchString(v) {
 			return "", fmt.Errorf("substitute {%s} into %s: %q is not an integer; only integers may be placed in $(( )): %w", name, ctx, v, ErrUnsafeValue)
 		}
 		return v, nil
@@ -200,7 +199,7 @@ func (t *Template) render(res resolveFunc) (string, error) {
 			continue
 		}
 		var out string
-		if esc && p.inTest && arithSubscriptRe.MatchString(text) {
+		if esc && p.inTest && arithSubscriptRe().MatchString(text) {
 			return "", fmt.Errorf("substitute {%s}: the value looks like an array subscript with an expansion (%q); inside [[ ]] arithmetic operators would evaluate it and run the command: %w", p.ref, text, ErrUnsafeValue)
 		}
 		if esc {
@@ -330,7 +329,7 @@ func separate(p piece, before, out string) (string, error) {
 	case ctxDollarSingle:
 		// An escape left open before the value (\0, \x4, \u12, \c) would
 		// take the value's first characters; close and reopen the quotes.
-		if loc := openEscapeRe.FindStringIndex(before); loc != nil {
+		if loc := openEscapeRe().FindStringIndex(before); loc != nil {
 			bs := 0
 			for j := loc[0] - 1; j >= 0 && before[j] == '\\'; j-- {
 				bs++

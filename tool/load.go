@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -96,11 +95,11 @@ func Parse(data []byte, file string) (def *Definition, err error) {
 
 // toolNamePattern is what a tool name may be: it becomes a file name and a
 // command-line argument.
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var toolNamePattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // nameIdentRE is what a parameter or step name may be, so that {NAME} and
 // {STEP.output} can refer to it.
-var nameIdentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var nameIdentRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // nameFromFile is the tool name a file gives: its base name without
 // .yaml/.yml.
@@ -299,7 +298,7 @@ func (l *defLoader) top(root *yaml.Node) {
 		},
 		"base-tool": func(k, v *yaml.Node) {
 			d.BaseTool, _ = l.str(v, "base-tool")
-			if d.BaseTool != "" && !toolNamePattern.MatchString(d.BaseTool) {
+			if d.BaseTool != "" && !toolNamePattern().MatchString(d.BaseTool) {
 				l.errf(v, "", "base-tool %q is not a tool name", d.BaseTool)
 			}
 		},
@@ -346,7 +345,7 @@ func (l *defLoader) finish(root *yaml.Node) {
 			l.errAt(start, "add name: my-tool", "missing name")
 		}
 	}
-	if d.Name != "" && !toolNamePattern.MatchString(d.Name) {
+	if d.Name != "" && !toolNamePattern().MatchString(d.Name) {
 		l.errAt(d.Pos.Name, "use letters, digits, '.', '_' and '-', starting with a letter or digit", "tool name %q is not valid", d.Name)
 	}
 	if !mapHasKey(root, "description") {

@@ -3,7 +3,6 @@ package tool
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -495,7 +494,7 @@ func (d *nodeDecoder) rawLine(line int) string {
 	return d.lines[line-1]
 }
 
-var yamlErrLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlErrLineRE = lazyRegexp(`^yaml: line (\d+): (.*)$`)
 
 // syntaxDiag turns a yaml.v3 syntax error into a located diagnostic.
 // yaml.v3 reports the line only; the column is where the problem most
@@ -504,7 +503,7 @@ var yamlErrLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func (d *nodeDecoder) syntaxDiag(err error) Diagnostic {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line, col := 1, 1
-	if m := yamlErrLineRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlErrLineRE().FindStringSubmatch(err.Error()); m != nil {
 		if n, e := strconv.Atoi(m[1]); e == nil && n >= 1 {
 			line = n
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -19,7 +18,7 @@ const (
 var SchemaFormats = []string{SchemaOpenAI, SchemaAnthropic, SchemaMCP}
 
 // functionNameRe is OpenAI's (and Anthropic's) rule for function names.
-var functionNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var functionNameRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // OrderedObject is a JSON object that marshals its members in insertion
 // order, so schemas list properties in declaration order.
@@ -110,7 +109,7 @@ func FunctionSchema(d *Definition, format string) (any, error) {
 	if g.FunctionName != "" {
 		name = strings.ReplaceAll(g.FunctionName, "{TOOL_NAME}", d.Name)
 	}
-	if !functionNameRe.MatchString(name) {
+	if !functionNameRe().MatchString(name) {
 		return nil, fmt.Errorf("export schema of %s: function name %q must be 1 to 64 letters, digits, '_' or '-'; set function-calling.schema-generation.function-name: %w", d.Name, name, ErrSchema)
 	}
 	desc := d.Description

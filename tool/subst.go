@@ -2,7 +2,6 @@ package tool
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -118,7 +117,7 @@ type Template struct {
 
 // refRe is the shape of a reference between braces: a parameter or
 // built-in name, or a step reference NAME.output|error|exit-code.
-var refRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*(\.(output|error|exit-code))?$`)
+var refRe = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_-]*(\.(output|error|exit-code))?$`)
 
 // ParseTemplate parses text written in syntax. known reports which names
 // between braces are references (declared parameters, built-ins, step
@@ -182,7 +181,7 @@ func matchRef(src string, i int, known func(string) bool) (string, int, bool) {
 		return "", 0, false
 	}
 	name := src[i+1 : i+1+end]
-	if !refRe.MatchString(name) || !known(name) {
+	if !refRe().MatchString(name) || !known(name) {
 		return "", 0, false
 	}
 	return name, i + end + 2, true
