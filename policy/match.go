@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -160,6 +161,16 @@ func hostCovers(pattern, grant string) bool {
 }
 
 func checkPathPattern(s string) error {
+	if err := checkPathShape(s); err != nil {
+		return err
+	}
+	_, err := compileGlob(s, "/home")
+	return err
+}
+
+// checkPathShape is checkPathPattern without compiling the glob (which
+// cannot fail for a pattern of this shape; Load compiles it anyway).
+func checkPathShape(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("empty path pattern")
@@ -168,20 +179,22 @@ func checkPathPattern(s string) error {
 	case strings.Contains("/"+s+"/", "/../") || strings.Contains("/"+s+"/", "/./"):
 		return fmt.Errorf("path pattern %q: write it without . and .. elements", s)
 	}
-	_, err := compileGlob(s, "/home")
-	return err
+	return nil
 }
 
 // pathRule is a compiled PathPattern.
 type pathRule struct {
-	list     string // e.g. "paths.deny"
-	index    int
-	raw      string
-	exp      string         // raw with ~ expanded
-	re       *regexp.Regexp // matches the path itself or anything under it
-	prefix   string         // the longest literal directory before any glob; "" for **/ patterns
-	literal  bool           // no glob characters: prefix is the whole path
-	anywhere bool           // starts with **/
+	list  string // e.g. "paths.deny"
+	index int
+	raw   string
+	exp   string // raw with ~ expanded
+	// re matches the path itself or anything under it. It is compiled on
+	// first use: most paths are ruled out by prefix, and compiling every
+	// rule of the policy cost each run a third of a millisecond.
+	re       func() *regexp.Regexp
+	prefix   string // the longest literal directory before any glob; "" for **/ patterns
+	literal  bool   // no glob characters: prefix is the whole path
+	anywhere bool   // starts with **/
 }
 
 func (r pathRule) name() string { return fmt.Sprintf("%s[%d] %s", r.list, r.index, r.raw) }
@@ -198,9 +211,9 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	denyList := strings.HasPrefix(list, "paths.deny")
 	for i, p := range pats {
 		s := string(p)
-		if err := checkPathPattern(s); err != nil {
+		if err := checkPathShape(s); err != nil {
 			if denyList {
-				out = append(out, pathRule{list: list, index: i, raw: s, re: regexp.MustCompile(`^`), prefix: "/", exp: "/"})
+				out = append(out, pathRule{list: list, index: i, raw: s, re: matchAll, prefix: "/", exp: "/"})
 			}
 			continue
 		}
@@ -209,10 +222,17 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 			if isHome && !filepath.IsAbs(home) {
 				continue // no home directory: a ~ rule matches nothing
 			}
-			re, err := compileGlob(s, home)
-			if err != nil {
-				break // Load rejected it already; a Policy built in code may not have
+			fallback := matchNothing
+			if denyList {
+				fallback = matchAll
 			}
+			re := sync.OnceValue(func() *regexp.Regexp {
+				re, err := compileGlob(s, home)
+				if err != nil {
+					return fallback() // Load rejected it already; a Policy built in code may not have
+				}
+				return re
+			})
 			r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
 			r.exp = expandHome(s, home)
 			if !r.anywhere {
@@ -231,8 +251,21 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	return out
 }
 
+var (
+	matchAll     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^`) })
+	matchNothing = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\z.`) })
+)
+
 // matches reports whether p is the rule's path or under it.
-func (r pathRule) matches(p string) bool { return p != "" && r.re.MatchString(p) }
+func (r pathRule) matches(p string) bool {
+	if p == "" {
+		return false
+	}
+	if !r.anywhere && r.prefix != "" && filepath.IsAbs(p) && !under(p, r.prefix) {
+		return false // every match starts with the literal prefix
+	}
+	return r.re().MatchString(p)
+}
 
 // inside reports whether the rule can match something strictly under p
 // (p is a parent of a protected path).

@@ -65,7 +65,7 @@ func dropPrivileges(s *Setup) error {
 			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
 		}
 	}
-	for c := uintptr(0); c <= lastCap(); c++ {
+	for c, last := uintptr(0), lastCap(); c <= last; c++ {
 		if s.Bounding&(1<<c) != 0 {
 			continue
 		}

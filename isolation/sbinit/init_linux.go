@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,8 +31,13 @@ func Main() {
 	// commands inherit exactly the dropped credentials even where a
 	// change is per-thread (capabilities, bounding set).
 	runtime.LockOSThread()
+	// Named for ps and top whatever path it was executed from (a memory
+	// file's is /proc/PID/fd/N).
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initComm[0])), 0, 0, 0)
 	os.Exit(runInit(os.Args[2:]))
 }
+
+var initComm = []byte("sandboxed-init\x00")
 
 // initState is the init's view of its commands.
 type initState struct {
