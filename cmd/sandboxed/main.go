@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -76,6 +77,7 @@ func main() {
 	// Whatever started sandboxed may have left descriptors open; none of
 	// them may reach a sandbox, a container engine or a host command.
 	sbinit.MarkInheritedCloseOnExec()
+	tuneGC()
 	app := newApp()
 	err := app.Run(os.Args)
 	if err == nil && notFound != nil {
@@ -86,6 +88,20 @@ func main() {
 		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
 	}
 	os.Exit(code)
+}
+
+// tuneGC trades memory for time the way a short-lived CLI should: a run
+// allocates a few megabytes and lives milliseconds, so collecting at the
+// default 4 MB heap is wasted work (~0.4 ms a run), while the memory limit
+// still bounds a run that captures large outputs. GOGC and GOMEMLIMIT
+// override both.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(48 << 20)
+	}
 }
 
 var versionCommand = &cli.Command{
