@@ -1,5 +1,5 @@
 // Package process is the Linux process isolation tier: each run is one
-// init (package sbinit) re-executed from this binary into new mount, pid,
+// init (package sbinit) started into new mount, pid,
 // network, ipc, uts and cgroup namespaces (and a user namespace for the
 // elevated privilege), inside the run's cgroup, with a read-only root built
 // from the host's system directories and the plan's grants, no
@@ -11,8 +11,10 @@
 //
 // # Using it
 //
-// The binary must hand control to the init when re-executed, first thing
-// in main (in tests: TestMain):
+// The init is the small cmd/sandboxed-init that `make build` embeds
+// (package initbin), run from a sealed memory file; a build without it
+// re-executes its own binary, which must then hand control to the init
+// first thing in main (in tests: TestMain):
 //
 //	if sbinit.IsInit() {
 //		sbinit.Main() // never returns
@@ -50,9 +52,10 @@
 // The init is born inside the run's cgroup: cloned into it on cgroup v2
 // (CLONE_INTO_CGROUP); on v1 the starting thread moves itself into the
 // cgroup and forks there (moving another process would cost an RCU grace
-// period, ~10 ms). Every package init of the binary runs again in each
-// sandbox's init, so heavy package-level initialisation slows every start
-// (check with GODEBUG=inittrace=1 sandboxed __sandboxed-init).
+// period, ~10 ms). Every package init of the init binary runs again in
+// each sandbox, which is why the init is built on its own: package sbinit
+// and what it imports must stay light (check with GODEBUG=inittrace=1 on
+// the built cmd/sandboxed-init).
 //
 // testdata/startbench measures Start+Exec(true)+Close against
 // `bwrap --unshare-all true`, interleaved.
