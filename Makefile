@@ -13,6 +13,7 @@ INITBIN   := isolation/initbin/sandboxed-init
 
 build:
 	$(GO) build -trimpath -ldflags '-s -w' -o $(INITBIN) ./cmd/sandboxed-init
+	sha256sum $(INITBIN) | cut -c1-64 > $(INITBIN).sha256
 	$(GO) build -tags embedinit -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
 
 # The README's test command. Unit tests everywhere; the e2e suite also runs
@@ -43,4 +44,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSubstitute -fuzztime 60s ./tool
 
 clean:
-	rm -rf bin $(INITBIN)
+	rm -rf bin $(INITBIN) $(INITBIN).sha256

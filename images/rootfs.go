@@ -15,20 +15,17 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 )
 
-// cacheDir returns dir, else $XDG_CACHE_HOME/sandboxed, else
-// ~/.cache/sandboxed, created with mode 0700.
+// cacheDir returns dir, else the user's cache directory (package xdg),
+// created with mode 0700.
 func cacheDir(dir string) (string, error) {
 	if dir == "" {
-		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
-			dir = filepath.Join(x, "sandboxed")
-		} else {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("find cache directory: %w: set XDG_CACHE_HOME", err)
-			}
-			dir = filepath.Join(home, ".cache", "sandboxed")
+		var err error
+		if dir, err = xdg.CacheDir(); err != nil {
+			return "", err
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -1,23 +1,33 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
 var gcCommand = &cli.Command{
 	Name:  "gc",
-	Usage: "remove what crashed runs left behind (processes, cgroups, containers, mounts, sockets, run dirs)",
+	Usage: "remove what crashed runs left behind (processes, cgroups, containers, mounts, sockets, run dirs), and other builds' cached inits",
 	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock,
 so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does this as it starts.`,
 	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
 	Action: func(c *cli.Context) error {
 		reaped, err := newController().GC(c.Context)
+		if dir, derr := xdg.CacheDir(); derr == nil {
+			stale, serr := initbin.RemoveStale(dir)
+			for _, s := range stale {
+				reaped = append(reaped, "init binary of another build "+s)
+			}
+			err = errors.Join(err, serr)
+		}
 		if c.Bool("json") {
 			if reaped == nil {
 				reaped = []string{}

@@ -25,7 +25,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 )
 
 // engine is the part of the Docker client the backend uses. A hand-written
@@ -66,7 +68,8 @@ type Backend struct {
 type Option func(*Backend)
 
 // WithInitBinary sets the static binary that runs as the container's init;
-// the default is os.Executable(). It must call sbinit's entry point.
+// the default is the init this build carries (see checkInitBinary), else
+// os.Executable(). It must call sbinit's entry point.
 func WithInitBinary(path string) Option { return func(b *Backend) { b.initBinary = path } }
 
 // WithClient makes the backend use c instead of a client configured from
@@ -87,13 +90,6 @@ func New(opts ...Option) (*Backend, error) {
 			return nil, fmt.Errorf("%w: %w", isolation.ErrUnsupported, err)
 		}
 		b.api, b.ownClient = c, true
-	}
-	if b.initBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find the sandboxed binary: %w", err)
-		}
-		b.initBinary = exe
 	}
 	return b, nil
 }
@@ -163,10 +159,26 @@ func (b *Backend) checkLocal() error {
 	return nil
 }
 
-// checkInitBinary refuses an init binary that is not a static ELF: it
-// must run in any image.
+// checkInitBinary finds the init binary, unless WithInitBinary named it:
+// the small init this build carries, kept in the user's cache directory
+// (package initbin), else this executable. It refuses one that is not a
+// static ELF: it must run in any image. Every use of initBinary comes
+// after it.
 func (b *Backend) checkInitBinary() error {
 	b.binOnce.Do(func() {
+		if b.initBinary == "" {
+			if dir, err := xdg.CacheDir(); err == nil && initbin.Embedded() {
+				b.initBinary, _ = initbin.Cached(dir)
+			}
+		}
+		if b.initBinary == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				b.binErr = fmt.Errorf("find the sandboxed binary: %w", err)
+				return
+			}
+			b.initBinary = exe
+		}
 		f, err := elf.Open(b.initBinary)
 		if err != nil {
 			b.binErr = fmt.Errorf("check init binary %s: %w: %w", b.initBinary, isolation.ErrUnsupported, err)
@@ -198,13 +210,13 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if cp.HostDir == "" {
 		cp.HostDir = "/"
 	}
+	if err := b.checkInitBinary(); err != nil {
+		return err
+	}
 	if _, _, err := translate(&cp, b.host(nil)); err != nil {
 		return err
 	}
 	if err := b.checkLocal(); err != nil {
-		return err
-	}
-	if err := b.checkInitBinary(); err != nil {
 		return err
 	}
 	// The engine's info costs milliseconds: ask it only when the plan
@@ -284,14 +296,14 @@ func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
 // entrypoint, and waits until the init has connected and taken the plan.
 // On error nothing is left behind. Plan.HostDir must exist.
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+	if err := b.checkInitBinary(); err != nil {
+		return nil, err
+	}
 	cfg, hc, err := translate(p, b.host(os.Lstat))
 	if err != nil {
 		return nil, err
 	}
 	if err := b.checkLocal(); err != nil {
-		return nil, err
-	}
-	if err := b.checkInitBinary(); err != nil {
 		return nil, err
 	}
 	if p.Privilege == PrivilegeElevated || p.Runtime != "" {

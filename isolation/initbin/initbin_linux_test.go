@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -59,5 +61,101 @@ func TestOpenRunsAndIsSealed(t *testing.T) {
 	// Close-on-exec, so no command the init starts inherits it.
 	if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
 		t.Errorf("FD flags %#x (%v): want close-on-exec", fl, err)
+	}
+}
+
+func withSum(t *testing.T, s string) {
+	t.Helper()
+	old := sum
+	sum = s
+	t.Cleanup(func() { sum = old })
+}
+
+func TestCachedWritesOnceAndRuns(t *testing.T) {
+	withImage(t, "/bin/true")
+	withSum(t, "0123456789abcdef0123")
+	dir := filepath.Join(t.TempDir(), "cache")
+	p, err := Cached(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(p) != "init-0123456789abcdef" {
+		t.Errorf("path %s", p)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("cached init: %v %v", fi, err)
+	}
+	if out, err := exec.Command(p).CombinedOutput(); err != nil {
+		t.Fatalf("exec %s: %v: %s", p, err, out)
+	}
+	// The second call reuses it.
+	p2, err := Cached(dir)
+	if err != nil || p2 != p {
+		t.Fatalf("second Cached = %s, %v", p2, err)
+	}
+	fi2, _ := os.Lstat(p)
+	if !os.SameFile(fi, fi2) {
+		t.Error("the init was written again")
+	}
+	// Exec prefers it over a memory file.
+	path, release, err := Exec(dir)
+	if err != nil || path != p {
+		t.Errorf("Exec = %s, %v", path, err)
+	}
+	release()
+}
+
+func TestCachedRefusesWhatOthersCouldChange(t *testing.T) {
+	withImage(t, "/bin/true")
+	withSum(t, "0123456789abcdef0123")
+	for name, setup := range map[string]func(t *testing.T, dir string){
+		"dir writable by others": func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.Chmod(dir, 0o777)
+		},
+		"writable file": func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.WriteFile(filepath.Join(dir, "init-0123456789abcdef"), image, 0o755)
+		},
+		"wrong size": func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.WriteFile(filepath.Join(dir, "init-0123456789abcdef"), []byte("#!/bin/sh\n"), 0o555)
+		},
+		"symlink": func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.Symlink("/bin/true", filepath.Join(dir, "init-0123456789abcdef"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cache")
+			setup(t, dir)
+			if p, err := Cached(dir); err == nil {
+				t.Fatalf("Cached = %s, want a refusal", p)
+			}
+			// Exec falls back to a sealed memory file.
+			path, release, err := Exec(dir)
+			if err != nil || !strings.HasPrefix(path, "/proc/") {
+				t.Fatalf("Exec = %s, %v; want a memory file", path, err)
+			}
+			release()
+		})
+	}
+}
+
+func TestRemoveStale(t *testing.T) {
+	withSum(t, "0123456789abcdef0123")
+	dir := t.TempDir()
+	for _, n := range []string{"init-0123456789abcdef", "init-fedcba9876543210", "rootfs-bookworm.tar"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o555)
+	}
+	removed, err := RemoveStale(dir)
+	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != "init-fedcba9876543210" {
+		t.Fatalf("RemoveStale = %v, %v", removed, err)
+	}
+	for _, n := range []string{"init-0123456789abcdef", "rootfs-bookworm.tar"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s removed: %v", n, err)
+		}
 	}
 }

@@ -3,4 +3,7 @@
 package initbin
 
 // image is empty: this build runs its own executable as the init.
-var image []byte
+var (
+	image []byte
+	sum   string
+)

@@ -2,6 +2,7 @@ package process
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
@@ -189,15 +191,12 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 
 	if exe == "" {
 		// The small init this build carries, else this very binary.
-		exe = "/proc/self/exe"
-		f, err := initbin.Open()
+		path, release, err := initbin.Exec(initCacheDir())
 		if err != nil {
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 		}
-		if f != nil {
-			defer f.Close()
-			exe = initbin.ExecPath(f)
-		}
+		defer release()
+		exe = cmp.Or(path, "/proc/self/exe")
 	}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -329,6 +328,13 @@ func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
 		errc <- serr
 	}()
 	return <-errc
+}
+
+// initCacheDir is where the init binary is kept between runs; "" (no
+// home) runs it from a memory file.
+func initCacheDir() string {
+	d, _ := xdg.CacheDir()
+	return d
 }
 
 // initConfig is what the init needs of the plan: the spec, checked and
