@@ -14,7 +14,7 @@ INITBIN   := isolation/initbin/sandboxed-init
 build:
 	$(GO) build -trimpath -ldflags '-s -w' -o $(INITBIN) ./cmd/sandboxed-init
 	sha256sum $(INITBIN) | cut -c1-64 > $(INITBIN).sha256
-	$(GO) build -tags embedinit -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
+	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
 
 # The README's test command. Unit tests everywhere; the e2e suite also runs
 # when SANDBOXED_E2E=1 (root, a real kernel, a Docker engine).

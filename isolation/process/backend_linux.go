@@ -60,45 +60,53 @@ const (
 
 // Check refuses a plan this host cannot enforce in full.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	_, err := b.check(ctx, p)
+	return err
+}
+
+// check is Check, returning the init's configuration it had to compute
+// to prove the spec enforceable.
+func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config, error) {
 	if p == nil || p.Spec == nil || p.Spec.Process == nil {
-		return fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
+		return nil, fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
 	}
 	if p.Tier != isolation.TierProcess {
-		return fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
+		return nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
 	}
 	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 {
-		return fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
+		return nil, fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
 	}
 	f := b.features(ctx)
 	if !f.Root {
-		return &isolation.UnsupportedError{What: "the process tier without root", Fix: "run sandboxed as root (sudo), or use isolation: container or none"}
+		return nil, &isolation.UnsupportedError{What: "the process tier without root", Fix: "run sandboxed as root (sudo), or use isolation: container or none"}
 	}
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
 		if !f.Namespaces[ns] {
-			return &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
+			return nil, &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
 		}
 	}
 	if p.Privilege == privElevated && !f.Namespaces["user"] {
-		return &isolation.UnsupportedError{What: "user namespaces (elevated privilege)", Fix: "sysctl -w user.max_user_namespaces=15000, or run without elevated"}
+		return nil, &isolation.UnsupportedError{What: "user namespaces (elevated privilege)", Fix: "sysctl -w user.max_user_namespaces=15000, or run without elevated"}
 	}
 	if f.cgroups == nil {
-		return &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+		return nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
 	}
 	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
-		return &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+		return nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
 	}
 	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
 	// must be enforceable.
-	if _, err := initConfig(p); err != nil {
-		return fmt.Errorf("check plan: %w", err)
+	cfg, err := initConfig(p)
+	if err != nil {
+		return nil, fmt.Errorf("check plan: %w", err)
 	}
 	if _, err := cgroupRunID(p.RunID); err != nil {
-		return err
+		return nil, err
 	}
-	return nil
+	return cfg, nil
 }
 
 func cgroupRunID(id string) (string, error) {
@@ -115,10 +123,11 @@ func resources(l isolation.Limits) cgroup.Resources {
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
 // credentials. On error nothing is left behind.
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
-	if err := b.Check(ctx, p); err != nil {
+	cfg, err := b.check(ctx, p)
+	if err != nil {
 		return nil, err
 	}
-	return start(ctx, p, b.Exe, b.features(ctx).cgroups, true)
+	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg)
 }
 
 // StartUnconfined starts the init of the none tier: no namespaces, no new
@@ -148,13 +157,19 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 		}
 		host = h
 	}
-	return start(ctx, p, exe, host, false)
+	cwd := ""
+	if p.Spec.Process != nil {
+		cwd = p.Spec.Process.Cwd
+	}
+	return start(ctx, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true})
 }
 
-// start starts the init. confined selects the process tier (namespaces,
-// new root, dropped credentials) over the none tier. host is nil when the
-// run needs no cgroup (none tier without limits).
-func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, confined bool) (_ isolation.Sandbox, retErr error) {
+// start starts the init with cfg. A cfg that builds a root selects the
+// process tier (namespaces, new root, dropped credentials) over the none
+// tier. host is nil when the run needs no cgroup (none tier without
+// limits).
+func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config) (_ isolation.Sandbox, retErr error) {
+	confined := cfg.BuildRoot
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -241,18 +256,6 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
 	cl.KillGrace = p.Limits.KillGrace
-	var cfg *sbinit.Config
-	if confined {
-		if cfg, err = initConfig(p); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-		}
-	} else {
-		cwd := ""
-		if p.Spec.Process != nil {
-			cwd = p.Spec.Process.Cwd
-		}
-		cfg = &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}
-	}
 	// The config waits in the socketpair for the init to start.
 	if err := cl.SendConfig(cfg); err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
