@@ -20,6 +20,7 @@ var env struct {
 	stateDir   string // SANDBOXED_STATE_DIR of every run
 	runtimeDir string // SANDBOXED_RUNTIME_DIR of every run
 	workRoot   string // parent of every test's working directory
+	cacheHome  string // XDG_CACHE_HOME of every run: where the init binary is kept
 	docker     bool   // a Docker engine answers
 }
 
@@ -61,10 +62,14 @@ func setup() (int, error) {
 	env.stateDir = filepath.Join(root, "state")
 	env.runtimeDir = filepath.Join(root, "run")
 	env.workRoot = filepath.Join(root, "work")
+	env.cacheHome = filepath.Join(root, "cache")
 	for _, d := range []string{env.stateDir, env.runtimeDir, env.workRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return 1, err
 		}
+	}
+	if err := os.Mkdir(env.cacheHome, 0o700); err != nil {
+		return 1, err
 	}
 	// Built as users build it: the small init first, embedded in the CLI.
 	build := exec.Command("make", "-s", "build", "BIN="+env.bin)
@@ -162,6 +167,7 @@ func runEnv() []string {
 		"SANDBOXED_STATE_DIR="+env.stateDir,
 		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
 		"SANDBOXED_TEST_HOSTS_FILE="+testNet.hostsFile,
+		"XDG_CACHE_HOME="+env.cacheHome,
 	)
 }
 

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The init sandboxed carries is kept in the cache directory and runs
+// from there (every other test). When the cache could be changed by
+// someone else it is neither used nor written: the process tier runs the
+// init from a sealed memory file, the container tier mounts the sandboxed
+// binary itself, and the run works the same.
+func TestInitWhenTheCacheIsUnsafe(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		unsafe := filepath.Join(dir, "cache")
+		if err := os.Mkdir(unsafe, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(unsafe, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		tool := toolYAML(t, dir, tier, "whoinit", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
+		cmd := exec.Command(env.bin, "run", "--json", tool)
+		cmd.Dir = dir
+		cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+unsafe)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		var r result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("not a result: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		}
+		if r.Status != "ok" || !strings.Contains(r.Stdout, "INIT=sandboxed-init") {
+			t.Fatalf("status %s, stdout %q, stderr %q, error %+v", r.Status, r.Stdout, r.Stderr, r.Error)
+		}
+		if left, _ := filepath.Glob(filepath.Join(unsafe, "sandboxed", "init-*")); len(left) > 0 {
+			t.Errorf("the init was written into a world-writable cache: %v", left)
+		}
+	})
+}
+
+// The cache every other test uses holds exactly one init, read-only.
+func TestInitIsCachedReadOnly(t *testing.T) {
+	begin(t)
+	dir := workdir(t, nil)
+	tool := toolYAML(t, dir, "process", "cached", `cat /proc/1/comm`, nil, "")
+	r, c := runJSON(t, dir, tool)
+	expect(t, r, c, "ok", 0)
+	inits, _ := filepath.Glob(filepath.Join(env.cacheHome, "sandboxed", "init-*"))
+	if len(inits) != 1 {
+		t.Fatalf("inits in the cache: %v, want one", inits)
+	}
+	fi, err := os.Stat(inits[0])
+	if err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("cached init %s: %v %v, want mode 0555", inits[0], fi, err)
+	}
+	if d := sandboxed(t, dir, "doctor"); !strings.Contains(d.stdout, "kept at "+inits[0]) {
+		t.Errorf("doctor does not name the cached init:\n%s", d.stdout)
+	}
+}
