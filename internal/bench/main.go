@@ -34,6 +34,9 @@ func main() {
 	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
 	flag.Parse()
 
+	if err := ensureBwrap(); err != nil {
+		fatal(err)
+	}
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		fatal(err)
@@ -110,6 +113,28 @@ sandboxed:
 		}
 		report(g, times, *n)
 	}
+}
+
+// ensureBwrap installs bubblewrap from Debian's packages when it is
+// missing (as root on a Debian-like system), so the bench always has its
+// peer; elsewhere it says how to get it.
+func ensureBwrap() error {
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		return nil
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil || os.Geteuid() != 0 {
+		return fmt.Errorf("bubblewrap (bwrap) is missing and the bench cannot install it here: install the bubblewrap package, then run make bench again")
+	}
+	fmt.Fprintln(os.Stderr, "bench: installing bubblewrap from Debian's packages")
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "--no-install-recommends", "bubblewrap"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	_, err := exec.LookPath("bwrap")
+	return err
 }
 
 func bwrapArgv() []string {
