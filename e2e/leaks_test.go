@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,9 @@ func findLeaks() []string {
 	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
 	for _, p := range procs {
 		dir := filepath.Dir(p)
+		if exited(dir) {
+			continue // released everything; the host's init reaps the pid
+		}
 		target, _ := os.Readlink(p)
 		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
 		if strings.HasPrefix(target, env.bin) || strings.HasPrefix(target, env.cacheHome+"/") ||
@@ -92,4 +96,19 @@ func findLeaks() []string {
 		leaks = append(leaks, "temp dir "+d)
 	}
 	return leaks
+}
+
+// exited reports whether the process at /proc/PID dir is a zombie (or
+// gone): its memory, files and mounts are released, and only its pid waits
+// for its parent — for an orphaned init, the host's init — to reap it.
+func exited(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
