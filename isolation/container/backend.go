@@ -161,13 +161,13 @@ func (b *Backend) checkLocal() error {
 
 // checkInitBinary finds the init binary, unless WithInitBinary named it:
 // the small init this build carries, kept in the user's cache directory
-// (package initbin), else this executable. It refuses one that is not a
+// (package initbin), else (also under SELinux) this executable. It refuses one that is not a
 // static ELF: it must run in any image. Every use of initBinary comes
 // after it.
 func (b *Backend) checkInitBinary() error {
 	b.binOnce.Do(func() {
-		if b.initBinary == "" {
-			if dir, err := xdg.CacheDir(); err == nil && initbin.Embedded() {
+		if b.initBinary == "" && initbin.Embedded() && !selinuxEnforcing() {
+			if dir, err := xdg.CacheDir(); err == nil {
 				b.initBinary, _ = initbin.Cached(dir)
 			}
 		}
@@ -196,6 +196,15 @@ func (b *Backend) checkInitBinary() error {
 		}
 	})
 	return b.binErr
+}
+
+// selinuxEnforcing reports whether SELinux enforces its policy here. A
+// container's domain may not execute a file from a home directory's cache,
+// so the container tier then mounts the sandboxed binary itself (installed
+// where programs live, and labelled so) as the init.
+func selinuxEnforcing() bool {
+	b, err := os.ReadFile("/sys/fs/selinux/enforce")
+	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
 // Check refuses a plan this engine cannot enforce in full: an engine that
