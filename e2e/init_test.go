@@ -64,3 +64,49 @@ func TestInitIsCachedReadOnly(t *testing.T) {
 		t.Errorf("doctor does not name the cached init:\n%s", d.stdout)
 	}
 }
+
+// A cached init the kernel will not execute (here: a noexec mount on the
+// file itself, as a security module's denial would) is not the end of the
+// process tier: it starts the init from a sealed memory file instead.
+func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
+	begin(t)
+	dir := workdir(t, nil)
+	cache := filepath.Join(dir, "cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tool := toolYAML(t, dir, "process", "noexec", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
+	run := func() (result, string) {
+		cmd := exec.Command(env.bin, "run", "--json", tool)
+		cmd.Dir = dir
+		cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+cache)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		var r result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("not a result: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		}
+		return r, errb.String()
+	}
+	if r, stderr := run(); r.Status != "ok" {
+		t.Fatalf("first run: %s %+v %s", r.Status, r.Error, stderr)
+	}
+	inits, _ := filepath.Glob(filepath.Join(cache, "sandboxed", "init-*"))
+	if len(inits) != 1 {
+		t.Fatalf("cached inits: %v", inits)
+	}
+	for _, args := range [][]string{{"--bind", inits[0], inits[0]}, {"-o", "remount,bind,ro,noexec", inits[0]}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mount %v: %v: %s", args, err, out)
+		}
+	}
+	defer exec.Command("umount", inits[0]).Run()
+	if err := exec.Command(inits[0]).Run(); err == nil {
+		t.Fatal("the noexec mount did not stop exec; the test proves nothing")
+	}
+	r, stderr := run()
+	if r.Status != "ok" || !strings.Contains(r.Stdout, "INIT=sandboxed-init") {
+		t.Fatalf("with the cached init unrunnable: status %s, stdout %q, error %+v, stderr %s", r.Status, r.Stdout, r.Error, stderr)
+	}
+}

@@ -107,8 +107,9 @@ func checkPath(dir string) error {
 	}
 }
 
-// checkFile accepts the cached init: a regular file of this user that no
-// one can write, of exactly the embedded binary's size.
+// checkFile accepts the cached init: a regular file of this user, mode
+// 0555 as written (no one can write it, everyone can run it: containers
+// run it as their user), of exactly the embedded binary's size.
 func checkFile(fi os.FileInfo) error {
 	st := fi.Sys().(*syscall.Stat_t)
 	switch {
@@ -116,8 +117,8 @@ func checkFile(fi os.FileInfo) error {
 		return errors.New("not a regular file")
 	case st.Uid != uint32(os.Geteuid()):
 		return fmt.Errorf("belongs to uid %d", st.Uid)
-	case fi.Mode().Perm()&0o222 != 0:
-		return fmt.Errorf("writable (mode %v)", fi.Mode())
+	case fi.Mode().Perm() != 0o555:
+		return fmt.Errorf("mode %v, not the r-xr-xr-x it was written with", fi.Mode())
 	case fi.Size() != int64(len(image)):
 		return fmt.Errorf("%d bytes, not %d", fi.Size(), len(image))
 	}

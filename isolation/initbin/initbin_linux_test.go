@@ -159,3 +159,14 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 }
+
+func TestCachedRefusesAFileThatCannotRun(t *testing.T) {
+	withImage(t, "/bin/true")
+	withSum(t, "0123456789abcdef0123")
+	dir := filepath.Join(t.TempDir(), "cache")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "init-0123456789abcdef"), image, 0o444)
+	if p, err := Cached(dir); err == nil {
+		t.Fatalf("Cached = %s for a mode 0444 file, want a refusal", p)
+	}
+}

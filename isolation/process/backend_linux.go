@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -204,6 +205,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	cl := sbinit.NewClient(ctl)
 	undo = append(undo, func() { cl.Close() })
 
+	cached := false
 	if exe == "" {
 		// The small init this build carries, else this very binary.
 		path, release, err := initbin.Exec(initCacheDir())
@@ -212,6 +214,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		defer release()
 		exe = cmp.Or(path, "/proc/self/exe")
+		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -261,7 +264,20 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	mover, _ := cg.(cgroup.SelfMover)
-	if err := startInit(cmd, mover); err != nil {
+	err = startInit(cmd, mover)
+	if err != nil && cached && errors.Is(err, fs.ErrPermission) {
+		// A security module may forbid executing from the cache: the
+		// sealed memory file is the init's other home.
+		f, oerr := initbin.Open()
+		if oerr != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w (and %w)", p.RunID, err, oerr)
+		}
+		defer f.Close()
+		cmd = &exec.Cmd{Path: initbin.ExecPath(f), Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
+			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
+		err = startInit(cmd, mover)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	waited := make(chan struct{})
