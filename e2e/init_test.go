@@ -26,18 +26,9 @@ func TestInitWhenTheCacheIsUnsafe(t *testing.T) {
 			t.Fatal(err)
 		}
 		tool := toolYAML(t, dir, tier, "whoinit", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
-		cmd := exec.Command(env.bin, "run", "--json", tool)
-		cmd.Dir = dir
-		cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+unsafe)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		var r result
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			t.Fatalf("not a result: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
-		}
+		r, stderr := runCached(t, dir, tool, unsafe)
 		if r.Status != "ok" || !strings.Contains(r.Stdout, "INIT=sandboxed-init") {
-			t.Fatalf("status %s, stdout %q, stderr %q, error %+v", r.Status, r.Stdout, r.Stderr, r.Error)
+			t.Fatalf("status %s, stdout %q, error %+v, stderr %s", r.Status, r.Stdout, r.Error, stderr)
 		}
 		if left, _ := filepath.Glob(filepath.Join(unsafe, "sandboxed", "init-*")); len(left) > 0 {
 			t.Errorf("the init was written into a world-writable cache: %v", left)
@@ -76,20 +67,7 @@ func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := toolYAML(t, dir, "process", "noexec", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
-	run := func() (result, string) {
-		cmd := exec.Command(env.bin, "run", "--json", tool)
-		cmd.Dir = dir
-		cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+cache)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		var r result
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			t.Fatalf("not a result: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
-		}
-		return r, errb.String()
-	}
-	if r, stderr := run(); r.Status != "ok" {
+	if r, stderr := runCached(t, dir, tool, cache); r.Status != "ok" {
 		t.Fatalf("first run: %s %+v %s", r.Status, r.Error, stderr)
 	}
 	inits, _ := filepath.Glob(filepath.Join(cache, "sandboxed", "init-*"))
@@ -105,8 +83,25 @@ func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
 	if err := exec.Command(inits[0]).Run(); err == nil {
 		t.Fatal("the noexec mount did not stop exec; the test proves nothing")
 	}
-	r, stderr := run()
+	r, stderr := runCached(t, dir, tool, cache)
 	if r.Status != "ok" || !strings.Contains(r.Stdout, "INIT=sandboxed-init") {
 		t.Fatalf("with the cached init unrunnable: status %s, stdout %q, error %+v, stderr %s", r.Status, r.Stdout, r.Error, stderr)
 	}
+}
+
+// runCached runs `sandboxed run --json tool` in dir with XDG_CACHE_HOME
+// set to cache and decodes the result; the second value is its stderr.
+func runCached(t *testing.T, dir, tool, cache string) (result, string) {
+	t.Helper()
+	cmd := exec.Command(env.bin, "run", "--json", tool)
+	cmd.Dir = dir
+	cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+cache)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	var r result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("not a result: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+	}
+	return r, errb.String()
 }

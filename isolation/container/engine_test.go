@@ -35,7 +35,7 @@ var (
 )
 
 // engineBackend returns a backend on the real engine whose init is a
-// static build of testdata/init.
+// static build of cmd/sandboxed-init, the init sandboxed carries.
 func engineBackend(t testing.TB) *Backend {
 	t.Helper()
 	if os.Getenv("SANDBOXED_E2E") != "1" {
@@ -48,7 +48,7 @@ func engineBackend(t testing.TB) *Backend {
 			return
 		}
 		initBin = filepath.Join(dir, "sandboxed")
-		cmd := exec.Command("go", "build", "-o", initBin, "./testdata/init")
+		cmd := exec.Command("go", "build", "-o", initBin, "../../cmd/sandboxed-init")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			initErr = errors.New("build the test init: " + err.Error() + ": " + string(out))
