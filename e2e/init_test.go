@@ -105,3 +105,24 @@ func runCached(t *testing.T, dir, tool, cache string) (result, string) {
 	}
 	return r, errb.String()
 }
+
+// An elevated run is root in its own user namespace and an unprivileged
+// id outside. Its init execs under that id, so it must start from where
+// that id can reach (not a private home's cache). Elevated containers
+// need userns-remap, which these hosts do not have: process tier only.
+func TestElevatedProcessRun(t *testing.T) {
+	begin(t)
+	dir := workdir(t, nil)
+	tool := toolYAML(t, dir, "process", "elevated",
+		`id -u; grep -E '^CapEff:' /proc/self/status; cat /proc/self/uid_map`, nil, "  execution-privilege: elevated\n")
+	r, c := runJSON(t, dir, "--approve", "elevated", tool)
+	expect(t, r, c, "ok", 0)
+	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "65534"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "         0          0") {
+		t.Errorf("root inside maps to host root:\n%s", r.Stdout)
+	}
+}

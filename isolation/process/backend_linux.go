@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -206,6 +205,13 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	undo = append(undo, func() { cl.Close() })
 
 	cached := false
+	elevated := confined && p.Privilege == privElevated
+	if exe == "" && elevated {
+		// The elevated init execs as the namespace's root, an unprivileged
+		// id outside: it cannot reach the cache in a private home, nor the
+		// parent's /proc/PID/fd. Its own /proc/self/exe it can.
+		exe = "/proc/self/exe"
+	}
 	if exe == "" {
 		// The small init this build carries, else this very binary.
 		path, release, err := initbin.Exec(initCacheDir())
@@ -233,7 +239,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 	}
-	if confined && p.Privilege == privElevated {
+	if elevated {
 		// Root inside, an unprivileged id outside: never host root.
 		hostUID, hostGID := os.Getuid(), os.Getgid()
 		if hostUID == 0 {
@@ -265,17 +271,21 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	}
 	mover, _ := cg.(cgroup.SelfMover)
 	err = startInit(cmd, mover)
-	if err != nil && cached && errors.Is(err, fs.ErrPermission) {
-		// A security module may forbid executing from the cache: the
-		// sealed memory file is the init's other home.
+	if err != nil && cached {
+		// The cached init would not run (a security module forbids
+		// executing from the cache, another build's gc removed it, ...):
+		// the sealed memory file is its other home.
 		f, oerr := initbin.Open()
 		if oerr != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w (and %w)", p.RunID, err, oerr)
+			return nil, fmt.Errorf("start sandbox %s: %w (and from a memory file: %w)", p.RunID, err, oerr)
 		}
 		defer f.Close()
+		first := err
 		cmd = &exec.Cmd{Path: initbin.ExecPath(f), Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
 			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
-		err = startInit(cmd, mover)
+		if err = startInit(cmd, mover); err != nil {
+			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
