@@ -126,3 +126,43 @@ func TestElevatedProcessRun(t *testing.T) {
 		t.Errorf("root inside maps to host root:\n%s", r.Stdout)
 	}
 }
+
+// No grant reaches sandboxed's own files, whatever the policy: a tool
+// that could write the cached init would run its code as the next
+// sandbox's init. A grant of the cache itself is denied; a grant above
+// it has it hidden.
+func TestOwnDirsAreOutOfReach(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		// Every test's runs keep their init here, so it exists.
+		own := filepath.Join(env.cacheHome, "sandboxed")
+		if _, err := os.Stat(own); err != nil {
+			r, c := runJSON(t, dir, toolYAML(t, dir, "process", "warm", "true", nil, ""))
+			expect(t, r, c, "ok", 0)
+		}
+		deny := toolYAML(t, dir, tier, "intocache", `ls `+own, []string{"filesystem:write:" + own}, "")
+		r, c := runJSON(t, dir, deny)
+		expect(t, r, c, "denied", 126)
+
+		above := toolYAML(t, dir, tier, "abovecache", `
+echo ok > `+env.cacheHome+`/granted.txt && echo WROTE-GRANTED
+ls `+own+`/ 2>&1 | grep -c init- || true
+if echo evil > `+own+`/init-0000000000000000 2>/dev/null; then echo PLANTED; fi`, []string{"filesystem:write:" + env.cacheHome}, "")
+		r, c = runJSON(t, dir, "--approve", "filesystem:write:"+env.cacheHome, above)
+		if r.Status == "denied" {
+			t.Fatalf("a grant above the cache was denied: %+v", r.Error)
+		}
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE-GRANTED") {
+			t.Fatalf("positive control: the grant did not work:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "PLANTED") {
+			t.Errorf("a tool wrote into the init cache:\n%s", r.Stdout)
+		}
+		os.Remove(filepath.Join(env.cacheHome, "granted.txt"))
+		if left, _ := filepath.Glob(filepath.Join(own, "init-0000000000000000")); len(left) > 0 {
+			os.Remove(left[0])
+			t.Errorf("a planted init is in the cache")
+		}
+	})
+}

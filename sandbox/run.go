@@ -247,6 +247,11 @@ func invokingUser() (uint32, uint32) {
 // are recorded like every other run.
 func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared, error) {
 	runID := NewRunID(time.Now())
+	if req.Policy != nil {
+		r := *req
+		r.Policy = ProtectOwnDirs(req.Policy, OwnDirs(c.StateDir, c.RuntimeDir))
+		req = &r
+	}
 	p, err := Prepare(req, runID)
 	if err != nil {
 		var pe *PrepareError

@@ -256,7 +256,7 @@ func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.I
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		preq.CwdResolved = r
 	}
-	d := pol.Decide(preq)
+	d := sandbox.ProtectOwnDirs(pol, sandbox.OwnDirs(sandbox.StateDir(), sandbox.RuntimeDir())).Decide(preq)
 	in.Grants = grants
 	fillDecision(in, d)
 	in.Plan = sketchPlan(def, d, grants)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -310,29 +311,45 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", tmpfsBytes)); err != nil {
 		return err
 	}
-	// A read-only tmpfs (an empty working directory, a hidden path) is
-	// mounted writable first, so grants nested in it get their
-	// mountpoints, and made read-only once they are bound.
+	// Grants and tmpfs mounts go on shallow first, whichever kind: a grant
+	// inside an empty working directory needs that tmpfs under it, a
+	// hidden directory inside a grant needs the grant under it. A
+	// read-only tmpfs is mounted writable first, so grants nested in it
+	// get their mountpoints, and made read-only once they are bound.
+	type rootMount struct {
+		dst   string
+		tmpfs *Mount
+		bind  *plannedBind
+	}
+	var order []rootMount
+	for i := range tmpfsMounts {
+		order = append(order, rootMount{dst: tmpfsMounts[i].Destination, tmpfs: &tmpfsMounts[i]})
+	}
+	for i := range grants {
+		order = append(order, rootMount{dst: grants[i].target, bind: &grants[i]})
+	}
+	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
+	sort.SliceStable(order, func(i, j int) bool { return depth(order[i].dst) < depth(order[j].dst) })
 	var readonlyTmpfs []string
-	for _, m := range tmpfsMounts {
+	for _, rm := range order {
+		if rm.bind != nil {
+			if err := bindInto(root, *rm.bind); err != nil {
+				return err
+			}
+			continue
+		}
+		m := rm.tmpfs
 		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
 			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
 		}
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
 		if m.ReadOnly {
-			// Mounted writable first, so grants nested in it get their
-			// mountpoints; made read-only once they are bound.
 			readonlyTmpfs = append(readonlyTmpfs, in(m.Destination))
 		}
 		if m.NoExec {
 			flags |= unix.MS_NOEXEC
 		}
 		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, m.Data); err != nil {
-			return err
-		}
-	}
-	for _, g := range grants {
-		if err := bindInto(root, g); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,50 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/policy"
+)
+
+// OwnDirs are where sandboxed keeps its own files: the state directory
+// (run records, the audit log), the runtime directory (the sockets of live
+// runs) and the cache (the init every sandbox runs, the runner image's
+// root filesystem). Empty entries are left out.
+func OwnDirs(stateDir, runtimeDir string) []string {
+	dirs := []string{stateDir, runtimeDir}
+	if c, err := xdg.CacheDir(); err == nil {
+		dirs = append(dirs, c)
+	}
+	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
+}
+
+// ProtectOwnDirs returns p with dirs added to paths.deny, each as given
+// and with its symlinks resolved, so that a grant of one of them or of
+// anything inside is denied and a grant above one has it hidden —
+// whatever the policy file says. A tool that could write the cached init
+// would have its code run as the next sandbox's init; one that could
+// write the audit log could rewrite history. p is not changed; patterns
+// it already holds are not added again.
+func ProtectOwnDirs(p *policy.Policy, dirs []string) *policy.Policy {
+	if p == nil {
+		return nil
+	}
+	cp := *p
+	cp.Paths.Deny = slices.Clone(p.Paths.Deny)
+	add := func(d string) {
+		if !filepath.IsAbs(d) {
+			return
+		}
+		pat := policy.PathPattern(filepath.Clean(d))
+		if !slices.Contains(cp.Paths.Deny, pat) {
+			cp.Paths.Deny = append(cp.Paths.Deny, pat)
+		}
+	}
+	for _, d := range dirs {
+		add(d)
+		add(resolveExistingPrefix(d))
+	}
+	return &cp
+}

@@ -1,0 +1,43 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/policy"
+)
+
+func TestProtectOwnDirs(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Default()
+	before := len(p.Paths.Deny)
+	got := ProtectOwnDirs(p, []string{link + "/state", "", "relative/dir"})
+	if len(p.Paths.Deny) != before {
+		t.Fatal("ProtectOwnDirs changed the policy it was given")
+	}
+	for _, want := range []policy.PathPattern{policy.PathPattern(link + "/state"), policy.PathPattern(real + "/state")} {
+		if !slices.Contains(got.Paths.Deny, want) {
+			t.Errorf("deny lacks %s: %v", want, got.Paths.Deny[before:])
+		}
+	}
+	if n := len(got.Paths.Deny) - before; n != 2 {
+		t.Errorf("added %d patterns, want 2 (empty and relative dirs are skipped): %v", n, got.Paths.Deny[before:])
+	}
+	again := ProtectOwnDirs(got, []string{link + "/state"})
+	if len(again.Paths.Deny) != len(got.Paths.Deny) {
+		t.Errorf("a second call added patterns again")
+	}
+	if dirs := OwnDirs("/s", ""); !slices.Contains(dirs, "/s") || slices.Contains(dirs, "") {
+		t.Errorf("OwnDirs = %v", dirs)
+	}
+}
