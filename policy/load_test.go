@@ -152,6 +152,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad approval", "approval:\n  standing: [sudo]\n", `p.yaml:2: approval.standing[0]: approval "sudo"`},
 		{"relative path", "paths:\n  deny: [secrets]\n", `p.yaml:2: paths.deny[0]: path pattern "secrets"`},
 		{"dotdot path", "paths:\n  deny: [/a/../b]\n", `p.yaml:2: paths.deny[0]: path pattern "/a/../b"`},
+		{"empty element", "paths:\n  deny: [/etc//shadow]\n", `p.yaml:2: paths.deny[0]: path pattern "/etc//shadow": write it without empty elements`},
 		{"bad host", "network:\n  deny: [\"a b\"]\n", `p.yaml:2: network.deny[0]: host "a b"`},
 		{"host with port", "network:\n  allow: [\"a.com:443\"]\n", `p.yaml:2: network.allow[0]: host "a.com:443"`},
 		{"list for mapping", "limits: [1]\n", `p.yaml:1: limits: want a mapping`},

@@ -178,6 +178,8 @@ func checkPathShape(s string) error {
 		return fmt.Errorf("path pattern %q: want an absolute path, ~/PATH or **/NAME", s)
 	case strings.Contains("/"+s+"/", "/../") || strings.Contains("/"+s+"/", "/./"):
 		return fmt.Errorf("path pattern %q: write it without . and .. elements", s)
+	case strings.Contains(s, "//"):
+		return fmt.Errorf("path pattern %q: write it without empty elements (//)", s)
 	}
 	return nil
 }

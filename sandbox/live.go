@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -73,5 +74,26 @@ func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]s
 		}
 		reaped = append(reaped, "run dir "+dir)
 	}
+	// Run records half-written when a controller died (writeRecord's
+	// hidden directories); a live one is being renamed within moments.
+	if c.StateDir != "" {
+		runs := filepath.Join(c.StateDir, "runs")
+		half, _ := filepath.Glob(filepath.Join(runs, ".*"))
+		for _, dir := range half {
+			fi, err := os.Lstat(dir)
+			if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < halfRecordAge {
+				continue
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove half-written run record %s: %w", dir, err))
+				continue
+			}
+			reaped = append(reaped, "half-written run record "+dir)
+		}
+	}
 	return reaped, errors.Join(errs...)
 }
+
+// halfRecordAge is how old a hidden run record directory must be before
+// gc takes it for the leftover of a crash.
+const halfRecordAge = time.Minute

@@ -3,8 +3,9 @@
 // built on its own, small, so that a sandbox does not pay the whole CLI's
 // start-up (every package it links initialises again in each init), and
 // `make build` embeds it in the sandboxed binary (package initbin), which
-// runs it from a sealed memory file. A sandboxed built without it runs
-// its own binary as the init instead.
+// keeps it in the user's cache directory (or, when that is not safe, in a
+// sealed memory file). A sandboxed built without it runs its own binary
+// as the init instead.
 //
 // It is not meant to be run by hand.
 package main

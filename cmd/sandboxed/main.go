@@ -77,7 +77,6 @@ func main() {
 	// Whatever started sandboxed may have left descriptors open; none of
 	// them may reach a sandbox, a container engine or a host command.
 	sbinit.MarkInheritedCloseOnExec()
-	tuneGC()
 	app := newApp()
 	err := app.Run(os.Args)
 	if err == nil && notFound != nil {
@@ -90,10 +89,11 @@ func main() {
 	os.Exit(code)
 }
 
-// tuneGC trades memory for time the way a short-lived CLI should: a run
-// allocates a few megabytes and lives milliseconds, so collecting at the
-// default 4 MB heap is wasted work (~0.4 ms a run), while the memory limit
-// still bounds a run that captures large outputs. GOGC and GOMEMLIMIT
+// tuneGC trades memory for time the way one run should (not the
+// long-lived mcp server): a run allocates a few megabytes and lives
+// milliseconds, so collecting at the default 4 MB heap is wasted work
+// (~0.4 ms a run), while the soft memory limit keeps the collector from
+// letting dead copies of captured output pile up. GOGC and GOMEMLIMIT
 // override both.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {

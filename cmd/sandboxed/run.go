@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -44,9 +43,7 @@ the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure
 }
 
 func runAction(c *cli.Context) error {
-	// Output is captured up to its caps; a soft memory limit keeps the
-	// garbage collector from letting dead copies pile up on top.
-	debug.SetMemoryLimit(48 << 20)
+	tuneGC()
 	if c.NArg() < 1 {
 		return usageError(errors.New("run: which tool? usage: sandboxed run [flags] TOOL [NAME=VALUE ...]"))
 	}

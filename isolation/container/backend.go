@@ -209,7 +209,9 @@ func selinuxEnforcing() bool {
 
 // Check refuses a plan this engine cannot enforce in full: an engine that
 // is down, a missing image or runtime, an elevated run without user
-// namespace remapping, seccomp unavailable. It creates nothing.
+// namespace remapping, seccomp unavailable. It creates nothing of the run
+// (the first call may write the init into the cache; see
+// checkInitBinary).
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)

@@ -206,7 +206,7 @@ func TestListenRelayErrors(t *testing.T) {
 	checkNoLeaks(t)
 
 	// Listen, then serve later (the init drops privileges in between), and
-	// ServeRelay's stop.
+	// Serve's stop.
 	r, err := relay.Listen(relay.Config{SocketPath: "/nonexistent.sock", ListenIP: sandboxSide})
 	if err != nil {
 		t.Fatal(err)

@@ -41,12 +41,18 @@ func Exec(cacheDir string) (path string, release func(), err error) {
 // it is missing: dir/init-HASH, where HASH is the binary's SHA-256
 // (computed by make build), mode 0555. It refuses, and the caller falls
 // back to a memory file, when the file or a directory on its path could
-// be changed by anyone but root and this user, when the file is not
-// exactly the embedded binary's size, or when dir's file system does not
-// allow exec. Old inits in dir are removed when a new one is written.
+// be changed by anyone but root and this user (checked before anything is
+// created, too), when the file is not exactly what was written (mode,
+// owner, size), or when dir's file system does not allow exec. Inits of
+// other builds stay until RemoveStale.
 func Cached(dir string) (string, error) {
 	if !Embedded() || len(sum) < 16 {
 		return "", errors.New("this build carries no init binary")
+	}
+	// Nothing is created where someone else could have prepared the way
+	// (root under sudo with the user's HOME, a link to elsewhere).
+	if err := checkPath(existingPrefix(dir)); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
@@ -80,6 +86,19 @@ func Cached(dir string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return name, nil
+}
+
+// existingPrefix is the longest prefix of dir that exists, with its
+// symlinks resolved.
+func existingPrefix(dir string) string {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return real
+		}
+		if p == filepath.Dir(p) {
+			return p
+		}
+	}
 }
 
 // checkPath accepts dir when it and every directory above it belong to
@@ -157,7 +176,14 @@ func write(dir, name string) error {
 // and returns their paths. A run of another build that is starting at
 // this moment may fail to start its init; `gc` is for quiet moments.
 func RemoveStale(dir string) ([]string, error) {
-	old, err := filepath.Glob(filepath.Join(dir, "init-*"))
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, nil // no cache, nothing to remove
+	}
+	if err := checkPath(real); err != nil {
+		return nil, nil // not ours to clean: Cached never wrote there
+	}
+	old, err := filepath.Glob(filepath.Join(real, "init-*"))
 	if err != nil {
 		return nil, err
 	}

@@ -170,3 +170,24 @@ func TestCachedRefusesAFileThatCannotRun(t *testing.T) {
 		t.Fatalf("Cached = %s for a mode 0444 file, want a refusal", p)
 	}
 }
+
+func TestCachedCreatesNothingUnderAnUnsafeParent(t *testing.T) {
+	withImage(t, "/bin/true")
+	withSum(t, "0123456789abcdef0123")
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	dir := filepath.Join(open, "cache", "sandboxed")
+	if p, err := Cached(dir); err == nil {
+		t.Fatalf("Cached = %s under a world-writable parent", p)
+	}
+	if _, err := os.Stat(filepath.Join(open, "cache")); err == nil {
+		t.Error("Cached created directories under a world-writable parent")
+	}
+	// RemoveStale does not clean where Cached would not write.
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "init-fedcba9876543210"), nil, 0o555)
+	if removed, _ := RemoveStale(dir); len(removed) != 0 {
+		t.Errorf("RemoveStale removed %v under a world-writable parent", removed)
+	}
+}

@@ -13,8 +13,9 @@ import (
 
 // Backend is the none tier.
 type Backend struct {
-	// Exe is the binary re-executed as the init; empty means
-	// /proc/self/exe. It must call sbinit.Main early.
+	// Exe is the binary executed as the init; empty means the init this
+	// build carries (package initbin), else /proc/self/exe. It must call
+	// sbinit.Main early.
 	Exe string
 }
 

@@ -134,7 +134,8 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 // root, no credential change; commands run as host processes in their own
 // sessions. The run's cgroup still holds every process and enforces the
 // plan's memory and pids limits; a limit that cannot be enforced is
-// refused. exe is the binary to re-execute ("" for /proc/self/exe).
+// refused. exe is the init binary ("" for the one this build carries, else
+// /proc/self/exe).
 func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolation.Sandbox, error) {
 	if p == nil || p.Spec == nil {
 		return nil, fmt.Errorf("start: no plan or spec: %w", ErrBadPlan)

@@ -12,9 +12,9 @@
 // # Using it
 //
 // The init is the small cmd/sandboxed-init that `make build` embeds
-// (package initbin), run from a sealed memory file; a build without it
-// re-executes its own binary, which must then hand control to the init
-// first thing in main (in tests: TestMain):
+// (package initbin), run from the cache or a sealed memory file; elevated
+// runs, and a build without it, re-execute the running binary, which must
+// then hand control to the init first thing in main (in tests: TestMain):
 //
 //	if sbinit.IsInit() {
 //		sbinit.Main() // never returns

@@ -34,7 +34,7 @@ type Config struct {
 
 // Relay is the in-sandbox half of the egress bridge: loopback listeners
 // whose connections it copies to the proxy socket. It makes no decisions;
-// the proxy does. Listening (ListenRelay) needs CAP_NET_BIND_SERVICE for
+// the proxy does. Listening (Listen) needs CAP_NET_BIND_SERVICE for
 // ports below 1024; serving needs only the right to connect to the socket,
 // so the init can drop privileges in between.
 type Relay struct {
