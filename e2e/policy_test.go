@@ -85,3 +85,40 @@ func TestAuditOneLinePerRun(t *testing.T) {
 		}
 	})
 }
+
+// A directory the policy denies, inside a wider grant, is hidden: the
+// grant works, the directory is empty and cannot be written. (The process
+// tier used to fail to start: the grant was mounted over the mask.)
+func TestDeniedDirectoryInsideAGrantIsHidden(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"data/public.txt": "PUBLIC", "data/secret/key.txt": "SECRET-KEY"})
+		pol := filepath.Join(dir, "policy.yaml")
+		init := sandboxed(t, dir, "policy", "init", "--output", pol)
+		if init.code != 0 {
+			t.Fatalf("policy init: %d %s", init.code, init.stderr)
+		}
+		b, err := os.ReadFile(pol)
+		must(t, err)
+		// Append a deny rule for data/secret to the built-in list.
+		text := strings.Replace(string(b), "    - ~/.local/state/sandboxed\n", "    - ~/.local/state/sandboxed\n    - "+filepath.Join(dir, "data", "secret")+"\n", 1)
+		if text == string(b) {
+			t.Fatalf("policy init output has no ~/.local/state/sandboxed deny line to extend:\n%s", b)
+		}
+		must(t, os.WriteFile(pol, []byte(text), 0o644))
+		tool := toolYAML(t, dir, tier, "reader", `
+cat data/public.txt && echo
+ls -A data/secret | wc -l
+cat data/secret/key.txt 2>/dev/null || echo NO-KEY
+if touch data/secret/new 2>/dev/null; then echo WROTE-SECRET; fi`, []string{"filesystem:read:./data"}, "")
+		// A grant holding a denied path needs approval; the path stays
+		// hidden even then.
+		r, c := runJSON(t, dir, "--policy", pol, "--approve", "filesystem:read:"+filepath.Join(dir, "data"), tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "PUBLIC") {
+			t.Fatalf("positive control: the grant did not work:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "SECRET-KEY") || !strings.Contains(r.Stdout, "NO-KEY") || strings.Contains(r.Stdout, "WROTE-SECRET") {
+			t.Errorf("the denied directory was reachable:\n%s", r.Stdout)
+		}
+	})
+}
