@@ -299,7 +299,7 @@ tags: [write]
 		t.Errorf("stdout %q", r.Stdout)
 	}
 	// A required dependency in the wrong version refuses the run.
-	r, c = runSteps(t, dir, caller("filesystem:write:./out", "^2.0.0"))
+	r, _ = runSteps(t, dir, caller("filesystem:write:./out", "^2.0.0"))
 	if r.Status == "ok" || r.Error == nil || !strings.Contains(r.Error.Message, `writer is version 1.2.0; "^2.0.0" is needed`) {
 		t.Errorf("status %s error %+v", r.Status, r.Error)
 	}

@@ -514,9 +514,7 @@ func (x *explainer) filesystem() {
 		}
 		x.e.Filesystem = append(x.e.Filesystem, p)
 	}
-	for _, t := range x.templated(tool.PermFSRead, tool.PermFSWrite) {
-		x.e.Filesystem = append(x.e.Filesystem, t)
-	}
+	x.e.Filesystem = append(x.e.Filesystem, x.templated(tool.PermFSRead, tool.PermFSWrite)...)
 	// What the tool sees of the host besides its grants.
 	base := Point{Subject: "host filesystem", Requested: "(not requested)", Verdict: VerdictAllow, Risk: "low",
 		Rule: "default: closed", Reason: "nothing of the host is visible unless a permission grants it"}

@@ -576,14 +576,12 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 					break
 				}
 				if r.inside(p) {
-					target := r.prefix
+					protected := r.exp
 					if r.literal {
-						rel, _ := filepath.Rel(p, r.prefix)
-						target = filepath.Join(m.Target, rel)
-					} else {
-						rel, _ := filepath.Rel(p, r.exp)
-						target = filepath.Join(m.Target, rel)
+						protected = r.prefix
 					}
+					rel, _ := filepath.Rel(p, protected)
+					target := filepath.Join(m.Target, rel)
 					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
 					holds = append(holds, r)
 					break

@@ -150,12 +150,6 @@ type outputs struct {
 	out, err []*capture
 }
 
-func (o *outputs) add(out, err *capture) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.out, o.err = append(o.out, out), append(o.err, err)
-}
-
 type joined struct {
 	text      string // kept output, with a truncation marker per cut stream
 	kept      []byte // kept output, without markers (the run record)

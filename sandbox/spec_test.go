@@ -83,8 +83,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func i64(v int64) *int64 { return &v }
-
 func TestSpecOpts(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -97,5 +96,3 @@ func writeYAML(w io.Writer, v any) error {
 	defer enc.Close()
 	return enc.Encode(v)
 }
-
-var errSilent = errors.New("silent")

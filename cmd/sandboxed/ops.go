@@ -116,10 +116,3 @@ func initCheck() check {
 	ch.Detail = "the small init, copied into a sealed memory file for each sandbox (~1 ms), because it cannot be kept in the cache: " + err.Error()
 	return ch
 }
-
-func fixIf(cond bool, fix string) string {
-	if cond {
-		return fix
-	}
-	return ""
-}

@@ -110,7 +110,7 @@ function-calling.schema-generation settings.`,
 			return err
 		}
 		if len(args) == 0 {
-			return usageError(errors.New("tool schema: which tools? usage: sandboxed tool schema [--format openai|anthropic|mcp] TOOL..."))
+			return usageError(errors.New("tool schema: which tools? usage: sandboxed tool schema [--format openai|anthropic|mcp] TOOL [TOOL ...]"))
 		}
 		format, err := checkFormat(c, tool.SchemaFormats...)
 		if err != nil {

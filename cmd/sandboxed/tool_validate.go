@@ -57,7 +57,7 @@ func toolValidateAction(c *cli.Context) error {
 		return err
 	}
 	if len(args) == 0 {
-		return usageError(errors.New("tool validate: what to validate? usage: sandboxed tool validate [--format text|json] FILE|DIR|NAME..."))
+		return usageError(errors.New("tool validate: what to validate? usage: sandboxed tool validate [--format text|json] FILE|DIR|NAME [...]"))
 	}
 	format, err := checkFormat(c, "text", "json")
 	if err != nil {

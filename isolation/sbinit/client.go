@@ -251,11 +251,10 @@ type stdioPipes struct {
 	child [3]*os.File // sent to the init, closed after sending
 	// parent ends: in[0] is written from Stdin; out[1], out[2] are read into
 	// Stdout/Stderr. nil where the child got /dev/null.
-	stdinW       *os.File
-	outR         [3]*os.File
-	stdio        isolation.Stdio
-	copies       sync.WaitGroup
-	stdinStarted bool
+	stdinW *os.File
+	outR   [3]*os.File
+	stdio  isolation.Stdio
+	copies sync.WaitGroup
 }
 
 func newStdioPipes(s isolation.Stdio) (_ *stdioPipes, retErr error) {
