@@ -106,17 +106,18 @@ func teardown() {
 
 // result is what `sandboxed run --json` prints.
 type result struct {
-	RunID           string `json:"run_id"`
-	Tool            string `json:"tool"`
-	Isolation       string `json:"isolation"`
-	Status          string `json:"status"`
-	ExitCode        int    `json:"exit_code"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	DurationMS      int64  `json:"duration_ms"`
-	PeakMemoryBytes int64  `json:"peak_memory_bytes"`
+	RunID           string   `json:"run_id"`
+	Tool            string   `json:"tool"`
+	Isolation       string   `json:"isolation"`
+	Status          string   `json:"status"`
+	ExitCode        int      `json:"exit_code"`
+	Stdout          string   `json:"stdout"`
+	Stderr          string   `json:"stderr"`
+	StdoutTruncated bool     `json:"stdout_truncated"`
+	StderrTruncated bool     `json:"stderr_truncated"`
+	DurationMS      int64    `json:"duration_ms"`
+	PeakMemoryBytes int64    `json:"peak_memory_bytes"`
+	Warnings        []string `json:"warnings"`
 	Egress          []struct {
 		Host      string `json:"host"`
 		Port      int    `json:"port"`

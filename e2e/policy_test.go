@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,6 +120,57 @@ if touch data/secret/new 2>/dev/null; then echo WROTE-SECRET; fi`, []string{"fil
 		}
 		if strings.Contains(r.Stdout, "SECRET-KEY") || !strings.Contains(r.Stdout, "NO-KEY") || strings.Contains(r.Stdout, "WROTE-SECRET") {
 			t.Errorf("the denied directory was reachable:\n%s", r.Stdout)
+		}
+	})
+}
+
+// A protected path that did not exist when the run was planned (a new
+// nested repository's .git/hooks and .git/config) cannot be masked; the
+// run says what the tool created, in its result, on the terminal and in
+// the audit log. One that existed stays protected and is not reported.
+func TestCreatedProtectedPathsAreReported(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/old/.git/config": "[core]\n"})
+		tool := toolYAML(t, dir, tier, "nester", `
+mkdir -p out/new/.git/hooks && echo '[core]' > out/new/.git/config && echo MADE-REPO
+if echo x >> out/old/.git/config 2>/dev/null; then echo WROTE-OLD; fi`, []string{"filesystem:write:./out"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "MADE-REPO") || strings.Contains(r.Stdout, "WROTE-OLD") {
+			t.Fatalf("stdout %q", r.Stdout)
+		}
+		var warned []string
+		for _, w := range r.Warnings {
+			for _, p := range []string{"out/new/.git/hooks", "out/new/.git/config", "out/old/.git"} {
+				if strings.Contains(w, p) {
+					warned = append(warned, p)
+				}
+			}
+		}
+		if !slices.Contains(warned, "out/new/.git/hooks") || !slices.Contains(warned, "out/new/.git/config") || slices.Contains(warned, "out/old/.git") {
+			t.Errorf("warnings %q", r.Warnings)
+		}
+		// In the audit log.
+		audit, err := os.ReadFile(filepath.Join(env.stateDir, "audit.jsonl"))
+		must(t, err)
+		found := false
+		for _, line := range strings.Split(string(audit), "\n") {
+			var rec struct {
+				RunID    string   `json:"run_id"`
+				Warnings []string `json:"warnings"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.RunID == r.RunID {
+				found = len(rec.Warnings) == len(r.Warnings)
+			}
+		}
+		if !found {
+			t.Errorf("the audit line of run %s lacks the warnings", r.RunID)
+		}
+		// On the terminal's stderr too (a fresh nested repository again).
+		must(t, os.RemoveAll(filepath.Join(dir, "out", "new")))
+		c = sandboxed(t, dir, "run", tool)
+		if !strings.Contains(c.stderr, "sandboxed: warning: the tool created") {
+			t.Errorf("text mode does not show the warning:\n%s", c.stderr)
 		}
 	})
 }

@@ -48,6 +48,8 @@ type AuditRecord struct {
 	// security.auditing.record-output is set, and masked with MaskText.
 	Output string `json:"output,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Warnings are the run's warnings (Result.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // AuditDecision is one Item of a Decision, as the audit log keeps it.

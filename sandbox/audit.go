@@ -46,6 +46,7 @@ func (c *Controller) audit(req *Request, p *Prepared, d *policy.Decision, res *R
 	if res.Error != nil {
 		rec.Error = res.Error.Message
 	}
+	rec.Warnings = res.Warnings
 
 	var sensitive []string
 	if def.Security.Logging != nil {

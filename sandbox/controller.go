@@ -52,6 +52,8 @@ type Job struct {
 	// Audit, when set, writes the run's audit line; it runs beside the
 	// run record, once the result is final.
 	Audit func(*Result) error
+
+	watches []protectedWatch // protected globs under write grants (Prepare)
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
 	// Prepare, when set, runs after the run's host directory exists and
@@ -133,6 +135,8 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 			res.Egress = e
 		}
 	}
+	// Protected paths the tool created where none existed to protect.
+	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
 	c.Trace.Mark("teardown (stats, close, gc wait)")
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdout, stderr := outs.join()

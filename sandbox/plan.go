@@ -66,9 +66,16 @@ type PlanInput struct {
 // BuildPlan turns a bound tool and the policy's decision into a Plan and
 // the commands of its steps. The decision must allow the run.
 func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
+	p, steps, _, err := buildPlan(in)
+	return p, steps, err
+}
+
+// buildPlan is BuildPlan, also returning what to look at again after the
+// run: the protected patterns under write grants.
+func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, error) {
 	b, d := in.Bound, in.Decision
 	if d == nil || d.Verdict != policy.Allow {
-		return nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
+		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
 	}
 	def := b.Def
 	priv := string(def.Security.ExecutionPrivilege)
@@ -133,7 +140,7 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	}
 	for _, m := range mounts {
 		if m.Resolved == "" {
-			return nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
+			return nil, nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
 		}
 		if m.Write {
 			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
@@ -141,15 +148,15 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 			opts = append(opts, WithReadBind(m.Resolved, m.Target))
 		}
 	}
-	maskOpts, err := maskOptions(d.Masks, mounts)
+	maskOpts, watches, err := maskOptions(d.Masks, mounts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	opts = append(opts, maskOpts...)
 
 	spec, err := NewSpec(in.RunID, priv, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+		return nil, nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
 
 	p := &isolation.Plan{
@@ -170,9 +177,9 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 
 	steps, err := jobSteps(b, env, cwd, in.Cwd, d.Limits.OutputBytes, in.SubTools)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return p, steps, nil
+	return p, steps, watches, nil
 }
 
 func workDirs(b *tool.Bound, toolCwd, callerCwd string, subs map[string]*tool.Bound) []string {
@@ -299,7 +306,12 @@ func absUnder(base, p string) string {
 // read-only paths are bound onto themselves read-only. Globs are expanded
 // against the host tree under the mount's source. A mask that cannot be
 // expanded refuses the run: a grant is never wider than the policy allows.
-func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOpt, error) {
+//
+// It also returns a watch for each glob mask under a write grant: what
+// matches now is masked, but what the tool creates cannot be (a new
+// nested repository's .git/hooks), so the controller looks again after
+// the run.
+func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOpt, []protectedWatch, error) {
 	type maskMount struct {
 		src, dst string
 		fi       fs.FileInfo
@@ -307,6 +319,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		anchor   bool // a read-write bind of a directory onto itself
 	}
 	byDst := map[string]maskMount{}
+	var watches []protectedWatch
 	for _, mk := range masks {
 		var m *permissions.Mount
 		for _, c := range mounts {
@@ -319,11 +332,18 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		}
 		rel, err := filepath.Rel(m.Target, mk.Path)
 		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
+			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		matches, err := expandMask(m.Resolved, rel)
 		if err != nil {
-			return nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
+			return nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
+		}
+		if m.Write && strings.ContainsAny(rel, "*?[") {
+			w := protectedWatch{root: m.Resolved, target: m.Target, pattern: rel, rule: mk.Rule, before: map[string]bool{}}
+			for _, hostRel := range matches {
+				w.before[hostRel] = true
+			}
+			watches = append(watches, w)
 		}
 		for _, hostRel := range matches {
 			src := filepath.Join(m.Resolved, hostRel)
@@ -348,7 +368,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 				asrc := filepath.Join(m.Resolved, d)
 				afi, err := os.Lstat(asrc)
 				if err != nil || !afi.IsDir() {
-					return nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
+					return nil, nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
 				}
 				byDst[adst] = maskMount{src: asrc, dst: adst, fi: afi, anchor: true}
 			}
@@ -375,7 +395,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		}
 		opts = append(opts, maskOpt(mm.src, mm.dst, mm.fi, mm.hide))
 	}
-	return opts, nil
+	return opts, watches, nil
 }
 
 func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
@@ -395,6 +415,52 @@ func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
 	}
 }
 
+// protectedWatch is a protected glob under a write grant and what matched
+// it when the run was planned.
+type protectedWatch struct {
+	root    string          // the grant's host directory
+	target  string          // the grant as the sandbox saw it
+	pattern string          // relative to root, e.g. **/.git/hooks
+	rule    string          // the policy rule that protects it
+	before  map[string]bool // matches at plan time, relative to root
+}
+
+// createdProtected returns a warning for each path matching a watch that
+// the run created, walking each grant once whatever the number of
+// patterns.
+func createdProtected(watches []protectedWatch) []string {
+	byRoot := map[string][]protectedWatch{}
+	var roots []string
+	for _, w := range watches {
+		if _, ok := byRoot[w.root]; !ok {
+			roots = append(roots, w.root)
+		}
+		byRoot[w.root] = append(byRoot[w.root], w)
+	}
+	var out []string
+	for _, root := range roots {
+		ws := byRoot[root]
+		patterns := make([]string, len(ws))
+		for i, w := range ws {
+			patterns[i] = w.pattern
+		}
+		after, err := expandMasks(root, patterns)
+		if err != nil {
+			out = append(out, fmt.Sprintf("could not check %s after the run for new protected paths (%s): %v", ws[0].target, strings.Join(patterns, ", "), err))
+			continue
+		}
+		for i, w := range ws {
+			for _, rel := range after[i] {
+				if !w.before[rel] {
+					out = append(out, fmt.Sprintf("the tool created %s, which the policy protects (%s); it did not exist when the run was planned, so it was not protected: review it before you use it",
+						filepath.Join(w.target, rel), w.rule))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // expandMask returns the paths under root (relative to it) that match the
 // slash-separated pattern, where "**" matches any number of directories.
 // Symlinks are not followed.
@@ -405,7 +471,17 @@ func expandMask(root, pattern string) ([]string, error) {
 		}
 		return []string{pattern}, nil
 	}
-	var out []string
+	m, err := expandMasks(root, []string{pattern})
+	if err != nil {
+		return nil, err
+	}
+	return m[0], nil
+}
+
+// expandMasks is expandMask for several glob patterns in one walk: the
+// matches of patterns[i] are in the result's [i].
+func expandMasks(root string, patterns []string) ([][]string, error) {
+	out := make([][]string, len(patterns))
 	n := 0
 	err := filepath.WalkDir(root, func(path string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -418,11 +494,15 @@ func expandMask(root, pattern string) ([]string, error) {
 		if rel == "." {
 			return nil
 		}
-		if globMatch(pattern, rel) {
-			out = append(out, rel)
-			if de.IsDir() {
-				return filepath.SkipDir
+		matched := false
+		for i, pattern := range patterns {
+			if globMatch(pattern, rel) {
+				out[i] = append(out[i], rel)
+				matched = true
 			}
+		}
+		if matched && de.IsDir() {
+			return filepath.SkipDir
 		}
 		return nil
 	})

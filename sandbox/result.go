@@ -49,7 +49,10 @@ type Result struct {
 	Steps           []StepResult  `json:"steps"`
 	Egress          []EgressEntry `json:"egress"`
 	Notes           []string      `json:"notes,omitempty"`
-	Error           *ErrorInfo    `json:"error,omitempty"`
+	// Warnings need the user's attention after the run, such as a
+	// protected path the tool created where none existed to protect.
+	Warnings []string   `json:"warnings,omitempty"`
+	Error    *ErrorInfo `json:"error,omitempty"`
 
 	StartedAt time.Time `json:"started_at"`
 }

@@ -61,6 +61,8 @@ type Prepared struct {
 	Plan     *isolation.Plan
 	Steps    []JobStep
 	Notes    []string
+
+	watches []protectedWatch // looked at again after the run
 }
 
 // PrepareError is a run that was refused or could not be prepared; the
@@ -197,7 +199,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		}
 		in.ExtraEnv = req.Egress.Env()
 	}
-	plan, steps, err := BuildPlan(in)
+	plan, steps, watches, err := buildPlan(in)
 	if err != nil {
 		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
 	}
@@ -205,7 +207,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}
-	return &Prepared{RunID: runID, Bound: b, Grants: grants, Decision: &d, Plan: plan, Steps: steps, Notes: notes}, nil
+	return &Prepared{RunID: runID, Bound: b, Grants: grants, Decision: &d, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
 }
 
 // EgressStarter starts the egress proxy of a run; implemented by the CLI
@@ -260,7 +262,7 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 		}
 		return nil, nil, err
 	}
-	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin, Notes: p.Notes}
+	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin, Notes: p.Notes, watches: p.watches}
 	if hasNetwork(p.Grants) {
 		job.Prepare = func(ctx context.Context, plan *isolation.Plan) error {
 			e, stop, err := req.Egress.Start(ctx, plan.HostDir, p.Grants, p.Decision.EgressDeny)

@@ -95,6 +95,11 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", err)
 	}
+	if !c.Bool("json") {
+		for _, w := range res.Warnings {
+			fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", w)
+		}
+	}
 	if c.Bool("json") {
 		if werr := writeJSON(c.App.Writer, res); werr != nil {
 			return werr

@@ -1,0 +1,31 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCreatedProtected(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a/.git/hooks", "b/c"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := []protectedWatch{
+		{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "paths.deny-write[0] **/.git/hooks", before: map[string]bool{"a/.git/hooks": true}},
+		{root: root, target: "/work/out", pattern: "**/.git/config", rule: "paths.deny-write[1] **/.git/config", before: map[string]bool{}},
+	}
+	if w := createdProtected(ws); len(w) != 0 {
+		t.Fatalf("nothing new, warnings %q", w)
+	}
+	os.MkdirAll(filepath.Join(root, "b/c/.git/hooks"), 0o755)
+	os.WriteFile(filepath.Join(root, "b/c/.git/config"), nil, 0o644)
+	w := createdProtected(ws)
+	if len(w) != 2 || !strings.Contains(w[0], "/work/out/b/c/.git/hooks") || !strings.Contains(w[0], "paths.deny-write[0]") ||
+		!strings.Contains(w[1], "/work/out/b/c/.git/config") {
+		t.Errorf("warnings %q", w)
+	}
+}
