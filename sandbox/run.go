@@ -45,6 +45,10 @@ type Request struct {
 	Egress EgressStarter
 	// DryRun plans without touching the host (no directory is created).
 	DryRun bool
+	// OwnDirs are sandboxed's own directories, denied to every grant
+	// whatever the policy says (ProtectOwnDirs); nil means those of this
+	// process's environment (StateDir, RuntimeDir, the cache).
+	OwnDirs []string
 	// Cwd is the run's working directory; "" is the process's own.
 	Cwd string
 	// FindTool finds the tools of use-tool steps and dependencies; nil
@@ -79,6 +83,15 @@ func (e *PrepareError) Unwrap() error { return e.Err }
 // Prepare binds, resolves, decides and plans a run without running it.
 // A refusal is a *PrepareError carrying a Result (status denied or error).
 func Prepare(req *Request, runID string) (*Prepared, error) {
+	if req.Policy != nil {
+		own := req.OwnDirs
+		if own == nil {
+			own = OwnDirs(StateDir(), RuntimeDir())
+		}
+		r := *req
+		r.Policy = ProtectOwnDirs(req.Policy, own)
+		req = &r
+	}
 	def := req.Def
 	refuse := func(st Status, code, msg, hint string, err error, d *policy.Decision) (*Prepared, error) {
 		r := &Result{RunID: runID, Tool: def.Name, Version: def.Version, Isolation: string(def.Security.Isolation),
@@ -249,9 +262,9 @@ func invokingUser() (uint32, uint32) {
 // are recorded like every other run.
 func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared, error) {
 	runID := NewRunID(time.Now())
-	if req.Policy != nil {
+	if req.OwnDirs == nil {
 		r := *req
-		r.Policy = ProtectOwnDirs(req.Policy, OwnDirs(c.StateDir, c.RuntimeDir))
+		r.OwnDirs = OwnDirs(c.StateDir, c.RuntimeDir)
 		req = &r
 	}
 	p, err := Prepare(req, runID)
