@@ -93,19 +93,7 @@ func TestAuditOneLinePerRun(t *testing.T) {
 func TestDeniedDirectoryInsideAGrantIsHidden(t *testing.T) {
 	forTiers(t, func(t *testing.T, tier string) {
 		dir := workdir(t, map[string]string{"data/public.txt": "PUBLIC", "data/secret/key.txt": "SECRET-KEY"})
-		pol := filepath.Join(dir, "policy.yaml")
-		init := sandboxed(t, dir, "policy", "init", "--output", pol)
-		if init.code != 0 {
-			t.Fatalf("policy init: %d %s", init.code, init.stderr)
-		}
-		b, err := os.ReadFile(pol)
-		must(t, err)
-		// Append a deny rule for data/secret to the built-in list.
-		text := strings.Replace(string(b), "    - ~/.local/state/sandboxed\n", "    - ~/.local/state/sandboxed\n    - "+filepath.Join(dir, "data", "secret")+"\n", 1)
-		if text == string(b) {
-			t.Fatalf("policy init output has no ~/.local/state/sandboxed deny line to extend:\n%s", b)
-		}
-		must(t, os.WriteFile(pol, []byte(text), 0o644))
+		pol := policyDenying(t, dir, filepath.Join(dir, "data", "secret"))
 		tool := toolYAML(t, dir, tier, "reader", `
 cat data/public.txt && echo
 ls -A data/secret | wc -l
@@ -171,6 +159,71 @@ if echo x >> out/old/.git/config 2>/dev/null; then echo WROTE-OLD; fi`, []string
 		c = sandboxed(t, dir, "run", tool)
 		if !strings.Contains(c.stderr, "sandboxed: warning: the tool created") {
 			t.Errorf("text mode does not show the warning:\n%s", c.stderr)
+		}
+	})
+}
+
+// policyDenying writes the built-in policy (policy init) with paths added
+// to paths.deny into dir and returns its path.
+func policyDenying(t *testing.T, dir string, paths ...string) string {
+	t.Helper()
+	pol := filepath.Join(dir, "policy.yaml")
+	init := sandboxed(t, dir, "policy", "init", "--output", pol)
+	if init.code != 0 {
+		t.Fatalf("policy init: %d %s", init.code, init.stderr)
+	}
+	b, err := os.ReadFile(pol)
+	must(t, err)
+	const last = "    - ~/.local/state/sandboxed\n"
+	extra := ""
+	for _, p := range paths {
+		extra += "    - " + p + "\n"
+	}
+	text := strings.Replace(string(b), last, last+extra, 1)
+	if text == string(b) {
+		t.Fatalf("policy init output has no %q deny line to extend:\n%s", last, b)
+	}
+	must(t, os.WriteFile(pol, []byte(text), 0o644))
+	return pol
+}
+
+// Under a read-only grant, the directories between the grant and a hidden
+// path stay read-only (they used to be bound read-write to pin them).
+func TestReadGrantAroundAHiddenPathStaysReadOnly(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"data/sub/secret/key.txt": "SECRET-KEY", "data/sub/public.txt": "PUBLIC"})
+		pol := policyDenying(t, dir, filepath.Join(dir, "data", "sub", "secret"))
+		tool := toolYAML(t, dir, tier, "reader", `
+cat data/sub/public.txt && echo
+if touch data/sub/new 2>/dev/null; then echo WROTE-SUB; fi
+if touch data/new 2>/dev/null; then echo WROTE-DATA; fi`, []string{"filesystem:read:./data"}, "")
+		r, c := runJSON(t, dir, "--policy", pol, "--approve", "filesystem:read:"+filepath.Join(dir, "data"), tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "PUBLIC") {
+			t.Fatalf("positive control: the grant did not work:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "WROTE-") {
+			t.Errorf("a read-only grant was writable:\n%s", r.Stdout)
+		}
+	})
+}
+
+// A grant of a repository's .git itself keeps its hooks and config
+// read-only: the policy's **/.git/hooks rules apply to the whole path.
+func TestWriteGrantOfDotGitKeepsHooksReadOnly(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{".git/hooks/README": "hooks", ".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n"})
+		tool := toolYAML(t, dir, tier, "gitwriter", `
+echo x > .git/scratch && echo WROTE-SCRATCH
+if echo evil > .git/hooks/pre-commit 2>/dev/null; then echo WROTE-HOOK; fi
+if echo evil >> .git/config 2>/dev/null; then echo WROTE-CONFIG; fi`, []string{"filesystem:write:./.git"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE-SCRATCH") {
+			t.Fatalf("positive control: the grant did not work:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "WROTE-HOOK") || strings.Contains(r.Stdout, "WROTE-CONFIG") {
+			t.Errorf("the repository's hooks or config were writable:\n%s", r.Stdout)
 		}
 	})
 }

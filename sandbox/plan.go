@@ -357,10 +357,12 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 			}
 			// A mountpoint cannot be renamed or removed, but its parents
 			// can: `mv .git .git.old` would carry a protected .git/hooks
-			// away and let the tool make a new one. Every directory between
-			// the grant and the protected path is bound onto itself
-			// (read-write), which pins it in place.
-			for d := filepath.Dir(hostRel); d != "." && d != "/"; d = filepath.Dir(d) {
+			// away and let the tool make a new one. Under a write grant,
+			// every directory between the grant and the protected path is
+			// bound onto itself (read-write, as the grant), which pins it
+			// in place. A read-only grant renames nothing, and a read-write
+			// anchor there would make the directory writable.
+			for d := filepath.Dir(hostRel); m.Write && d != "." && d != "/"; d = filepath.Dir(d) {
 				adst := filepath.Join(m.Target, d)
 				if _, ok := byDst[adst]; ok {
 					continue
@@ -479,7 +481,10 @@ func expandMask(root, pattern string) ([]string, error) {
 }
 
 // expandMasks is expandMask for several glob patterns in one walk: the
-// matches of patterns[i] are in the result's [i].
+// matches of patterns[i] are in the result's [i]. A pattern that starts
+// with "**/" is a policy rule that applies anywhere: it is matched against
+// the whole host path, so that a grant of a repository's .git itself still
+// has its hooks and config protected.
 func expandMasks(root string, patterns []string) ([][]string, error) {
 	out := make([][]string, len(patterns))
 	n := 0
@@ -496,7 +501,11 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 		}
 		matched := false
 		for i, pattern := range patterns {
-			if globMatch(pattern, rel) {
+			subject := rel
+			if strings.HasPrefix(pattern, "**/") {
+				subject = strings.TrimPrefix(path, "/")
+			}
+			if globMatch(pattern, subject) {
 				out[i] = append(out[i], rel)
 				matched = true
 			}
