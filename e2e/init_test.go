@@ -166,3 +166,35 @@ if echo evil > `+own+`/init-0000000000000000 2>/dev/null; then echo PLANTED; fi`
 		}
 	})
 }
+
+// The cache is made (and the init put in it) before the run is planned,
+// so a grant that holds a cache which did not exist yet still has it
+// hidden: the run cannot create the init inside the tool's reach.
+func TestFreshCacheIsOutOfReach(t *testing.T) {
+	begin(t)
+	dir := workdir(t, nil)
+	home := filepath.Join(dir, "fresh")
+	must(t, os.Mkdir(home, 0o700))
+	own := filepath.Join(home, "sandboxed")
+	tool := toolYAML(t, dir, "process", "freshcache", `
+echo ok > `+home+`/granted.txt && echo WROTE-GRANTED
+if ls `+own+`/init-* >/dev/null 2>&1; then echo SEES-INIT; fi
+if echo evil > `+own+`/init-0000000000000000 2>/dev/null; then echo PLANTED; fi`, []string{"filesystem:write:" + home}, "")
+	cmd := exec.Command(env.bin, "run", "--json", "--approve", "filesystem:write:"+home, tool)
+	cmd.Dir = dir
+	cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+home)
+	out, _ := cmd.Output()
+	var r result
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("not a result: %v: %s", err, out)
+	}
+	if r.Status != "ok" || !strings.Contains(r.Stdout, "WROTE-GRANTED") {
+		t.Fatalf("status %s %+v stdout %q stderr %q", r.Status, r.Error, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "SEES-INIT") || strings.Contains(r.Stdout, "PLANTED") {
+		t.Errorf("the fresh cache was within the tool's reach:\n%s", r.Stdout)
+	}
+	if inits, _ := filepath.Glob(filepath.Join(own, "init-*")); len(inits) != 1 || strings.HasSuffix(inits[0], "init-0000000000000000") {
+		t.Errorf("cache holds %v, want the one real init", inits)
+	}
+}

@@ -227,3 +227,22 @@ if echo evil >> .git/config 2>/dev/null; then echo WROTE-CONFIG; fi`, []string{"
 		}
 	})
 }
+
+// A protected path that does not exist when the run is planned cannot be
+// hidden; if the tool creates it, the run says so.
+func TestCreatedLiteralProtectedPathIsReported(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"data/public.txt": "PUBLIC"})
+		secret := filepath.Join(dir, "data", "secret")
+		pol := policyDenying(t, dir, secret)
+		tool := toolYAML(t, dir, tier, "maker", `mkdir -p data/secret && echo k > data/secret/key && echo MADE`, []string{"filesystem:write:./data"}, "")
+		r, c := runJSON(t, dir, "--policy", pol, "--approve", "filesystem:write:"+filepath.Join(dir, "data"), tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "MADE") {
+			t.Fatalf("stdout %q stderr %q", r.Stdout, r.Stderr)
+		}
+		if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], secret) {
+			t.Errorf("warnings %q, want one naming %s", r.Warnings, secret)
+		}
+	})
+}

@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -18,6 +20,23 @@ func OwnDirs(stateDir, runtimeDir string) []string {
 		dirs = append(dirs, c)
 	}
 	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
+}
+
+// makeOwnDirs makes the controller's own directories, and puts the init
+// into the cache, before a run is planned: a directory that does not exist
+// when the plan is made cannot be hidden from a grant that holds it, and
+// the run would create it inside that grant. Failures are left to the
+// steps that need the directories, which report them.
+func (c *Controller) makeOwnDirs() {
+	if c.StateDir != "" {
+		_ = os.MkdirAll(c.StateDir, 0o700)
+	}
+	if c.RuntimeDir != "" {
+		_ = ensurePrivateDir(c.RuntimeDir)
+	}
+	if dir, err := xdg.CacheDir(); err == nil && initbin.Embedded() {
+		_, _ = initbin.Cached(dir)
+	}
 }
 
 // ProtectOwnDirs returns p with dirs added to paths.deny, each as given

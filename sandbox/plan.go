@@ -338,7 +338,10 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
 		}
-		if m.Write && strings.ContainsAny(rel, "*?[") {
+		// What does not exist yet cannot be masked: under a write grant,
+		// the controller looks again after the run (a glob for new
+		// matches, a literal path for whether it appeared).
+		if m.Write && (strings.ContainsAny(rel, "*?[") || len(matches) == 0) {
 			w := protectedWatch{root: m.Resolved, target: m.Target, pattern: rel, rule: mk.Rule, before: map[string]bool{}}
 			for _, hostRel := range matches {
 				w.before[hostRel] = true
@@ -417,8 +420,8 @@ func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
 	}
 }
 
-// protectedWatch is a protected glob under a write grant and what matched
-// it when the run was planned.
+// protectedWatch is a protected path or glob under a write grant that
+// could not all be masked, and what matched it when the run was planned.
 type protectedWatch struct {
 	root    string          // the grant's host directory
 	target  string          // the grant as the sandbox saw it
@@ -440,22 +443,40 @@ func createdProtected(watches []protectedWatch) []string {
 		byRoot[w.root] = append(byRoot[w.root], w)
 	}
 	var out []string
+	seen := map[string]bool{}
+	warn := func(w protectedWatch, rel string) {
+		p := filepath.Join(w.target, rel)
+		if seen[p] {
+			return // nested or repeated grants see the same path
+		}
+		seen[p] = true
+		out = append(out, fmt.Sprintf("the tool created %q, which the policy protects (%s); it did not exist when the run was planned, so it was not protected: review it before you use it", p, w.rule))
+	}
 	for _, root := range roots {
-		ws := byRoot[root]
-		patterns := make([]string, len(ws))
-		for i, w := range ws {
+		var globs []protectedWatch
+		for _, w := range byRoot[root] {
+			if strings.ContainsAny(w.pattern, "*?[") {
+				globs = append(globs, w)
+			} else if _, err := os.Lstat(filepath.Join(root, w.pattern)); err == nil {
+				warn(w, w.pattern)
+			}
+		}
+		if len(globs) == 0 {
+			continue
+		}
+		patterns := make([]string, len(globs))
+		for i, w := range globs {
 			patterns[i] = w.pattern
 		}
 		after, err := expandMasks(root, patterns)
 		if err != nil {
-			out = append(out, fmt.Sprintf("could not check %s after the run for new protected paths (%s): %v", ws[0].target, strings.Join(patterns, ", "), err))
+			out = append(out, fmt.Sprintf("could not check %q after the run for new protected paths (%s): %v", globs[0].target, strings.Join(patterns, ", "), err))
 			continue
 		}
-		for i, w := range ws {
+		for i, w := range globs {
 			for _, rel := range after[i] {
 				if !w.before[rel] {
-					out = append(out, fmt.Sprintf("the tool created %s, which the policy protects (%s); it did not exist when the run was planned, so it was not protected: review it before you use it",
-						filepath.Join(w.target, rel), w.rule))
+					warn(w, rel)
 				}
 			}
 		}

@@ -267,6 +267,9 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 		r.OwnDirs = OwnDirs(c.StateDir, c.RuntimeDir)
 		req = &r
 	}
+	if !req.DryRun {
+		c.makeOwnDirs()
+	}
 	p, err := Prepare(req, runID)
 	if err != nil {
 		var pe *PrepareError
