@@ -96,4 +96,4 @@ func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]s
 
 // halfRecordAge is how old a hidden run record directory must be before
 // gc takes it for the leftover of a crash.
-const halfRecordAge = time.Minute
+const halfRecordAge = time.Hour

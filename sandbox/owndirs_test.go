@@ -30,8 +30,12 @@ func TestProtectOwnDirs(t *testing.T) {
 			t.Errorf("deny lacks %s: %v", want, got.Paths.Deny[before:])
 		}
 	}
-	if n := len(got.Paths.Deny) - before; n != 2 {
-		t.Errorf("added %d patterns, want 2 (empty and relative dirs are skipped): %v", n, got.Paths.Deny[before:])
+	cwd, _ := os.Getwd()
+	if !slices.Contains(got.Paths.Deny, policy.PathPattern(filepath.Join(cwd, "relative/dir"))) {
+		t.Errorf("a relative dir is not protected where it is used: %v", got.Paths.Deny[before:])
+	}
+	if n := len(got.Paths.Deny) - before; n != 3 {
+		t.Errorf("added %d patterns, want 3 (an empty dir is skipped): %v", n, got.Paths.Deny[before:])
 	}
 	again := ProtectOwnDirs(got, []string{link + "/state"})
 	if len(again.Paths.Deny) != len(got.Paths.Deny) {

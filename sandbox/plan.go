@@ -30,6 +30,8 @@ const (
 	DefaultImage = "sandboxed-runner:latest"
 	// maskWalkLimit bounds the walk that expands policy masks with globs.
 	maskWalkLimit = 50000
+	// maskWalkTime bounds the time of one such walk.
+	maskWalkTime = 5 * time.Second
 )
 
 // ErrPlan: the run cannot be planned as asked (a grant that cannot be
@@ -508,35 +510,57 @@ func expandMask(root, pattern string) ([]string, error) {
 // has its hooks and config protected.
 func expandMasks(root string, patterns []string) ([][]string, error) {
 	out := make([][]string, len(patterns))
+	deadline := time.Now().Add(maskWalkTime)
 	n := 0
-	err := filepath.WalkDir(root, func(path string, de fs.DirEntry, err error) error {
+	// Depth first, directories read in batches: a directory with millions
+	// of entries (made by a tool, before the post-run check) costs the
+	// walk no more than the limit allows. Symlinks are not followed.
+	stack := []string{root}
+	for len(stack) > 0 {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f, err := os.Open(dir)
 		if err != nil {
-			return nil // unreadable subtrees cannot be reached by the tool either
+			continue // unreadable subtrees cannot be reached by the tool either
 		}
-		if n++; n > maskWalkLimit {
-			return fmt.Errorf("more than %d entries to check", maskWalkLimit)
-		}
-		rel, _ := filepath.Rel(root, path)
-		if rel == "." {
-			return nil
-		}
-		matched := false
-		for i, pattern := range patterns {
-			subject := rel
-			if strings.HasPrefix(pattern, "**/") {
-				subject = strings.TrimPrefix(path, "/")
+		for {
+			batch, err := f.ReadDir(256)
+			for _, de := range batch {
+				if n++; n > maskWalkLimit {
+					f.Close()
+					return nil, fmt.Errorf("more than %d entries to check", maskWalkLimit)
+				}
+				path := filepath.Join(dir, de.Name())
+				rel, _ := filepath.Rel(root, path)
+				matched := false
+				for i, pattern := range patterns {
+					subject := rel
+					if strings.HasPrefix(pattern, "**/") {
+						subject = strings.TrimPrefix(path, "/")
+					}
+					if globMatch(pattern, subject) {
+						out[i] = append(out[i], rel)
+						matched = true
+					}
+				}
+				if !matched && de.IsDir() {
+					stack = append(stack, path)
+				}
 			}
-			if globMatch(pattern, subject) {
-				out[i] = append(out[i], rel)
-				matched = true
+			if err != nil || len(batch) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				f.Close()
+				return nil, fmt.Errorf("more than %v to check", maskWalkTime)
 			}
 		}
-		if matched && de.IsDir() {
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	return out, err
+		f.Close()
+	}
+	for i := range out {
+		sort.Strings(out[i])
+	}
+	return out, nil
 }
 
 // globMatch matches rel against pattern segment by segment; "**" matches

@@ -11,9 +11,10 @@ import (
 
 // CacheDir is $XDG_CACHE_HOME/sandboxed, else ~/.cache/sandboxed: what can
 // be rebuilt at any time (made root filesystems, the init binary). It is
-// not created.
+// not created. A relative XDG_CACHE_HOME is ignored, as the specification
+// says.
 func CacheDir() (string, error) {
-	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+	if x := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
 		return filepath.Join(x, "sandboxed"), nil
 	}
 	home, err := os.UserHomeDir()

@@ -49,6 +49,10 @@ func Cached(dir string) (string, error) {
 	if !Embedded() || len(sum) < 16 {
 		return "", errors.New("this build carries no init binary")
 	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
 	// Nothing is created where someone else could have prepared the way
 	// (root under sudo with the user's HOME, a link to elsewhere).
 	if err := checkPath(existingPrefix(dir)); err != nil {
@@ -120,7 +124,7 @@ func checkPath(dir string) error {
 		case fi.Mode().Perm()&0o022 != 0 && (first || fi.Mode()&os.ModeSticky == 0):
 			return fmt.Errorf("%s is writable by others (mode %v)", p, fi.Mode())
 		}
-		if p == "/" {
+		if p == filepath.Dir(p) {
 			return nil
 		}
 	}
@@ -176,6 +180,10 @@ func write(dir, name string) error {
 // and returns their paths. A run of another build that is starting at
 // this moment may fail to start its init; `gc` is for quiet moments.
 func RemoveStale(dir string) ([]string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, nil // no cache, nothing to remove
