@@ -53,26 +53,23 @@ func ProtectOwnDirs(p *policy.Policy, dirs []string) *policy.Policy {
 	cp := *p
 	cp.Paths.Deny = slices.Clone(p.Paths.Deny)
 	add := func(d string) {
-		if d == "" {
-			return
-		}
-		if !filepath.IsAbs(d) {
-			// A relative SANDBOXED_STATE_DIR is used relative to the
-			// working directory: protect it there.
-			abs, err := filepath.Abs(d)
-			if err != nil {
-				return
-			}
-			d = abs
-		}
 		pat := policy.PathPattern(filepath.Clean(d))
 		if !slices.Contains(cp.Paths.Deny, pat) {
 			cp.Paths.Deny = append(cp.Paths.Deny, pat)
 		}
 	}
 	for _, d := range dirs {
-		add(d)
-		add(resolveExistingPrefix(d))
+		if d == "" {
+			continue
+		}
+		// A relative SANDBOXED_STATE_DIR is used relative to the working
+		// directory: protect it there.
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		add(abs)
+		add(resolveExistingPrefix(abs))
 	}
 	return &cp
 }
