@@ -180,6 +180,10 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 			fmt.Fprintf(h.log, "sandboxed: mcp: %s: warning: %v\n", def.Name, err)
 		}
 		fmt.Fprintf(h.log, "sandboxed: mcp: call %s: %s, exit %d (run %s)\n", def.Name, res.Status, res.ExitCode, res.RunID)
+		// Warnings are for the operator as much as for the agent.
+		for _, w := range res.Warnings {
+			fmt.Fprintf(h.log, "sandboxed: mcp: %s: warning: %s\n", def.Name, w)
+		}
 		return callResult(res), nil
 	}
 }

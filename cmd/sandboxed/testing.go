@@ -124,6 +124,11 @@ func writeTestReport(w io.Writer, res *sandbox.SuiteResult, verbose bool) {
 		for _, f := range cr.Failures {
 			fmt.Fprintf(w, "      %s\n", f)
 		}
+		if cr.Run != nil {
+			for _, warn := range cr.Run.Warnings {
+				fmt.Fprintf(w, "      warning: %s\n", warn)
+			}
+		}
 		if !cr.Passed && cr.Run != nil {
 			fmt.Fprintf(w, "      output: %s\n", sandbox.Snippet(cr.Output()))
 		}
