@@ -330,7 +330,12 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	}
 	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
 	sort.SliceStable(order, func(i, j int) bool { return depth(order[i].dst) < depth(order[j].dst) })
-	var readonlyTmpfs []string
+	var readonlyTmpfs []int // descriptors of the mounts
+	defer func() {
+		for _, fd := range readonlyTmpfs {
+			unix.Close(fd)
+		}
+	}()
 	for _, rm := range order {
 		if rm.bind != nil {
 			if err := bindInto(root, *rm.bind); err != nil {
@@ -338,24 +343,20 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			}
 			continue
 		}
-		m := rm.tmpfs
-		if err := os.MkdirAll(in(m.Destination), 0o755); err != nil {
-			return fmt.Errorf("make mountpoint %s: %w", m.Destination, err)
-		}
-		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-		if m.ReadOnly {
-			readonlyTmpfs = append(readonlyTmpfs, in(m.Destination))
-		}
-		if m.NoExec {
-			flags |= unix.MS_NOEXEC
-		}
-		if err := mount("tmpfs", in(m.Destination), "tmpfs", flags, m.Data); err != nil {
+		fd, err := tmpfsInto(root, rm.tmpfs)
+		if err != nil {
 			return err
 		}
+		if rm.tmpfs.ReadOnly {
+			readonlyTmpfs = append(readonlyTmpfs, fd)
+		} else {
+			unix.Close(fd)
+		}
 	}
-	for _, dst := range readonlyTmpfs {
-		if err := unix.Mount("", dst, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("make %s read-only: %w", dst, err)
+	for i, fd := range readonlyTmpfs {
+		// Through the mount's own descriptor: no path is looked up again.
+		if err := unix.Mount("", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make tmpfs %d read-only: %w", i, err)
 		}
 	}
 	for _, p := range setup.MaskedPaths {
@@ -437,6 +438,58 @@ func bindInto(root string, b plannedBind) error {
 		return fmt.Errorf("remount %s: %w", b.target, err)
 	}
 	return nil
+}
+
+// tmpfsInto mounts a tmpfs at m.Destination below root, on a mountpoint
+// reached without following a symlink (a path inside a grant is the
+// tool's to change), and returns an O_PATH descriptor of the new mount's
+// root, through which it can be made read-only later.
+func tmpfsInto(root string, m *Mount) (int, error) {
+	tfd, err := mountpoint(root, m.Destination, true)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(tfd)
+	attr := uint(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if m.NoExec {
+		attr |= unix.MOUNT_ATTR_NOEXEC
+		flags |= unix.MS_NOEXEC
+	}
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err == nil {
+		defer unix.Close(fsfd)
+		for _, kv := range strings.Split(m.Data, ",") {
+			if kv == "" {
+				continue
+			}
+			k, v, _ := strings.Cut(kv, "=")
+			if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
+				return -1, &mountError{op: "fsconfig", source: "tmpfs", target: m.Destination, data: kv, err: err}
+			}
+		}
+		if err := unix.FsconfigCreate(fsfd); err != nil {
+			return -1, &mountError{op: "fsconfig create", source: "tmpfs", target: m.Destination, data: m.Data, err: err}
+		}
+		mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, int(attr))
+		if err != nil {
+			return -1, &mountError{op: "fsmount", source: "tmpfs", target: m.Destination, err: err}
+		}
+		if err := unix.MoveMount(mfd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			unix.Close(mfd)
+			return -1, &mountError{op: "move_mount", source: "tmpfs", target: m.Destination, err: err}
+		}
+		return mfd, nil
+	}
+	if !errors.Is(err, unix.ENOSYS) {
+		return -1, &mountError{op: "fsopen", source: "tmpfs", target: m.Destination, err: err}
+	}
+	// Kernels before 5.2: mount through the mountpoint's descriptor, then
+	// open the new mount's root from the parent.
+	if err := mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(tfd), "tmpfs", flags, m.Data); err != nil {
+		return -1, err
+	}
+	return unix.Open(filepath.Join(root, m.Destination), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }
 
 // mountpoint makes (if needed) and opens target below root one component
