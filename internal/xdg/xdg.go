@@ -1,6 +1,3 @@
-// Package xdg locates sandboxed's per-user directories the way the XDG
-// base directory specification says, so every package that keeps files
-// agrees on where they are.
 package xdg
 
 import (
