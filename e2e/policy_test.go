@@ -246,3 +246,25 @@ func TestCreatedLiteralProtectedPathIsReported(t *testing.T) {
 		}
 	})
 }
+
+// A read-only grant nested in a write grant stays read-only, also when a
+// protected path inside it makes the write grant pin the directories
+// above that path.
+func TestNestedReadGrantStaysReadOnly(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"w/r/.git/hooks/README": "hooks", "w/r/file": "R"})
+		tool := toolYAML(t, dir, tier, "nested", `
+echo ok > w/ok && echo WROTE-W
+cat w/r/file && echo
+if touch w/r/new 2>/dev/null; then echo WROTE-R; fi
+if touch w/r/.git/new 2>/dev/null; then echo WROTE-R-GIT; fi`, []string{"filesystem:write:./w", "filesystem:read:./w/r"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE-W") || !strings.Contains(r.Stdout, "R") {
+			t.Fatalf("positive control: %q %q", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "WROTE-R") {
+			t.Errorf("the nested read-only grant was writable:\n%s", r.Stdout)
+		}
+	})
+}

@@ -369,6 +369,12 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 			// anchor there would make the directory writable.
 			for d := filepath.Dir(hostRel); m.Write && d != "." && d != "/"; d = filepath.Dir(d) {
 				adst := filepath.Join(m.Target, d)
+				if n := deepestMount(mounts, adst); n != m {
+					// Another grant nested in this one covers it: its own
+					// bind pins it, and an anchor would replace that bind
+					// (a read-only grant would become writable).
+					break
+				}
 				if _, ok := byDst[adst]; ok {
 					continue
 				}
@@ -420,6 +426,25 @@ func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
 		}
 		return nil
 	}
+}
+
+// deepestMount is the grant whose target holds p most closely.
+func deepestMount(mounts []*permissions.Mount, p string) *permissions.Mount {
+	var best *permissions.Mount
+	for _, m := range mounts {
+		if holds(m.Target, p) && (best == nil || len(m.Target) > len(best.Target)) {
+			best = m
+		}
+	}
+	return best
+}
+
+// holds reports whether dir is p or one of its parents.
+func holds(dir, p string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // protectedWatch is a protected path or glob under a write grant that
