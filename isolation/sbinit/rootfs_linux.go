@@ -331,6 +331,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
 	sort.SliceStable(order, func(i, j int) bool { return depth(order[i].dst) < depth(order[j].dst) })
 	var readonlyTmpfs []int // descriptors of the mounts
+	var readonlyDst []string
 	defer func() {
 		for _, fd := range readonlyTmpfs {
 			unix.Close(fd)
@@ -349,6 +350,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 		}
 		if rm.tmpfs.ReadOnly {
 			readonlyTmpfs = append(readonlyTmpfs, fd)
+			readonlyDst = append(readonlyDst, rm.tmpfs.Destination)
 		} else {
 			unix.Close(fd)
 		}
@@ -356,7 +358,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	for i, fd := range readonlyTmpfs {
 		// Through the mount's own descriptor: no path is looked up again.
 		if err := unix.Mount("", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("make tmpfs %d read-only: %w", i, err)
+			return fmt.Errorf("make %s read-only: %w", readonlyDst[i], err)
 		}
 	}
 	for _, p := range setup.MaskedPaths {
@@ -400,16 +402,21 @@ func bindInto(root string, b plannedBind) error {
 	// it: no moment with the wrong flags, and no path is looked up again.
 	tree, err := unix.OpenTree(b.src.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err == nil {
-		defer unix.Close(tree)
-		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr}); err != nil {
+		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr})
+		if err == nil {
+			err = unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+			unix.Close(tree)
+			if err != nil {
+				return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
+			}
+			return nil
+		}
+		unix.Close(tree)
+		if !errors.Is(err, unix.ENOSYS) {
 			return &mountError{op: "mount_setattr", source: b.src.path, target: b.target, flags: uintptr(attr), err: err}
 		}
-		if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-			return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
-		}
-		return nil
-	}
-	if !errors.Is(err, unix.ENOSYS) {
+		// open_tree (5.2) without mount_setattr (5.12): the old way.
+	} else if !errors.Is(err, unix.ENOSYS) {
 		return &mountError{op: "open_tree", source: b.src.path, target: b.target, err: err}
 	}
 	// Kernels before 5.12: bind, then remount with the flags, keeping those
@@ -485,11 +492,12 @@ func tmpfsInto(root string, m *Mount) (int, error) {
 		return -1, &mountError{op: "fsopen", source: "tmpfs", target: m.Destination, err: err}
 	}
 	// Kernels before 5.2: mount through the mountpoint's descriptor, then
-	// open the new mount's root from the parent.
+	// walk to it again (without following a symlink), which steps onto the
+	// new mount.
 	if err := mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(tfd), "tmpfs", flags, m.Data); err != nil {
 		return -1, err
 	}
-	return unix.Open(filepath.Join(root, m.Destination), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	return mountpoint(root, m.Destination, true)
 }
 
 // mountpoint makes (if needed) and opens target below root one component
