@@ -268,3 +268,21 @@ if touch w/r/.git/new 2>/dev/null; then echo WROTE-R-GIT; fi`, []string{"filesys
 		}
 	})
 }
+
+// A protected path that is a symlink (hooks kept elsewhere) cannot be
+// masked in place: the run is refused at planning, with a reason that
+// says so, and nothing starts.
+func TestSymlinkedProtectedPathIsRefusedClearly(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"repo/.git/config": "[core]\n", "repo/hooks-real/pre-commit": "#!/bin/sh\n"})
+		must(t, os.Symlink("../hooks-real", filepath.Join(dir, "repo", ".git", "hooks")))
+		tool := toolYAML(t, dir, tier, "linked", `echo RAN`, []string{"filesystem:write:./repo"}, "")
+		r, c := runJSON(t, dir, tool)
+		if r.Status == "ok" || strings.Contains(r.Stdout, "RAN") {
+			t.Fatalf("the run went ahead: %s %q", r.Status, r.Stdout)
+		}
+		if c.code != 125 || r.Error == nil || !strings.Contains(r.Error.Message, "is a symlink") || !strings.Contains(r.Error.Message, "narrower path") {
+			t.Errorf("exit %d, error %+v", c.code, r.Error)
+		}
+	})
+}

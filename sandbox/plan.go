@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -356,6 +357,13 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 			if err != nil {
 				continue
 			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				// A mount on a symlink would land wherever it points; the
+				// init refuses it. Say so here, with the way out.
+				to, _ := os.Readlink(src)
+				return nil, nil, fmt.Errorf("policy mask %s (%s): %s is a symlink (to %s), which cannot be protected in place; grant a narrower path that does not hold it: %w",
+					mk.Path, mk.Rule, src, to, ErrPlan)
+			}
 			dst := filepath.Join(m.Target, hostRel)
 			if old, ok := byDst[dst]; !ok || old.anchor || (mk.Hide && !old.hide) {
 				byDst[dst] = maskMount{src: src, dst: dst, fi: fi, hide: mk.Hide}
@@ -495,10 +503,14 @@ func createdProtected(watches []protectedWatch) []string {
 		for i, w := range globs {
 			patterns[i] = w.pattern
 		}
-		after, err := expandMasks(root, patterns)
+		after, unreadable, err := walkMasks(root, patterns)
 		if err != nil {
 			out = append(out, fmt.Sprintf("could not check %q after the run for new protected paths (%s): %v", globs[0].target, strings.Join(patterns, ", "), err))
 			continue
+		}
+		for _, d := range unreadable {
+			rel, _ := filepath.Rel(root, d)
+			out = append(out, fmt.Sprintf("could not look inside %q after the run (permission denied): a protected path (%s) could be there unseen", filepath.Join(globs[0].target, rel), strings.Join(patterns, ", ")))
 		}
 		for i, w := range globs {
 			for _, rel := range after[i] {
@@ -534,7 +546,14 @@ func expandMask(root, pattern string) ([]string, error) {
 // the whole host path, so that a grant of a repository's .git itself still
 // has its hooks and config protected.
 func expandMasks(root string, patterns []string) ([][]string, error) {
-	out := make([][]string, len(patterns))
+	out, _, err := walkMasks(root, patterns)
+	return out, err
+}
+
+// walkMasks is expandMasks, also returning the directories under root it
+// could not read.
+func walkMasks(root string, patterns []string) (out [][]string, unreadable []string, err error) {
+	out = make([][]string, len(patterns))
 	deadline := time.Now().Add(maskWalkTime)
 	n := 0
 	// Depth first, directories read in batches: a directory with millions
@@ -544,16 +563,23 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 	for len(stack) > 0 {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		f, err := os.Open(dir)
+		// Never through a symlink, even one that replaced a directory
+		// since it was read.
+		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
-			continue // unreadable subtrees cannot be reached by the tool either
+			if dir != root && errors.Is(err, fs.ErrPermission) {
+				// The tool may own it and have made it unreadable to hide
+				// what it holds: the caller hears of it.
+				unreadable = append(unreadable, dir)
+			}
+			continue
 		}
 		for {
 			batch, err := f.ReadDir(256)
 			for _, de := range batch {
 				if n++; n > maskWalkLimit {
 					f.Close()
-					return nil, fmt.Errorf("more than %d entries to check", maskWalkLimit)
+					return nil, nil, fmt.Errorf("more than %d entries to check", maskWalkLimit)
 				}
 				path := filepath.Join(dir, de.Name())
 				rel, _ := filepath.Rel(root, path)
@@ -577,7 +603,7 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 			}
 			if time.Now().After(deadline) {
 				f.Close()
-				return nil, fmt.Errorf("more than %v to check", maskWalkTime)
+				return nil, nil, fmt.Errorf("more than %v to check", maskWalkTime)
 			}
 		}
 		f.Close()
@@ -585,7 +611,8 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 	for i := range out {
 		sort.Strings(out[i])
 	}
-	return out, nil
+	sort.Strings(unreadable)
+	return out, unreadable, nil
 }
 
 // globMatch matches rel against pattern segment by segment; "**" matches

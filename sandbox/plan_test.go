@@ -29,3 +29,18 @@ func TestCreatedProtected(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 }
+
+func TestCreatedProtectedSaysWhatItCouldNotRead(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every directory; run as a user")
+	}
+	root := t.TempDir()
+	hidden := filepath.Join(root, "x")
+	os.MkdirAll(filepath.Join(hidden, ".git/hooks"), 0o755)
+	os.Chmod(hidden, 0)
+	defer os.Chmod(hidden, 0o755)
+	w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
+	if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
+		t.Errorf("warnings %q", w)
+	}
+}
