@@ -18,7 +18,7 @@ func StateDir() string {
 	if d := os.Getenv("SANDBOXED_STATE_DIR"); d != "" {
 		return d
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) { // relative: ignored, as XDG says
 		return filepath.Join(d, "sandboxed")
 	}
 	home, err := os.UserHomeDir()
@@ -39,7 +39,7 @@ func RuntimeDir() string {
 	if os.Geteuid() == 0 {
 		return "/run/sandboxed"
 	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "sandboxed")
 	}
 	return fmt.Sprintf("/tmp/sandboxed-%d", os.Geteuid())
