@@ -176,6 +176,9 @@ type plannedBind struct {
 	ro     bool
 	noexec bool
 	dev    bool // device node: allow device access on this mount
+	// inGrant: the target lies inside another grant, on the host's file
+	// system: its mountpoint must exist, never be created there.
+	inGrant bool
 }
 
 // buildRoot builds the sandbox root and pivots into it.
@@ -317,15 +320,25 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	// read-only tmpfs is mounted writable first, so grants nested in it
 	// get their mountpoints, and made read-only once they are bound.
 	type rootMount struct {
-		dst   string
-		tmpfs *Mount
-		bind  *plannedBind
+		dst     string
+		tmpfs   *Mount
+		bind    *plannedBind
+		inGrant bool // tmpfs: see plannedBind.inGrant
+	}
+	insideGrant := func(dst string) bool {
+		for _, g := range grants {
+			if g.target != dst && strings.HasPrefix(dst, strings.TrimSuffix(g.target, "/")+"/") {
+				return true
+			}
+		}
+		return false
 	}
 	var order []rootMount
 	for i := range tmpfsMounts {
-		order = append(order, rootMount{dst: tmpfsMounts[i].Destination, tmpfs: &tmpfsMounts[i]})
+		order = append(order, rootMount{dst: tmpfsMounts[i].Destination, tmpfs: &tmpfsMounts[i], inGrant: insideGrant(tmpfsMounts[i].Destination)})
 	}
 	for i := range grants {
+		grants[i].inGrant = insideGrant(grants[i].target)
 		order = append(order, rootMount{dst: grants[i].target, bind: &grants[i]})
 	}
 	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
@@ -344,7 +357,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			}
 			continue
 		}
-		fd, err := tmpfsInto(root, rm.tmpfs)
+		fd, err := tmpfsInto(root, rm.tmpfs, !rm.inGrant)
 		if err != nil {
 			return err
 		}
@@ -381,7 +394,7 @@ func bindInto(root string, b plannedBind) error {
 	if err := unix.Fstat(b.src.fd, &st); err != nil {
 		return fmt.Errorf("stat bind source %s: %w", b.src.path, err)
 	}
-	tfd, err := mountpoint(root, b.target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	tfd, err := mountpoint(root, b.target, st.Mode&unix.S_IFMT == unix.S_IFDIR, !b.inGrant)
 	if err != nil {
 		return err
 	}
@@ -451,8 +464,8 @@ func bindInto(root string, b plannedBind) error {
 // reached without following a symlink (a path inside a grant is the
 // tool's to change), and returns an O_PATH descriptor of the new mount's
 // root, through which it can be made read-only later.
-func tmpfsInto(root string, m *Mount) (int, error) {
-	tfd, err := mountpoint(root, m.Destination, true)
+func tmpfsInto(root string, m *Mount, create bool) (int, error) {
+	tfd, err := mountpoint(root, m.Destination, true, create)
 	if err != nil {
 		return -1, err
 	}
@@ -497,14 +510,14 @@ func tmpfsInto(root string, m *Mount) (int, error) {
 	if err := mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(tfd), "tmpfs", flags, m.Data); err != nil {
 		return -1, err
 	}
-	return mountpoint(root, m.Destination, true)
+	return mountpoint(root, m.Destination, true, false)
 }
 
 // mountpoint makes (if needed) and opens target below root one component
 // at a time, never following a symlink: a writable grant cannot redirect
 // where a later mount lands, nor make the init create files elsewhere on
 // the host. It returns an O_PATH descriptor of the mountpoint.
-func mountpoint(root, target string, dir bool) (int, error) {
+func mountpoint(root, target string, dir, create bool) (int, error) {
 	fail := func(err error) (int, error) {
 		return -1, fmt.Errorf("make mountpoint %s: %w", target, err)
 	}
@@ -517,12 +530,16 @@ func mountpoint(root, target string, dir bool) (int, error) {
 		last := i == len(parts)-1
 		var next int
 		if !last || dir {
-			if err = unix.Mkdirat(cur, name, 0o755); err != nil && err != unix.EEXIST {
-				unix.Close(cur)
-				return fail(err)
+			if create {
+				if err = unix.Mkdirat(cur, name, 0o755); err != nil && err != unix.EEXIST {
+					unix.Close(cur)
+					return fail(err)
+				}
 			}
 			// O_DIRECTORY|O_NOFOLLOW: a symlink here is ENOTDIR.
 			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		} else if !create {
+			next, err = unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		} else {
 			var f int
 			// O_CREAT|O_NOFOLLOW: a symlink here is ELOOP.
@@ -544,6 +561,9 @@ func mountpoint(root, target string, dir bool) (int, error) {
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 				return fail(fmt.Errorf("%s is a symlink or not a directory; refused", filepath.Join(parts[:i+1]...)))
+			}
+			if !create && errors.Is(err, unix.ENOENT) {
+				return fail(fmt.Errorf("%s is inside a grant and vanished since the run was planned; refused", filepath.Join(parts[:i+1]...)))
 			}
 			return fail(err)
 		}
