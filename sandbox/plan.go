@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -323,13 +324,41 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 	}
 	byDst := map[string]maskMount{}
 	var watches []protectedWatch
-	for _, mk := range masks {
+	mountOf := func(mk policy.PathMask) *permissions.Mount {
 		var m *permissions.Mount
 		for _, c := range mounts {
 			if c.Target == mk.Under {
 				m = c
 			}
 		}
+		return m
+	}
+	// Every glob of one mount is expanded in a single walk of it.
+	globs := map[*permissions.Mount][]string{}
+	for _, mk := range masks {
+		if m := mountOf(mk); m != nil {
+			if rel, err := filepath.Rel(m.Target, mk.Path); err == nil && strings.ContainsAny(rel, "*?[") && !slices.Contains(globs[m], rel) {
+				globs[m] = append(globs[m], rel)
+			}
+		}
+	}
+	type walked struct {
+		matches map[string][]string
+		err     error
+	}
+	walks := map[*permissions.Mount]walked{}
+	for m, patterns := range globs {
+		res, err := expandMasks(m.Resolved, patterns)
+		w := walked{matches: map[string][]string{}, err: err}
+		for i, p := range patterns {
+			if err == nil {
+				w.matches[p] = res[i]
+			}
+		}
+		walks[m] = w
+	}
+	for _, mk := range masks {
+		m := mountOf(mk)
 		if m == nil {
 			continue // the mount it protects is not granted
 		}
@@ -337,7 +366,12 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		if err != nil || strings.HasPrefix(rel, "..") {
 			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
-		matches, err := expandMask(m.Resolved, rel)
+		var matches []string
+		if w, ok := walks[m]; ok && strings.ContainsAny(rel, "*?[") {
+			matches, err = w.matches[rel], w.err
+		} else {
+			matches, err = expandMask(m.Resolved, rel)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
 		}
@@ -558,11 +592,23 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 	n := 0
 	// Depth first, directories read in batches: a directory with millions
 	// of entries (made by a tool, before the post-run check) costs the
-	// walk no more than the limit allows. Symlinks are not followed.
-	stack := []string{root}
+	// walk no more than the limit allows. Symlinks are not followed. Each
+	// directory carries the patterns still looking beneath it: a pattern
+	// does not look inside its own matches (as a walk of its own would
+	// not), the others do.
+	type pending struct {
+		dir    string
+		active []int // indexes into patterns
+	}
+	all := make([]int, len(patterns))
+	for i := range all {
+		all[i] = i
+	}
+	stack := []pending{{root, all}}
 	for len(stack) > 0 {
-		dir := stack[len(stack)-1]
+		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		dir := top.dir
 		// Never through a symlink, even one that replaced a directory
 		// since it was read.
 		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
@@ -583,19 +629,21 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 				}
 				path := filepath.Join(dir, de.Name())
 				rel, _ := filepath.Rel(root, path)
-				matched := false
-				for i, pattern := range patterns {
+				var still []int
+				for _, i := range top.active {
+					pattern := patterns[i]
 					subject := rel
 					if strings.HasPrefix(pattern, "**/") {
 						subject = strings.TrimPrefix(path, "/")
 					}
 					if globMatch(pattern, subject) {
 						out[i] = append(out[i], rel)
-						matched = true
+					} else {
+						still = append(still, i)
 					}
 				}
-				if !matched && de.IsDir() {
-					stack = append(stack, path)
+				if len(still) > 0 && de.IsDir() {
+					stack = append(stack, pending{path, still})
 				}
 			}
 			if err != nil || len(batch) == 0 {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,34 @@ func TestCreatedProtectedSaysWhatItCouldNotRead(t *testing.T) {
 	w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
 	if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
 		t.Errorf("warnings %q", w)
+	}
+}
+
+// One walk for several patterns finds what a walk per pattern finds, also
+// when a match of one holds matches of another.
+func TestExpandMasksOneWalkPerPattern(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a/.git/hooks", "b/c/.git/hooks", "d"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "a/.git/config"), nil, 0o644)
+	patterns := []string{"**/.git", "**/.git/hooks", "**/.git/config", "*/c"}
+	got, err := expandMasks(root, patterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range patterns {
+		alone, err := expandMasks(root, []string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[i], alone[0]) {
+			t.Errorf("%s: together %v, alone %v", p, got[i], alone[0])
+		}
+	}
+	if len(got[1]) != 2 || len(got[0]) != 2 {
+		t.Errorf("matches %v", got)
 	}
 }
