@@ -286,3 +286,28 @@ func TestSymlinkedProtectedPathIsRefusedClearly(t *testing.T) {
 		}
 	})
 }
+
+// A submodule's git directory (under the parent's .git/modules) has its
+// hooks and config protected like the parent's.
+func TestSubmoduleHooksStayReadOnly(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{
+			"repo/.git/HEAD":                     "ref: refs/heads/main\n",
+			"repo/.git/modules/lib/hooks/README": "hooks",
+			"repo/.git/modules/lib/config":       "[core]\n",
+			"repo/.git/modules/lib/HEAD":         "ref: refs/heads/main\n",
+		})
+		tool := toolYAML(t, dir, tier, "submodule", `
+echo x > repo/.git/modules/lib/scratch && echo WROTE-SCRATCH
+if echo evil > repo/.git/modules/lib/hooks/post-checkout 2>/dev/null; then echo WROTE-HOOK; fi
+if echo evil >> repo/.git/modules/lib/config 2>/dev/null; then echo WROTE-CONFIG; fi`, []string{"filesystem:write:./repo"}, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "WROTE-SCRATCH") {
+			t.Fatalf("positive control: %q %q", r.Stdout, r.Stderr)
+		}
+		if strings.Contains(r.Stdout, "WROTE-HOOK") || strings.Contains(r.Stdout, "WROTE-CONFIG") {
+			t.Errorf("the submodule's hooks or config were writable:\n%s", r.Stdout)
+		}
+	})
+}

@@ -163,6 +163,8 @@ func TestDecideRules(t *testing.T) {
 			verdict: Deny, rule: "paths.deny-write[0] **/.git/hooks"},
 		{name: "write a nested .git/config", perms: []string{"filesystem:write:/srv/x/.git/config"}, subject: "filesystem:write:/srv/x/.git/config",
 			verdict: Deny, rule: "paths.deny-write[1] **/.git/config"},
+		{name: "write a submodule's hooks", perms: []string{"filesystem:write:.git/modules/lib/hooks"}, subject: "filesystem:write:/home/u/project/.git/modules/lib/hooks",
+			verdict: Deny, rule: "paths.deny-write[7] **/.git/modules/**/hooks"},
 		{name: "read .git/config", perms: []string{"filesystem:read:.git/config"}, subject: "filesystem:read:/home/u/project/.git/config", verdict: Allow},
 		{name: "write the working directory", perms: []string{"filesystem:write:."}, subject: "filesystem:write:" + cwd,
 			verdict: Allow, rule: "writes inside the working directory are allowed"},

@@ -147,6 +147,9 @@ paths:
     - ~/.config/sandboxed
     - ~/.config/systemd
     - ~/.config/autostart
+    # A submodule's git directory lives under its parent's .git/modules.
+    - "**/.git/modules/**/hooks"
+    - "**/.git/modules/**/config"
   # Reads and writes that need an approval, e.g. ~/Documents.
   approve: []
   # Writes outside the working directory need approval, except under these,

@@ -242,6 +242,7 @@ func Default() *Policy {
 				"~/.gitconfig", "~/.config/git",
 				"~/.config/sandboxed",
 				"~/.config/systemd", "~/.config/autostart",
+				"**/.git/modules/**/hooks", "**/.git/modules/**/config",
 			},
 			Approve:    []PathPattern{},
 			AllowWrite: []PathPattern{},
