@@ -61,10 +61,10 @@ func signalAll(pids []int, sig syscall.Signal) {
 	}
 }
 
-// waitEmpty polls procs until it reports no process or ctx ends. Killed
+// WaitEmpty polls procs until it reports no process or ctx ends. Killed
 // processes leave their cgroup within microseconds, so the first polls are
 // tight.
-func waitEmpty(ctx context.Context, procs func() ([]int, error)) error {
+func WaitEmpty(ctx context.Context, procs func() ([]int, error)) error {
 	delay := 100 * time.Microsecond
 	for {
 		pids, err := procs()

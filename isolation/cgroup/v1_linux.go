@@ -155,7 +155,7 @@ func (g *v1Group) Kill(ctx context.Context) error {
 		if len(pids) == 0 {
 			return nil
 		}
-		if err := waitEmpty(ctx, g.Procs); err == nil {
+		if err := WaitEmpty(ctx, g.Procs); err == nil {
 			return nil
 		} else if ctx.Err() != nil {
 			return fmt.Errorf("kill cgroup %s: %w", g.path, err)

@@ -100,7 +100,7 @@ func (g *v2Group) Kill(ctx context.Context) error {
 	if err := g.m.Kill(); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 	}
-	if err := waitEmpty(ctx, g.Procs); err != nil {
+	if err := WaitEmpty(ctx, g.Procs); err != nil {
 		return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -473,23 +474,13 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 
 // waitEmpty waits until the cgroup has no process but except, or ctx ends.
 func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
-	delay := 500 * time.Microsecond
-	for {
+	return cgroup.WaitEmpty(ctx, func() ([]int, error) {
 		pids, err := cg.Procs()
-		if err != nil || len(pids) == 0 || len(pids) == 1 && pids[0] == except {
-			return nil
+		if err != nil {
+			return nil, nil // gone, or unreadable: nothing left to wait for
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		if delay < 20*time.Millisecond {
-			delay *= 2
-		}
-	}
+		return slices.DeleteFunc(pids, func(p int) bool { return p == except }), nil
+	})
 }
 
 // Stats reads the cgroup's counters.
