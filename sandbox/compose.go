@@ -45,24 +45,23 @@ type ToolFinder func(name string, scope tool.Scope) (*tool.Definition, error)
 // under cwd and home, with the global scope under $SANDBOXED_GLOBAL_DIR
 // when set. Aliases are merged with their base tool.
 func ScopeFinder(cwd, home string) ToolFinder {
-	s := tool.DefaultScopes(cwd, home)
-	if etc := os.Getenv("SANDBOXED_GLOBAL_DIR"); etc != "" {
-		s = tool.ScopesAt(cwd, home, etc)
-	}
+	s := ToolScopes(cwd, home)
 	return func(name string, scope tool.Scope) (*tool.Definition, error) {
 		def, err := s.Find(name, scope)
 		if err != nil {
 			return nil, err
 		}
-		if def.Type == "alias" {
-			base, err := s.Find(def.BaseTool, tool.ScopeAny)
-			if err != nil {
-				return nil, fmt.Errorf("alias %s: base tool %s: %w", def.Name, def.BaseTool, err)
-			}
-			def = tool.MergeAlias(def, base)
-		}
-		return def, nil
+		return s.WithBase(def)
 	}
+}
+
+// ToolScopes is the standard layout of tool scopes under cwd and home,
+// with the global scope under $SANDBOXED_GLOBAL_DIR when set.
+func ToolScopes(cwd, home string) tool.Scopes {
+	if etc := os.Getenv("SANDBOXED_GLOBAL_DIR"); etc != "" {
+		return tool.ScopesAt(cwd, home, etc)
+	}
+	return tool.DefaultScopes(cwd, home)
 }
 
 // composition is what Prepare learned about sub-tools and dependencies.

@@ -225,6 +225,19 @@ func (s Scopes) Find(name string, scope Scope) (*Definition, error) {
 		name, ErrNotFound, strings.Join(searched, "; "))
 }
 
+// WithBase returns def merged with its base tool (found in any scope of
+// s) when def is an alias, and def itself otherwise.
+func (s Scopes) WithBase(def *Definition) (*Definition, error) {
+	if def.Type != "alias" {
+		return def, nil
+	}
+	base, err := s.Find(def.BaseTool, ScopeAny)
+	if err != nil {
+		return nil, fmt.Errorf("alias %s: base tool %s: %w", def.Name, def.BaseTool, err)
+	}
+	return MergeAlias(def, base), nil
+}
+
 // Resolve finds the tool a command-line argument names: a path when arg
 // contains a slash or ends in .yaml/.yml and the file exists (loaded with
 // ScopePath), otherwise a name looked up with Find.

@@ -43,11 +43,7 @@ func checkFormat(c *cli.Context, allowed ...string) (string, error) {
 // scopes is the standard layout of tool scopes for this process.
 func scopes() tool.Scopes {
 	cwd, _ := os.Getwd()
-	home := sandbox.InvokingHome()
-	if etc := os.Getenv("SANDBOXED_GLOBAL_DIR"); etc != "" {
-		return tool.ScopesAt(cwd, home, etc)
-	}
-	return tool.DefaultScopes(cwd, home)
+	return sandbox.ToolScopes(cwd, sandbox.InvokingHome())
 }
 
 // loadTool resolves TOOL (a path or a name) and, for an alias, merges it
@@ -62,14 +58,7 @@ func loadTool(c *cli.Context, arg string) (*tool.Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if def.Type == "alias" {
-		base, err := s.Find(def.BaseTool, tool.ScopeAny)
-		if err != nil {
-			return nil, fmt.Errorf("alias %s: base tool %s: %w", def.Name, def.BaseTool, err)
-		}
-		def = tool.MergeAlias(def, base)
-	}
-	return def, nil
+	return s.WithBase(def)
 }
 
 // loadPolicy finds and loads the policy in force.

@@ -105,14 +105,10 @@ func addMCPTools(srv *mcp.Server, h *mcpHandler, scope tool.Scope, logw io.Write
 		case e.Shadowed:
 			continue
 		}
-		def := e.Def
-		if def.Type == "alias" {
-			base, err := s.Find(def.BaseTool, tool.ScopeAny)
-			if err != nil {
-				skip("alias of %s: %v", def.BaseTool, err)
-				continue
-			}
-			def = tool.MergeAlias(def, base)
+		def, err := s.WithBase(e.Def)
+		if err != nil {
+			skip("%v", err)
+			continue
 		}
 		t, err := mcpTool(def)
 		if err != nil {
