@@ -602,17 +602,8 @@ func defaultFitsType(v any, t ParamType) bool {
 			return true
 		}
 		return false
-	case TypeBoolean:
-		_, ok := v.(bool)
-		return ok
-	case TypeArray:
-		_, ok := v.([]any)
-		return ok
-	case TypeObject:
-		_, ok := v.(map[string]any)
-		return ok
 	}
-	return true
+	return hasType(v, t) // booleans, arrays and objects decode as from JSON
 }
 
 func (l *defLoader) environment(n *yaml.Node) *Environment {
