@@ -425,18 +425,27 @@ func (p *condParser) unary(depth int) (condNode, error) {
 		}
 		return condNot{x}, nil
 	case "(":
-		p.i++
-		x, err := p.or(depth + 1)
+		x, err := p.paren(depth)
 		if err != nil {
 			return nil, err
 		}
-		if p.peek() != ")" {
-			return nil, errors.New("missing )")
-		}
-		p.i++
 		return p.compareRest(x, depth)
 	}
 	return p.compare(depth)
+}
+
+// paren parses "( expression )" at the current token, which is "(".
+func (p *condParser) paren(depth int) (condNode, error) {
+	p.i++
+	x, err := p.or(depth + 1)
+	if err != nil {
+		return nil, err
+	}
+	if p.peek() != ")" {
+		return nil, errors.New("missing )")
+	}
+	p.i++
+	return x, nil
 }
 
 func isCompareOp(op string) bool {
@@ -471,15 +480,10 @@ func (p *condParser) compareRest(l condNode, depth int) (condNode, error) {
 		r = condOperand{parts: p.toks[p.i].parts}
 		p.i++
 	case "(":
-		p.i++
-		x, err := p.or(depth + 1)
+		x, err := p.paren(depth)
 		if err != nil {
 			return nil, err
 		}
-		if p.peek() != ")" {
-			return nil, errors.New("missing )")
-		}
-		p.i++
 		r = x
 	case "":
 		return nil, fmt.Errorf("unexpected end after %q", op)
