@@ -61,6 +61,14 @@ func loadTool(c *cli.Context, arg string) (*tool.Definition, error) {
 	return s.WithBase(def)
 }
 
+// checkIsolationFlag refuses an --isolation that names no tier.
+func checkIsolationFlag(c *cli.Context) error {
+	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" {
+		return usageError(fmt.Errorf("--isolation %q: use process, container or none", iso))
+	}
+	return nil
+}
+
 // loadPolicy finds and loads the policy in force.
 func loadPolicy(c *cli.Context) (*policy.Policy, string, error) {
 	home := sandbox.InvokingHome()

@@ -59,8 +59,8 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" {
-		return usageError(fmt.Errorf("--isolation %q: use process, container or none", iso))
+	if err := checkIsolationFlag(c); err != nil {
+		return err
 	}
 	req := &sandbox.Request{
 		Def: def, Input: input, Policy: pol, PolicyFile: polPath,

@@ -67,8 +67,8 @@ func toolTestAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" {
-		return usageError(fmt.Errorf("--isolation %q: use process, container or none", iso))
+	if err := checkIsolationFlag(c); err != nil {
+		return err
 	}
 	w, ew := c.App.Writer, c.App.ErrWriter
 	req := &sandbox.SuiteRequest{
