@@ -305,10 +305,13 @@ tags: [write]
 	}
 }
 
+// Ctrl-C (SIGINT) to sandboxed mid-run: the cleanup commands still run,
+// the result says USER_CANCELLED, and the leak check finds nothing left
+// (no process, cgroup, container, mount or socket).
 func TestCleanupAfterInterrupt(t *testing.T) {
-	begin(t)
-	dir := workdir(t, map[string]string{"out/.keep": ""})
-	tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.keep": ""})
+		tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
 description: interrupted while it runs
 steps:
   - name: hang
@@ -318,45 +321,47 @@ resources:
   cleanup:
     - final-command: "echo cleaned > out/cleanup-ran"
 security:
+  isolation: `+tier+`
   required-permissions: ["filesystem:write:./out"]
 tags: [write]
 `)
-	cmd := exec.Command(env.bin, "run", "--json", tool)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "out", "state")); err == nil {
-			break
+		cmd := exec.Command(env.bin, "run", "--json", tool)
+		cmd.Dir = dir
+		cmd.Env = runEnv()
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "out", "state")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the step never started")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
-			t.Fatal("the step never started")
+			t.Fatal("sandboxed did not end after SIGINT")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("sandboxed did not end after SIGINT")
-	}
-	var r stepsResult
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("not a result: %v\n%s", err, out.String())
-	}
-	if r.Status != "error" || r.Error == nil || r.Error.Code != "USER_CANCELLED" {
-		t.Errorf("status %s error %+v", r.Status, r.Error)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
-		t.Errorf("the cleanup command did not run after the interrupt: %v %q", err, b)
-	}
+		var r stepsResult
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("not a result: %v\n%s", err, out.String())
+		}
+		if r.Status != "error" || r.Error == nil || r.Error.Code != "USER_CANCELLED" {
+			t.Errorf("status %s error %+v", r.Status, r.Error)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
+			t.Errorf("the cleanup command did not run after the interrupt: %v %q", err, b)
+		}
+	})
 }
