@@ -210,14 +210,7 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
 	}
-	sb, err := b.Start(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = sb.Close(context.Background())
-		assertGone(t, b, p)
-	}()
+	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "id", "-u")
 	if want := strconv.Itoa(int(p.Spec.Process.User.UID)) + "\n"; r.stdout != want {
 		t.Errorf("same-as-user uid %q, want %q", r.stdout, want)
@@ -246,19 +239,13 @@ func TestEngineOOM(t *testing.T) {
 	b := engineBackend(t)
 	p := enginePlan(t, "oom")
 	p.Limits.MemoryBytes = 32 << 20
-	sb, err := b.Start(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = sb.Close(context.Background())
-		assertGone(t, b, p)
-	}()
+	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", "b = bytearray(200 << 20); print(len(b))")
 	if r.exit.Code != 137 {
 		t.Errorf("allocation over the limit: %+v, want killed (137)", r)
 	}
 	var st isolation.Stats
+	var err error
 	for i := 0; i < 20; i++ { // the engine records the OOM event asynchronously
 		if st, err = sb.Stats(context.Background()); err != nil || st.OOMKilled {
 			break
@@ -405,14 +392,7 @@ func TestEngineEgressRelay(t *testing.T) {
 	p := enginePlan(t, "egress")
 	p.Privilege = PrivilegeReduced
 	p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128}
-	sb, err := b.Start(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = sb.Close(context.Background())
-		assertGone(t, b, p)
-	}()
+	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
 import socket
 s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
@@ -455,14 +435,7 @@ func TestEnginePidsLimit(t *testing.T) {
 	b := engineBackend(t)
 	p := enginePlan(t, "pids")
 	p.Limits.Pids = 16
-	sb, err := b.Start(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = sb.Close(context.Background())
-		assertGone(t, b, p)
-	}()
+	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
 import os, time
 kids = []
@@ -482,4 +455,19 @@ for k in kids:
 	if err != nil || !st.PidsLimitHit || !strings.Contains(r.stdout, "fork failed: 11") {
 		t.Errorf("Stats = %+v, %v after %+v: want the pids limit hit", st, err, r)
 	}
+}
+
+// startEngine starts p on b; when the test ends the sandbox is closed and
+// its container must be gone.
+func startEngine(t *testing.T, b *Backend, p *isolation.Plan) isolation.Sandbox {
+	t.Helper()
+	sb, err := b.Start(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sb.Close(context.Background())
+		assertGone(t, b, p)
+	})
+	return sb
 }
