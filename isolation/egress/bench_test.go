@@ -55,10 +55,12 @@ func benchGet(b *testing.B, c *http.Client, target string) {
 	c.CloseIdleConnections()
 }
 
-func benchProxy(b *testing.B, port int) *Proxy {
-	return startProxy(b, Config{
-		Rules:      mustRules(b, []string{"web.example.test:" + strconv.Itoa(port)}, nil, nil),
-		Resolver:   hosts(b, "web.example.test 127.0.0.1"),
+// webProxy is a proxy that lets web.example.test (127.0.0.1) through on
+// port and nothing else.
+func webProxy(t testing.TB, port int) *Proxy {
+	return startProxy(t, Config{
+		Rules:      mustRules(t, []string{"web.example.test:" + strconv.Itoa(port)}, nil, nil),
+		Resolver:   hosts(t, "web.example.test 127.0.0.1"),
 		allowAddrs: []netip.Addr{loopback},
 	})
 }
@@ -77,7 +79,7 @@ func BenchmarkProxiedGET(b *testing.B) {
 	for _, keep := range []bool{true, false} {
 		b.Run(variant(keep), func(b *testing.B) {
 			_, port := benchServer(b)
-			p := benchProxy(b, port)
+			p := webProxy(b, port)
 			c := proxyClient(p, &http.Transport{DisableKeepAlives: !keep})
 			benchGet(b, c, "http://web.example.test:"+strconv.Itoa(port)+"/")
 		})
@@ -88,7 +90,7 @@ func BenchmarkRelayedGET(b *testing.B) {
 	for _, keep := range []bool{true, false} {
 		b.Run(variant(keep), func(b *testing.B) {
 			_, port := benchServer(b)
-			p := benchProxy(b, port)
+			p := webProxy(b, port)
 			r := startRelay(b, p.SocketPath())
 			c := &http.Client{Transport: &http.Transport{
 				DisableKeepAlives: !keep,

@@ -294,11 +294,7 @@ func TestPlainHTTPForward(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := portOf(t, srv.URL)
-	p := startProxy(t, Config{
-		Rules:      mustRules(t, []string{"web.example.test:" + strconv.Itoa(port)}, nil, nil),
-		Resolver:   hosts(t, "web.example.test 127.0.0.1"),
-		allowAddrs: []netip.Addr{loopback},
-	})
+	p := webProxy(t, port)
 
 	// Two requests on one client connection, with hop-by-hop headers and
 	// proxy credentials that must not reach the origin.
@@ -392,11 +388,7 @@ func TestExpectContinue(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := portOf(t, srv.URL)
-	p := startProxy(t, Config{
-		Rules:      mustRules(t, []string{"web.example.test:" + strconv.Itoa(port)}, nil, nil),
-		Resolver:   hosts(t, "web.example.test 127.0.0.1"),
-		allowAddrs: []netip.Addr{loopback},
-	})
+	p := webProxy(t, port)
 	c := dialProxy(t, p)
 	br := bufio.NewReader(c)
 	fmt.Fprintf(c, "PUT http://web.example.test:%d/ HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", port)
