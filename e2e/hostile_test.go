@@ -41,15 +41,20 @@ func toolYAML(t *testing.T, dir, tier, name, script string, perms []string, extr
 	return p
 }
 
-// forTiers runs f once per tier as a subtest, with the leak check.
-// SANDBOXED_E2E_TIERS (comma-separated) narrows the tiers for a developer's
-// quick run; CI always runs every tier.
-func forTiers(t *testing.T, f func(t *testing.T, tier string)) {
-	run := tiers
+// runTiers returns the tiers this run tests. SANDBOXED_E2E_TIERS
+// (comma-separated) narrows them for a developer's quick run and for the
+// cgroup v2 VM, which has no Docker engine; CI always runs every tier.
+func runTiers() []string {
 	if only := os.Getenv("SANDBOXED_E2E_TIERS"); only != "" && os.Getenv("CI") == "" {
-		run = strings.Split(only, ",")
+		return strings.Split(only, ",")
 	}
-	for _, tier := range run {
+	return tiers
+}
+
+// forTiers runs f once per tier of runTiers as a subtest, with the leak
+// check.
+func forTiers(t *testing.T, f func(t *testing.T, tier string)) {
+	for _, tier := range runTiers() {
 		t.Run(tier, func(t *testing.T) {
 			begin(t)
 			f(t, tier)
