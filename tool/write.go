@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 )
 
 // Marshal renders d as "yaml" (the CYCOD form, kebab-case keys, in the
@@ -85,7 +87,7 @@ func floatScalar(f float64) *yaml.Node {
 }
 
 func durScalar(d time.Duration) *yaml.Node {
-	s := FormatDuration(d)
+	s := units.FormatDuration(d)
 	if strings.HasSuffix(s, "d") || strings.HasSuffix(s, "ns") {
 		return strScalar(s)
 	}
@@ -285,7 +287,7 @@ func defNode(d *Definition) *yaml.Node {
 		n := mapNode()
 		putDur(n, "timeout", r.Timeout)
 		if r.MaxMemory != 0 {
-			put(n, "max-memory", strScalar(FormatSize(r.MaxMemory)))
+			put(n, "max-memory", strScalar(units.FormatSize(r.MaxMemory)))
 		}
 		if c := r.Cleanup; c != nil {
 			s := seqNode()
@@ -359,7 +361,7 @@ func defNode(d *Definition) *yaml.Node {
 			put(n, "cpus", floatScalar(x.CPUs))
 		}
 		if x.TmpfsSize != 0 {
-			put(n, "tmpfs-size", strScalar(FormatSize(x.TmpfsSize)))
+			put(n, "tmpfs-size", strScalar(units.FormatSize(x.TmpfsSize)))
 		}
 		put(m, "sandboxed", n)
 	}
@@ -391,7 +393,7 @@ func stepNode(st *Step) *yaml.Node {
 		n := mapNode()
 		putStr(n, "mode", string(o.Mode))
 		if o.BufferLimit != 0 {
-			put(n, "buffer-limit", strScalar(FormatSize(o.BufferLimit)))
+			put(n, "buffer-limit", strScalar(units.FormatSize(o.BufferLimit)))
 		}
 		putStr(n, "stream-callback", o.StreamCallback)
 		put(m, "output", n)
