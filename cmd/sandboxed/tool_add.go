@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -833,18 +834,18 @@ func (p *addParser) boolean(flag, v string, set func(bool)) error {
 }
 
 func (p *addParser) duration(flag, v string, dst *time.Duration) error {
-	d, err := tool.ParseDuration(v)
+	d, err := units.ParseDuration(v)
 	if err != nil {
-		return usageError(fmt.Errorf("tool add: %s: %w (hint: milliseconds, or a number with s, m, h or d)", flag, err))
+		return usageError(fmt.Errorf("tool add: %s: %w (write %s)", flag, err, units.DurationGrammar))
 	}
 	*dst = d
 	return nil
 }
 
 func (p *addParser) size(flag, v string, dst *int64) error {
-	n, err := tool.ParseSize(v)
+	n, err := units.ParseSize(v)
 	if err != nil {
-		return usageError(fmt.Errorf("tool add: %s: %w (hint: e.g. 512MB or 1GiB)", flag, err))
+		return usageError(fmt.Errorf("tool add: %s: %w (write %s)", flag, err, units.SizeGrammar))
 	}
 	*dst = n
 	return nil
