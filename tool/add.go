@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 )
 
 // `tool add` builds a definition from command-line flags. The spec's
@@ -823,18 +825,18 @@ func (p *addParser) boolean(flag, v string, set func(bool)) error {
 }
 
 func (p *addParser) duration(flag, v string, dst *time.Duration) error {
-	d, err := ParseDuration(v)
+	d, err := units.ParseDuration(v)
 	if err != nil {
-		return usageErr(fmt.Errorf("tool add: %s: %w (hint: milliseconds, or a number with s, m, h or d)", flag, err))
+		return usageErr(fmt.Errorf("tool add: %s: %w (write %s)", flag, err, units.DurationGrammar))
 	}
 	*dst = d
 	return nil
 }
 
 func (p *addParser) size(flag, v string, dst *int64) error {
-	n, err := ParseSize(v)
+	n, err := units.ParseSize(v)
 	if err != nil {
-		return usageErr(fmt.Errorf("tool add: %s: %w (hint: e.g. 512MB or 1GiB)", flag, err))
+		return usageErr(fmt.Errorf("tool add: %s: %w (write %s)", flag, err, units.SizeGrammar))
 	}
 	*dst = n
 	return nil

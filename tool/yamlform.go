@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 )
 
 // The model's YAML form lives on the model itself: every field of a model
@@ -71,7 +73,7 @@ func encodeValue(v reflect.Value, form string) (*yaml.Node, error) {
 	case "ms":
 		return durScalar(time.Duration(v.Int())), nil
 	case "size":
-		return strScalar(FormatSize(v.Int())), nil
+		return strScalar(units.FormatSize(v.Int())), nil
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -266,7 +268,7 @@ func floatScalar(f float64) *yaml.Node {
 }
 
 func durScalar(d time.Duration) *yaml.Node {
-	s := FormatDuration(d)
+	s := units.FormatDuration(d)
 	if strings.HasSuffix(s, "d") || strings.HasSuffix(s, "ns") {
 		return strScalar(s)
 	}
