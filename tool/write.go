@@ -361,6 +361,14 @@ func defNode(d *Definition) *yaml.Node {
 		if x.TmpfsSize != 0 {
 			put(n, "tmpfs-size", strScalar(FormatSize(x.TmpfsSize)))
 		}
+		if e := x.ExposedAs; e != nil {
+			en := mapNode()
+			putStr(en, "name", e.Name)
+			if len(e.Parameters) > 0 {
+				putMap(en, "parameters", e.Parameters)
+			}
+			put(n, "exposed-as", en)
+		}
 		put(m, "sandboxed", n)
 	}
 	return m
