@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -114,7 +115,7 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	case StatusTimeout:
 		out.TimedOut = true
 	case StatusOOM:
-		out.Error = "killed by the memory limit of " + humanBytes(lim.MemoryBytes)
+		out.Error = "killed by the memory limit of " + units.FormatSize(lim.MemoryBytes)
 	case StatusError:
 		out.Error = "sandbox failed"
 		if res.Error != nil {

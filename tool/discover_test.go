@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestIsSimpleAnswer(t *testing.T) {
@@ -274,9 +276,10 @@ func TestDefinitionForParameters(t *testing.T) {
 // stand-in script that prints its argv[1]: whatever the values, the
 // script gets one valid JSON object holding exactly the parameters given.
 func TestSimpleJSONCommand(t *testing.T) {
+	testenv.NeedCommand(t, "bash")
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash on this machine")
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	echo := filepath.Join(dir, "echo.sh")

@@ -521,3 +521,29 @@ func TestTooManyErrors(t *testing.T) {
 		t.Errorf("got %d diagnostics, last %+v", len(le.Diags), le.Diags[len(le.Diags)-1])
 	}
 }
+
+// YAML integers are milliseconds for every duration key.
+func TestYAMLDurationsAreMilliseconds(t *testing.T) {
+	def := parseOK(t, `description: d
+steps:
+  - name: a
+    bash: echo
+    timeout: 1500
+    error-handling:
+      retry:
+        attempts: 2
+        delay: 250
+timeout: 10000
+resources:
+  timeout: "2m"
+interactive-options:
+  timeout: 30000
+  default-response: y
+`)
+	if def.Timeout != 10*time.Second || def.Resources.Timeout != 2*time.Minute ||
+		def.InteractiveOptions.Timeout != 30*time.Second || def.Steps[0].Timeout != 1500*time.Millisecond ||
+		def.Steps[0].ErrorHandling.Retry.Delay != 250*time.Millisecond {
+		t.Errorf("durations: %v %v %v %v %v", def.Timeout, def.Resources.Timeout, def.InteractiveOptions.Timeout,
+			def.Steps[0].Timeout, def.Steps[0].ErrorHandling.Retry.Delay)
+	}
+}
