@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -40,25 +41,24 @@ const (
 // honoured, a mask that cannot be applied). Nothing ran.
 var ErrPlan = errors.New("cannot plan run")
 
-// PlanInput is everything the planner needs. It is data; planning does
-// no I/O except expanding the policy's glob masks against the host tree.
+// EgressProxyPort is the loopback port inside every sandbox with network
+// grants on which the init relays to the run's egress proxy; the tool's
+// *_PROXY variables point at it.
+const EgressProxyPort = 3128
+
+// egressSocketName is the proxy's socket in the run's host directory.
+const egressSocketName = "egress.sock"
+
+// PlanInput is everything the planner needs. It is data: BuildPlan makes
+// no system call (see facts.go for what is read from the host, and when).
 type PlanInput struct {
 	RunID    string
 	Bound    *tool.Bound
 	Grants   []permissions.Grant // Mount.Resolved filled by ResolveMounts
 	Decision *policy.Decision
-	// Cwd is the caller's working directory (absolute); relative working
-	// directories of the tool resolve against it.
-	Cwd, Home string
-	// UID and GID of the invoking user (same-as-user).
-	UID, GID uint32
-	// LookupEnv reads the host environment, for env: grants and
-	// environment.inherit. Nil means an empty host environment.
-	LookupEnv func(string) (string, bool)
-	// HostEnv is the whole host environment, for environment.inherit.
-	HostEnv []string
-	// ExtraEnv is added last (the egress proxy variables).
-	ExtraEnv []string
+	// Facts are what was gathered from the host (GatherFacts, with the
+	// policy's masks looked up by gatherMasks).
+	Facts *HostFacts
 	// EnvDeny are the policy's environment.deny patterns: host variables
 	// never passed in, even when the environment is inherited.
 	EnvDeny []string
@@ -67,30 +67,20 @@ type PlanInput struct {
 	SubTools map[string]*tool.Bound
 }
 
-// BuildPlan turns a bound tool and the policy's decision into a Plan and
-// the commands of its steps. The decision must allow the run.
+// BuildPlan turns a bound tool, the policy's decision and the host facts
+// into a Plan and the commands of its steps. The decision must allow the
+// run. It has no side effects: the same input gives the same plan, and
+// that plan is complete — the host directory and the egress proxy's
+// rules are in it, and nothing is added to it later.
 func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 	p, steps, _, err := buildPlan(in)
 	return p, steps, err
 }
 
-// buildPlan is BuildPlan, also returning what to look at again after the
-// run: the protected patterns under write grants.
-func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, error) {
-	b, d := in.Bound, in.Decision
-	if d == nil || d.Verdict != policy.Allow {
-		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
-	}
-	def := b.Def
-	priv := string(def.Security.ExecutionPrivilege)
-	if priv == "" {
-		priv = PrivSameAsUser
-	}
-	ext := def.Sandboxed
-	if ext == nil {
-		ext = &tool.SandboxedExt{}
-	}
-
+// planLimits are the run's limits: the policy's decision, narrowed by the
+// definition's sandboxed: section, with the defaults of its privilege.
+func planLimits(def *tool.Definition, d *policy.Decision, priv string) isolation.Limits {
+	ext := sandboxedExt(def)
 	limits := isolation.Limits{
 		MemoryBytes: d.Limits.MemoryBytes,
 		Pids:        d.Limits.Pids,
@@ -111,13 +101,98 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	if priv == PrivReduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
 		limits.Pids = ReducedPids
 	}
+	return limits
+}
 
-	cwd := in.Cwd
-	if wd := b.WorkingDirectory; wd != "" {
-		cwd = absUnder(in.Cwd, wd)
+func sandboxedExt(def *tool.Definition) *tool.SandboxedExt {
+	if def.Sandboxed == nil {
+		return &tool.SandboxedExt{}
+	}
+	return def.Sandboxed
+}
+
+// planPrivilege is the definition's execution privilege, same-as-user
+// when it names none.
+func planPrivilege(def *tool.Definition) string {
+	if priv := string(def.Security.ExecutionPrivilege); priv != "" {
+		return priv
+	}
+	return PrivSameAsUser
+}
+
+// planEgress is the egress section of a run with network grants (nil
+// without): the proxy's rules as data, its socket in the run's host
+// directory and the relay port inside the sandbox. The rules are parsed
+// here, so a rule the proxy would refuse refuses the plan.
+func planEgress(grants []permissions.Grant, deny []string, hostDir string) (*isolation.Egress, error) {
+	var allow []string
+	var ports []int
+	for _, g := range grants {
+		switch {
+		case g.Egress != nil:
+			h := g.Egress.Host
+			if g.Egress.Port != 0 {
+				h += ":" + strconv.Itoa(g.Egress.Port)
+			}
+			allow = append(allow, h)
+		case g.Localhost != nil:
+			if g.Localhost.Port == EgressProxyPort {
+				return nil, fmt.Errorf("network:localhost:%d: the port is the sandbox's egress proxy; forward another port: %w", EgressProxyPort, ErrPlan)
+			}
+			ports = append(ports, g.Localhost.Port)
+		}
+	}
+	if allow == nil && ports == nil {
+		return nil, nil
+	}
+	rules, err := egress.ParseRules(allow, deny, ports)
+	if err != nil {
+		return nil, fmt.Errorf("egress rules: %w", err)
+	}
+	e := &isolation.Egress{
+		ProxySocket:    filepath.Join(hostDir, egressSocketName),
+		ProxyPort:      EgressProxyPort,
+		LocalhostPorts: rules.LocalhostPorts,
+	}
+	for _, r := range rules.Allow {
+		e.Allow = append(e.Allow, r.String())
+	}
+	for _, r := range rules.Deny {
+		e.Deny = append(e.Deny, r.String())
+	}
+	return e, nil
+}
+
+// buildPlan is BuildPlan, also returning what to look at again after the
+// run: the protected patterns under write grants.
+func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, error) {
+	b, d, f := in.Bound, in.Decision, in.Facts
+	if d == nil || d.Verdict != policy.Allow {
+		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
+	}
+	if f == nil {
+		return nil, nil, nil, fmt.Errorf("plan %s: no host facts: %w", b.Def.Name, ErrPlan)
+	}
+	def := b.Def
+	priv := planPrivilege(def)
+	ext := sandboxedExt(def)
+	limits := planLimits(def, d, priv)
+	hostDir := HostDir(f.RuntimeDir, in.RunID)
+	eg, err := planEgress(in.Grants, d.EgressDeny, hostDir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
 
-	env := baseEnv(in, b)
+	cwd := f.Cwd
+	if wd := b.WorkingDirectory; wd != "" {
+		cwd = absUnder(f.Cwd, wd)
+	}
+
+	var proxyEnv []string
+	if eg != nil {
+		proxyEnv = egress.ProxyEnv(eg.ProxyPort)
+	}
+	env := baseEnv(b, f, in.Grants, in.EnvDeny, proxyEnv)
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
 		WithPids(limits.Pids),
@@ -130,14 +205,14 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		opts = append(opts, WithCPUs(limits.CPUs))
 	}
 	if priv == PrivSameAsUser {
-		opts = append(opts, WithUser(in.UID, in.GID))
+		opts = append(opts, WithUser(f.UID, f.GID))
 	}
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)
 	// A working directory no grant covers exists in the sandbox as an
 	// empty, read-only directory: commands start where they were told,
 	// and see nothing of the host there.
-	for _, dir := range workDirs(b, cwd, in.Cwd, in.SubTools) {
+	for _, dir := range workDirs(b, cwd, f.Cwd, in.SubTools) {
 		if !covered(dir, mounts) {
 			opts = append(opts, emptyDir(dir))
 		}
@@ -152,7 +227,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 			opts = append(opts, WithReadBind(m.Resolved, m.Target))
 		}
 	}
-	maskOpts, watches, err := maskOptions(d.Masks, mounts)
+	maskOpts, watches, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -170,6 +245,8 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		Privilege: priv,
 		Spec:      spec,
 		Limits:    limits,
+		Egress:    eg,
+		HostDir:   hostDir,
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage
@@ -179,7 +256,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		p.Runtime = ext.Runtime
 	}
 
-	steps, err := jobSteps(b, env, cwd, in.Cwd, d.Limits.OutputBytes, in.SubTools)
+	steps, err := jobSteps(b, env, cwd, f.Cwd, d.Limits.OutputBytes, in.SubTools)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -241,36 +318,34 @@ func mountGrants(grants []permissions.Grant) []*permissions.Mount {
 // baseEnv is the scrubbed environment every command starts from: PATH,
 // HOME, LANG, the tool's variables, granted host variables, inherited ones
 // when the policy allowed environment.inherit, and the proxy variables.
-func baseEnv(in PlanInput, b *tool.Bound) []string {
-	lookup := in.LookupEnv
-	if lookup == nil {
-		lookup = func(string) (string, bool) { return "", false }
-	}
+func baseEnv(b *tool.Bound, f *HostFacts, grants []permissions.Grant, envDeny, proxyEnv []string) []string {
 	vars := map[string]string{}
 	if b.Def.Environment != nil && b.Def.Environment.Inherit {
-		for _, kv := range in.HostEnv {
-			if k, v, ok := strings.Cut(kv, "="); ok && !deniedEnv(in.EnvDeny, k) {
-				vars[k] = v
+		for _, kv := range f.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && !deniedEnv(envDeny, k) {
+				if _, seen := vars[k]; !seen { // the first of a name, as os.Getenv
+					vars[k] = v
+				}
 			}
 		}
 	}
 	vars["PATH"] = DefaultPath
 	vars["HOME"] = "/tmp"
 	vars["LANG"] = "C.UTF-8"
-	if v, ok := lookup("LANG"); ok && v != "" {
+	if v, ok := f.lookupEnv("LANG"); ok && v != "" {
 		vars["LANG"] = v
 	}
 	for k, v := range b.Env {
 		vars[k] = v
 	}
-	for _, g := range in.Grants {
+	for _, g := range grants {
 		if g.Env != nil {
-			if v, ok := lookup(g.Env.Name); ok {
+			if v, ok := f.lookupEnv(g.Env.Name); ok {
 				vars[g.Env.Name] = v
 			}
 		}
 	}
-	for _, kv := range in.ExtraEnv {
+	for _, kv := range proxyEnv {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
@@ -303,171 +378,6 @@ func absUnder(base, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(base, p)
-}
-
-// maskOptions applies the policy's masks inside granted mounts: hidden
-// paths get an empty read-only tmpfs (directories) or /dev/null (files);
-// read-only paths are bound onto themselves read-only. Globs are expanded
-// against the host tree under the mount's source. A mask that cannot be
-// expanded refuses the run: a grant is never wider than the policy allows.
-//
-// It also returns a watch for each glob mask under a write grant: what
-// matches now is masked, but what the tool creates cannot be (a new
-// nested repository's .git/hooks), so the controller looks again after
-// the run.
-func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOpt, []protectedWatch, error) {
-	type maskMount struct {
-		src, dst string
-		fi       fs.FileInfo
-		hide     bool
-		anchor   bool // a read-write bind of a directory onto itself
-	}
-	byDst := map[string]maskMount{}
-	var watches []protectedWatch
-	mountOf := func(mk policy.PathMask) *permissions.Mount {
-		var m *permissions.Mount
-		for _, c := range mounts {
-			if c.Target == mk.Under {
-				m = c
-			}
-		}
-		return m
-	}
-	// Every glob of one mount is expanded in a single walk of it.
-	globs := map[*permissions.Mount][]string{}
-	for _, mk := range masks {
-		if m := mountOf(mk); m != nil {
-			if rel, err := filepath.Rel(m.Target, mk.Path); err == nil && strings.ContainsAny(rel, "*?[") && !slices.Contains(globs[m], rel) {
-				globs[m] = append(globs[m], rel)
-			}
-		}
-	}
-	type walked struct {
-		matches map[string][]string
-		err     error
-	}
-	walks := map[*permissions.Mount]walked{}
-	for m, patterns := range globs {
-		res, err := expandMasks(m.Resolved, patterns)
-		w := walked{matches: map[string][]string{}, err: err}
-		for i, p := range patterns {
-			if err == nil {
-				w.matches[p] = res[i]
-			}
-		}
-		walks[m] = w
-	}
-	for _, mk := range masks {
-		m := mountOf(mk)
-		if m == nil {
-			continue // the mount it protects is not granted
-		}
-		rel, err := filepath.Rel(m.Target, mk.Path)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
-		}
-		var matches []string
-		if w, ok := walks[m]; ok && strings.ContainsAny(rel, "*?[") {
-			matches, err = w.matches[rel], w.err
-		} else {
-			matches, err = expandMask(m.Resolved, rel)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, err, ErrPlan)
-		}
-		// What does not exist yet cannot be masked: under a write grant,
-		// the controller looks again after the run (a glob for new
-		// matches, a literal path for whether it appeared).
-		if m.Write && (strings.ContainsAny(rel, "*?[") || len(matches) == 0) {
-			w := protectedWatch{root: m.Resolved, target: m.Target, pattern: rel, rule: mk.Rule, before: map[string]bool{}}
-			for _, hostRel := range matches {
-				w.before[hostRel] = true
-			}
-			watches = append(watches, w)
-		}
-		for _, hostRel := range matches {
-			src := filepath.Join(m.Resolved, hostRel)
-			fi, err := os.Lstat(src)
-			if err != nil {
-				continue
-			}
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				// A mount on a symlink would land wherever it points; the
-				// init refuses it. Say so here, with the way out.
-				to, _ := os.Readlink(src)
-				return nil, nil, fmt.Errorf("policy mask %s (%s): %s is a symlink (to %s), which cannot be protected in place; grant a narrower path that does not hold it: %w",
-					mk.Path, mk.Rule, src, to, ErrPlan)
-			}
-			dst := filepath.Join(m.Target, hostRel)
-			if old, ok := byDst[dst]; !ok || old.anchor || (mk.Hide && !old.hide) {
-				byDst[dst] = maskMount{src: src, dst: dst, fi: fi, hide: mk.Hide}
-			}
-			// A mountpoint cannot be renamed or removed, but its parents
-			// can: `mv .git .git.old` would carry a protected .git/hooks
-			// away and let the tool make a new one. Under a write grant,
-			// every directory between the grant and the protected path is
-			// bound onto itself (read-write, as the grant), which pins it
-			// in place. A read-only grant renames nothing, and a read-write
-			// anchor there would make the directory writable.
-			for d := filepath.Dir(hostRel); m.Write && d != "." && d != "/"; d = filepath.Dir(d) {
-				adst := filepath.Join(m.Target, d)
-				if n := deepestMount(mounts, adst); n != m {
-					// Another grant nested in this one covers it: its own
-					// bind pins it, and an anchor would replace that bind
-					// (a read-only grant would become writable).
-					break
-				}
-				if _, ok := byDst[adst]; ok {
-					continue
-				}
-				asrc := filepath.Join(m.Resolved, d)
-				afi, err := os.Lstat(asrc)
-				if err != nil || !afi.IsDir() {
-					return nil, nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
-				}
-				byDst[adst] = maskMount{src: asrc, dst: adst, fi: afi, anchor: true}
-			}
-		}
-	}
-	// Shallow first: binds are not recursive, so a parent bound after its
-	// child would hide the child's protection.
-	all := make([]maskMount, 0, len(byDst))
-	for _, mm := range byDst {
-		all = append(all, mm)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		di, dj := strings.Count(all[i].dst, "/"), strings.Count(all[j].dst, "/")
-		if di != dj {
-			return di < dj
-		}
-		return all[i].dst < all[j].dst
-	})
-	var opts []SpecOpt
-	for _, mm := range all {
-		if mm.anchor {
-			opts = append(opts, WithWriteBind(mm.src, mm.dst))
-			continue
-		}
-		opts = append(opts, maskOpt(mm.src, mm.dst, mm.fi, mm.hide))
-	}
-	return opts, watches, nil
-}
-
-func maskOpt(src, dst string, fi fs.FileInfo, hide bool) SpecOpt {
-	return func(s *specs.Spec) error {
-		switch {
-		case !hide:
-			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: src,
-				Options: []string{"bind", "ro", "nosuid", "nodev"}})
-		case fi.IsDir():
-			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs",
-				Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=000"}})
-		default:
-			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: "/dev/null",
-				Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
-		}
-		return nil
-	}
 }
 
 // deepestMount is the grant whose target holds p most closely.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -128,20 +127,6 @@ func loadForExplain(c *cli.Context, arg string) (*tool.Definition, string, error
 	return nil, "", err
 }
 
-// explainEgress stands in for the egress proxy while planning: explain
-// plans the run with DryRun, which never starts it.
-type explainEgress struct{}
-
-func (explainEgress) Env() []string {
-	return []string{"HTTP_PROXY=http://127.0.0.1:0", "HTTPS_PROXY=http://127.0.0.1:0", "ALL_PROXY=socks5://127.0.0.1:0",
-		"NO_PROXY=localhost,127.0.0.1", "http_proxy=http://127.0.0.1:0", "https_proxy=http://127.0.0.1:0",
-		"all_proxy=socks5://127.0.0.1:0", "no_proxy=localhost,127.0.0.1"}
-}
-
-func (explainEgress) Start(context.Context, string, []permissions.Grant, []string) (*isolation.Egress, func() []sandbox.EgressEntry, error) {
-	return nil, nil, errors.New("start egress proxy: permissions explain runs nothing")
-}
-
 // policySource says where the policy in force came from.
 func policySource(path string) permissions.PolicyInfo {
 	if path == "" {
@@ -167,7 +152,7 @@ func explainTool(def *tool.Definition, input tool.Input, approvals []string, pol
 	in.Arguments.Approvals = approvals
 
 	runID := sandbox.NewRunID(time.Now())
-	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true, Egress: explainEgress{}}
+	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true}
 	p, err := sandbox.Prepare(req, runID)
 	var pe *sandbox.PrepareError
 	switch {
