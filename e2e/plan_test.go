@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDumpPlanIsThePlanThatRuns prints a run's plan with --dump-plan, runs
@@ -79,4 +82,40 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestApprovalPromptOnATerminal answers the approval prompt on a terminal
+// (a pseudo-terminal made by script(1)): yes runs the tool, no refuses it
+// with 126 and says so.
+func TestApprovalPromptOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("script(1) from util-linux is needed: apt-get install util-linux")
+	}
+	forTiers(t, func(t *testing.T, tier string) {
+		grant := "network:external:web.test"
+		dir, tool := egressTool(t, tier, "asks", `curl -sf http://web.test/`, grant)
+		for _, tc := range []struct {
+			answer string
+			code   int
+			says   string
+		}{
+			{"y\n", 0, strings.TrimSpace(webBody)},
+			{"n\n", 126, "you declined the run"},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			cmd := exec.CommandContext(ctx, "script", "-qec", "'"+env.bin+"' run '"+tool+"'", "/dev/null")
+			cmd.Dir, cmd.Env, cmd.Stdin = dir, runEnv(), strings.NewReader(tc.answer)
+			out, err := cmd.CombinedOutput()
+			cancel()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), "Approve for this run? [y/N]") || !strings.Contains(string(out), tc.says) {
+				t.Errorf("answer %q: exit %d, want %d saying %q\n%s", strings.TrimSpace(tc.answer), code, tc.code, tc.says, out)
+			}
+		}
+	})
 }

@@ -166,12 +166,34 @@ func planEgress(grants []permissions.Grant, deny []string, hostDir string) (*iso
 // buildPlan is BuildPlan, also returning what to look at again after the
 // run: the protected patterns under write grants.
 func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, error) {
-	b, d, f := in.Bound, in.Decision, in.Facts
-	if d == nil || d.Verdict != policy.Allow {
-		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
+	if d := in.Decision; d == nil || d.Verdict != policy.Allow {
+		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", in.Bound.Def.Name, ErrPlan)
 	}
+	p, sp, err := planSandbox(in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	steps, err := jobSteps(in.Bound, sp.env, sp.cwd, in.Facts.Cwd, in.Decision.Limits.OutputBytes, in.SubTools)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, steps, sp.watches, nil
+}
+
+// sandboxPlan is what planSandbox decided besides the Plan, for the steps
+// and the controller.
+type sandboxPlan struct {
+	env     []string // every command's base environment
+	cwd     string   // the tool's working directory
+	watches []protectedWatch
+}
+
+// planSandbox plans the sandbox of a run: everything but its commands.
+// It does not look at the decision's verdict.
+func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
+	b, d, f := in.Bound, in.Decision, in.Facts
 	if f == nil {
-		return nil, nil, nil, fmt.Errorf("plan %s: no host facts: %w", b.Def.Name, ErrPlan)
+		return nil, nil, fmt.Errorf("plan %s: no host facts: %w", b.Def.Name, ErrPlan)
 	}
 	def := b.Def
 	priv := planPrivilege(def)
@@ -180,7 +202,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	hostDir := HostDir(f.RuntimeDir, in.RunID)
 	eg, err := planEgress(in.Grants, d.EgressDeny, hostDir)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
 
 	cwd := f.Cwd
@@ -219,7 +241,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	}
 	for _, m := range mounts {
 		if m.Resolved == "" {
-			return nil, nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
+			return nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
 		}
 		if m.Write {
 			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
@@ -229,13 +251,13 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	}
 	maskOpts, watches, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	opts = append(opts, maskOpts...)
 
 	spec, err := NewSpec(in.RunID, priv, opts...)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
 
 	p := &isolation.Plan{
@@ -255,12 +277,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		}
 		p.Runtime = ext.Runtime
 	}
-
-	steps, err := jobSteps(b, env, cwd, f.Cwd, d.Limits.OutputBytes, in.SubTools)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return p, steps, watches, nil
+	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
 }
 
 func workDirs(b *tool.Bound, toolCwd, callerCwd string, subs map[string]*tool.Bound) []string {

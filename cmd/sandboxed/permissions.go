@@ -180,7 +180,10 @@ func explainTool(def *tool.Definition, input tool.Input, approvals []string, pol
 		}
 		in.Grants = grants
 		fillDecision(&in, d)
-		in.Plan = sketchPlan(def, d, grants)
+		var rerr error
+		if in.Plan, rerr = reviewFacts(def, nil, d, grants, pol); rerr != nil {
+			in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
+		}
 		if d.Verdict == policy.Allow {
 			in.Notes = append(in.Notes, "the run could not be planned: "+pe.Result.Error.Message)
 		}
@@ -244,7 +247,14 @@ func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.I
 	d := sandbox.ProtectOwnDirs(pol, sandbox.OwnDirs(sandbox.StateDir(), sandbox.RuntimeDir())).Decide(preq)
 	in.Grants = grants
 	fillDecision(in, d)
-	in.Plan = sketchPlan(def, d, grants)
+	var bound *tool.Bound
+	if berr == nil {
+		bound = b
+	}
+	var rerr error
+	if in.Plan, rerr = reviewFacts(def, bound, d, grants, pol); rerr != nil {
+		in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
+	}
 }
 
 // substituteKnown replaces {NAME} references in a permission by the given
@@ -420,94 +430,17 @@ func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
 	return f
 }
 
-// sketchPlan builds the facts of a run that could not be planned (denied,
-// or not bound): the default spec of its privilege with the policy's
-// limits and its grants, as the planner would make them.
-func sketchPlan(def *tool.Definition, d policy.Decision, grants []permissions.Grant) permissions.PlanFacts {
-	priv := string(def.Security.ExecutionPrivilege)
-	if priv == "" {
-		priv = sandbox.PrivSameAsUser
+// reviewFacts are the facts of a run that could not be planned (denied,
+// or not bound): the sandbox the planner makes for it were it allowed
+// (sandbox.ReviewPlan). b is nil when the tool did not bind.
+func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants []permissions.Grant, pol *policy.Policy) (permissions.PlanFacts, error) {
+	pl, err := sandbox.ReviewPlan(def, b, grants, d, pol)
+	if err != nil {
+		return permissions.PlanFacts{Privilege: string(def.Security.ExecutionPrivilege), Tier: string(d.Isolation),
+			RequestedTier: string(def.Security.Isolation), Masks: maskFacts(d.Masks)}, err
 	}
-	ext := def.Sandboxed
-	if ext == nil {
-		ext = &tool.SandboxedExt{}
-	}
-	pids := d.Limits.Pids
-	if ext.PidsLimit > 0 && (pids == 0 || ext.PidsLimit < pids) {
-		pids = ext.PidsLimit
-	}
-	if pids <= 0 {
-		pids = sandbox.DefaultPids
-	}
-	if priv == sandbox.PrivReduced && ext.PidsLimit == 0 && pids > sandbox.ReducedPids {
-		pids = sandbox.ReducedPids
-	}
-	tmpfs := int64(sandbox.DefaultTmpfsBytes)
-	if ext.TmpfsSize > 0 {
-		tmpfs = ext.TmpfsSize
-	}
-	var opts []sandbox.SpecOpt
-	if d.Limits.MemoryBytes > 0 {
-		opts = append(opts, sandbox.WithMemory(d.Limits.MemoryBytes))
-	}
-	opts = append(opts, sandbox.WithPids(pids), sandbox.WithTmpfs(tmpfs))
-	if priv == sandbox.PrivSameAsUser {
-		opts = append(opts, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
-	}
-	var ms []*permissions.Mount
-	for i := range grants {
-		if grants[i].Mount != nil {
-			ms = append(ms, grants[i].Mount)
-		}
-	}
-	sort.SliceStable(ms, func(i, j int) bool { return len(ms[i].Target) < len(ms[j].Target) })
-	for _, m := range ms {
-		src := m.Resolved
-		if src == "" {
-			src = m.HostPath
-		}
-		if m.Write {
-			opts = append(opts, sandbox.WithWriteBind(src, m.Target))
-		} else {
-			opts = append(opts, sandbox.WithReadBind(src, m.Target))
-		}
-	}
-	s := sandbox.DefaultSpec("explain", priv)
-	for _, o := range opts {
-		_ = o(s) // a grant the planner would refuse is still explained
-	}
-	f := specFacts(s, priv)
-	f.EnvNames = sketchEnv(def, grants)
-	f.Tier = string(d.Isolation)
+	f := planFacts(pl, &d)
+	f.Planned = false
 	f.RequestedTier = string(def.Security.Isolation)
-	f.Timeout = d.Limits.Timeout
-	f.KillGrace = sandbox.DefaultKillGrace
-	f.TmpfsBytes = tmpfs
-	f.CPUs = ext.CPUs
-	f.OutputBytes = d.Limits.OutputBytes
-	f.Masks = maskFacts(d.Masks)
-	if f.Tier == string(tool.IsolationContainer) {
-		f.Image = sandbox.DefaultImage
-		if ext.Image != "" {
-			f.Image = ext.Image
-		}
-	}
-	return f
-}
-
-// sketchEnv are the names of the variables a command would start with.
-func sketchEnv(def *tool.Definition, grants []permissions.Grant) []string {
-	names := []string{"HOME", "LANG", "PATH"}
-	if def.Environment != nil {
-		for k := range def.Environment.Variables {
-			names = append(names, k)
-		}
-	}
-	for _, g := range grants {
-		if g.Env != nil {
-			names = append(names, g.Env.Name)
-		}
-	}
-	sort.Strings(names)
-	return slices.Compact(names)
+	return f, nil
 }
