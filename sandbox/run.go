@@ -115,21 +115,75 @@ func (e *PrepareError) AskFailed(err error) *PrepareError {
 // It reads the host and changes nothing on it (facts.go). A refusal is a
 // *PrepareError carrying a Result (status denied or error); a run that
 // needs the user's approval is one whose Approvals say what to ask.
+//
+// Its phases: gather the host facts; bind the tool and resolve its grants
+// (bindRun); decide (decideRun, with refusalOf); check and gather what the
+// plan needs under the grants; build the plan (buildPlan).
 func Prepare(req *Request, runID string) (*Prepared, error) {
-	def := req.Def
-	refuse := func(st Status, code, msg, hint string, err error, d *policy.Decision) (*Prepared, error) {
-		r := &Result{RunID: runID, Tool: def.Name, Version: def.Version, Isolation: string(def.Security.Isolation),
-			Status: st, Steps: []StepResult{}, Egress: []EgressEntry{}, StartedAt: time.Now().UTC(),
-			Error: &ErrorInfo{Code: code, Message: msg, Hint: hint}}
-		r.ExitCode = r.ProcessExitCode()
-		return nil, &PrepareError{Result: r, Decision: d, Err: err}
-	}
-
+	rf := refuser{req: req, runID: runID}
 	facts, err := GatherFacts(req.Cwd, req.RuntimeDir, req.OwnDirs)
 	if err != nil {
-		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, nil)
+		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, nil)
 	}
 	pol := ProtectOwnDirs(req.Policy, facts.OwnDirs)
+	br, perr := bindRun(req, facts, rf)
+	if perr != nil {
+		return nil, perr
+	}
+	d, perr := decideRun(req, pol, facts, br, rf)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := CheckNoSockets(br.grants, facts.Cwd); err != nil {
+		return nil, rf.refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
+	}
+	gatherMasks(facts, d.Masks, mountGrants(br.grants))
+
+	in := PlanInput{
+		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
+		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs,
+	}
+	plan, steps, watches, err := buildPlan(in)
+	if err != nil {
+		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
+	}
+	def := req.Def
+	notes := append(append([]string(nil), d.Notes...), br.comp.notes...)
+	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
+		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
+	}
+	return &Prepared{RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
+}
+
+// refuser makes the refusals of one run's preparation.
+type refuser struct {
+	req   *Request
+	runID string
+}
+
+func (rf refuser) refuse(st Status, code, msg, hint string, err error, d *policy.Decision) *PrepareError {
+	def := rf.req.Def
+	r := &Result{RunID: rf.runID, Tool: def.Name, Version: def.Version, Isolation: string(def.Security.Isolation),
+		Status: st, Steps: []StepResult{}, Egress: []EgressEntry{}, StartedAt: time.Now().UTC(),
+		Error: &ErrorInfo{Code: code, Message: msg, Hint: hint}}
+	r.ExitCode = r.ProcessExitCode()
+	return &PrepareError{Result: r, Decision: d, Err: err}
+}
+
+// boundRun is a bound tool with its grants resolved on the host and its
+// sub-tools bound; resolveErr is a grant path that could not be resolved,
+// reported once the policy has decided.
+type boundRun struct {
+	bound      *tool.Bound
+	grants     []permissions.Grant
+	comp       *composition
+	resolveErr error
+}
+
+// bindRun binds the tool to its arguments, resolves its permissions into
+// grants and their paths on the host, and binds its sub-tools.
+func bindRun(req *Request, facts *HostFacts, rf refuser) (*boundRun, *PrepareError) {
+	def := req.Def
 	cwd, home := facts.Cwd, facts.Home
 	tmp := filepath.Join(os.TempDir(), "sandboxed-tmp")
 	benv := tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home}
@@ -139,11 +193,11 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		if errors.Is(err, tool.ErrMissingParam) {
 			code = CodeMissingParam
 		}
-		return refuse(StatusError, code, err.Error(), "see `sandboxed tool get "+def.Name+"` for the parameters", err, nil)
+		return nil, rf.refuse(StatusError, code, err.Error(), "see `sandboxed tool get "+def.Name+"` for the parameters", err, nil)
 	}
 	grants, err := permissions.Resolve(b.Permissions, cwd, home)
 	if err != nil {
-		return refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
+		return nil, rf.refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
 	}
 	// A path that cannot be resolved is reported after the policy: a
 	// denied path is denied whether or not it exists.
@@ -151,11 +205,17 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	comp, err := compose(req.FindTool, b, grants, benv, cwd, home)
 	if err != nil {
 		if errors.Is(err, ErrBeyondCaller) {
-			return refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
+			return nil, rf.refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
 		}
-		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
+		return nil, rf.refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
 	}
+	return &boundRun{bound: b, grants: grants, comp: comp, resolveErr: resolveErr}, nil
+}
 
+// decideRun asks the policy about the run, with the approvals given
+// (--approve values and answers) and the --isolation override.
+func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun, rf refuser) (policy.Decision, *PrepareError) {
+	def := req.Def
 	// --isolation may weaken the definition's tier only with an approval:
 	// isolation-none (decided by the policy) or isolation-process (here).
 	var approvals []string
@@ -168,51 +228,48 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		approvals = append(approvals, a)
 	}
 	if err := policy.ValidateApprovals(approvals); err != nil {
-		return refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
+		return policy.Decision{}, rf.refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
 	}
 	if req.Isolation == string(tool.IsolationProcess) && def.Security.Isolation == tool.IsolationContainer && !downgradeOK {
 		msg := fmt.Sprintf("--isolation process is weaker than the container isolation %s asks for", def.Name)
-		return refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
+		return policy.Decision{}, rf.refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
 	}
-	preq := policy.NewRequest(def, grants, cwd, home)
+	preq := policy.NewRequest(def, br.grants, facts.Cwd, facts.Home)
 	preq.Approvals = append(approvals, req.Answered...)
 	if req.Isolation != "" {
 		preq.Isolation = tool.Isolation(req.Isolation)
 	}
 	preq.CwdResolved, preq.HomeResolved = facts.CwdResolved, facts.HomeResolved
 	d := pol.Decide(preq)
-	if d.Verdict == policy.Deny || (d.Verdict != policy.Allow && resolveErr == nil) || resolveErr != nil {
-		var perr error
-		if resolveErr != nil && d.Verdict != policy.Deny {
-			_, perr = refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
-		} else {
-			err := d.Err()
-			_, perr = refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
-		}
-		if d.Verdict == policy.NeedsApproval {
-			// Approval is asked before the path is looked at again.
-			perr.(*PrepareError).Approvals = d.MissingApprovals()
-		}
-		return nil, perr
+	if perr := refusalOf(d, br.resolveErr, rf); perr != nil {
+		return d, perr
 	}
-	if err := CheckNoSockets(grants, cwd); err != nil {
-		return refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
-	}
-	gatherMasks(facts, d.Masks, mountGrants(grants))
+	return d, nil
+}
 
-	in := PlanInput{
-		RunID: runID, Bound: b, Grants: grants, Decision: &d, Facts: facts,
-		EnvDeny: pol.Environment.Deny, SubTools: comp.subs,
+// refusalOf is the refusal of a run the policy decided d on, with
+// resolveErr the grant path that could not be resolved; nil when the run
+// may go on. A denial wins over a missing path, a missing path over a
+// needed approval; a run that needs approval says which approvals (so
+// that the user is asked before the path is looked at again).
+func refusalOf(d policy.Decision, resolveErr error, rf refuser) *PrepareError {
+	var perr *PrepareError
+	switch {
+	case d.Verdict == policy.Deny:
+		err := d.Err()
+		perr = rf.refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
+	case resolveErr != nil:
+		perr = rf.refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
+	case d.Verdict != policy.Allow:
+		err := d.Err()
+		perr = rf.refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
+	default:
+		return nil
 	}
-	plan, steps, watches, err := buildPlan(in)
-	if err != nil {
-		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
+	if d.Verdict == policy.NeedsApproval {
+		perr.Approvals = d.MissingApprovals()
 	}
-	notes := append(append([]string(nil), d.Notes...), comp.notes...)
-	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
-		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
-	}
-	return &Prepared{RunID: runID, Bound: b, Grants: grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
+	return perr
 }
 
 // EgressStarter starts the egress proxy of a run; implemented by the CLI
