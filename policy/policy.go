@@ -147,12 +147,14 @@ type ApprovalRules struct {
 	Standing []Approval `yaml:"standing"`
 }
 
-// Size is a byte count; in YAML a number of bytes or a string with a unit
-// (KB, MB, GB are powers of 1000; KiB, MiB, GiB are powers of 1024).
+// Size is a byte count; in YAML a number of bytes or a string with a unit,
+// read by units.ParseSize exactly as a tool definition's sizes are (every
+// unit binary: 512MB = 512MiB).
 type Size int64
 
-// Duration is a time span; in YAML a Go duration ("90s", "5m", "1h30m") or
-// a number of days ("30d").
+// Duration is a time span; in YAML milliseconds or number+unit pairs
+// ("90s", "5m", "1h30m", "30d", "2w"), read by units.ParseDuration exactly
+// as a tool definition's durations are.
 type Duration time.Duration
 
 // Glob is a path glob (see SourceRule.Path).

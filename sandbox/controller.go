@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -444,7 +445,7 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 			res.ExitCode = 137
 			res.Error = &ErrorInfo{
 				Code:    CodeQuota,
-				Message: fmt.Sprintf("killed by the memory limit of %s", humanBytes(p.Limits.MemoryBytes)),
+				Message: fmt.Sprintf("killed by the memory limit of %s", units.FormatSize(p.Limits.MemoryBytes)),
 				Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
 			}
 		}
@@ -482,16 +483,4 @@ func hintFor(err error) string {
 		return "run `sandboxed doctor` to see what this host can enforce"
 	}
 	return ""
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return strings.TrimSpace(fmt.Sprintf("%d bytes", n))
 }
