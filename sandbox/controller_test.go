@@ -170,9 +170,11 @@ func (s *fakeSandbox) Close(context.Context) error {
 	return nil
 }
 
+// job is a job of a fresh run id: a run is marked live host-wide by its
+// id (holdRun), so two test processes must not share one.
 func job(timeout time.Duration, steps ...JobStep) *Job {
 	return &Job{
-		Plan: &isolation.Plan{RunID: "20260101T000000-abcdef", Tool: "t", Tier: isolation.TierProcess,
+		Plan: &isolation.Plan{RunID: NewRunID(time.Now()), Tool: "t", Tier: isolation.TierProcess,
 			Limits: isolation.Limits{Timeout: timeout, MemoryBytes: 64 << 20, KillGrace: time.Millisecond}},
 		Steps: steps,
 	}
