@@ -14,6 +14,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
@@ -337,7 +338,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 	globs := map[*permissions.Mount][]string{}
 	for _, mk := range masks {
 		if m := mountOf(mk); m != nil {
-			if rel, err := filepath.Rel(m.Target, mk.Path); err == nil && strings.ContainsAny(rel, "*?[") && !slices.Contains(globs[m], rel) {
+			if rel, err := filepath.Rel(m.Target, mk.Path); err == nil && pathglob.HasMeta(rel) && !slices.Contains(globs[m], rel) {
 				globs[m] = append(globs[m], rel)
 			}
 		}
@@ -367,7 +368,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		var matches []string
-		if w, ok := walks[m]; ok && strings.ContainsAny(rel, "*?[") {
+		if w, ok := walks[m]; ok && pathglob.HasMeta(rel) {
 			matches, err = w.matches[rel], w.err
 		} else {
 			matches, err = expandMask(m.Resolved, rel)
@@ -378,7 +379,7 @@ func maskOptions(masks []policy.PathMask, mounts []*permissions.Mount) ([]SpecOp
 		// What does not exist yet cannot be masked: under a write grant,
 		// the controller looks again after the run (a glob for new
 		// matches, a literal path for whether it appeared).
-		if m.Write && (strings.ContainsAny(rel, "*?[") || len(matches) == 0) {
+		if m.Write && (pathglob.HasMeta(rel) || len(matches) == 0) {
 			w := protectedWatch{root: m.Resolved, target: m.Target, pattern: rel, rule: mk.Rule, before: map[string]bool{}}
 			for _, hostRel := range matches {
 				w.before[hostRel] = true
@@ -524,7 +525,7 @@ func createdProtected(watches []protectedWatch) []string {
 	for _, root := range roots {
 		var globs []protectedWatch
 		for _, w := range byRoot[root] {
-			if strings.ContainsAny(w.pattern, "*?[") {
+			if pathglob.HasMeta(w.pattern) {
 				globs = append(globs, w)
 			} else if _, err := os.Lstat(filepath.Join(root, w.pattern)); err == nil {
 				warn(w, w.pattern)
@@ -561,7 +562,7 @@ func createdProtected(watches []protectedWatch) []string {
 // slash-separated pattern, where "**" matches any number of directories.
 // Symlinks are not followed.
 func expandMask(root, pattern string) ([]string, error) {
-	if !strings.ContainsAny(pattern, "*?[") {
+	if !pathglob.HasMeta(pattern) {
 		if _, err := os.Lstat(filepath.Join(root, pattern)); err != nil {
 			return nil, nil
 		}
@@ -663,29 +664,6 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 	return out, unreadable, nil
 }
 
-// globMatch matches rel against pattern segment by segment; "**" matches
-// zero or more segments.
-func globMatch(pattern, rel string) bool {
-	return matchSegs(strings.Split(pattern, "/"), strings.Split(rel, "/"))
-}
-
-func matchSegs(p, s []string) bool {
-	for len(p) > 0 {
-		if p[0] == "**" {
-			for i := 0; i <= len(s); i++ {
-				if matchSegs(p[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(s) == 0 {
-			return false
-		}
-		if ok, _ := filepath.Match(p[0], s[0]); !ok {
-			return false
-		}
-		p, s = p[1:], s[1:]
-	}
-	return len(s) == 0
-}
+// globMatch matches rel against pattern in the policy's own glob grammar
+// (internal/pathglob), so a mask hides exactly what the decision denied.
+func globMatch(pattern, rel string) bool { return pathglob.Match(pattern, rel) }
