@@ -195,22 +195,25 @@ func sortDiscoveries(ds []*tool.Discovery) {
 }
 
 // markDuplicates skips a file whose tool names an earlier file already
-// registered: two tools of one name cannot live in one scope.
+// registered: two tools of one name cannot live in one scope. The reason
+// names both files and both tools as the scripts call them ("_ls" and
+// "ls" both become the tool ls).
 func markDuplicates(ds []*tool.Discovery) {
-	owner := map[string]string{}
+	type owner struct{ file, as string }
+	owners := map[string]owner{}
 	for _, d := range ds {
 		if d.Result != tool.ResultRegistered {
 			continue
 		}
-		for _, n := range d.Names {
-			if f, ok := owner[n]; ok {
+		for _, def := range d.Tools {
+			if o, ok := owners[def.Name]; ok {
 				d.Result, d.Tools, d.Names = tool.ResultSkipped, nil, []string{}
-				d.Why = fmt.Sprintf("tool name %s is already taken by %s", n, f)
+				d.Why = fmt.Sprintf("tool name %s (%s of %s) is already taken by %s of %s; rename one of the scripts", def.Name, def.ExposedName(), d.File, o.as, o.file)
 				break
 			}
 		}
-		for _, n := range d.Names {
-			owner[n] = d.File
+		for _, def := range d.Tools {
+			owners[def.Name] = owner{d.File, def.ExposedName()}
 		}
 	}
 }

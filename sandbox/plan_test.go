@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestCreatedProtected(t *testing.T) {
@@ -31,19 +33,20 @@ func TestCreatedProtected(t *testing.T) {
 	}
 }
 
+// Root reads every directory, so the walk runs as a user (as root too,
+// on a thread of its own).
 func TestCreatedProtectedSaysWhatItCouldNotRead(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every directory; run as a user")
-	}
-	root := t.TempDir()
-	hidden := filepath.Join(root, "x")
-	os.MkdirAll(filepath.Join(hidden, ".git/hooks"), 0o755)
-	os.Chmod(hidden, 0)
-	defer os.Chmod(hidden, 0o755)
-	w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
-	if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
-		t.Errorf("warnings %q", w)
-	}
+	testenv.Unprivileged(t, func() {
+		root := t.TempDir()
+		hidden := filepath.Join(root, "x")
+		os.MkdirAll(filepath.Join(hidden, ".git/hooks"), 0o755)
+		os.Chmod(hidden, 0)
+		defer os.Chmod(hidden, 0o755)
+		w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
+		if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
+			t.Errorf("warnings %q", w)
+		}
+	})
 }
 
 // One walk for several patterns finds what a walk per pattern finds, also
