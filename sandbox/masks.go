@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
@@ -39,7 +40,8 @@ type FileFact struct {
 	IsLink bool
 }
 
-func hasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+// hasGlob reports whether a mask path holds the policy's glob metacharacters.
+func hasGlob(p string) bool { return pathglob.HasMeta(p) }
 
 // maskMount is the grant mask mk applies to: the last one whose target
 // is mk.Under.

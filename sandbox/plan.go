@@ -14,6 +14,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/permissions"
@@ -451,7 +452,7 @@ func createdProtected(watches []protectedWatch) []string {
 	for _, root := range roots {
 		var globs []protectedWatch
 		for _, w := range byRoot[root] {
-			if strings.ContainsAny(w.pattern, "*?[") {
+			if pathglob.HasMeta(w.pattern) {
 				globs = append(globs, w)
 			} else if _, err := os.Lstat(filepath.Join(root, w.pattern)); err == nil {
 				warn(w, w.pattern)
@@ -488,7 +489,7 @@ func createdProtected(watches []protectedWatch) []string {
 // slash-separated pattern, where "**" matches any number of directories.
 // Symlinks are not followed.
 func expandMask(root, pattern string) ([]string, error) {
-	if !strings.ContainsAny(pattern, "*?[") {
+	if !pathglob.HasMeta(pattern) {
 		if _, err := os.Lstat(filepath.Join(root, pattern)); err != nil {
 			return nil, nil
 		}
@@ -590,29 +591,6 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 	return out, unreadable, nil
 }
 
-// globMatch matches rel against pattern segment by segment; "**" matches
-// zero or more segments.
-func globMatch(pattern, rel string) bool {
-	return matchSegs(strings.Split(pattern, "/"), strings.Split(rel, "/"))
-}
-
-func matchSegs(p, s []string) bool {
-	for len(p) > 0 {
-		if p[0] == "**" {
-			for i := 0; i <= len(s); i++ {
-				if matchSegs(p[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(s) == 0 {
-			return false
-		}
-		if ok, _ := filepath.Match(p[0], s[0]); !ok {
-			return false
-		}
-		p, s = p[1:], s[1:]
-	}
-	return len(s) == 0
-}
+// globMatch matches rel against pattern in the policy's own glob grammar
+// (internal/pathglob), so a mask hides exactly what the decision denied.
+func globMatch(pattern, rel string) bool { return pathglob.Match(pattern, rel) }
