@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -129,14 +130,12 @@ func loadForExplain(c *cli.Context, arg string) (*tool.Definition, string, error
 }
 
 // explainEgress stands in for the egress proxy while planning: explain
-// plans the run with DryRun, which never starts it.
+// plans the run with DryRun, which never starts it. The environment is
+// the one a real run's commands get (egress.ProxyEnv), so the plan
+// explained is the plan that would run.
 type explainEgress struct{}
 
-func (explainEgress) Env() []string {
-	return []string{"HTTP_PROXY=http://127.0.0.1:0", "HTTPS_PROXY=http://127.0.0.1:0", "ALL_PROXY=socks5://127.0.0.1:0",
-		"NO_PROXY=localhost,127.0.0.1", "http_proxy=http://127.0.0.1:0", "https_proxy=http://127.0.0.1:0",
-		"all_proxy=socks5://127.0.0.1:0", "no_proxy=localhost,127.0.0.1"}
-}
+func (explainEgress) Env() []string { return egress.ProxyEnv(proxyPort) }
 
 func (explainEgress) Start(context.Context, string, []permissions.Grant, []string) (*isolation.Egress, func() []sandbox.EgressEntry, error) {
 	return nil, nil, errors.New("start egress proxy: permissions explain runs nothing")
