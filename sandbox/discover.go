@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -40,7 +41,7 @@ const probeTmpfs = 16 << 20
 func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
 	dir := filepath.Dir(s.Path)
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
-	spec, err := NewSpec(runID, PrivReduced,
+	spec, err := NewSpec(runID, privilege.Reduced,
 		WithMemory(lim.MemoryBytes),
 		WithPids(lim.Pids),
 		WithTmpfs(probeTmpfs),
@@ -56,7 +57,7 @@ func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, e
 		RunID:     runID,
 		Tool:      "discover-" + tool.BaseName(s.File),
 		Tier:      isolation.TierProcess,
-		Privilege: PrivReduced,
+		Privilege: privilege.Reduced,
 		Spec:      spec,
 		Limits: isolation.Limits{
 			MemoryBytes: lim.MemoryBytes,

@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
@@ -83,9 +84,9 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", b.Def.Name, ErrPlan)
 	}
 	def := b.Def
-	priv := string(def.Security.ExecutionPrivilege)
+	priv := def.Security.ExecutionPrivilege
 	if priv == "" {
-		priv = PrivSameAsUser
+		priv = privilege.SameAsUser
 	}
 	ext := def.Sandboxed
 	if ext == nil {
@@ -109,7 +110,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	if limits.Pids <= 0 {
 		limits.Pids = DefaultPids
 	}
-	if priv == PrivReduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
+	if priv == privilege.Reduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
 		limits.Pids = ReducedPids
 	}
 
@@ -130,7 +131,7 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 	if limits.CPUs > 0 {
 		opts = append(opts, WithCPUs(limits.CPUs))
 	}
-	if priv == PrivSameAsUser {
+	if priv == privilege.SameAsUser {
 		opts = append(opts, WithUser(in.UID, in.GID))
 	}
 	// Grants, parents before children so a nested grant is not hidden.

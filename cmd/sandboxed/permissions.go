@@ -363,7 +363,7 @@ func fillFromPrepared(in *permissions.ExplainInput, p *sandbox.Prepared, d polic
 
 // planFacts reads what a reviewer needs out of a plan's OCI spec.
 func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
-	f := specFacts(pl.Spec, pl.Privilege)
+	f := specFacts(pl.Spec, string(pl.Privilege))
 	f.Planned = true
 	f.Tier = string(pl.Tier)
 	f.Timeout = pl.Limits.Timeout
@@ -438,9 +438,9 @@ func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
 // or not bound): the default spec of its privilege with the policy's
 // limits and its grants, as the planner would make them.
 func sketchPlan(def *tool.Definition, d policy.Decision, grants []permissions.Grant) permissions.PlanFacts {
-	priv := string(def.Security.ExecutionPrivilege)
+	priv := def.Security.ExecutionPrivilege
 	if priv == "" {
-		priv = sandbox.PrivSameAsUser
+		priv = tool.PrivilegeSameAsUser
 	}
 	ext := def.Sandboxed
 	if ext == nil {
@@ -453,7 +453,7 @@ func sketchPlan(def *tool.Definition, d policy.Decision, grants []permissions.Gr
 	if pids <= 0 {
 		pids = sandbox.DefaultPids
 	}
-	if priv == sandbox.PrivReduced && ext.PidsLimit == 0 && pids > sandbox.ReducedPids {
+	if priv == tool.PrivilegeReduced && ext.PidsLimit == 0 && pids > sandbox.ReducedPids {
 		pids = sandbox.ReducedPids
 	}
 	tmpfs := int64(sandbox.DefaultTmpfsBytes)
@@ -465,7 +465,7 @@ func sketchPlan(def *tool.Definition, d policy.Decision, grants []permissions.Gr
 		opts = append(opts, sandbox.WithMemory(d.Limits.MemoryBytes))
 	}
 	opts = append(opts, sandbox.WithPids(pids), sandbox.WithTmpfs(tmpfs))
-	if priv == sandbox.PrivSameAsUser {
+	if priv == tool.PrivilegeSameAsUser {
 		opts = append(opts, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
 	}
 	var ms []*permissions.Mount
@@ -490,7 +490,7 @@ func sketchPlan(def *tool.Definition, d policy.Decision, grants []permissions.Gr
 	for _, o := range opts {
 		_ = o(s) // a grant the planner would refuse is still explained
 	}
-	f := specFacts(s, priv)
+	f := specFacts(s, string(priv))
 	f.EnvNames = sketchEnv(def, grants)
 	f.Tier = string(d.Isolation)
 	f.RequestedTier = string(def.Security.Isolation)
