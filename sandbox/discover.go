@@ -37,8 +37,9 @@ const probeTmpfs = 16 << 20
 
 // ProbePlan is the plan of one probe of s: the process tier, reduced
 // privilege, no network, s's directory bound read-only at its own path
-// (and the working directory), lim's limits. It is data only.
-func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
+// (and the working directory), lim's limits, its host directory under
+// runtimeDir. It is data only.
+func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
 	dir := filepath.Dir(s.Path)
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
 	spec, err := NewSpec(runID, privilege.Reduced,
@@ -59,6 +60,7 @@ func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, e
 		Tier:      isolation.TierProcess,
 		Privilege: privilege.Reduced,
 		Spec:      spec,
+		HostDir:   HostDir(runtimeDir, runID),
 		Limits: isolation.Limits{
 			MemoryBytes: lim.MemoryBytes,
 			Pids:        lim.Pids,
@@ -93,7 +95,7 @@ const probeAttempts = 3
 func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) (tool.ProbeOutput, bool) {
 	out := tool.ProbeOutput{Kind: k}
 	runID := NewRunID(time.Now())
-	plan, err := ProbePlan(runID, s, lim)
+	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim)
 	if err != nil {
 		out.Error, out.ExitCode = err.Error(), 125
 		return out, true // planning is deterministic: no retry
@@ -177,7 +179,7 @@ func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLi
 	if b == nil {
 		return fmt.Errorf("discover: the process tier is not available in this build: %w", ErrNoProbeSandbox)
 	}
-	plan, err := ProbePlan(NewRunID(time.Now()), s, lim)
+	plan, err := ProbePlan(NewRunID(time.Now()), c.RuntimeDir, s, lim)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 
 func TestProbePlan(t *testing.T) {
 	s := tool.Script{File: "greet.py", Path: "/srv/tools/greet.py", Argv: []string{"/srv/tools/greet.py"}}
-	p, err := ProbePlan("20260101T000000-abcdef", s, DefaultProbeLimits)
+	p, err := ProbePlan("20260101T000000-abcdef", "/run/sandboxed", s, DefaultProbeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -479,7 +479,7 @@ func Bind(d *Definition, in Input, env BindEnv) (*Bound, error) {
 		declared = append(declared, p.Name)
 	}
 
-	if err := checkUnknown(in, declared); err != nil {
+	if err := checkUnknown(d, in, declared); err != nil {
 		return nil, err
 	}
 	for name := range d.DefaultParameters {
@@ -551,10 +551,14 @@ func exposedInput(d *Definition, in Input) (Input, error) {
 	return out, nil
 }
 
-func checkUnknown(in Input, declared []string) error {
+// checkUnknown refuses arguments d does not declare; the message lists the
+// parameters under the names the caller sees (their exposed names).
+func checkUnknown(d *Definition, in Input, own []string) error {
 	set := map[string]bool{}
-	for _, n := range declared {
+	declared := make([]string, len(own))
+	for i, n := range own {
 		set[n] = true
+		declared[i] = d.ExposedParam(n)
 	}
 	var unknown []string
 	for k := range in {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -368,18 +367,5 @@ func TestExplainUsage(t *testing.T) {
 	}
 	if _, _, code := runApp(t, "permissions", "explain", "./no-such-tool.yaml"); code != exitUsage {
 		t.Errorf("missing tool: exit %d, want %d", code, exitUsage)
-	}
-}
-
-// explain plans with the proxy environment a real run's commands get.
-// Before, it carried a copy that had drifted (socks5:// where the run
-// sets socks5h://, so names would have been resolved in the sandbox).
-func TestExplainPlansWithTheRunsProxyEnv(t *testing.T) {
-	got, want := explainEgress{}.Env(), (&egressStarter{}).Env()
-	if !slices.Equal(got, want) {
-		t.Errorf("explain's proxy environment %q, a run's %q", got, want)
-	}
-	if !slices.Contains(got, "ALL_PROXY=socks5h://127.0.0.1:3128") {
-		t.Errorf("explain's proxy environment %q has no socks5h ALL_PROXY", got)
 	}
 }

@@ -217,7 +217,8 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
 	}
-	// The controller may set HostDir only after Check.
+	// Check needs no host directory (a plan checked on its own may have
+	// none); translate only needs it absolute.
 	cp := *p
 	if cp.HostDir == "" {
 		cp.HostDir = "/"
