@@ -10,10 +10,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
 
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestDefaultSpecIsClosed(t *testing.T) {

@@ -19,9 +19,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
-	"github.com/sandboxed-dev/sandboxed/isolation"
-
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 func planIn(t *testing.T) *isolation.Plan {

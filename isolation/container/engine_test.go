@@ -18,10 +18,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // The real-engine tests run when SANDBOXED_E2E=1. Then a missing engine,

@@ -22,9 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
-
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 var loopback = netip.MustParseAddr("127.0.0.1")
