@@ -54,10 +54,16 @@ func findLeaks() []string {
 			leaks = append(leaks, "process "+filepath.Base(dir)+" ("+target+")")
 		}
 	}
-	// Cgroups: v1 controllers and the v2 unified tree.
-	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*"} {
+	// Cgroups: v1 controllers and the v2 unified tree. A user-UID directory
+	// is a subtree delegated to an unprivileged user by `sandboxed setup`
+	// and outlives runs; the run cgroups inside it are checked like any.
+	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*",
+		"/sys/fs/cgroup/*/sandboxed/user-*/*", "/sys/fs/cgroup/sandboxed/user-*/*"} {
 		dirs, _ := filepath.Glob(pat)
 		for _, d := range dirs {
+			if strings.HasPrefix(filepath.Base(d), "user-") && filepath.Base(filepath.Dir(d)) == "sandboxed" {
+				continue
+			}
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 				leaks = append(leaks, "cgroup "+d)
 			}

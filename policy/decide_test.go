@@ -748,3 +748,43 @@ func TestCapAndRequestWrittenAlikeAgree(t *testing.T) {
 		}
 	}
 }
+
+// '[' in a path rule is literal, in the deny check, in the protected paths
+// found inside a grant, and in a source path: a directory named "[x]" is
+// what the rule names, never a class of letters. Before, the prefix of a
+// rule stopped at '[', so a grant of /data/[x] did not see the rule
+// /data/[x]/secret inside it: no mask, no approval, the secret readable.
+func TestBracketInPathRulesIsLiteral(t *testing.T) {
+	p := mutate(Default(), func(p *Policy) {
+		p.Paths.Deny = []PathPattern{"/data/[x]/secret", "/data/[ab]"}
+		p.Sources = []SourceRule{{Scope: SourceAny, Path: "/defs/[team]/*.yaml", Trusted: true,
+			Isolation: IsolationRule{Allowed: []tool.Isolation{tool.IsolationProcess}, Minimum: tool.IsolationProcess}}}
+	})
+	decide := func(perm string) (Item, Decision) {
+		r := baseRequest()
+		r.Grants = grants(t, perm)
+		d := p.Decide(r)
+		it, ok := item(d, perm)
+		if !ok {
+			t.Fatalf("%s: no item in %+v", perm, d.Items)
+		}
+		return it, d
+	}
+	if it, d := decide("filesystem:read:/data/[x]"); it.Verdict != NeedsApproval || len(d.Masks) != 1 ||
+		d.Masks[0].Path != "/data/[x]/secret" || !d.Masks[0].Hide {
+		t.Errorf("grant of /data/[x]: %s (%s), masks %+v; want needs approval and /data/[x]/secret hidden", it.Verdict, it.Reason, d.Masks)
+	}
+	if it, _ := decide("filesystem:read:/data/[ab]/f"); it.Verdict != Deny {
+		t.Errorf("grant under /data/[ab]: %s, want denied", it.Verdict)
+	}
+	if it, d := decide("filesystem:read:/data/a"); it.Verdict == Deny || len(d.Masks) != 0 {
+		t.Errorf("grant of /data/a: %s (%s), masks %+v; want it not denied by /data/[ab]", it.Verdict, it.Rule, d.Masks)
+	}
+	for path, trusted := range map[string]bool{"/defs/[team]/t.yaml": true, "/defs/t/t.yaml": false} {
+		r := baseRequest()
+		r.DefinitionPath = path
+		if got := p.source(r).match.Trusted; got != trusted {
+			t.Errorf("source of %s: trusted %v, want %v", path, got, trusted)
+		}
+	}
+}

@@ -77,3 +77,30 @@ func TestExpandMasksOneWalkPerPattern(t *testing.T) {
 		t.Errorf("matches %v", got)
 	}
 }
+
+// A mask names what the policy's rule names: '[' is literal, as in the
+// decision (internal/pathglob), so a directory "[draft]" is found and a
+// directory "d" is not.
+func TestExpandMaskBracketIsLiteral(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"[draft]/x", "d", "r", "a/[draft]"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pattern, want := range map[string][]string{
+		"[draft]":    {"[draft]"},
+		"[draft]/*":  {"[draft]/x"},
+		"*/[draft]":  {"a/[draft]"},
+		"[dr]":       nil,
+		"**/[draft]": {"[draft]", "a/[draft]"},
+	} {
+		got, err := expandMask(root, pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("expandMask(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package tool
 
-import "time"
+import (
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+)
 
 // Pos is a location in a definition file. Line and Col are 1-based; a zero
 // Pos means "no location" (a definition built in memory).
@@ -29,13 +33,15 @@ const (
 	IsolationContainer Isolation = "container"
 )
 
-// Privilege is security.execution-privilege.
-type Privilege string
+// Privilege is security.execution-privilege (internal/privilege owns the
+// values; the names below are the same constants).
+type Privilege = privilege.Privilege
 
+// The execution privileges a definition may name.
 const (
-	PrivilegeSameAsUser Privilege = "same-as-user"
-	PrivilegeReduced    Privilege = "reduced"
-	PrivilegeElevated   Privilege = "elevated"
+	PrivilegeSameAsUser = privilege.SameAsUser
+	PrivilegeReduced    = privilege.Reduced
+	PrivilegeElevated   = privilege.Elevated
 )
 
 // ParamType is a parameter's declared type.
@@ -383,4 +389,55 @@ type SandboxedExt struct {
 	PidsLimit int64   `json:"pids-limit,omitempty" yaml:"pids-limit,omitempty"`             // default 256 (64 for reduced)
 	CPUs      float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`                         // e.g. 0.5
 	TmpfsSize int64   `json:"tmpfs-size,omitempty" yaml:"tmpfs-size,omitempty" form:"size"` // bytes; default 64MiB
+	// ExposedAs holds the names agents call the tool and its parameters
+	// by, where CYCOD cannot spell them (a discovered script's own names).
+	ExposedAs *ExposedAs `json:"exposed-as,omitempty" yaml:"exposed-as,omitempty"`
+}
+
+// ExposedAs is `sandboxed: exposed-as:`: the names a tool and its
+// parameters carry in its function schema (`tool schema`, `sandboxed mcp`)
+// where they differ from the definition's own. A discovered script called
+// "_ls" with a property "-A" is the CYCOD tool "ls" with a parameter "A";
+// agents see "_ls" and "-A", as the script documents them, and arguments
+// given under either spelling bind to the same parameter.
+type ExposedAs struct {
+	// Name is the function name; "" keeps the tool's name.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Parameters maps a parameter's CYCOD name to its exposed name; a
+	// parameter not listed keeps its name.
+	Parameters map[string]string `json:"parameters,omitempty" yaml:"parameters,omitempty"`
+}
+
+// ExposedName is the name agents call d by: sandboxed.exposed-as.name, or
+// the tool's name.
+func (d *Definition) ExposedName() string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil && d.Sandboxed.ExposedAs.Name != "" {
+		return d.Sandboxed.ExposedAs.Name
+	}
+	return d.Name
+}
+
+// OwnParam is the parameter of d that agents call exposed: the parameter
+// whose sandboxed.exposed-as.parameters entry is exposed, or exposed
+// itself.
+func (d *Definition) OwnParam(exposed string) string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil {
+		for name, e := range d.Sandboxed.ExposedAs.Parameters {
+			if e == exposed {
+				return name
+			}
+		}
+	}
+	return exposed
+}
+
+// ExposedParam is the name agents give parameter name of d under:
+// its entry in sandboxed.exposed-as.parameters, or name itself.
+func (d *Definition) ExposedParam(name string) string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil {
+		if e, ok := d.Sandboxed.ExposedAs.Parameters[name]; ok {
+			return e
+		}
+	}
+	return name
 }

@@ -17,7 +17,7 @@ import (
 // printPlan serves --dry-run and --dump-plan: plan the run, print it, run
 // nothing.
 func printPlan(c *cli.Context, req *sandbox.Request) error {
-	p, err := sandbox.Prepare(req, sandbox.NewRunID(time.Now()))
+	p, err := newController().Prepare(req)
 	if err != nil {
 		var pe *sandbox.PrepareError
 		if errors.As(err, &pe) {
