@@ -97,7 +97,7 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	runID := NewRunID(time.Now())
 	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim)
 	if err != nil {
-		out.Error, out.ExitCode = err.Error(), 125
+		out.Error, out.ExitCode = err.Error(), ExitSandbox
 		return out, true // planning is deterministic: no retry
 	}
 	argv := append(append([]string(nil), s.Argv...), tool.ProbeArg(k))
