@@ -11,10 +11,9 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestDefaultSpecIsClosed(t *testing.T) {

@@ -20,9 +20,8 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
-	"github.com/sandboxed-dev/sandboxed/isolation"
-
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 func planIn(t *testing.T) *isolation.Plan {

@@ -19,10 +19,9 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // The real-engine tests run when SANDBOXED_E2E=1. Then a missing engine,

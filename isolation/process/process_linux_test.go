@@ -17,12 +17,11 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
