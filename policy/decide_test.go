@@ -788,3 +788,22 @@ func TestBracketInPathRulesIsLiteral(t *testing.T) {
 		}
 	}
 }
+
+// A rule written with a trailing slash names the directory: a grant of
+// the directory itself exposes everything under it, so it is denied like
+// a grant of something inside. Before, "/data/secret/" matched only what
+// was strictly under the directory, and a grant of /data/secret was
+// allowed with no mask: the contents the rule denied were readable.
+func TestTrailingSlashRuleCoversTheDirectory(t *testing.T) {
+	for _, pat := range []string{"/data/secret/", "/data/se*/"} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(pat)} })
+		for _, perm := range []string{"filesystem:read:/data/secret", "filesystem:read:/data/secret/x", "filesystem:write:/data/secret"} {
+			r := baseRequest()
+			r.Grants = grants(t, perm)
+			d := p.Decide(r)
+			if it, _ := item(d, perm); it.Verdict != Deny {
+				t.Errorf("deny %q, %s: %s (%s), masks %+v; want denied", pat, perm, it.Verdict, it.Reason, d.Masks)
+			}
+		}
+	}
+}
