@@ -179,10 +179,13 @@ type plannedBind struct {
 	// inGrant: the target lies inside another grant, on the host's file
 	// system: its mountpoint must exist, never be created there.
 	inGrant bool
+	// prepared: src.fd is a detached mount the host made (idmapped, flags
+	// set): it is attached as it is.
+	prepared bool
 }
 
 // buildRoot builds the sandbox root and pivots into it.
-func buildRoot(cfg *Config, setup *Setup) (retErr error) {
+func buildRoot(cfg *Config, setup *Setup, trees []int) (retErr error) {
 	// Nothing done here may propagate back to the host.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
@@ -250,11 +253,29 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			tmpfsMounts = append(tmpfsMounts, m)
 			continue
 		}
+		if m.Tree > 0 {
+			if m.Tree > len(trees) {
+				return fmt.Errorf("bind %s: prepared mount %d of %d missing", m.Destination, m.Tree, len(trees))
+			}
+			fd, err := unix.Dup(trees[m.Tree-1])
+			if err != nil {
+				return fmt.Errorf("bind %s: %w", m.Destination, err)
+			}
+			unix.CloseOnExec(fd)
+			grants = append(grants, plannedBind{src: bindSource{fd: fd, path: m.Source}, target: m.Destination, ro: m.ReadOnly, noexec: m.NoExec, prepared: true})
+			continue
+		}
 		src, err := openGrantSource(m.Source)
 		if err != nil {
 			return err
 		}
 		grants = append(grants, plannedBind{src: src, target: m.Destination, ro: m.ReadOnly, noexec: m.NoExec})
+	}
+	// Every source is open: from here on the init needs no host identity.
+	if cfg.BuildAs != nil {
+		if err := become(cfg.BuildAs); err != nil {
+			return err
+		}
 	}
 
 	base := cfg.RootBase
@@ -399,6 +420,12 @@ func bindInto(root string, b plannedBind) error {
 		return err
 	}
 	defer unix.Close(tfd)
+	if b.prepared {
+		if err := unix.MoveMount(b.src.fd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
+		}
+		return nil
+	}
 	attr := uint64(unix.MOUNT_ATTR_NOSUID)
 	if b.noexec {
 		attr |= unix.MOUNT_ATTR_NOEXEC
