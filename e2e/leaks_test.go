@@ -53,10 +53,16 @@ func findLeaks() []string {
 			leaks = append(leaks, "process "+filepath.Base(dir)+" ("+target+")")
 		}
 	}
-	// Cgroups: v1 controllers and the v2 unified tree.
-	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*"} {
+	// Cgroups: v1 controllers and the v2 unified tree, and the runs in
+	// the cgroups delegated to users (sandboxed/user-UID, which are the
+	// host's, made by `sandboxed setup --user`).
+	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*",
+		"/sys/fs/cgroup/*/sandboxed/user-*/*", "/sys/fs/cgroup/sandboxed/user-*/*"} {
 		dirs, _ := filepath.Glob(pat)
 		for _, d := range dirs {
+			if strings.HasPrefix(filepath.Base(d), "user-") {
+				continue
+			}
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 				leaks = append(leaks, "cgroup "+d)
 			}
