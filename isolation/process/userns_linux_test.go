@@ -12,7 +12,9 @@ import (
 )
 
 func TestPlanIDMapping(t *testing.T) {
-	one := func(in, out int) []syscall.SysProcIDMap { return []syscall.SysProcIDMap{{ContainerID: in, HostID: out, Size: 1}} }
+	one := func(in, out int) []syscall.SysProcIDMap {
+		return []syscall.SysProcIDMap{{ContainerID: in, HostID: out, Size: 1}}
+	}
 	rootHost := hostIDs{euid: 0, egid: 0, reserved: DefaultReservedStart}
 	user := hostIDs{euid: 1001, egid: 1001, subUID: 100000, subUIDCount: 65536, subGID: 200000, subGIDCount: 65536}
 	noSub := hostIDs{euid: 1001, egid: 1001}
