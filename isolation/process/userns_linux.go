@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -349,6 +350,9 @@ func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
 		src, err := unix.Openat2(unix.AT_FDCWD, m.Source, &unix.OpenHow{
 			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("bind source %s: a path component is a symlink (changed since planning); refused", m.Source)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open bind source %s: %w", m.Source, err)
 		}
