@@ -232,7 +232,6 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
 	cmd := &exec.Cmd{
-		Path:       exe,
 		Args:       []string{"sandboxed-init", sbinit.InitArg},
 		Env:        []string{},
 		ExtraFiles: []*os.File{child},
@@ -244,6 +243,11 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	closeExe, err := setInitPath(cmd, exe)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	defer closeExe()
 	if confined {
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
@@ -295,8 +299,13 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		defer f.Close()
 		first := err
-		cmd = &exec.Cmd{Path: initbin.ExecPath(f), Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
+		cmd = &exec.Cmd{Args: cmd.Args, Env: cmd.Env, ExtraFiles: []*os.File{child},
 			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
+		closeMem, perr := setInitPath(cmd, initbin.ExecPath(f))
+		if perr != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, perr)
+		}
+		defer closeMem()
 		if err = startInit(cmd, mover, dropGroups); err != nil {
 			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
 		}
@@ -328,6 +337,31 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// setInitPath makes exe the program cmd runs. An init in a memory file
+// of this process (/proc/PID/fd/N) is passed to the child as one of its
+// own descriptors and executed as /proc/self/fd/M: a child in a user
+// namespace may not look into this process's descriptors. done closes
+// this process's copy once the child started.
+func setInitPath(cmd *exec.Cmd, exe string) (done func(), err error) {
+	cmd.Path = exe
+	rest, ok := strings.CutPrefix(exe, "/proc/"+strconv.Itoa(os.Getpid())+"/fd/")
+	if !ok {
+		return func() {}, nil
+	}
+	fd, err := strconv.Atoi(rest)
+	if err != nil {
+		return nil, fmt.Errorf("init path %s: %w", exe, err)
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("pass the init's memory file: %w", err)
+	}
+	f := os.NewFile(uintptr(dup), "memfd:sandboxed-init")
+	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(2+len(cmd.ExtraFiles))
+	return func() { f.Close() }, nil
 }
 
 // startInit starts cmd so that the init is inside the run's cgroup before
