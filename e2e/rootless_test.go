@@ -260,7 +260,7 @@ func TestRootlessLimitWithoutDelegationIsRefused(t *testing.T) {
 	if code != 125 || strings.Contains(s, "RAN") {
 		t.Fatalf("exit %d, want 125 (refused):\n%s", code, s)
 	}
-	if !strings.Contains(s, "delegated cgroup") || !(strings.Contains(s, "sudo sandboxed setup --user") || strings.Contains(s, "systemd user manager")) {
+	if !strings.Contains(s, "delegated") || !(strings.Contains(s, "sudo sandboxed setup --user") || strings.Contains(s, "systemd user manager")) {
 		t.Errorf("the refusal does not say what is missing and how to fix it:\n%s", s)
 	}
 }
