@@ -12,6 +12,8 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestDefaultSpecIsClosed(t *testing.T) {
@@ -213,9 +215,7 @@ func runFilter(t *testing.T, prog []bpf.RawInstruction, auditArch uint32, nr int
 
 func TestSeccompProfiles(t *testing.T) {
 	info, err := arch.GetInfo("")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, "a seccomp architecture table for this machine", err)
 	nr := func(n string) int {
 		v, ok := info.SyscallNames[n]
 		if !ok {

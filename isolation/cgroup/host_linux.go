@@ -110,14 +110,10 @@ func detect(uid int) (*Host, error) {
 	return h, nil
 }
 
-// userPrefix starts the names of delegated per-user cgroups under Parent
-// (v1): they hold runs, they are not runs.
-const userPrefix = "user-"
-
 // path returns the relative path of run id's cgroup: Base/<run-id>.
 func (h *Host) path(runID string) (string, error) {
 	if runID == "" || strings.ContainsAny(runID, "/\x00") || runID == "." || runID == ".." || len(runID) > 200 ||
-		strings.HasPrefix(runID, userPrefix) {
+		strings.HasPrefix(runID, UserPrefix) {
 		return "", fmt.Errorf("cgroup for run %q: %w", runID, ErrBadRunID)
 	}
 	if h.base() == "" {
@@ -289,7 +285,8 @@ func (h *Host) Load(runID string) (Group, error) {
 	return loadV1(h, p)
 }
 
-// List returns the run ids that have a cgroup.
+// List returns the run ids that have a cgroup. Subtrees delegated to
+// users (UserPrefix) are not runs and are not listed.
 func (h *Host) List() ([]string, error) {
 	if h.base() == "" || h.NoDelegation != nil {
 		return nil, nil
@@ -313,7 +310,7 @@ func (h *Host) List() ([]string, error) {
 			return nil, fmt.Errorf("list run cgroups: %w", err)
 		}
 		for _, e := range ents {
-			if e.IsDir() && !seen[e.Name()] && !strings.HasPrefix(e.Name(), userPrefix) && e.Name() != supervisorCgroup {
+			if e.IsDir() && !seen[e.Name()] && !strings.HasPrefix(e.Name(), UserPrefix) && e.Name() != supervisorCgroup {
 				seen[e.Name()] = true
 				ids = append(ids, e.Name())
 			}

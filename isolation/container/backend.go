@@ -216,7 +216,8 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
 	}
-	// The controller may set HostDir only after Check.
+	// Check needs no host directory (a plan checked on its own may have
+	// none); translate only needs it absolute.
 	cp := *p
 	if cp.HostDir == "" {
 		cp.HostDir = "/"
@@ -336,7 +337,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 
-	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{})}
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1)}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func planIn(t *testing.T) *isolation.Plan {
@@ -349,9 +351,7 @@ func TestProbe(t *testing.T) {
 
 func TestInitBinaryMustBeStatic(t *testing.T) {
 	sh, err := filepathEval("/bin/sh")
-	if err != nil {
-		t.Skip("no /bin/sh")
-	}
+	testenv.Need(t, "/bin/sh (a dynamically linked binary)", err)
 	b, err := New(func(b *Backend) { b.api = newFakeEngine() }, WithInitBinary(sh))
 	if err != nil {
 		t.Fatal(err)

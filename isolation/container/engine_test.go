@@ -20,6 +20,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // The real-engine tests run when SANDBOXED_E2E=1. Then a missing engine,
@@ -38,9 +40,8 @@ var (
 // static build of cmd/sandboxed-init, the init sandboxed carries.
 func engineBackend(t testing.TB) *Backend {
 	t.Helper()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
-		t.Skip("set SANDBOXED_E2E=1 to run against the real Docker engine")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedDocker(t)
 	initOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sandboxed-init-")
 		if err != nil {

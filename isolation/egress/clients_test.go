@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // TestRealClients runs curl and wget (when installed) with ProxyEnv
@@ -73,9 +75,10 @@ func TestRealClients(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			testenv.NeedCommand(t, tc.args[0])
 			path, err := exec.LookPath(tc.args[0])
 			if err != nil {
-				t.Skipf("%s not installed", tc.args[0])
+				t.Fatal(err)
 			}
 			before := len(p.Records())
 			cmd := exec.Command(path, tc.args[1:]...)

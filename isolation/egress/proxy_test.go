@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 var loopback = netip.MustParseAddr("127.0.0.1")
@@ -515,9 +517,7 @@ func TestSOCKS5(t *testing.T) {
 
 func TestSOCKS5IPv6Connect(t *testing.T) {
 	ln, err := net.Listen("tcp6", "[::1]:0")
-	if err != nil {
-		t.Skipf("no IPv6 loopback here: %v", err)
-	}
+	testenv.Need(t, "an IPv6 loopback address (::1)", err)
 	defer ln.Close()
 	go func() {
 		c, err := ln.Accept()

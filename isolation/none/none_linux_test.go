@@ -14,6 +14,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -61,12 +63,8 @@ func TestNoLimitsRunsOnHost(t *testing.T) {
 }
 
 func TestLimitsNeedCgroup(t *testing.T) {
-	if os.Getenv("SANDBOXED_E2E") != "1" || os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" && os.Getenv("SANDBOXED_E2E") == "1" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root and SANDBOXED_E2E=1")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedRoot(t)
 	ctx := context.Background()
 	p := plan(t, isolation.Limits{MemoryBytes: 32 << 20, Pids: 16, KillGrace: 100 * time.Millisecond})
 	sb, err := none.New().Start(ctx, p)

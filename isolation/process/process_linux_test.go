@@ -20,6 +20,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -30,19 +32,11 @@ func TestMain(m *testing.M) {
 }
 
 // needRoot gates tests of the real backend: they run with SANDBOXED_E2E=1
-// and need root. Asked for but unable to run, they fail when CI is set
-// (never pass by skipping there) and skip otherwise.
+// and need root (see package testenv: they fail under CI, skip elsewhere).
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
-		t.Skip("SANDBOXED_E2E=1 not set")
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("process backend tests need root (SANDBOXED_E2E=1 and CI are set)")
-		}
-		t.Skip("needs root")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedRoot(t)
 }
 
 var runSeq atomic.Int64

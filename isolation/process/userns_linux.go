@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -49,6 +49,10 @@ const DefaultReservedStart = 0x70000000
 
 // ReservedCount is the size of the default reserved range.
 const ReservedCount = 65536
+
+// reservedOwner names the entry of /etc/subuid and /etc/subgid that
+// reserves a range for sandboxed.
+const reservedOwner = "sandboxed"
 
 // idMapping is the user namespace of one run.
 type idMapping struct {
@@ -144,52 +148,42 @@ func probeHostIDs() (hostIDs, error) {
 	if u, err := user.LookupId(strconv.Itoa(h.euid)); err == nil {
 		name = u.Username
 	}
-	h.subUID, h.subUIDCount = subIDs("/etc/subuid", name, h.euid)
-	h.subGID, h.subGIDCount = subIDs("/etc/subgid", name, h.euid)
+	var err error
+	if h.subUID, h.subUIDCount, err = subIDs("/etc/subuid", name, h.euid); err != nil {
+		return h, err
+	}
+	if h.subGID, h.subGIDCount, err = subIDs("/etc/subgid", name, h.euid); err != nil {
+		return h, err
+	}
 	return h, nil
 }
 
-// subIDRange is one line of /etc/subuid or /etc/subgid.
-type subIDRange struct {
-	owner        string
-	start, count int
-}
-
-func readSubIDs(path string) []subIDRange {
-	f, err := os.Open(path)
+// readSubIDs reads /etc/subuid or /etc/subgid; a missing file has none.
+func readSubIDs(path string) ([]host.SubIDRange, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	defer f.Close()
-	var out []subIDRange
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Split(line, ":")
-		if len(f) != 3 {
-			continue
-		}
-		start, err1 := strconv.Atoi(f[1])
-		count, err2 := strconv.Atoi(f[2])
-		if err1 != nil || err2 != nil || start < 0 || count < 1 {
-			continue
-		}
-		out = append(out, subIDRange{owner: f[0], start: start, count: count})
+	r, err := host.ParseSubIDs(b)
+	if err != nil {
+		return nil, &isolation.UnsupportedError{What: fmt.Sprintf("subordinate ids: %s: %v", path, err), Fix: "correct the line in " + path}
 	}
-	return out
+	return r, nil
 }
 
 // subIDs returns the first subordinate range of the user (by name or uid).
-func subIDs(path, name string, uid int) (start, count int) {
-	for _, r := range readSubIDs(path) {
-		if (name != "" && r.owner == name) || r.owner == strconv.Itoa(uid) {
-			return r.start, r.count
-		}
+func subIDs(path, name string, uid int) (start, count int, err error) {
+	ranges, err := readSubIDs(path)
+	if err != nil {
+		return 0, 0, err
 	}
-	return 0, 0
+	if own := host.OwnedBy(ranges, name, uid); len(own) > 0 {
+		return int(own[0].Start), int(own[0].Count), nil
+	}
+	return 0, 0, nil
 }
 
 // reservedStart is the first id of sandboxed's reserved range, the same
@@ -198,22 +192,23 @@ func subIDs(path, name string, uid int) (start, count int) {
 func reservedStart(subuid, subgid string) (int, error) {
 	var starts []int
 	for _, p := range []string{subuid, subgid} {
-		ranges := readSubIDs(p)
+		ranges, err := readSubIDs(p)
+		if err != nil {
+			return 0, err
+		}
 		found := -1
-		for _, r := range ranges {
-			if r.owner == "sandboxed" {
-				found = r.start
-				break
-			}
+		for _, r := range host.OwnedBy(ranges, reservedOwner, -1) {
+			found = int(r.Start)
+			break
 		}
 		if found >= 0 {
 			starts = append(starts, found)
 			continue
 		}
 		for _, r := range ranges {
-			if r.start < DefaultReservedStart+ReservedCount && DefaultReservedStart < r.start+r.count {
+			if r.Start < DefaultReservedStart+ReservedCount && DefaultReservedStart < r.End() {
 				return 0, &isolation.UnsupportedError{
-					What: fmt.Sprintf("a host id range for tools run by root: the default %d-%d overlaps %s's entry in %s", DefaultReservedStart, DefaultReservedStart+ReservedCount-1, r.owner, p),
+					What: fmt.Sprintf("a host id range for tools run by root: the default %d-%d overlaps %s's entry in %s", DefaultReservedStart, DefaultReservedStart+ReservedCount-1, r.Owner, p),
 					Fix:  fmt.Sprintf("add a line sandboxed:START:65536 with a free START to %s and %s", subuid, subgid),
 				}
 			}
@@ -362,13 +357,7 @@ func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
 			return nil, fmt.Errorf("clone bind source %s: %w", m.Source, err)
 		}
 		trees = append(trees, tree)
-		attr := uint64(unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
-		if m.ReadOnly {
-			attr |= unix.MOUNT_ATTR_RDONLY
-		}
-		if m.NoExec {
-			attr |= unix.MOUNT_ATTR_NOEXEC
-		}
+		attr := unix.MOUNT_ATTR_IDMAP | sbinit.MountAttr(*m)
 		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr, Userns_fd: uint64(ns)})
 		if err != nil {
 			var st unix.Statfs_t

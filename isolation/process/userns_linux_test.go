@@ -118,14 +118,22 @@ func TestReservedStart(t *testing.T) {
 			t.Errorf("%s: %v is not an UnsupportedError", c.name, err)
 		}
 	}
-	u, _ := files("# comment\nsbx:100000:65536\n1002:300000:1000\nbroken\n", "")
-	if s, n := subIDs(u, "sbx", 1001); s != 100000 || n != 65536 {
-		t.Errorf("subIDs by name: %d %d", s, n)
+	u, _ := files("# comment\nsbx:100000:65536\n1002:300000:1000\n", "")
+	if s, n, err := subIDs(u, "sbx", 1001); s != 100000 || n != 65536 || err != nil {
+		t.Errorf("subIDs by name: %d %d %v", s, n, err)
 	}
-	if s, n := subIDs(u, "", 1002); s != 300000 || n != 1000 {
-		t.Errorf("subIDs by uid: %d %d", s, n)
+	if s, n, err := subIDs(u, "", 1002); s != 300000 || n != 1000 || err != nil {
+		t.Errorf("subIDs by uid: %d %d %v", s, n, err)
 	}
-	if _, n := subIDs(u, "nobody", 9); n != 0 {
-		t.Errorf("subIDs of a user without: %d", n)
+	if _, n, err := subIDs(u, "nobody", 9); n != 0 || err != nil {
+		t.Errorf("subIDs of a user without: %d %v", n, err)
+	}
+	// A line that cannot be read cannot be avoided: refused, not guessed.
+	u, g := files("sbx:100000:65536\nbroken\n", "")
+	if _, _, err := subIDs(u, "sbx", 1001); !errors.Is(err, isolation.ErrUnsupported) {
+		t.Errorf("subIDs of a malformed file: %v", err)
+	}
+	if _, err := reservedStart(u, g); !errors.Is(err, isolation.ErrUnsupported) {
+		t.Errorf("reservedStart of a malformed file: %v", err)
 	}
 }
