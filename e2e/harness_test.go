@@ -38,9 +38,6 @@ type runnerUser struct {
 	uid, gid uint32
 	groups   []uint32
 	home     string // owned by the user, inside the suite's directory
-	// undoDelegation removes the delegated cgroup the suite made (nil
-	// when the host had one, from sandboxed setup).
-	undoDelegation func()
 }
 
 // TestMain runs the suite only when it was asked for (SANDBOXED_E2E=1).
@@ -138,9 +135,6 @@ func setup() (int, error) {
 }
 
 func teardown() {
-	if env.runner != nil && env.runner.undoDelegation != nil {
-		env.runner.undoDelegation()
-	}
 	teardownNet()
 	if env.bin != "" {
 		_ = os.RemoveAll(filepath.Dir(env.bin))

@@ -17,10 +17,8 @@ import (
 // The rootless mode: SANDBOXED_E2E_USER=NAME runs every sandboxed the
 // suite starts as NAME, with a home, state, runtime and cache directory
 // NAME owns, while the suite stays root to look for leaks. The host must
-// have delegated a cgroup to NAME (`sudo sandboxed setup --user NAME`; on
-// cgroup v2, NAME's systemd user manager does it); where the binary has no
-// setup command yet, the suite makes the v1 layout itself and removes it
-// at the end.
+// delegate a cgroup to NAME: `sudo sandboxed setup --user NAME` on v1,
+// which the suite runs first; on cgroup v2, NAME's systemd user manager.
 
 func newRunner(name, root string) (*runnerUser, error) {
 	u, err := user.Lookup(name)
@@ -56,56 +54,17 @@ func cgroupV2() bool {
 	return err == nil
 }
 
-// v1Controllers are the hierarchies the process tier uses on cgroup v1.
-var v1Controllers = []string{"memory", "pids", "cpu", "freezer"}
-
 // delegate makes sure the host delegated a cgroup to the user: on v2 its
-// systemd manager does; on v1 `sandboxed setup --user`, else the suite
-// makes the same layout and removes it at the end.
+// systemd manager does; on v1 `sandboxed setup --user` (idempotent: it
+// changes nothing on a host already set up, and what it makes is the
+// host's, not the suite's).
 func (r *runnerUser) delegate() error {
 	if cgroupV2() {
 		return nil
 	}
 	out, err := exec.Command(env.bin, "setup", "--user", r.name).CombinedOutput()
-	if err == nil {
-		return nil
-	}
-	if !strings.Contains(string(out), "setup") {
+	if err != nil {
 		return fmt.Errorf("sandboxed setup --user %s: %v\n%s", r.name, err, out)
-	}
-	// No setup command in this build: the layout it makes.
-	var made []string
-	r.undoDelegation = func() {
-		for i := len(made) - 1; i >= 0; i-- {
-			os.Remove(made[i])
-		}
-	}
-	for _, ctl := range v1Controllers {
-		root := filepath.Join("/sys/fs/cgroup", ctl)
-		if _, err := os.Stat(filepath.Join(root, "tasks")); err != nil {
-			continue
-		}
-		parent := filepath.Join(root, "sandboxed")
-		if err := os.Mkdir(parent, 0o755); err == nil {
-			made = append(made, parent)
-		} else if !os.IsExist(err) {
-			return err
-		}
-		d := filepath.Join(parent, fmt.Sprintf("user-%d", r.uid))
-		if err := os.Mkdir(d, 0o755); err == nil {
-			made = append(made, d)
-		} else if !os.IsExist(err) {
-			return err
-		}
-		for _, f := range []string{"", "cgroup.procs", "tasks", "cgroup.clone_children", "notify_on_release"} {
-			p := filepath.Join(d, f)
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			if err := os.Chown(p, int(r.uid), int(r.gid)); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }
