@@ -95,11 +95,6 @@ func (f Features) Checks() []Check {
 		}
 		out = append(out, c)
 	}
-	mode := "root"
-	if !f.Root {
-		mode = fmt.Sprintf("rootless (uid %d): a user namespace and a delegated cgroup", os.Geteuid())
-	}
-	add("mode", true, mode, "")
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"} {
 		fix := "use a kernel built with CONFIG_" + strings.ToUpper(ns) + "_NS"
 		if ns == "user" {
@@ -115,20 +110,22 @@ func (f Features) Checks() []Check {
 	}
 	add("cgroups", cg != nil && cg.NoDelegation == nil, fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " ")), cgFix)
 	if cg != nil {
-		for _, ctl := range []string{"memory", "pids", "cpu"} {
-			errs := cg.Missing(cgroup.Resources{MemoryBytes: b2i(ctl == "memory"), Pids: b2i(ctl == "pids"), CPUs: float64(b2i(ctl == "cpu"))})
+		for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
+			if ctl == "freezer" && cg.Version != 1 {
+				continue
+			}
 			fix := ""
-			for _, e := range errs {
+			if cg.NoDelegation != nil {
+				fix = cgFix
+			}
+			r := cgroup.Resources{MemoryBytes: b2i(ctl == "memory"), Pids: b2i(ctl == "pids"), CPUs: float64(b2i(ctl == "cpu"))}
+			for _, e := range cg.Missing(r) {
 				var ue *isolation.UnsupportedError
-				if errors.As(e, &ue) && strings.Contains(ue.What, ctl) {
+				if fix == "" && errors.As(e, &ue) && strings.Contains(ue.What, ctl) {
 					fix = ue.Fix
 				}
 			}
 			add(ctl+" controller", fix == "", "", fix)
-		}
-		if cg.Version == 1 {
-			errs := cg.Missing(cgroup.Resources{})
-			add("freezer controller", len(errs) == 0, "", "mount the v1 freezer controller")
 		}
 	}
 	add("seccomp", f.Seccomp, "", "use a kernel built with CONFIG_SECCOMP_FILTER")
