@@ -6,6 +6,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 )
 
 // Tier names an isolation tier.
@@ -37,7 +39,7 @@ type Plan struct {
 	Tool  string `json:"tool"`
 	Tier  Tier   `json:"tier"`
 	// Privilege is same-as-user, reduced or elevated.
-	Privilege string `json:"privilege"`
+	Privilege privilege.Privilege `json:"privilege"`
 
 	// Spec is the OCI runtime spec of the sandbox: Process holds the
 	// credentials, capabilities, no_new_privs, rlimits, base environment and

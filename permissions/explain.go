@@ -948,7 +948,7 @@ func (x *explainer) risks() {
 				x.risk("high", RiskHostRoot, g.String(), "DOCKER_HOST points at the Docker daemon: control of it is root on the host")
 			} else if g.Env.Name == "SSH_AUTH_SOCK" {
 				x.risk("high", RiskSecretLeak, g.String(), "SSH_AUTH_SOCK names the ssh agent: with the socket the tool could sign in as the user")
-			} else if looksSecret(g.Env.Name) {
+			} else if LooksSecret(g.Env.Name) {
 				x.risk("medium", RiskSecretLeak, g.String(), g.Env.Name+" looks like a credential; the tool receives its value")
 			}
 		}
@@ -1062,18 +1062,6 @@ func (x *explainer) mountRisks(g Grant, home string) {
 			x.risk("high", RiskCodeExecution, subj, "writable git metadata: hooks run code on the next git command (the policy keeps .git/hooks read-only)")
 		}
 	}
-}
-
-var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
-
-func looksSecret(name string) bool {
-	l := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func (x *explainer) verdict() {

@@ -68,7 +68,7 @@ func validTier(s string) bool {
 // Approval words other than permission strings and tier:TIER.
 const (
 	ApproveAll           = "all"
-	ApproveElevated      = "elevated"
+	ApproveElevated      = string(tool.PrivilegeElevated)
 	ApproveIsolationNone = "isolation-none"
 	ApproveEnvInherit    = "env-inherit"
 )

@@ -323,8 +323,8 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 			h.tearDown()
 		}
 	}()
-	if p.HostDir == "" {
-		return h, &runFailure{CodeInitFailed, "the plan has no host directory", ""}
+	if !filepath.IsAbs(p.HostDir) {
+		return h, &runFailure{CodeInitFailed, fmt.Sprintf("the plan's host directory %q is not an absolute path", p.HostDir), "set SANDBOXED_RUNTIME_DIR to an absolute path"}
 	}
 	if job.create != nil {
 		if err := CreateWriteDirs(job.create.grants, job.create.uid, job.create.gid); err != nil {
@@ -417,7 +417,7 @@ func settle(res *Result, hardFail *StepResult) {
 	switch {
 	case hardFail != nil && hardFail.Status == StatusTimeout:
 		res.Status = StatusTimeout
-		res.ExitCode = 124
+		res.ExitCode = ExitCodeFor(StatusTimeout, 0, CodeTimeout)
 		res.Error = &ErrorInfo{Code: CodeTimeout, Message: fmt.Sprintf("step %s was killed at its time limit", hardFail.Name),
 			Hint: "raise the step's timeout if it needs longer"}
 	case hardFail != nil:
@@ -442,7 +442,7 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 		res.PeakMemoryBytes = st.PeakMemoryBytes
 		if st.OOMKilled && res.Status != StatusTimeout {
 			res.Status = StatusOOM
-			res.ExitCode = 137
+			res.ExitCode = ExitCodeFor(StatusOOM, 0, CodeQuota)
 			res.Error = &ErrorInfo{
 				Code:    CodeQuota,
 				Message: fmt.Sprintf("killed by the memory limit of %s", units.FormatSize(p.Limits.MemoryBytes)),
@@ -452,7 +452,7 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 	}
 	if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
 		res.Status = StatusError
-		res.ExitCode = 125
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUnexpected)
 		res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
 	}
 }
@@ -463,12 +463,12 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 	switch {
 	case errors.Is(cause, context.DeadlineExceeded):
 		res.Status = StatusTimeout
-		res.ExitCode = 124
+		res.ExitCode = ExitCodeFor(StatusTimeout, 0, CodeTimeout)
 		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "killed at the run's time limit",
 			Hint: "raise timeout (or resources.timeout) in the definition if the tool needs longer"}
 	default:
 		res.Status = StatusError
-		res.ExitCode = 130
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUserCancelled)
 		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
 	}
 }

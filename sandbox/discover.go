@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -41,7 +42,7 @@ const probeTmpfs = 16 << 20
 func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
 	dir := filepath.Dir(s.Path)
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
-	spec, err := NewSpec(runID, PrivReduced,
+	spec, err := NewSpec(runID, privilege.Reduced,
 		WithMemory(lim.MemoryBytes),
 		WithPids(lim.Pids),
 		WithTmpfs(probeTmpfs),
@@ -57,7 +58,7 @@ func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isola
 		RunID:     runID,
 		Tool:      "discover-" + tool.BaseName(s.File),
 		Tier:      isolation.TierProcess,
-		Privilege: PrivReduced,
+		Privilege: privilege.Reduced,
 		Spec:      spec,
 		HostDir:   HostDir(runtimeDir, runID),
 		Limits: isolation.Limits{
@@ -96,7 +97,7 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	runID := NewRunID(time.Now())
 	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim)
 	if err != nil {
-		out.Error, out.ExitCode = err.Error(), 125
+		out.Error, out.ExitCode = err.Error(), ExitSandbox
 		return out, true // planning is deterministic: no retry
 	}
 	argv := append(append([]string(nil), s.Argv...), tool.ProbeArg(k))

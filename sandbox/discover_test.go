@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -22,7 +23,7 @@ func TestProbePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Tier != isolation.TierProcess || p.Privilege != PrivReduced || p.Egress != nil {
+	if p.Tier != isolation.TierProcess || p.Privilege != privilege.Reduced || p.Egress != nil {
 		t.Errorf("tier %s privilege %s egress %v", p.Tier, p.Privilege, p.Egress)
 	}
 	if u := p.Spec.Process.User; u.UID != NobodyID || u.GID != NobodyID {
@@ -162,7 +163,7 @@ func TestDiscoverDir(t *testing.T) {
 		t.Errorf("hangs.sh probes = %+v", d.Probes)
 	}
 	for _, p := range b.plans {
-		if p.Privilege != PrivReduced || p.Limits.Timeout != lim.Timeout || p.Egress != nil {
+		if p.Privilege != privilege.Reduced || p.Limits.Timeout != lim.Timeout || p.Egress != nil {
 			t.Errorf("probe plan %s: privilege %s timeout %v", p.Tool, p.Privilege, p.Limits.Timeout)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/permissions"
@@ -72,7 +73,7 @@ func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
 
 // planLimits are the run's limits: the policy's decision, narrowed by the
 // definition's sandboxed: section, with the defaults of its privilege.
-func planLimits(def *tool.Definition, d *policy.Decision, priv string) isolation.Limits {
+func planLimits(def *tool.Definition, d *policy.Decision, priv privilege.Privilege) isolation.Limits {
 	ext := sandboxedExt(def)
 	limits := isolation.Limits{
 		MemoryBytes: d.Limits.MemoryBytes,
@@ -91,7 +92,7 @@ func planLimits(def *tool.Definition, d *policy.Decision, priv string) isolation
 	if limits.Pids <= 0 {
 		limits.Pids = DefaultPids
 	}
-	if priv == PrivReduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
+	if priv == privilege.Reduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
 		limits.Pids = ReducedPids
 	}
 	return limits
@@ -106,11 +107,11 @@ func sandboxedExt(def *tool.Definition) *tool.SandboxedExt {
 
 // planPrivilege is the definition's execution privilege, same-as-user
 // when it names none.
-func planPrivilege(def *tool.Definition) string {
-	if priv := string(def.Security.ExecutionPrivilege); priv != "" {
+func planPrivilege(def *tool.Definition) privilege.Privilege {
+	if priv := def.Security.ExecutionPrivilege; priv != "" {
 		return priv
 	}
-	return PrivSameAsUser
+	return privilege.SameAsUser
 }
 
 // planEgress is the egress section of a run with network grants (nil
@@ -219,7 +220,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if limits.CPUs > 0 {
 		opts = append(opts, WithCPUs(limits.CPUs))
 	}
-	if priv == PrivSameAsUser {
+	if priv == privilege.SameAsUser {
 		opts = append(opts, WithUser(f.UID, f.GID))
 	}
 	// Grants, parents before children so a nested grant is not hidden.

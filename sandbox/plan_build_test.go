@@ -10,6 +10,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
@@ -110,7 +111,7 @@ func TestBuildPlanFromFacts(t *testing.T) {
 		}},
 		{"reduced privilege lowers the default pids", head + "security:\n  execution-privilege: reduced\n",
 			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
-				if p.Limits.Pids != ReducedPids || p.Privilege != PrivReduced {
+				if p.Limits.Pids != ReducedPids || p.Privilege != privilege.Reduced {
 					t.Errorf("pids %d privilege %s", p.Limits.Pids, p.Privilege)
 				}
 			}},

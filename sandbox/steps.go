@@ -213,7 +213,7 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 	sinks := []*outputs{outs, oc.stdout}
 	deps, err := stepDeps(steps)
 	if err != nil {
-		sr := StepResult{Name: prefix + "steps", Status: StatusError, ExitCode: 125, Reason: err.Error()}
+		sr := StepResult{Name: prefix + "steps", Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
 		oc.hardFail = &sr
 		return []StepResult{sr}, oc
 	}
@@ -244,7 +244,7 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 			if st.Condition != nil {
 				ok, err := st.Condition(outputs)
 				if err != nil {
-					r := StepResult{Name: name, Status: StatusError, ExitCode: 125, Reason: err.Error()}
+					r := StepResult{Name: name, Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
 					if st.ContinueOnError {
 						g.settle(i, r)
 					} else {
@@ -380,7 +380,8 @@ func (c *Controller) execOnce(ctx context.Context, sb isolation.Sandbox, st JobS
 		}
 		if err != nil {
 			fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
-			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125, Reason: err.Error()}, tool.StepOutput{ExitCode: 125}
+			sr := StepResult{Name: st.Name, Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
+			return sr, tool.StepOutput{ExitCode: sr.ExitCode}
 		}
 	}
 	sctx := ctx
@@ -402,18 +403,18 @@ func (c *Controller) execOnce(ctx context.Context, sb isolation.Sandbox, st JobS
 	switch {
 	case sctx.Err() != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
 		sr.Status = StatusTimeout
-		sr.ExitCode = 124
+		sr.ExitCode = ExitCodeFor(StatusTimeout, 0, "")
 		sr.Reason = fmt.Sprintf("killed at the step's time limit of %s", st.Timeout)
 	case ctx.Err() != nil:
 		sr.Status = StatusError
 		if sr.ExitCode == 0 {
-			sr.ExitCode = 137
+			sr.ExitCode = ExitKilled // the run's end killed it (SIGKILL)
 		}
 		sr.Reason = "killed: the run ended"
 	case err != nil:
 		sr.Status = StatusError
 		if sr.ExitCode == 0 {
-			sr.ExitCode = 125
+			sr.ExitCode = ExitCodeFor(StatusError, 0, "")
 		}
 		sr.Reason = err.Error()
 		fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestToolNameFor(t *testing.T) {
@@ -71,9 +73,7 @@ type nameCall struct {
 // loader, checks its schema (tool schema, MCP) shows the script's own
 // names, and runs it: the script receives its own names, unchanged.
 func TestDiscoverNameShapes(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash on this machine")
-	}
+	testenv.NeedCommand(t, "bash")
 	dir := t.TempDir()
 	jsonScript := "#!/bin/sh\nprintf '%s\\n' \"$1\"\n"
 	argvScript := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"

@@ -1,6 +1,10 @@
 package tool
 
-import "time"
+import (
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+)
 
 // Pos is a location in a definition file. Line and Col are 1-based; a zero
 // Pos means "no location" (a definition built in memory).
@@ -29,13 +33,15 @@ const (
 	IsolationContainer Isolation = "container"
 )
 
-// Privilege is security.execution-privilege.
-type Privilege string
+// Privilege is security.execution-privilege (internal/privilege owns the
+// values; the names below are the same constants).
+type Privilege = privilege.Privilege
 
+// The execution privileges a definition may name.
 const (
-	PrivilegeSameAsUser Privilege = "same-as-user"
-	PrivilegeReduced    Privilege = "reduced"
-	PrivilegeElevated   Privilege = "elevated"
+	PrivilegeSameAsUser = privilege.SameAsUser
+	PrivilegeReduced    = privilege.Reduced
+	PrivilegeElevated   = privilege.Elevated
 )
 
 // ParamType is a parameter's declared type.

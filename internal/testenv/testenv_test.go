@@ -3,10 +3,12 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -244,5 +246,39 @@ func TestOptIn(t *testing.T) {
 		if tc.want == "skip" && !strings.Contains(f.msg, "SANDBOXED_TEST_OPTIN=N to time things") {
 			t.Errorf("skip message %q", f.msg)
 		}
+	}
+}
+
+// TestEverySkipGoesThroughTestenv keeps the decision in one place: no test
+// file outside this package calls Skip, Skipf or SkipNow itself.
+func TestEverySkipGoesThroughTestenv(t *testing.T) {
+	skip := regexp.MustCompile(`\.Skip(f|Now)?\(`)
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "testenv", "testdata", ".git", "node_modules":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if skip.MatchString(line) {
+				t.Errorf("%s:%d: %s: decide through testenv.Need (or OptIn for a measurement)", p, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

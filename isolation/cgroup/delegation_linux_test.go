@@ -22,7 +22,7 @@ func TestRunPathChoice(t *testing.T) {
 	}{
 		{"root v1", &Host{Version: 1}, "r1", "/sandboxed/r1", nil},
 		{"root v2", &Host{Version: 2, Base: "/sandboxed"}, "r1", "/sandboxed/r1", nil},
-		{"rootless v1", &Host{Version: 1, Rootless: true, Base: V1UserBase(1001)}, "r1", "/sandboxed/user-1001/r1", nil},
+		{"rootless v1", &Host{Version: 1, Rootless: true, Base: UserDir(1001)}, "r1", "/sandboxed/user-1001/r1", nil},
 		{"rootless v2 scope", &Host{Version: 2, Rootless: true, Base: "/user.slice/user-1001.slice/user@1001.service/app.slice/sandboxed-7-ab.scope"}, "r1",
 			"/user.slice/user-1001.slice/user@1001.service/app.slice/sandboxed-7-ab.scope/r1", nil},
 		{"rootless v2 before its scope", &Host{Version: 2, Rootless: true}, "r1", "", ErrNotFound},
@@ -48,7 +48,7 @@ func fakeV1(t *testing.T, delegated ...string) (*Host, int) {
 		os.MkdirAll(filepath.Join(root, ctl, Parent), 0o755)
 	}
 	for _, ctl := range delegated {
-		d := filepath.Join(root, ctl, V1UserBase(uid))
+		d := filepath.Join(root, ctl, UserDir(uid))
 		os.MkdirAll(d, 0o755)
 		write(t, filepath.Join(d, "cgroup.procs"), "")
 		write(t, filepath.Join(d, "tasks"), "")
@@ -69,7 +69,7 @@ func TestDelegatedV1(t *testing.T) {
 	}
 	h, uid := fakeV1(t, "memory", "pids", "freezer")
 	h.delegatedV1(uid)
-	if h.NoDelegation != nil || len(h.V1) != 3 || h.Base != V1UserBase(uid) || !h.Rootless {
+	if h.NoDelegation != nil || len(h.V1) != 3 || h.Base != UserDir(uid) || !h.Rootless {
 		t.Fatalf("fully delegated: %+v", h)
 	}
 	if errs := h.Missing(Resources{MemoryBytes: 1, Pids: 1}); len(errs) != 0 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -141,18 +140,11 @@ func SetupFix() string {
 	return "sudo sandboxed setup --user " + name
 }
 
-// V1UserBase is the cgroup v1 directory (under each hierarchy root) that
-// `sandboxed setup --user` delegates to uid: the parent /sandboxed stays
-// root's, the child and its cgroup.procs and tasks belong to uid.
-func V1UserBase(uid int) string {
-	return "/" + Parent + "/user-" + strconv.Itoa(uid)
-}
-
 // delegatedV1 keeps in h.V1 the hierarchies where uid owns its delegated
 // cgroup, and notes the others.
 func (h *Host) delegatedV1(uid int) {
 	h.Rootless = true
-	h.Base = V1UserBase(uid)
+	h.Base = UserDir(uid)
 	for _, ctl := range sortedKeys(h.V1) {
 		if !ownedBy(filepath.Join(h.V1[ctl], h.Base), uid) {
 			h.Undelegated = append(h.Undelegated, ctl)

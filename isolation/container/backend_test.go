@@ -19,9 +19,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
-	"github.com/sandboxed-dev/sandboxed/isolation"
-
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 func planIn(t *testing.T) *isolation.Plan {
@@ -169,8 +169,8 @@ func TestCheckEngineFeatures(t *testing.T) {
 		{"runtime missing", func(i *system.Info) {}, func(p *isolation.Plan) { p.Runtime = "runsc" }, "runtime runsc"},
 		{"runtime present", func(i *system.Info) { i.Runtimes["runsc"] = system.RuntimeWithStatus{} }, func(p *isolation.Plan) { p.Runtime = "runsc" }, ""},
 		{"no seccomp", func(i *system.Info) { i.SecurityOptions = nil }, func(p *isolation.Plan) {}, "seccomp"},
-		{"elevated without userns remap", func(i *system.Info) {}, func(p *isolation.Plan) { p.Privilege = PrivilegeElevated }, "userns-remap"},
-		{"elevated with userns remap", func(i *system.Info) { i.SecurityOptions = append(i.SecurityOptions, "name=userns") }, func(p *isolation.Plan) { p.Privilege = PrivilegeElevated }, ""},
+		{"elevated without userns remap", func(i *system.Info) {}, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "userns-remap"},
+		{"elevated with userns remap", func(i *system.Info) { i.SecurityOptions = append(i.SecurityOptions, "name=userns") }, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,9 +13,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxed-dev/sandboxed/images"
-	"github.com/sandboxed-dev/sandboxed/isolation"
-
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // TestEngineRatio times whole runs (start, `true`, close) against the

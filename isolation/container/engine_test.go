@@ -18,10 +18,10 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // The real-engine tests run when SANDBOXED_E2E=1. Then a missing engine,
@@ -135,8 +135,8 @@ func TestEngineRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := enginePlan(t, "run")
-	p.Privilege = PrivilegeReduced
-	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(PrivilegeReduced)}
+	p.Privilege = privilege.Reduced
+	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(privilege.Reduced)}
 	p.Spec.Mounts = []specs.Mount{
 		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
 		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
@@ -207,7 +207,7 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 	// still nothing writable outside /tmp, no ptrace.
 	p.Spec.Process.User = specs.User{UID: 0, GID: 0}
 	p.Spec.Linux = &specs.Linux{
-		Seccomp:       planner.SeccompProfile(PrivilegeSameAsUser),
+		Seccomp:       planner.SeccompProfile(privilege.SameAsUser),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
 	}
@@ -391,7 +391,7 @@ func TestEngineEgressRelay(t *testing.T) {
 		}
 	}()
 	p := enginePlan(t, "egress")
-	p.Privilege = PrivilegeReduced
+	p.Privilege = privilege.Reduced
 	p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128}
 	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", `

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
-
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
 // TestRealClients runs curl and wget (when installed) with ProxyEnv

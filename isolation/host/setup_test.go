@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 )
 
 // fakeHost is a System whose root is a temporary directory laid out like
@@ -143,7 +145,7 @@ func TestSetupV1RoundTrip(t *testing.T) {
 		t.Errorf("/etc/subgid = %q", got)
 	}
 	for _, mnt := range []string{"memory", "pids", "cpu,cpuacct", "freezer"} {
-		dir := filepath.Join("/sys/fs/cgroup", mnt, DelegatedDir(h.user.UID))
+		dir := filepath.Join("/sys/fs/cgroup", mnt, cgroup.UserDir(h.user.UID))
 		if !h.ownedBy(dir, h.user) {
 			t.Errorf("%s is not owned by %d", dir, h.user.UID)
 		}
@@ -186,7 +188,7 @@ func TestSetupV1RoundTrip(t *testing.T) {
 
 func TestSetupChownsExistingGroupFiles(t *testing.T) {
 	h := newFakeHost(t)
-	dir := filepath.Join(h.Root, "sys/fs/cgroup/memory", DelegatedDir(h.user.UID))
+	dir := filepath.Join(h.Root, "sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID))
 	mustMkdir(t, dir)
 	for _, f := range []string{"cgroup.procs", "tasks", "notify_on_release", "memory.limit_in_bytes"} {
 		mustWrite(t, filepath.Join(dir, f), "")
@@ -202,7 +204,7 @@ func TestSetupChownsExistingGroupFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for f, ours := range map[string]bool{"": true, "cgroup.procs": true, "tasks": true, "notify_on_release": true, "memory.limit_in_bytes": false} {
-		if got := h.ownedBy(filepath.Join("/sys/fs/cgroup/memory", DelegatedDir(h.user.UID), f), h.user); got != ours {
+		if got := h.ownedBy(filepath.Join("/sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID), f), h.user); got != ours {
 			t.Errorf("%q owned by the user: %v, want %v", f, got, ours)
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
-
-	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -29,8 +29,8 @@ var seq atomic.Int64
 
 func plan(t *testing.T, limits isolation.Limits) *isolation.Plan {
 	id := fmt.Sprintf("nonetest-%d-%d", os.Getpid(), seq.Add(1))
-	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: sandbox.PrivSameAsUser,
-		Spec: sandbox.DefaultSpec(id, sandbox.PrivSameAsUser), Limits: limits}
+	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: privilege.SameAsUser,
+		Spec: sandbox.DefaultSpec(id, privilege.SameAsUser), Limits: limits}
 }
 
 func exec(t *testing.T, sb isolation.Sandbox, ctx context.Context, script string) (string, isolation.Exit, error) {

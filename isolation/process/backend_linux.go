@@ -52,13 +52,6 @@ func (b *Backend) features(ctx context.Context) *Features {
 	return &b.feats
 }
 
-// Privilege names (tool.Definition's execution-privilege values).
-const (
-	privSameAsUser = "same-as-user"
-	privReduced    = "reduced"
-	privElevated   = "elevated"
-)
-
 // Check refuses a plan this host cannot enforce in full.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	_, _, err := b.check(ctx, p)
@@ -96,7 +89,7 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if m != nil && !f.Namespaces["user"] {
 		what := "user namespaces (the process tier without root)"
 		if ids.euid == 0 {
-			what = "user namespaces (" + p.Privilege + " as root: tools never run as host root)"
+			what = "user namespaces (" + string(p.Privilege) + " as root: tools never run as host root)"
 		}
 		return nil, nil, &isolation.UnsupportedError{What: what, Fix: "sysctl -w user.max_user_namespaces=15000"}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/host"
@@ -89,28 +90,28 @@ type hostIDs struct {
 
 // planIDMapping decides the user namespace of a run of privilege priv
 // whose commands run as uid:gid (the spec's user). It is pure.
-func planIDMapping(h hostIDs, priv string, uid, gid uint32) (*idMapping, error) {
+func planIDMapping(h hostIDs, priv privilege.Privilege, uid, gid uint32) (*idMapping, error) {
 	one := func(in uint32, out int) []syscall.SysProcIDMap {
 		return []syscall.SysProcIDMap{{ContainerID: int(in), HostID: out, Size: 1}}
 	}
 	if h.euid == 0 {
 		switch {
-		case priv == privElevated || (priv == privSameAsUser && uid == 0):
+		case priv == privilege.Elevated || (priv == privilege.SameAsUser && uid == 0):
 			return &idMapping{
 				uids: one(0, h.reserved), gids: one(0, h.reserved),
-				become: &[2]uint32{0, 0}, idmapGrants: priv == privSameAsUser, dropGroups: true,
+				become: &[2]uint32{0, 0}, idmapGrants: priv == privilege.SameAsUser, dropGroups: true,
 			}, nil
 		default:
 			return nil, nil
 		}
 	}
 	switch priv {
-	case privSameAsUser:
+	case privilege.SameAsUser:
 		if int(uid) != h.euid || int(gid) != h.egid {
 			return nil, fmt.Errorf("check plan: same-as-user as %d:%d, but sandboxed runs as %d:%d without root: %w", uid, gid, h.euid, h.egid, ErrBadPlan)
 		}
 		return &idMapping{uids: one(uid, h.euid), gids: one(gid, h.egid), keepGroups: true}, nil
-	case privElevated:
+	case privilege.Elevated:
 		return &idMapping{uids: one(0, h.euid), gids: one(0, h.egid), keepGroups: true}, nil
 	default: // reduced, and anything else gets the reduced treatment
 		if h.subUIDCount < 1 || h.subGIDCount < 1 {

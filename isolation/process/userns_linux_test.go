@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -21,31 +22,31 @@ func TestPlanIDMapping(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		h        hostIDs
-		priv     string
+		priv     privilege.Privilege
 		uid, gid uint32
 		want     *idMapping
 		err      error
 	}{
-		{"root, sudo user", rootHost, privSameAsUser, 1000, 1000, nil, nil},
-		{"root, reduced", rootHost, privReduced, 65534, 65534, nil, nil},
-		{"root, no invoking user: never host root", rootHost, privSameAsUser, 0, 0, &idMapping{
+		{"root, sudo user", rootHost, privilege.SameAsUser, 1000, 1000, nil, nil},
+		{"root, reduced", rootHost, privilege.Reduced, 65534, 65534, nil, nil},
+		{"root, no invoking user: never host root", rootHost, privilege.SameAsUser, 0, 0, &idMapping{
 			uids: one(0, DefaultReservedStart), gids: one(0, DefaultReservedStart),
 			become: &[2]uint32{0, 0}, idmapGrants: true, dropGroups: true}, nil},
-		{"root, elevated", rootHost, privElevated, 0, 0, &idMapping{
+		{"root, elevated", rootHost, privilege.Elevated, 0, 0, &idMapping{
 			uids: one(0, DefaultReservedStart), gids: one(0, DefaultReservedStart),
 			become: &[2]uint32{0, 0}, dropGroups: true}, nil},
-		{"rootless same-as-user", user, privSameAsUser, 1001, 1001, &idMapping{uids: one(1001, 1001), gids: one(1001, 1001), keepGroups: true}, nil},
-		{"rootless same-as-user as someone else", user, privSameAsUser, 1000, 1000, nil, ErrBadPlan},
-		{"rootless elevated", user, privElevated, 0, 0, &idMapping{uids: one(0, 1001), gids: one(0, 1001), keepGroups: true}, nil},
-		{"rootless reduced", user, privReduced, 65534, 65534, &idMapping{
+		{"rootless same-as-user", user, privilege.SameAsUser, 1001, 1001, &idMapping{uids: one(1001, 1001), gids: one(1001, 1001), keepGroups: true}, nil},
+		{"rootless same-as-user as someone else", user, privilege.SameAsUser, 1000, 1000, nil, ErrBadPlan},
+		{"rootless elevated", user, privilege.Elevated, 0, 0, &idMapping{uids: one(0, 1001), gids: one(0, 1001), keepGroups: true}, nil},
+		{"rootless reduced", user, privilege.Reduced, 65534, 65534, &idMapping{
 			uids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1001, Size: 1}, {ContainerID: 65534, HostID: 165534, Size: 1}},
 			gids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1001, Size: 1}, {ContainerID: 65534, HostID: 265534, Size: 1}},
 			helper: true}, nil},
-		{"rootless reduced, small range", hostIDs{euid: 1001, egid: 1001, subUID: 500, subUIDCount: 10, subGID: 700, subGIDCount: 1}, privReduced, 65534, 65534, &idMapping{
+		{"rootless reduced, small range", hostIDs{euid: 1001, egid: 1001, subUID: 500, subUIDCount: 10, subGID: 700, subGIDCount: 1}, privilege.Reduced, 65534, 65534, &idMapping{
 			uids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1001, Size: 1}, {ContainerID: 65534, HostID: 500, Size: 1}},
 			gids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: 1001, Size: 1}, {ContainerID: 65534, HostID: 700, Size: 1}},
 			helper: true}, nil},
-		{"rootless reduced without subordinate ids", noSub, privReduced, 65534, 65534, nil, isolation.ErrUnsupported},
+		{"rootless reduced without subordinate ids", noSub, privilege.Reduced, 65534, 65534, nil, isolation.ErrUnsupported},
 	} {
 		got, err := planIDMapping(c.h, c.priv, c.uid, c.gid)
 		if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
@@ -63,7 +64,7 @@ func TestPlanIDMapping(t *testing.T) {
 			}
 		}
 	}
-	_, err := planIDMapping(noSub, privReduced, 65534, 65534)
+	_, err := planIDMapping(noSub, privilege.Reduced, 65534, 65534)
 	var ue *isolation.UnsupportedError
 	if !errors.As(err, &ue) || !strings.Contains(ue.Fix, "sudo sandboxed setup --user") {
 		t.Errorf("reduced without subordinate ids: %v", err)

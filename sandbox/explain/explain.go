@@ -252,7 +252,7 @@ func fillFromPrepared(in *permissions.ExplainInput, p *sandbox.Prepared, d polic
 
 // planFacts reads what a reviewer needs out of a plan's OCI spec.
 func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
-	f := specFacts(pl.Spec, pl.Privilege)
+	f := specFacts(pl.Spec, string(pl.Privilege))
 	f.Planned = true
 	f.Tier = string(pl.Tier)
 	f.Timeout = pl.Limits.Timeout
