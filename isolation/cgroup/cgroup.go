@@ -3,6 +3,7 @@ package cgroup
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -16,6 +17,14 @@ const Parent = "sandboxed"
 // (user-UID, made by `sandboxed setup` on cgroup v1). Run ids never start
 // with it, so List and GC leave those subtrees alone.
 const UserPrefix = "user-"
+
+// UserDir is the cgroup v1 subtree, relative to each hierarchy's
+// mountpoint, that `sandboxed setup --user` delegates to uid
+// ("/sandboxed/user-UID"): owned by uid with its cgroup.procs and tasks,
+// under a root-owned Parent.
+func UserDir(uid int) string {
+	return "/" + Parent + "/" + UserPrefix + strconv.Itoa(uid)
+}
 
 // Resources are the limits of one run's cgroup. Zero Memory or Pids means
 // no limit of that kind; CPUs 0 means no cpu limit.
