@@ -463,3 +463,31 @@ func TestWriteAtomicKeepsModeAndOwner(t *testing.T) {
 		t.Errorf("new file mode %v", fi.Mode())
 	}
 }
+
+func TestUndoRefusesABusySubtree(t *testing.T) {
+	h := newFakeHost(t)
+	ctx := context.Background()
+	if _, err := h.Setup(ctx, SetupOptions{User: "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	// A run of the user still has its group in the subtree.
+	run := filepath.Join(h.Root, "sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID), "run-1")
+	mustMkdir(t, run)
+	_, err := h.Undo(ctx, "ada")
+	if err == nil || !strings.Contains(err.Error(), "still holds processes or groups") {
+		t.Fatalf("undo of a busy subtree: %v", err)
+	}
+	m, exists, err := h.loadManifest("ada")
+	if err != nil || !exists || len(m.CgroupDirs) != 1 || m.SubUID != nil {
+		t.Fatalf("manifest after a partial undo: %+v %v %v", m, exists, err)
+	}
+	if err := os.Remove(run); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Undo(ctx, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, _ := h.loadManifest("ada"); exists {
+		t.Errorf("manifest left after a complete undo")
+	}
+}
