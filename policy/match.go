@@ -261,6 +261,55 @@ func (r pathRule) inside(p string) bool {
 	return under(r.prefix, p) && (r.prefix != p || !r.literal)
 }
 
+// masksUnder returns what a glob rule matches strictly under dir, as
+// patterns relative to dir, for a rule that does not match dir itself.
+// It looks past the rule's literal prefix: /home/*/.ssh matches ".ssh"
+// under /home/v although its prefix, /home, is above it. ok is false
+// when the rule may match under dir but cannot be written relative to it
+// (a "**" inside an element, such as /data/**.pem, whose run may cross
+// dir's own elements): the caller must fail closed.
+func (r pathRule) masksUnder(dir string) (rels []string, ok bool) {
+	pat := strings.Split(strings.Trim(r.exp, "/"), "/")
+	var elems []string
+	if d := strings.Trim(dir, "/"); d != "" {
+		elems = strings.Split(d, "/")
+	}
+	ok = true
+	seen := map[string]bool{}
+	// Each call is a suffix of both lists: visiting each pair once keeps
+	// rules with many "**" linear in their length times dir's depth.
+	visited := map[[2]int]bool{}
+	var walk func(pat, elems []string)
+	walk = func(pat, elems []string) {
+		if k := [2]int{len(pat), len(elems)}; visited[k] {
+			return
+		} else {
+			visited[k] = true
+		}
+		switch {
+		case !ok || len(pat) == 0:
+			return // the rule matched dir or above it: not this function's case
+		case len(elems) == 0:
+			if rel := strings.Join(pat, "/"); !seen[rel] {
+				seen[rel] = true
+				rels = append(rels, rel)
+			}
+		case pat[0] == "**":
+			walk(pat[1:], elems) // the ** matches no more of dir
+			walk(pat, elems[1:]) // it matches dir's next element too
+		case strings.Contains(pat[0], "**"):
+			ok = false
+		case pathglob.Match(pat[0], elems[0]):
+			walk(pat[1:], elems[1:])
+		}
+	}
+	walk(pat, elems)
+	if !ok {
+		return nil, false
+	}
+	return rels, true
+}
+
 // under reports whether p is dir or under dir.
 func under(p, dir string) bool {
 	if dir == "/" {

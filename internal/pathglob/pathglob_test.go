@@ -44,7 +44,9 @@ func TestCompileTree(t *testing.T) {
 		yes, no []string
 	}{
 		{"/etc", []string{"/etc", "/etc/shadow"}, []string{"/etcx", "/"}},
-		{"/etc/", []string{"/etc/", "/etc/shadow"}, []string{"/etc", "/etcx"}},
+		{"/etc/", []string{"/etc", "/etc/", "/etc/shadow"}, []string{"/et", "/etcx"}},
+		{"/", []string{"/", "/etc"}, []string{"", "etc"}},
+		{"/a/*/", []string{"/a/b", "/a/b/c"}, []string{"/a", "/ab"}},
 		{"/n/[draft]", []string{"/n/[draft]", "/n/[draft]/s"}, []string{"/n/d", "/n/d/s"}},
 		{"**/.git/hooks", []string{"/a/.git/hooks", "/a/.git/hooks/pre-commit"}, []string{"/a/.git/hooksx"}},
 		{"~/x", []string{"~/x/y"}, []string{"/home/u/x"}},

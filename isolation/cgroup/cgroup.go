@@ -2,9 +2,7 @@ package cgroup
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -61,14 +59,6 @@ type Group interface {
 	// Delete removes the (empty) group. Deleting a missing group is not an
 	// error.
 	Delete() error
-}
-
-// path returns the relative path of run id's cgroup.
-func path(runID string) (string, error) {
-	if runID == "" || strings.ContainsAny(runID, "/\x00") || runID == "." || runID == ".." || len(runID) > 200 {
-		return "", fmt.Errorf("cgroup for run %q: %w", runID, ErrBadRunID)
-	}
-	return "/" + Parent + "/" + runID, nil
 }
 
 // SelfMover is implemented by groups (cgroup v1) into which the calling
