@@ -257,7 +257,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	p := &isolation.Plan{
 		RunID:     in.RunID,
 		Tool:      def.Name,
-		Tier:      isolation.Tier(d.Isolation),
+		Tier:      d.Isolation,
 		Privilege: priv,
 		Spec:      spec,
 		Limits:    limits,
