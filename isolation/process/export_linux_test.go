@@ -8,3 +8,6 @@ func SetGCMinAge(d time.Duration) (restore func()) {
 	gcMinAge = d
 	return func() { gcMinAge = old }
 }
+
+// ReservedStart is reservedStart, for tests that check the mapping.
+var ReservedStart = reservedStart

@@ -80,9 +80,6 @@ func runInit(args []string) int {
 		forked: make(chan struct{}, 1),
 	}
 	m, fds, err := st.c.recv()
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
 	if err != nil || m.Type != MsgConfig || m.Config == nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
 		return 1
@@ -101,7 +98,9 @@ func runInit(args []string) int {
 		// to the init to be reaped.
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	if err := setup(m.Config); err != nil {
+	err = setup(m.Config, fds)
+	closeFDs(fds)
+	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
 	}
@@ -144,14 +143,15 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 }
 
 // setup applies cfg in the order the kernel requires: mounts need
-// privilege, so the root is built first and privileges dropped last.
-func setup(cfg *Config) error {
+// privilege, so the root is built first and privileges dropped last. trees
+// are the descriptors of the config frame (Mount.Tree).
+func setup(cfg *Config, trees []int) error {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		return fmt.Errorf("config asks to build a root or drop privileges but has no setup")
 	}
 	if cfg.BuildRoot {
-		if err := buildRoot(cfg, s); err != nil {
+		if err := buildRoot(cfg, s, trees); err != nil {
 			return err
 		}
 		host := s.Hostname
@@ -172,8 +172,13 @@ func setup(cfg *Config) error {
 			return err
 		}
 	}
+	if cfg.BuildAs != nil && !cfg.BuildRoot {
+		if err := become(cfg.BuildAs); err != nil {
+			return err
+		}
+	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(s); err != nil {
+		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
 			return err
 		}
 	}
