@@ -489,13 +489,11 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 		it.PolicyFix = fmt.Sprintf("network.localhost-allow: [%d]", g.Localhost.Port)
 		return it, nil
 	case permissions.KindEnv:
-		for i, pat := range p.Environment.Deny {
-			if ok, _ := filepath.Match(pat, g.Env.Name); ok {
-				it.Verdict, it.Risk = Deny, RiskHigh
-				it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, pat)
-				it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
-				return it, nil
-			}
+		if i := EnvDenied(p.Environment.Deny, g.Env.Name); i >= 0 {
+			it.Verdict, it.Risk = Deny, RiskHigh
+			it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, p.Environment.Deny[i])
+			it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
+			return it, nil
 		}
 		if !permissions.LooksSecret(g.Env.Name) {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"

@@ -860,3 +860,22 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
 	}
 }
+
+// environment.deny has one matcher, which the decision and the plan's
+// scrubbing of an inherited environment share (EnvDenied), and a pattern
+// it cannot read is an error at load. Before, both matched with
+// filepath.Match, which reads '[' as a class and returns an error on a
+// pattern such as "AWS_[": the deny then matched nothing, silently.
+func TestEnvDenyPatterns(t *testing.T) {
+	for _, bad := range []string{"AWS_[", "AWS_[A-Z]*", `A\B`, "A/B", ""} {
+		if _, err := Parse([]byte("environment:\n  deny: ['"+bad+"']\n"), "p.yaml"); err == nil {
+			t.Errorf("environment.deny %q loads; want an error", bad)
+		}
+	}
+	deny := []string{"LD_*", "*TOKEN*", "A?C"}
+	for name, want := range map[string]int{"LD_PRELOAD": 0, "GH_TOKEN": 1, "X/TOKEN": 1, "ABC": 2, "AC": -1, "HOME": -1} {
+		if got := EnvDenied(deny, name); got != want {
+			t.Errorf("EnvDenied(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
