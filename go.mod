@@ -9,6 +9,7 @@ require (
 	github.com/docker/docker v28.2.2+incompatible
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/elastic/go-seccomp-bpf v1.6.0
+	github.com/landlock-lsm/go-landlock v0.11.0
 	github.com/moby/docker-image-spec v1.3.1
 	github.com/moby/sys/mountinfo v0.7.3
 	github.com/opencontainers/image-spec v1.1.1
@@ -20,6 +21,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	mvdan.cc/sh/v3 v3.14.1
 )
+
+require kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect

@@ -57,6 +57,10 @@ type Plan struct {
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`
 
+	// RequireLandlock refuses a process-tier run on a kernel whose Landlock
+	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
+	// Landlock ABI 6); without it the tier enforces what the kernel has.
+	RequireLandlock bool `json:"require_landlock,omitempty"`
 	// HostDir is a private, run-labelled host directory (mode 0700) the
 	// backend may use for sockets and bookkeeping; the controller creates it
 	// and removes it after Close.

@@ -101,11 +101,12 @@ func runInit(args []string) int {
 		// to the init to be reaped.
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	if err := setup(m.Config); err != nil {
+	landlockABI, err := setup(m.Config)
+	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
 	}
-	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid()}); err != nil {
+	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}); err != nil {
 		return 1
 	}
 	go st.signals(sigs)
@@ -144,40 +145,53 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 }
 
 // setup applies cfg in the order the kernel requires: mounts need
-// privilege, so the root is built first and privileges dropped last.
-func setup(cfg *Config) error {
+// privilege, so the root is built first and privileges dropped last;
+// Landlock comes once every listener is bound and before the privileges
+// to open any path go. It returns the Landlock ABI it enforced.
+func setup(cfg *Config) (int, error) {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
-		return fmt.Errorf("config asks to build a root or drop privileges but has no setup")
+		return 0, fmt.Errorf("config asks to build a root or drop privileges but has no setup")
+	}
+	if cfg.Landlock != nil && !cfg.BuildRoot {
+		// Its paths are those of the root the init builds.
+		return 0, fmt.Errorf("config asks for Landlock without building the root")
 	}
 	if cfg.BuildRoot {
 		if err := buildRoot(cfg, s); err != nil {
-			return err
+			return 0, err
 		}
 		host := s.Hostname
 		if host == "" {
 			host = "sandbox"
 		}
 		if err := unix.Sethostname([]byte(host)); err != nil {
-			return fmt.Errorf("set hostname: %w", err)
+			return 0, fmt.Errorf("set hostname: %w", err)
 		}
 	}
 	if cfg.NetworkUp {
 		if err := loopbackUp(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if cfg.Egress != nil {
 		if err := startEgressRelay(cfg.Egress); err != nil {
-			return err
+			return 0, err
+		}
+	}
+	abi := 0
+	if cfg.Landlock != nil {
+		var err error
+		if abi, err = applyLandlock(cfg.Landlock); err != nil {
+			return 0, err
 		}
 	}
 	if cfg.DropPrivileges {
 		if err := dropPrivileges(s); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return abi, nil
 }
 
 func loopbackUp() error {
