@@ -170,6 +170,8 @@ func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, erro
 		Privilege: priv,
 		Spec:      spec,
 		Limits:    limits,
+		// The process tier reads it; the others have no Landlock.
+		RequireLandlock: d.RequireLandlock,
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage
