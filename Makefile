@@ -42,6 +42,7 @@ lint:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 60s ./tool
 	$(GO) test -run '^$$' -fuzz FuzzSubstitute -fuzztime 60s ./tool
+	$(GO) test -run '^$$' -fuzz FuzzParsePreamble -fuzztime 60s ./isolation/egress/relay
 
 clean:
 	rm -rf bin $(INITBIN) $(INITBIN).sha256

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,8 +34,15 @@ type discovery struct {
 // world-readable directory and returns it.
 func sampleScripts(t *testing.T) string {
 	t.Helper()
+	return copyScripts(t, "discover")
+}
+
+// copyScripts copies testdata/NAME (modes kept) into a fresh
+// world-readable directory and returns it.
+func copyScripts(t *testing.T, name string) string {
+	t.Helper()
 	dir := workdir(t, nil)
-	src := filepath.Join("testdata", "discover")
+	src := filepath.Join("testdata", name)
 	des, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +201,11 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 		t.Errorf("discover table:\n%s", c.stdout)
 	}
 
+	// Every definition written validates.
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 {
+		t.Errorf("tool validate of what discover wrote: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+
 	// A second --write refuses to replace what is there.
 	again := sandboxed(t, cwd, "discover", "--write", scripts)
 	if again.code == 0 || !strings.Contains(again.stdout, "exists") {
@@ -246,5 +259,106 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	expect(t, r, rc, "ok", 0)
 	if strings.TrimSpace(r.Stdout) != `{"sum": 3.5}` {
 		t.Errorf("strict_add: stdout %q", r.Stdout)
+	}
+}
+
+// TestDiscoverNamesRoundTrip: a script named _ls with the properties -A and
+// max-depth is written as the tool ls, validates, lists under its own names
+// in schemas, runs with the workspace granted by --grant, and receives -A
+// and max-depth unchanged, whichever spelling the call used. A second
+// script that becomes the name ls is skipped, naming both.
+func TestDiscoverNamesRoundTrip(t *testing.T) {
+	begin(t)
+	scripts := copyScripts(t, "discover-names")
+	cwd := workdir(t, map[string]string{"data/a.txt": "a", "data/.hidden": "h", "data/sub/b.txt": "b", "data/sub/deep/c.txt": "c"})
+
+	c := sandboxed(t, cwd, "discover", "--json", "--write", "--grant", "filesystem:read:.", scripts)
+	if c.code != 0 {
+		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	var found []discovery
+	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil {
+		t.Fatalf("discover --json: %v\n%s", err, c.stdout)
+	}
+	byFile := map[string]discovery{}
+	for _, d := range found {
+		byFile[d.File] = d
+	}
+	def := filepath.Join(cwd, ".sandboxed", "tools", "ls.yaml")
+	if d := byFile["_ls"]; d.Result != "registered" || strings.Join(d.Tools, ",") != "ls" || len(d.Written) != 1 || d.Written[0] != def {
+		t.Fatalf("_ls: %+v", d)
+	}
+	if d := byFile["ls.sh"]; d.Result != "skipped" || !strings.Contains(d.Why, "tool name ls (ls of ls.sh) is already taken by _ls of _ls") {
+		t.Errorf("ls.sh: %s, why %q; want skipped, naming _ls", d.Result, d.Why)
+	}
+
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 || !strings.Contains(v.stdout, "ok") {
+		t.Fatalf("tool validate: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	data, err := os.ReadFile(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: ls\n", "exposed-as:", "name: _ls", "A: -A", "filesystem:read:.\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("ls.yaml does not hold %q:\n%s", want, data)
+		}
+	}
+
+	// Schemas and MCP list the script's own names.
+	sc := sandboxed(t, cwd, "tool", "schema", "--format", "mcp", "ls")
+	var schema struct {
+		Name        string `json:"name"`
+		InputSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"inputSchema"`
+	}
+	if err := json.Unmarshal([]byte(sc.stdout), &schema); err != nil {
+		t.Fatalf("tool schema: exit %d: %v\n%s%s", sc.code, err, sc.stdout, sc.stderr)
+	}
+	_, hasA := schema.InputSchema.Properties["-A"]
+	_, hasDepth := schema.InputSchema.Properties["max-depth"]
+	if schema.Name != "_ls" || !hasA || !hasDepth || len(schema.InputSchema.Properties) != 3 || strings.Join(schema.InputSchema.Required, ",") != "max-depth" {
+		t.Errorf("tool schema: %s", sc.stdout)
+	}
+
+	type answer struct {
+		Received map[string]any `json:"received"`
+		Entries  []string       `json:"entries"`
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		received map[string]any
+		entries  []string
+	}{
+		{"exposed names", []string{`--params-json={"-A": true, "max-depth": 1, "path": "data"}`, "ls"},
+			map[string]any{"-A": true, "max-depth": 1.0, "path": "data"}, []string{".hidden", "a.txt", "sub", "sub/b.txt", "sub/deep"}},
+		{"own names", []string{"ls", "A=false", "max-depth=0", "path=data"},
+			map[string]any{"-A": false, "max-depth": 0.0, "path": "data"}, []string{"a.txt", "sub"}},
+		{"--param", []string{"ls", "--param", "-A=true", "--param", "max-depth=0", "path=data/sub"},
+			map[string]any{"-A": true, "max-depth": 0.0, "path": "data/sub"}, []string{"b.txt", "deep"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rc := runJSON(t, cwd, tc.args...)
+			expect(t, r, rc, "ok", 0)
+			var got answer
+			if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+				t.Fatalf("answer is not JSON: %v: %q", err, r.Stdout)
+			}
+			if !reflect.DeepEqual(got.Received, tc.received) || !reflect.DeepEqual(got.Entries, tc.entries) {
+				t.Errorf("the script received %v and listed %q; want %v and %q", got.Received, got.Entries, tc.received, tc.entries)
+			}
+		})
+	}
+	// One parameter under both its names is refused before anything runs.
+	r, rc := runJSON(t, cwd, `--params-json={"-A": true, "max-depth": 0}`, "ls", "A=false")
+	msg := rc.stderr
+	if r.Error != nil {
+		msg += r.Error.Message
+	}
+	if r.Status == "ok" || rc.code == 0 || !strings.Contains(msg, "given twice") {
+		t.Errorf("-A and A together: status %s exit %d, error %+v, stderr %q", r.Status, rc.code, r.Error, rc.stderr)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // tiers lists the sandboxing tiers every hostile test runs against, with
@@ -46,7 +48,7 @@ func toolYAML(t *testing.T, dir, tier, name, script string, perms []string, extr
 // quick run; CI always runs every tier.
 func forTiers(t *testing.T, f func(t *testing.T, tier string)) {
 	run := tiers
-	if only := os.Getenv("SANDBOXED_E2E_TIERS"); only != "" && os.Getenv("CI") == "" {
+	if only := os.Getenv("SANDBOXED_E2E_TIERS"); only != "" && !testenv.CI() {
 		run = strings.Split(only, ",")
 	}
 	for _, tier := range run {

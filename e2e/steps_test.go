@@ -101,9 +101,8 @@ tags: [write]
 				}
 			}
 		}
-		if r.DurationMS >= 2000 {
-			t.Errorf("three parallel 1s steps took %dms", r.DurationMS)
-		}
+		// No wall-clock bound: the stamps above prove the overlap, and a
+		// loaded machine may take longer than 2 s for three 1 s steps.
 		if r.Stdout != "ready\n6\n" { // six stamps
 			t.Errorf("stdout %q", r.Stdout)
 		}

@@ -228,20 +228,6 @@ type Decision struct {
 	Notes      []string `json:"notes,omitempty"`
 }
 
-// secretWords are the name fragments that mark a parameter or variable as
-// secret (case-insensitive).
-var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
-
-func looksSecret(name string) bool {
-	l := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
-}
-
 var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}
 
 // Decide applies the policy to a request. It never fails: what it cannot
@@ -515,7 +501,7 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 				return it, nil
 			}
 		}
-		if !looksSecret(g.Env.Name) {
+		if !permissions.LooksSecret(g.Env.Name) {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"
 			return it, nil
 		}

@@ -731,3 +731,85 @@ func TestDecideRequireLandlock(t *testing.T) {
 		t.Errorf("omitted landlock = %q, want best-effort", got)
 	}
 }
+
+// A cap and a request written alike are the same bytes and the same time:
+// the policy reads sizes and durations with the tool's grammar
+// (internal/units). Before, a cap "max: 512MB" (read as 10^6-based)
+// clamped a tool asking for "512MB" (2^20-based) to 512000000 bytes.
+func TestCapAndRequestWrittenAlikeAgree(t *testing.T) {
+	for _, c := range []struct {
+		toolMem, capMem string
+		toolTmo, capTmo string
+		wantMem         int64
+		wantTmo         time.Duration
+	}{
+		{"512MB", "512MB", "90s", "90s", 512 << 20, 90 * time.Second},
+		{"512MB", "512MB", "1w", "1w", 512 << 20, 7 * 24 * time.Hour},
+		{"512MiB", "512MB", "1000", `"1000"`, 512 << 20, time.Second},
+		{"512M", "512MiB", `"90000"`, "90s", 512 << 20, 90 * time.Second},
+		{"1GB", "512MB", "2h", "1h", 512 << 20, time.Hour},
+		{"1.5KB", "2K", "1500", "1.5s", 1536, 1500 * time.Millisecond},
+	} {
+		def, err := tool.Parse([]byte("name: m\ndescription: d\nbash: echo\ntags: [read]\nresources:\n  max-memory: "+c.toolMem+
+			"\n  timeout: "+c.toolTmo+"\n"), "m.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse([]byte("limits:\n  memory:\n    max: "+c.capMem+"\n  timeout:\n    max: "+c.capTmo+"\n"), "p.yaml")
+		if err != nil {
+			t.Errorf("cap %s/%s: %v", c.capMem, c.capTmo, err)
+			continue
+		}
+		d := p.Decide(NewRequest(def, nil, cwd, home))
+		if d.Limits.MemoryBytes != c.wantMem || d.Limits.Timeout != c.wantTmo {
+			t.Errorf("tool %s/%s under cap %s/%s: memory %d, timeout %v; want %d, %v",
+				c.toolMem, c.toolTmo, c.capMem, c.capTmo, d.Limits.MemoryBytes, d.Limits.Timeout, c.wantMem, c.wantTmo)
+		}
+		memClamped := c.wantMem != def.Resources.MaxMemory
+		for _, it := range d.Items {
+			if it.Subject == "limits.memory" && !memClamped {
+				t.Errorf("tool %s under cap %s: %q, but the request is not above the cap", c.toolMem, c.capMem, it.Reason)
+			}
+		}
+	}
+}
+
+// '[' in a path rule is literal, in the deny check, in the protected paths
+// found inside a grant, and in a source path: a directory named "[x]" is
+// what the rule names, never a class of letters. Before, the prefix of a
+// rule stopped at '[', so a grant of /data/[x] did not see the rule
+// /data/[x]/secret inside it: no mask, no approval, the secret readable.
+func TestBracketInPathRulesIsLiteral(t *testing.T) {
+	p := mutate(Default(), func(p *Policy) {
+		p.Paths.Deny = []PathPattern{"/data/[x]/secret", "/data/[ab]"}
+		p.Sources = []SourceRule{{Scope: SourceAny, Path: "/defs/[team]/*.yaml", Trusted: true,
+			Isolation: IsolationRule{Allowed: []tool.Isolation{tool.IsolationProcess}, Minimum: tool.IsolationProcess}}}
+	})
+	decide := func(perm string) (Item, Decision) {
+		r := baseRequest()
+		r.Grants = grants(t, perm)
+		d := p.Decide(r)
+		it, ok := item(d, perm)
+		if !ok {
+			t.Fatalf("%s: no item in %+v", perm, d.Items)
+		}
+		return it, d
+	}
+	if it, d := decide("filesystem:read:/data/[x]"); it.Verdict != NeedsApproval || len(d.Masks) != 1 ||
+		d.Masks[0].Path != "/data/[x]/secret" || !d.Masks[0].Hide {
+		t.Errorf("grant of /data/[x]: %s (%s), masks %+v; want needs approval and /data/[x]/secret hidden", it.Verdict, it.Reason, d.Masks)
+	}
+	if it, _ := decide("filesystem:read:/data/[ab]/f"); it.Verdict != Deny {
+		t.Errorf("grant under /data/[ab]: %s, want denied", it.Verdict)
+	}
+	if it, d := decide("filesystem:read:/data/a"); it.Verdict == Deny || len(d.Masks) != 0 {
+		t.Errorf("grant of /data/a: %s (%s), masks %+v; want it not denied by /data/[ab]", it.Verdict, it.Rule, d.Masks)
+	}
+	for path, trusted := range map[string]bool{"/defs/[team]/t.yaml": true, "/defs/t/t.yaml": false} {
+		r := baseRequest()
+		r.DefinitionPath = path
+		if got := p.source(r).match.Trusted; got != trusted {
+			t.Errorf("source of %s: trusted %v, want %v", path, got, trusted)
+		}
+	}
+}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -68,7 +68,7 @@ func validTier(s string) bool {
 // Approval words other than permission strings and tier:TIER.
 const (
 	ApproveAll           = "all"
-	ApproveElevated      = "elevated"
+	ApproveElevated      = string(tool.PrivilegeElevated)
 	ApproveIsolationNone = "isolation-none"
 	ApproveEnvInherit    = "env-inherit"
 )
@@ -161,15 +161,11 @@ func hostCovers(pattern, grant string) bool {
 }
 
 func checkPathPattern(s string) error {
-	if err := checkPathShape(s); err != nil {
-		return err
-	}
-	_, err := compileGlob(s, "/home")
-	return err
+	return checkPathShape(s)
 }
 
-// checkPathShape is checkPathPattern without compiling the glob (which
-// cannot fail for a pattern of this shape; Load compiles it anyway).
+// checkPathShape checks what a path pattern must look like; the glob
+// itself always compiles (internal/pathglob).
 func checkPathShape(s string) error {
 	switch {
 	case s == "":
@@ -193,7 +189,7 @@ type pathRule struct {
 	// re matches the path itself or anything under it. It is compiled on
 	// first use: most paths are ruled out by prefix, and compiling every
 	// rule of the policy cost each run a third of a millisecond.
-	re       func() *regexp.Regexp
+	re       func() *pathglob.Pattern
 	prefix   string // the longest literal directory before any glob; "" for **/ patterns
 	literal  bool   // no glob characters: prefix is the whole path
 	anywhere bool   // starts with **/
@@ -224,21 +220,11 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 			if isHome && !filepath.IsAbs(home) {
 				continue // no home directory: a ~ rule matches nothing
 			}
-			fallback := matchNothing
-			if denyList {
-				fallback = matchAll
-			}
-			re := sync.OnceValue(func() *regexp.Regexp {
-				re, err := compileGlob(s, home)
-				if err != nil {
-					return fallback() // Load rejected it already; a Policy built in code may not have
-				}
-				return re
-			})
+			re := sync.OnceValue(func() *pathglob.Pattern { return compileGlob(s, home) })
 			r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
 			r.exp = expandHome(s, home)
 			if !r.anywhere {
-				if j := strings.IndexAny(r.exp, "*?["); j >= 0 {
+				if j := strings.IndexAny(r.exp, pathglob.Meta); j >= 0 {
 					r.prefix = filepath.Dir(r.exp[:j+1])
 				} else {
 					r.prefix, r.literal = filepath.Clean(r.exp), true
@@ -253,10 +239,7 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	return out
 }
 
-var (
-	matchAll     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^`) })
-	matchNothing = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\z.`) })
-)
+var matchAll = sync.OnceValue(func() *pathglob.Pattern { return pathglob.Compile("**", false) })
 
 // matches reports whether p is the rule's path or under it.
 func (r pathRule) matches(p string) bool {
@@ -266,7 +249,7 @@ func (r pathRule) matches(p string) bool {
 	if !r.anywhere && r.prefix != "" && filepath.IsAbs(p) && !under(p, r.prefix) {
 		return false // every match starts with the literal prefix
 	}
-	return r.re().MatchString(p)
+	return r.re().Match(p)
 }
 
 // inside reports whether the rule can match something strictly under p
@@ -296,43 +279,13 @@ func expandHome(s, home string) string {
 	return s
 }
 
-// compileGlob turns a path glob into a regexp matching the path or
-// anything under it.
-func compileGlob(s, home string) (*regexp.Regexp, error) {
-	s = expandHome(s, home)
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(s); i++ {
-		switch {
-		case strings.HasPrefix(s[i:], "**/"):
-			b.WriteString("(?:.*/)?")
-			i += 2
-		case strings.HasPrefix(s[i:], "**"):
-			b.WriteString(".*")
-			i++
-		case s[i] == '*':
-			b.WriteString("[^/]*")
-		case s[i] == '?':
-			b.WriteString("[^/]")
-		default:
-			b.WriteString(regexp.QuoteMeta(s[i : i+1]))
-		}
-	}
-	if !strings.HasSuffix(s, "/") {
-		b.WriteString("(?:/.*)?")
-	} else {
-		b.WriteString(".*")
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return nil, fmt.Errorf("pattern %q: %v", s, err)
-	}
-	return re, nil
+// compileGlob compiles a path glob (internal/pathglob's grammar, with ~
+// expanded) into a pattern matching the path or anything under it.
+func compileGlob(s, home string) *pathglob.Pattern {
+	return pathglob.Compile(expandHome(s, home), true)
 }
 
 // globMatch matches a SourceRule path glob against a definition path.
 func globMatch(g Glob, p, home string) bool {
-	re, err := compileGlob(string(g), home)
-	return err == nil && p != "" && re.MatchString(p)
+	return p != "" && compileGlob(string(g), home).Match(p)
 }

@@ -14,11 +14,8 @@ func FuzzRuleMatchesAgreesWithGlob(f *testing.F) {
 			return
 		}
 		for _, r := range compileRules("paths.deny", []PathPattern{PathPattern(pat)}, []string{"/home/a"}) {
-			re, err := compileGlob(pat, "/home/a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := r.matches(p), p != "" && re.MatchString(p); got != want {
+			re := compileGlob(pat, "/home/a")
+			if got, want := r.matches(p), p != "" && re.Match(p); got != want {
 				t.Fatalf("pattern %q path %q: matches %v, glob %v", pat, p, got, want)
 			}
 		}

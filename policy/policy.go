@@ -54,8 +54,9 @@ type SourceRule struct {
 	// Scope matches the definition's scope; "" or "any" matches every scope.
 	Scope SourceScope `yaml:"scope"`
 	// Path is a glob matched against the definition file's absolute path
-	// (`*` within one path element, `**` across elements, `~` is the home
-	// directory); "" matches any path. With Scope set, both must match.
+	// (internal/pathglob: `*` within one path element, `**` across
+	// elements, `[` literal; `~` is the home directory); "" matches any
+	// path. With Scope set, both must match.
 	Path Glob `yaml:"path"`
 	// Trusted sources may reach named hosts without approval. Untrusted
 	// ones need an approval (or a network.allow entry) for every
@@ -116,8 +117,9 @@ type CountLimit struct {
 }
 
 // PathRules are the filesystem rules. Patterns are absolute paths, `~/…`
-// paths, or `**/…` patterns that match anywhere; `*` and `**` globs are
-// allowed. A pattern matches a path equal to it or under it. Every rule is
+// paths, or `**/…` patterns that match anywhere; `*`, `?` and `**` globs
+// are allowed (internal/pathglob's grammar, where `[` is literal, shared
+// with the masks the plan applies). A pattern matches a path equal to it or under it. Every rule is
 // checked against both the declared and the resolved (symlink-free) path
 // of a grant. Deny wins over everything; approvals never override a deny.
 type PathRules struct {
@@ -162,12 +164,14 @@ type ApprovalRules struct {
 	Standing []Approval `yaml:"standing"`
 }
 
-// Size is a byte count; in YAML a number of bytes or a string with a unit
-// (KB, MB, GB are powers of 1000; KiB, MiB, GiB are powers of 1024).
+// Size is a byte count; in YAML a number of bytes or a string with a unit,
+// read by units.ParseSize exactly as a tool definition's sizes are (every
+// unit binary: 512MB = 512MiB).
 type Size int64
 
-// Duration is a time span; in YAML a Go duration ("90s", "5m", "1h30m") or
-// a number of days ("30d").
+// Duration is a time span; in YAML milliseconds or number+unit pairs
+// ("90s", "5m", "1h30m", "30d", "2w"), read by units.ParseDuration exactly
+// as a tool definition's durations are.
 type Duration time.Duration
 
 // Glob is a path glob (see SourceRule.Path).

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 )
 
 // Errno values used by the profiles (Linux, all architectures we build).
@@ -65,7 +67,7 @@ var reducedDenied = []string{
 //
 // The uid/gid-changing syscalls are not filtered: without capabilities
 // every change except a no-op already fails with EPERM.
-func SeccompProfile(priv string) *specs.LinuxSeccomp {
+func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 	p := &specs.LinuxSeccomp{
 		DefaultAction: specs.ActAllow,
 		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchAARCH64},
@@ -82,7 +84,7 @@ func SeccompProfile(priv string) *specs.LinuxSeccomp {
 	}
 
 	denied := append([]string(nil), deniedSyscalls...)
-	if priv != PrivSameAsUser && priv != PrivElevated {
+	if priv != privilege.SameAsUser && priv != privilege.Elevated {
 		denied = append(denied, reducedDenied...)
 	}
 	p.Syscalls = append(p.Syscalls, eperm(denied...))

@@ -502,3 +502,11 @@ func TestToolFlagErrors(t *testing.T) {
 		t.Errorf("get x --help: exit %d\n%s", code, out)
 	}
 }
+
+func TestDiscoverGrantGrammar(t *testing.T) {
+	isolate(t)
+	_, stderr, code := runApp(t, "discover", "--grant", "filesystem:exec:.", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, `--grant "filesystem:exec:."`) {
+		t.Errorf("discover --grant filesystem:exec:.: exit %d, stderr %q; want 2 and the grammar", code, stderr)
+	}
+}

@@ -11,6 +11,12 @@ import (
 // one child per run.
 const Parent = "sandboxed"
 
+// UserPrefix starts the name of a directory under Parent that is not a
+// run's cgroup but a subtree delegated to one unprivileged user
+// (user-UID, made by `sandboxed setup` on cgroup v1). Run ids never start
+// with it, so List and GC leave those subtrees alone.
+const UserPrefix = "user-"
+
 // Resources are the limits of one run's cgroup. Zero Memory or Pids means
 // no limit of that kind; CPUs 0 means no cpu limit.
 type Resources struct {

@@ -137,7 +137,8 @@ func (h *Host) Load(runID string) (Group, error) {
 	return loadV1(h, p)
 }
 
-// List returns the run ids that have a cgroup.
+// List returns the run ids that have a cgroup. Subtrees delegated to
+// users (UserPrefix) are not runs and are not listed.
 func (h *Host) List() ([]string, error) {
 	var roots []string
 	if h.Version == 2 {
@@ -158,7 +159,7 @@ func (h *Host) List() ([]string, error) {
 			return nil, fmt.Errorf("list run cgroups: %w", err)
 		}
 		for _, e := range ents {
-			if e.IsDir() && !seen[e.Name()] {
+			if e.IsDir() && !seen[e.Name()] && !strings.HasPrefix(e.Name(), UserPrefix) {
 				seen[e.Name()] = true
 				ids = append(ids, e.Name())
 			}

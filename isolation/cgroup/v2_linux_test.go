@@ -74,6 +74,8 @@ func TestV2NewWritesLimits(t *testing.T) {
 			}
 		}
 	}
+	// A subtree delegated to a user is not a run: gc must not reap it.
+	os.MkdirAll(filepath.Join(h.V2, Parent, UserPrefix+"1000"), 0o755)
 	ids, err := h.List()
 	if err != nil || len(ids) != 1 || ids[0] != "run-1" {
 		t.Fatalf("List = %v, %v", ids, err)

@@ -20,6 +20,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
@@ -52,13 +53,6 @@ func (b *Backend) features(ctx context.Context) *Features {
 	return &b.feats
 }
 
-// Privilege names (tool.Definition's execution-privilege values).
-const (
-	privSameAsUser = "same-as-user"
-	privReduced    = "reduced"
-	privElevated   = "elevated"
-)
-
 // Check refuses a plan this host cannot enforce in full.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	_, err := b.check(ctx, p)
@@ -86,7 +80,7 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 			return nil, &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
 		}
 	}
-	if p.Privilege == privElevated && !f.Namespaces["user"] {
+	if p.Privilege == privilege.Elevated && !f.Namespaces["user"] {
 		return nil, &isolation.UnsupportedError{What: "user namespaces (elevated privilege)", Fix: "sysctl -w user.max_user_namespaces=15000, or run without elevated"}
 	}
 	if f.cgroups == nil {
@@ -210,7 +204,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	undo = append(undo, func() { cl.Close() })
 
 	cached := false
-	elevated := confined && p.Privilege == privElevated
+	elevated := confined && p.Privilege == privilege.Elevated
 	if exe == "" && elevated {
 		// The elevated init execs as the namespace's root, an unprivileged
 		// id outside: it cannot reach the cache in a private home, nor the

@@ -164,7 +164,6 @@ func (f Features) Checks() []Check {
 	}
 	add("seccomp", f.Seccomp, "", "use a kernel built with CONFIG_SECCOMP_FILTER")
 	add("no_new_privs", f.NoNewPrivs, "", "use Linux 3.5 or later")
-	add("landlock", f.LandlockABI >= sbinit.LandlockFullABI, landlockDetail(f.LandlockABI), landlockFix+" (a second wall behind the mounts; runs that require it are refused without it)")
 	return out
 }
 

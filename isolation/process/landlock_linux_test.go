@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -106,7 +107,7 @@ func TestLandlockSecondWall(t *testing.T) {
 			os.Chmod(dir, 0o777)
 			out := t.TempDir()
 			os.Chmod(out, 0o777)
-			p := testPlan(t, sandbox.PrivSameAsUser, sandbox.WithReadBind(dir, "/work"), sandbox.WithWriteBind(out, "/out"),
+			p := testPlan(t, privilege.SameAsUser, sandbox.WithReadBind(dir, "/work"), sandbox.WithWriteBind(out, "/out"),
 				sandbox.WithReadBind(filepath.Dir(exe), "/probe"))
 			p.Egress = &isolation.Egress{ProxySocket: proxySocket(t), ProxyPort: 3128}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -156,6 +157,8 @@ func TestLandlockSecondWall(t *testing.T) {
 				"dev":         "echo x > /dev/null && head -c1 /dev/urandom | wc -c | grep -q 1 && echo x > /dev/shm/x",
 				"proc":        "cat /proc/self/status >/dev/null && echo 500 > /proc/self/oom_score_adj",
 				"read root":   "cat /etc/passwd >/dev/null && ls / >/dev/null",
+				// stdin is the host's /dev/null, stdout and stderr pipes.
+				"stdio reopened": "cat /dev/stdin && echo x > /dev/stdout && echo x > /dev/stderr",
 			} {
 				if out, errs, exit := run(t, sb, script); exit.Code != 0 {
 					t.Errorf("%s: exit %+v stdout %q stderr %q", name, exit, out, errs)
@@ -196,7 +199,7 @@ func TestLandlockSecondWall(t *testing.T) {
 // than the kernel has refuses to start, with the fix, and leaves nothing.
 func TestLandlockRequiredBelowKernel(t *testing.T) {
 	needRoot(t)
-	p := testPlan(t, sandbox.PrivSameAsUser)
+	p := testPlan(t, privilege.SameAsUser)
 	_, err := process.StartEdited(context.Background(), p, func(cfg *sbinit.Config) { cfg.Landlock.MinABI = 99 })
 	if err == nil || !strings.Contains(err.Error(), "requires 99") || !strings.Contains(err.Error(), "CONFIG_SECURITY_LANDLOCK") {
 		t.Fatalf("err = %v", err)
@@ -204,7 +207,7 @@ func TestLandlockRequiredBelowKernel(t *testing.T) {
 	assertNothingLeft(t, p.RunID)
 
 	// This kernel has every wall: a plan that requires them runs.
-	p = testPlan(t, sandbox.PrivReduced)
+	p = testPlan(t, privilege.Reduced)
 	p.RequireLandlock = true
 	sb := start(t, p)
 	if got := sb.(interface{ Landlock() int }).Landlock(); got < sbinit.LandlockFullABI {

@@ -50,6 +50,8 @@ type initState struct {
 	forked chan struct{}  // wakes the reaper when it had no child
 	setsid bool
 	cwd    string // default working directory (the spec's)
+	// landlock: the init and its commands are under a Landlock ruleset.
+	landlock bool
 }
 
 type spawnRequest struct {
@@ -106,6 +108,7 @@ func runInit(args []string) int {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
 	}
+	st.landlock = landlockABI > 0
 	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}); err != nil {
 		return 1
 	}
@@ -336,6 +339,9 @@ func (st *initState) reaper() {
 // start forks and execs one command. It runs on the locked main thread,
 // whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
+	if st.landlock {
+		ownDevNull(r.fds)
+	}
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
 		_, _ = unix.Write(r.fds[2], []byte("sandboxed: "+msg+"\n"))
@@ -383,6 +389,30 @@ func (st *initState) start(r spawnRequest) {
 	default:
 	}
 	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: pid})
+}
+
+// ownDevNull replaces each of a command's stdio descriptors that is the
+// host's /dev/null with the sandbox's own. Under Landlock a command may
+// reopen its stdio through /dev/stdin (/proc/self/fd/0): a pipe it may,
+// but not a device node outside the sandbox's tree. Where the sandbox's
+// /dev/null cannot be opened the host's stays.
+func ownDevNull(fds []int) {
+	for i, fd := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+			continue
+		}
+		flags := unix.O_WRONLY
+		if i == 0 {
+			flags = unix.O_RDONLY
+		}
+		own, err := unix.Open("/dev/null", flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		unix.Close(fd)
+		fds[i] = own
+	}
 }
 
 // lookPath finds name like a shell would, with the command's own PATH.

@@ -242,8 +242,8 @@ func (r *Relay) relay(c net.Conn, localPort int) {
 	defer r.untrack(u)
 	if localPort != 0 {
 		_ = u.SetDeadline(time.Now().Add(relayDialTimeout))
-		hdr := []byte{PreambleMagic, PreambleKind, PreambleVersion, byte(localPort >> 8), byte(localPort)}
-		if _, err := u.Write(hdr); err != nil {
+		hdr := Preamble(localPort)
+		if _, err := u.Write(hdr[:]); err != nil {
 			return
 		}
 		var ans [1]byte

@@ -1,4 +1,4 @@
-package tool
+package units
 
 import (
 	"testing"
@@ -89,28 +89,59 @@ func TestFormatDurationRoundTrip(t *testing.T) {
 	}
 }
 
-// YAML integers are milliseconds for every duration key.
-func TestYAMLDurationsAreMilliseconds(t *testing.T) {
-	def := parseOK(t, `description: d
-steps:
-  - name: a
-    bash: echo
-    timeout: 1500
-    error-handling:
-      retry:
-        attempts: 2
-        delay: 250
-timeout: 10000
-resources:
-  timeout: "2m"
-interactive-options:
-  timeout: 30000
-  default-response: y
-`)
-	if def.Timeout != 10*time.Second || def.Resources.Timeout != 2*time.Minute ||
-		def.InteractiveOptions.Timeout != 30*time.Second || def.Steps[0].Timeout != 1500*time.Millisecond ||
-		def.Steps[0].ErrorHandling.Retry.Delay != 250*time.Millisecond {
-		t.Errorf("durations: %v %v %v %v %v", def.Timeout, def.Resources.Timeout, def.InteractiveOptions.Timeout,
-			def.Steps[0].Timeout, def.Steps[0].ErrorHandling.Retry.Delay)
+// Every spelling of a unit, in any case, is the same binary multiple.
+func TestSizeSpellingsAgree(t *testing.T) {
+	for i, group := range [][]string{
+		{"1K", "1KB", "1KiB", "1k", "1kb", "1kib", "1 KB", "1024", "1024B"},
+		{"1M", "1MB", "1MiB", "1m", "1mb", "1mib", "1 MiB", "1024K", "1048576"},
+		{"1G", "1GB", "1GiB", "1g", "1gb", "1gib", "1024MB"},
+		{"1T", "1TB", "1TiB", "1024G"},
+		{"1P", "1PB", "1PiB", "1024TiB"},
+	} {
+		want := int64(1) << (10 * (i + 1))
+		for _, s := range group {
+			got, err := ParseSize(s)
+			if err != nil || got != want {
+				t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+			}
+		}
 	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"512MB", "1.5GiB", "0", "4096", "64k", " 2 TB ", "-1", "1e3", "0.1B", "9223372036854775807", "8191.9PiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d, negative", s, n)
+		}
+		back, err := ParseSize(FormatSize(n))
+		if err != nil || back != n {
+			t.Fatalf("ParseSize(%q) = %d; FormatSize gives %q, which parses to %d, %v", s, n, FormatSize(n), back, err)
+		}
+	})
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"1000", "30s", "1h30m", "1.5h", "2w", "30d", "0", "-5", "250ms", "1us", "9223372036854ms", "1.2.3s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
+		}
+		back, err := ParseDuration(FormatDuration(d))
+		if err != nil || back != d {
+			t.Fatalf("ParseDuration(%q) = %v; FormatDuration gives %q, which parses to %v, %v", s, d, FormatDuration(d), back, err)
+		}
+	})
 }
