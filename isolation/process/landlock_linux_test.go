@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -97,7 +98,7 @@ func proxySocket(t *testing.T) string {
 func TestLandlockSecondWall(t *testing.T) {
 	needRoot(t)
 	if abi := sbinit.LandlockABI(); abi < sbinit.LandlockFullABI {
-		t.Fatalf("this kernel enforces Landlock ABI %d; the test needs %d", abi, sbinit.LandlockFullABI)
+		testenv.Need(t, fmt.Sprintf("Landlock ABI %d", sbinit.LandlockFullABI), fmt.Errorf("this kernel enforces ABI %d", abi))
 	}
 	exe, _ := os.Executable()
 	exe, _ = filepath.EvalSymlinks(exe)
