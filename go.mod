@@ -23,8 +23,6 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
-require kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
-
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -71,4 +69,5 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
 )
