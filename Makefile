@@ -32,7 +32,7 @@ e2e: build
 	SANDBOXED_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
 
 bench: build
-	$(GO) run ./internal/bench -bin $(BIN)
+	$(GO) run ./internal/bench -bin $(BIN) $(if $(BENCH_USER),-user $(BENCH_USER))
 
 lint:
 	$(GO) vet ./...

@@ -1,4 +1,4 @@
-# Sourced by .ci/run and `make e2e-prepare`: makes this machine able to run
+# Sourced by .ci/run (or run on its own: `sudo bash .ci/prepare.sh`): makes this machine able to run
 # the whole suite. Idempotent; everything it installs comes from Debian's
 # packages, and the Docker engine is started if none answers.
 set -euo pipefail

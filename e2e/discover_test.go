@@ -1,15 +1,21 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // discovery is one entry of `sandboxed discover --json`.
@@ -352,6 +358,44 @@ func TestDiscoverNamesRoundTrip(t *testing.T) {
 			}
 		})
 	}
+	// sandboxed mcp lists the tool as _ls with -A and max-depth, and a call
+	// under those names reaches the script unchanged.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(env.bin, "mcp")
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sandboxed-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to sandboxed mcp: %v\nstderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	if len(list.Tools) != 1 || list.Tools[0].Name != "_ls" {
+		t.Fatalf("mcp lists %d tools (%+v), want _ls alone", len(list.Tools), list.Tools)
+	}
+	props, _ := json.Marshal(list.Tools[0].InputSchema)
+	if !strings.Contains(string(props), `"-A":`) || !strings.Contains(string(props), `"max-depth":`) {
+		t.Errorf("mcp input schema of _ls: %s", props)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "_ls", Arguments: map[string]any{"-A": true, "max-depth": 0, "path": "data"}})
+	if err != nil {
+		t.Fatalf("call _ls: %v", err)
+	}
+	var got answer
+	if res.IsError || len(res.Content) == 0 || json.Unmarshal([]byte(textOf(res.Content[0])), &got) != nil {
+		t.Fatalf("mcp call _ls: isError %v, content %q\nstderr: %s", res.IsError, texts(res.Content), stderr.String())
+	}
+	if want := map[string]any{"-A": true, "max-depth": 0.0, "path": "data"}; !reflect.DeepEqual(got.Received, want) || strings.Join(got.Entries, ",") != ".hidden,a.txt,sub" {
+		t.Errorf("mcp call _ls: the script received %v and listed %q", got.Received, got.Entries)
+	}
+	cs.Close()
+
 	// One parameter under both its names is refused before anything runs.
 	r, rc := runJSON(t, cwd, `--params-json={"-A": true, "max-depth": 0}`, "ls", "A=false")
 	msg := rc.stderr

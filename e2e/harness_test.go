@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,19 @@ var env struct {
 	workRoot   string // parent of every test's working directory
 	cacheHome  string // XDG_CACHE_HOME of every run: where the init binary is kept
 	docker     bool   // a Docker engine answers
+
+	// runner, when SANDBOXED_E2E_USER names an unprivileged user, runs
+	// every sandboxed the tests start (rootless mode); the suite itself
+	// stays root for its leak checks. nil: sandboxed runs as root.
+	runner *runnerUser
+}
+
+// runnerUser is the unprivileged user of the rootless mode.
+type runnerUser struct {
+	name     string
+	uid, gid uint32
+	groups   []uint32
+	home     string // owned by the user, inside the suite's directory
 }
 
 // TestMain runs the suite only when it was asked for (SANDBOXED_E2E=1).
@@ -82,6 +96,13 @@ func setup() (int, error) {
 	if err := os.Mkdir(env.cacheHome, 0o700); err != nil {
 		return 1, err
 	}
+	if name := os.Getenv("SANDBOXED_E2E_USER"); name != "" {
+		r, err := newRunner(name, root)
+		if err != nil {
+			return 1, fmt.Errorf("rootless mode (SANDBOXED_E2E_USER=%s): %w", name, err)
+		}
+		env.runner = r
+	}
 	// Built as users build it: the small init first, embedded in the CLI.
 	build := exec.Command("make", "-s", "build", "BIN="+env.bin)
 	build.Dir = ".."
@@ -104,6 +125,11 @@ func setup() (int, error) {
 	if err := setupNet(root); err != nil {
 		teardownNet()
 		return 1, fmt.Errorf("set up the test network: %w", err)
+	}
+	if env.runner != nil {
+		if err := env.runner.delegate(); err != nil {
+			return 1, err
+		}
 	}
 	return 0, nil
 }
@@ -155,12 +181,11 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, env.bin, args...)
+	cmd := command(args...)
 	cmd.Dir = dir
-	cmd.Env = runEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err := runCtx(ctx, cmd)
 	if ctx.Err() != nil {
 		t.Fatalf("sandboxed %s: hung for 3 minutes", strings.Join(args, " "))
 	}
@@ -175,12 +200,52 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 
 // runEnv is the environment of every sandboxed the tests start.
 func runEnv() []string {
-	return append(os.Environ(),
+	e := append(os.Environ(),
 		"SANDBOXED_STATE_DIR="+env.stateDir,
 		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
 		"SANDBOXED_TEST_HOSTS_FILE="+testNet.hostsFile,
 		"XDG_CACHE_HOME="+env.cacheHome,
 	)
+	if r := env.runner; r != nil {
+		e = append(e, "HOME="+r.home, "USER="+r.name, "LOGNAME="+r.name)
+		if cgroupV2() {
+			rt := fmt.Sprintf("/run/user/%d", r.uid)
+			e = append(e, "XDG_RUNTIME_DIR="+rt, "DBUS_SESSION_BUS_ADDRESS=unix:path="+rt+"/bus")
+		}
+	}
+	return e
+}
+
+// command is `sandboxed ARGS...` with the suite's environment, run as the
+// rootless mode's user when there is one (on cgroup v2 inside a scope of
+// that user's systemd manager, as a login session would be).
+func command(args ...string) *exec.Cmd {
+	cmd := exec.Command(env.bin, args...)
+	if r := env.runner; r != nil {
+		if cgroupV2() {
+			cmd = exec.Command("systemd-run", append([]string{"--user", "--scope", "--quiet", "--collect", "--", env.bin}, args...)...)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.uid, Gid: r.gid, Groups: r.groups}}
+	}
+	cmd.Env = runEnv()
+	return cmd
+}
+
+// runCtx runs cmd, killed when ctx ends.
+func runCtx(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			cmd.Process.Kill()
+		case <-done:
+		}
+	}()
+	return cmd.Wait()
 }
 
 // runJSON runs `sandboxed run --json ARGS...` and decodes the result.
@@ -212,6 +277,12 @@ func workdir(t *testing.T, files map[string]string) string {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := env.runner; r != nil {
+		// The working directory is the user's, as it would be.
+		if err := chownTree(dir, int(r.uid), int(r.gid)); err != nil {
 			t.Fatal(err)
 		}
 	}

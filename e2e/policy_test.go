@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,7 +48,7 @@ func TestAuditOneLinePerRun(t *testing.T) {
 			code   int
 		}{{ok, "ok", 0}, {fail, "failed", 3}, {slow, "timeout", 124}, {denied, "denied", 126}}
 		for _, r := range runs {
-			cmd := exec.Command(env.bin, "run", r.tool, "API_TOKEN="+secret)
+			cmd := command("run", r.tool, "API_TOKEN="+secret)
 			cmd.Dir = dir
 			cmd.Env = append(runEnv(), "SANDBOXED_STATE_DIR="+state)
 			out, _ := cmd.CombinedOutput()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -324,7 +323,7 @@ security:
   required-permissions: ["filesystem:write:./out"]
 tags: [write]
 `)
-		cmd := exec.Command(env.bin, "run", "--json", tool)
+		cmd := command("run", "--json", tool)
 		cmd.Dir = dir
 		cmd.Env = runEnv()
 		var out bytes.Buffer

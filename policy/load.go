@@ -338,15 +338,11 @@ func (p *Policy) validate() error {
 // (units.ParseSize): bytes, or a number with a binary unit, so a cap and
 // a request written alike are the same number of bytes.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &LoadError{Line: n.Line, Msg: "want a size; write " + units.SizeGrammar}
+	v, err := unitScalar(n, "a size", units.SizeGrammar, units.ParseSize)
+	if err == nil {
+		*s = Size(v)
 	}
-	v, err := units.ParseSize(n.Value)
-	if err != nil {
-		return &LoadError{Line: n.Line, Msg: fmt.Sprintf("%v; write %s", err, units.SizeGrammar)}
-	}
-	*s = Size(v)
-	return nil
+	return err
 }
 
 // String formats a size as units.FormatSize does.
@@ -356,15 +352,25 @@ func (s Size) String() string { return units.FormatSize(int64(s)) }
 // (units.ParseDuration): milliseconds, or number+unit pairs such as 90s,
 // 1h30m, 30d or 2w.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := unitScalar(n, "a duration", units.DurationGrammar, units.ParseDuration)
+	if err == nil {
+		*d = Duration(v)
+	}
+	return err
+}
+
+// unitScalar parses a scalar node with parse; the error is located and
+// says how to write the value (grammar).
+func unitScalar[V any](n *yaml.Node, want, grammar string, parse func(string) (V, error)) (V, error) {
+	var zero V
 	if n.Kind != yaml.ScalarNode {
-		return &LoadError{Line: n.Line, Msg: "want a duration; write " + units.DurationGrammar}
+		return zero, &LoadError{Line: n.Line, Msg: "want " + want + "; write " + grammar}
 	}
-	v, err := units.ParseDuration(n.Value)
+	v, err := parse(n.Value)
 	if err != nil {
-		return &LoadError{Line: n.Line, Msg: fmt.Sprintf("%v; write %s", err, units.DurationGrammar)}
+		return zero, &LoadError{Line: n.Line, Msg: fmt.Sprintf("%v; write %s", err, grammar)}
 	}
-	*d = Duration(v)
-	return nil
+	return v, nil
 }
 
 // String formats the duration as Go does, or in days when whole days.

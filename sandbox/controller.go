@@ -326,8 +326,8 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 			h.tearDown()
 		}
 	}()
-	if p.HostDir == "" {
-		return h, &runFailure{CodeInitFailed, "the plan has no host directory", ""}
+	if !filepath.IsAbs(p.HostDir) {
+		return h, &runFailure{CodeInitFailed, fmt.Sprintf("the plan's host directory %q is not an absolute path", p.HostDir), "set SANDBOXED_RUNTIME_DIR to an absolute path"}
 	}
 	if job.create != nil {
 		if err := CreateWriteDirs(job.create.grants, job.create.uid, job.create.gid); err != nil {

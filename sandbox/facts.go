@@ -72,6 +72,9 @@ func GatherFacts(cwd, runtimeDir string, ownDirs []string) (*HostFacts, error) {
 	if runtimeDir == "" {
 		runtimeDir = RuntimeDir()
 	}
+	if !filepath.IsAbs(runtimeDir) {
+		runtimeDir = filepath.Join(cwd, runtimeDir)
+	}
 	if ownDirs == nil {
 		ownDirs = OwnDirs(StateDir(), runtimeDir)
 	}

@@ -37,6 +37,11 @@ func StateDir() string {
 // $XDG_RUNTIME_DIR/sandboxed, else /tmp/sandboxed-UID.
 func RuntimeDir() string {
 	if d := os.Getenv("SANDBOXED_RUNTIME_DIR"); d != "" {
+		// A relative one is relative to the working directory; the plan
+		// names the run's host directory by its absolute path.
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
 		return d
 	}
 	if os.Geteuid() == 0 {

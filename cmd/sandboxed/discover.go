@@ -107,10 +107,7 @@ func discoverAction(c *cli.Context) error {
 		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tWHY")
 		for _, d := range found {
-			tools := strings.Join(d.Names, ",")
-			if tools == "" {
-				tools = "-"
-			}
+			tools := toolNames(d)
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.File, d.Result, tools, oneLine(d.Why))
 		}
 		if err := w.Flush(); err != nil {
@@ -129,6 +126,23 @@ func discoverAction(c *cli.Context) error {
 		return fmt.Errorf("discover: %d definition(s) not written (see WHY)", len(failed))
 	}
 	return nil
+}
+
+// toolNames lists the tools of d for the table: the definition's name,
+// and the script's own where it differs ("ls (_ls)").
+func toolNames(d *tool.Discovery) string {
+	var out []string
+	for _, def := range d.Tools {
+		n := def.Name
+		if e := def.ExposedName(); e != n {
+			n += " (" + e + ")"
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
 }
 
 func registered(ds []*tool.Discovery) int {

@@ -510,3 +510,19 @@ func TestDiscoverGrantGrammar(t *testing.T) {
 		t.Errorf("discover --grant filesystem:exec:.: exit %d, stderr %q; want 2 and the grammar", code, stderr)
 	}
 }
+
+func TestDiscoverToolNames(t *testing.T) {
+	ls := &tool.Definition{Name: "ls", Sandboxed: &tool.SandboxedExt{ExposedAs: &tool.ExposedAs{Name: "_ls"}}}
+	cat := &tool.Definition{Name: "cat"}
+	for _, tc := range []struct {
+		d    *tool.Discovery
+		want string
+	}{
+		{&tool.Discovery{Tools: []*tool.Definition{ls, cat}}, "ls (_ls),cat"},
+		{&tool.Discovery{}, "-"},
+	} {
+		if got := toolNames(tc.d); got != tc.want {
+			t.Errorf("toolNames = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 )
 
 // Delegation says which cgroup controllers the host delegates to a user,
@@ -51,7 +53,7 @@ func (s *System) Delegation(u User) Delegation {
 	case 1:
 		mounts, ctls := s.v1Mounts()
 		for _, mnt := range mounts {
-			dir := filepath.Join(mnt, DelegatedDir(u.UID))
+			dir := filepath.Join(mnt, cgroup.UserDir(u.UID))
 			if s.ownedBy(dir, u) && s.ownedBy(filepath.Join(dir, "cgroup.procs"), u) {
 				d.Controllers = append(d.Controllers, ctls[mnt]...)
 				d.Where = append(d.Where, dir)
@@ -66,7 +68,7 @@ func (s *System) Delegation(u User) Delegation {
 			d.Fix = "mount them (mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory, …)"
 			return d
 		}
-		where := filepath.Join("/sys/fs/cgroup/CONTROLLER", DelegatedDir(u.UID))
+		where := filepath.Join("/sys/fs/cgroup/CONTROLLER", cgroup.UserDir(u.UID))
 		d.OK = len(d.Missing) == 0
 		if d.OK {
 			d.Detail = fmt.Sprintf("cgroup v1: %s delegated to %s at %s", strings.Join(d.Controllers, " "), u.Name, where)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -131,13 +130,6 @@ func (s *System) setupSubIDs(u User, m *Manifest, kind string, rep *Report) erro
 	return nil
 }
 
-// DelegatedDir is the v1 cgroup directory, relative to a hierarchy's
-// mountpoint, that setup delegates to uid: the process tier of that user
-// makes its runs' groups under it.
-func DelegatedDir(uid int) string {
-	return filepath.Join(cgroup.Parent, cgroup.UserPrefix+strconv.Itoa(uid))
-}
-
 // delegatedFiles are the control files of a v1 cgroup that its delegate
 // must own (as LXC's pam_cgfs chowns them): to move processes in and to
 // make children that inherit settings.
@@ -212,7 +204,7 @@ func (s *System) delegateV1(u User, m *Manifest, mnt string, rep *Report) error 
 	} else if err != nil {
 		return fmt.Errorf("make cgroup %s: %w", parent, err)
 	}
-	dir := filepath.Join(mnt, DelegatedDir(u.UID))
+	dir := filepath.Join(mnt, cgroup.UserDir(u.UID))
 	made := false
 	if _, err := os.Stat(s.path(dir)); errors.Is(err, fs.ErrNotExist) {
 		m.CgroupDirs = addOnce(m.CgroupDirs, dir)

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 )
 
 // fakeHost is a System whose root is a temporary directory laid out like
@@ -143,7 +145,7 @@ func TestSetupV1RoundTrip(t *testing.T) {
 		t.Errorf("/etc/subgid = %q", got)
 	}
 	for _, mnt := range []string{"memory", "pids", "cpu,cpuacct", "freezer"} {
-		dir := filepath.Join("/sys/fs/cgroup", mnt, DelegatedDir(h.user.UID))
+		dir := filepath.Join("/sys/fs/cgroup", mnt, cgroup.UserDir(h.user.UID))
 		if !h.ownedBy(dir, h.user) {
 			t.Errorf("%s is not owned by %d", dir, h.user.UID)
 		}
@@ -186,7 +188,7 @@ func TestSetupV1RoundTrip(t *testing.T) {
 
 func TestSetupChownsExistingGroupFiles(t *testing.T) {
 	h := newFakeHost(t)
-	dir := filepath.Join(h.Root, "sys/fs/cgroup/memory", DelegatedDir(h.user.UID))
+	dir := filepath.Join(h.Root, "sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID))
 	mustMkdir(t, dir)
 	for _, f := range []string{"cgroup.procs", "tasks", "notify_on_release", "memory.limit_in_bytes"} {
 		mustWrite(t, filepath.Join(dir, f), "")
@@ -202,7 +204,7 @@ func TestSetupChownsExistingGroupFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for f, ours := range map[string]bool{"": true, "cgroup.procs": true, "tasks": true, "notify_on_release": true, "memory.limit_in_bytes": false} {
-		if got := h.ownedBy(filepath.Join("/sys/fs/cgroup/memory", DelegatedDir(h.user.UID), f), h.user); got != ours {
+		if got := h.ownedBy(filepath.Join("/sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID), f), h.user); got != ours {
 			t.Errorf("%q owned by the user: %v, want %v", f, got, ours)
 		}
 	}
@@ -459,5 +461,33 @@ func TestWriteAtomicKeepsModeAndOwner(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "g")); fi.Mode().Perm() != 0o640 {
 		t.Errorf("new file mode %v", fi.Mode())
+	}
+}
+
+func TestUndoRefusesABusySubtree(t *testing.T) {
+	h := newFakeHost(t)
+	ctx := context.Background()
+	if _, err := h.Setup(ctx, SetupOptions{User: "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	// A run of the user still has its group in the subtree.
+	run := filepath.Join(h.Root, "sys/fs/cgroup/memory", cgroup.UserDir(h.user.UID), "run-1")
+	mustMkdir(t, run)
+	_, err := h.Undo(ctx, "ada")
+	if err == nil || !strings.Contains(err.Error(), "still holds processes or groups") {
+		t.Fatalf("undo of a busy subtree: %v", err)
+	}
+	m, exists, err := h.loadManifest("ada")
+	if err != nil || !exists || len(m.CgroupDirs) != 1 || m.SubUID != nil {
+		t.Fatalf("manifest after a partial undo: %+v %v %v", m, exists, err)
+	}
+	if err := os.Remove(run); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Undo(ctx, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, _ := h.loadManifest("ada"); exists {
+		t.Errorf("manifest left after a complete undo")
 	}
 }

@@ -21,10 +21,13 @@ func SetGCMinAge(d time.Duration) (restore func()) {
 // the rules hold read-only); no plan can.
 func StartEdited(ctx context.Context, p *isolation.Plan, edit func(*sbinit.Config)) (isolation.Sandbox, error) {
 	b := New()
-	cfg, err := b.check(ctx, p)
+	cfg, m, err := b.check(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	edit(cfg)
-	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg)
+	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg, m)
 }
+
+// ReservedStart is reservedStart, for tests that check the mapping.
+var ReservedStart = reservedStart

@@ -275,7 +275,12 @@ func TestElevated(t *testing.T) {
 	if exit.Code != 0 {
 		t.Fatalf("exit %+v stderr %q", exit, errs)
 	}
-	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "NoNewPrivs:\t1", "Seccomp:\t2", "65534", "chown-ok", "mount-denied"} {
+	reserved, err := process.ReservedStart("/etc/subuid", "/etc/subgid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Root inside is the first id of sandboxed's reserved range outside.
+	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "NoNewPrivs:\t1", "Seccomp:\t2", fmt.Sprintf(" %d ", reserved), "chown-ok", "mount-denied"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

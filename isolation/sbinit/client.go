@@ -69,7 +69,9 @@ func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
 
 // SendConfig sends cfg without waiting. On a socketpair it may be sent
 // before the init is even started: the frame waits in the socket buffer.
-func (cl *Client) SendConfig(cfg *Config) error {
+// fds ride with it (the prepared mounts of Mount.Tree); they stay the
+// caller's.
+func (cl *Client) SendConfig(cfg *Config, fds ...int) error {
 	if cfg.Setup == nil && cfg.Spec != nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		s, err := NewSetup(cfg.Spec, nil)
 		if err != nil {
@@ -79,7 +81,7 @@ func (cl *Client) SendConfig(cfg *Config) error {
 		c.Setup = s
 		cfg = &c
 	}
-	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
+	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}, fds...); err != nil {
 		return fmt.Errorf("configure sandbox init: %w", err)
 	}
 	return nil

@@ -82,9 +82,6 @@ func runInit(args []string) int {
 		forked: make(chan struct{}, 1),
 	}
 	m, fds, err := st.c.recv()
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
 	if err != nil || m.Type != MsgConfig || m.Config == nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
 		return 1
@@ -103,7 +100,9 @@ func runInit(args []string) int {
 		// to the init to be reaped.
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	landlockABI, err := setup(m.Config)
+	var landlockABI int
+	landlockABI, err = setup(m.Config, fds)
+	closeFDs(fds)
 	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
@@ -150,8 +149,9 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 // setup applies cfg in the order the kernel requires: mounts need
 // privilege, so the root is built first and privileges dropped last;
 // Landlock comes once every listener is bound and before the privileges
-// to open any path go. It returns the Landlock ABI it enforced.
-func setup(cfg *Config) (int, error) {
+// to open any path go. trees are the descriptors of the config frame
+// (Mount.Tree). It returns the Landlock ABI it enforced.
+func setup(cfg *Config, trees []int) (int, error) {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		return 0, fmt.Errorf("config asks to build a root or drop privileges but has no setup")
@@ -161,7 +161,7 @@ func setup(cfg *Config) (int, error) {
 		return 0, fmt.Errorf("config asks for Landlock without building the root")
 	}
 	if cfg.BuildRoot {
-		if err := buildRoot(cfg, s); err != nil {
+		if err := buildRoot(cfg, s, trees); err != nil {
 			return 0, err
 		}
 		host := s.Hostname
@@ -189,8 +189,13 @@ func setup(cfg *Config) (int, error) {
 			return 0, err
 		}
 	}
+	if cfg.BuildAs != nil && !cfg.BuildRoot {
+		if err := become(cfg.BuildAs); err != nil {
+			return 0, err
+		}
+	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(s); err != nil {
+		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
 			return 0, err
 		}
 	}

@@ -159,6 +159,9 @@ type plannedBind struct {
 	opts   mountOpts
 	// inGrant: see rootMount.inGrant.
 	inGrant bool
+	// prepared: src.fd is a detached mount the host made (idmapped, its
+	// flags set): it is attached as it is.
+	prepared bool
 }
 
 // mountFlags maps what a mount must be (mountOpts) to its flags in both
@@ -186,6 +189,13 @@ func (o mountOpts) flags() (attr uint64, ms uintptr) {
 	return attr, ms
 }
 
+// MountAttr is the MOUNT_ATTR_* flags a bind of m gets in the root: what
+// the host sets on the binds it prepares itself (Mount.Tree).
+func MountAttr(m Mount) uint64 {
+	attr, _ := mountOpts{ro: m.ReadOnly, noexec: m.NoExec}.flags()
+	return attr
+}
+
 // readHost reads the shape of each system path for planRoot.
 func readHost(paths []string) ([]hostEntry, error) {
 	out := make([]hostEntry, 0, len(paths))
@@ -208,17 +218,19 @@ func readHost(paths []string) ([]hostEntry, error) {
 
 // buildRoot builds the sandbox root and pivots into it: the host's shape
 // is read, the root planned (planRoot), then applied.
-func buildRoot(cfg *Config, setup *Setup) error {
+// trees are the descriptors of the binds the host prepared (Mount.Tree).
+func buildRoot(cfg *Config, setup *Setup, trees []int) error {
 	host, err := readHost(systemPaths())
 	if err != nil {
 		return err
 	}
-	return applyRoot(planRoot(cfg, setup, host), setup)
+	return applyRoot(planRoot(cfg, setup, host), setup, trees, cfg.BuildAs)
 }
 
 // applyRoot mounts what p says and pivots into it. Every source is opened
-// before the new root's tmpfs may hide it (a grant below /tmp).
-func applyRoot(p *rootPlan, setup *Setup) error {
+// before the new root's tmpfs may hide it (a grant below /tmp); then the
+// init takes the identity buildAs, when set, and builds the rest.
+func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 	// Nothing done here may propagate back to the host.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
@@ -243,12 +255,26 @@ func applyRoot(p *rootPlan, setup *Setup) error {
 		if m.source == "" {
 			continue
 		}
+		if m.tree > 0 {
+			if m.tree > len(trees) {
+				return fmt.Errorf("bind %s: prepared mount %d of %d missing", m.dst, m.tree, len(trees))
+			}
+			// trees are closed by the caller.
+			grants[i] = plannedBind{src: bindSource{fd: trees[m.tree-1], path: m.source}, target: m.dst, opts: m.opts, inGrant: m.inGrant, prepared: true}
+			continue
+		}
 		src, err := openGrantSource(m.source)
 		if err != nil {
 			return err
 		}
 		open = append(open, src.fd)
 		grants[i] = plannedBind{src: src, target: m.dst, opts: m.opts, inGrant: m.inGrant}
+	}
+	// Every source is open: from here on the init needs no host identity.
+	if buildAs != nil {
+		if err := become(buildAs); err != nil {
+			return err
+		}
 	}
 
 	// The new root: a small tmpfs holding mountpoints and generated files.
@@ -363,6 +389,12 @@ func bindInto(root string, b plannedBind) error {
 		return err
 	}
 	defer unix.Close(tfd)
+	if b.prepared {
+		if err := unix.MoveMount(b.src.fd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
+		}
+		return nil
+	}
 	attr, ms := b.opts.flags()
 	// Clone the source, set its flags while it is detached, then attach
 	// it: no moment with the wrong flags, and no path is looked up again.

@@ -74,7 +74,9 @@ type rootMount struct {
 	opts   mountOpts
 	// inGrant: dst lies inside another grant, on the host's file system:
 	// its mountpoint must exist, never be created there.
-	inGrant bool
+	inGrant bool // tree is Mount.Tree: the host prepared this bind (0: the init binds
+	// source itself).
+	tree int
 }
 
 // rootPlan is the whole root, computed before anything is mounted.
@@ -156,6 +158,7 @@ func orderMounts(ms []Mount) []rootMount {
 				dst: m.Destination, source: m.Source, data: m.Data,
 				opts:    mountOpts{ro: m.ReadOnly, noexec: m.NoExec},
 				inGrant: insideGrant(m.Destination),
+				tree:    m.Tree,
 			})
 		}
 	}
