@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -362,9 +361,8 @@ func TestDiscoverNamesRoundTrip(t *testing.T) {
 	// under those names reaches the script unchanged.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.Command(env.bin, "mcp")
+	cmd := command("mcp")
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sandboxed-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

@@ -141,7 +141,10 @@ func teardown() {
 	}
 }
 
-// result is what `sandboxed run --json` prints.
+// result is what `sandboxed run --json` prints, decoded by the names the
+// README documents. It is not sandbox.Result on purpose: the suite tests
+// the binary's output as users read it, and a field renamed in the code
+// (its JSON tag with it) must fail here, not be followed silently.
 type result struct {
 	RunID           string   `json:"run_id"`
 	Tool            string   `json:"tool"`
@@ -219,16 +222,47 @@ func runEnv() []string {
 // command is `sandboxed ARGS...` with the suite's environment, run as the
 // rootless mode's user when there is one (on cgroup v2 inside a scope of
 // that user's systemd manager, as a login session would be).
+// `sandboxed setup` is root's command whatever the mode.
 func command(args ...string) *exec.Cmd {
 	cmd := exec.Command(env.bin, args...)
-	if r := env.runner; r != nil {
+	if env.runner != nil && len(args) > 0 && args[0] != "setup" {
 		if cgroupV2() {
 			cmd = exec.Command("systemd-run", append([]string{"--user", "--scope", "--quiet", "--collect", "--", env.bin}, args...)...)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.uid, Gid: r.gid, Groups: r.groups}}
+		asRunner(cmd)
 	}
 	cmd.Env = runEnv()
 	return cmd
+}
+
+// asRunner makes cmd run as the rootless mode's user, if there is one.
+func asRunner(cmd *exec.Cmd) {
+	if r := env.runner; r != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.uid, Gid: r.gid, Groups: r.groups}}
+	}
+}
+
+// runnerDir makes a private directory for sandboxed's own files (a state
+// or cache directory) that the rootless mode's user owns.
+func runnerDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(env.workRoot, "own-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	giveToRunner(t, d)
+	return d
+}
+
+// giveToRunner gives p (and what is in it) to the rootless mode's user.
+func giveToRunner(t *testing.T, p string) {
+	t.Helper()
+	if r := env.runner; r != nil {
+		if err := chownTree(p, int(r.uid), int(r.gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // runCtx runs cmd, killed when ctx ends.

@@ -67,6 +67,7 @@ func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
 	if err := os.Mkdir(cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	giveToRunner(t, cache)
 	tool := toolYAML(t, dir, "process", "noexec", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
 	if r, stderr := runCached(t, dir, tool, cache); r.Status != "ok" {
 		t.Fatalf("first run: %s %+v %s", r.Status, r.Error, stderr)
@@ -186,6 +187,7 @@ func TestFreshCacheIsOutOfReach(t *testing.T) {
 	dir := workdir(t, nil)
 	home := filepath.Join(dir, "fresh")
 	must(t, os.Mkdir(home, 0o700))
+	giveToRunner(t, home)
 	own := filepath.Join(home, "sandboxed")
 	tool := toolYAML(t, dir, "process", "freshcache", `
 echo ok > `+home+`/granted.txt && echo WROTE-GRANTED

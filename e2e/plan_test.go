@@ -105,6 +105,7 @@ func TestApprovalPromptOnATerminal(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			cmd := exec.CommandContext(ctx, "script", "-qec", "'"+env.bin+"' run '"+tool+"'", "/dev/null")
 			cmd.Dir, cmd.Env, cmd.Stdin = dir, runEnv(), strings.NewReader(tc.answer)
+			asRunner(cmd)
 			out, err := cmd.CombinedOutput()
 			cancel()
 			code := 0

@@ -34,7 +34,7 @@ func TestApprovalWithoutTerminal(t *testing.T) {
 // line each, and no secret given on the command line.
 func TestAuditOneLinePerRun(t *testing.T) {
 	forTiers(t, func(t *testing.T, tier string) {
-		state := t.TempDir()
+		state := runnerDir(t)
 		dir := workdir(t, nil)
 		params := "parameters:\n  API_TOKEN:\n    type: string\n    description: a secret\n    required: true\n"
 		ok := toolYAML(t, dir, tier, "audited-ok", `echo done {API_TOKEN} | wc -c`, nil, params)

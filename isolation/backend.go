@@ -8,15 +8,18 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 )
 
-// Tier names an isolation tier.
-type Tier string
+// Tier names an isolation tier (internal/tier owns the values; the names
+// below are the same constants).
+type Tier = tier.Tier
 
+// The isolation tiers a backend may implement.
 const (
-	TierNone      Tier = "none"
-	TierProcess   Tier = "process"
-	TierContainer Tier = "container"
+	TierNone      = tier.None
+	TierProcess   = tier.Process
+	TierContainer = tier.Container
 )
 
 // Annotation keys every backend copies onto the host resources it makes

@@ -493,13 +493,11 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 		it.PolicyFix = fmt.Sprintf("network.localhost-allow: [%d]", g.Localhost.Port)
 		return it, nil
 	case permissions.KindEnv:
-		for i, pat := range p.Environment.Deny {
-			if ok, _ := filepath.Match(pat, g.Env.Name); ok {
-				it.Verdict, it.Risk = Deny, RiskHigh
-				it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, pat)
-				it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
-				return it, nil
-			}
+		if i := EnvDenied(p.Environment.Deny, g.Env.Name); i >= 0 {
+			it.Verdict, it.Risk = Deny, RiskHigh
+			it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, p.Environment.Deny[i])
+			it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
+			return it, nil
 		}
 		if !permissions.LooksSecret(g.Env.Name) {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"
@@ -558,6 +556,7 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	// a grant holding a whole protected path needs approval.
 	var masks []PathMask
 	var holds []pathRule
+	var unmaskable *pathRule
 	addMasks := func(list []pathRule, hide bool) {
 		for _, r := range list {
 			for _, p := range paths {
@@ -565,14 +564,23 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 					masks = append(masks, PathMask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
 					break
 				}
-				if r.inside(p) {
-					protected := r.exp
-					if r.literal {
-						protected = r.prefix
+				if r.literal {
+					if r.inside(p) {
+						rel, _ := filepath.Rel(p, r.prefix)
+						masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
+						holds = append(holds, r)
+						break
 					}
-					rel, _ := filepath.Rel(p, protected)
-					target := filepath.Join(m.Target, rel)
-					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
+					continue
+				}
+				rels, ok := r.masksUnder(p)
+				if !ok && unmaskable == nil {
+					unmaskable = &r
+				}
+				for _, rel := range rels {
+					masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
+				}
+				if len(rels) > 0 {
 					holds = append(holds, r)
 					break
 				}
@@ -582,6 +590,12 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	addMasks(rules.deny, true)
 	if m.Write {
 		addMasks(rules.denyWrite, false)
+	}
+	if unmaskable != nil {
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, unmaskable.name()
+		it.Reason = fmt.Sprintf("%s may match paths inside %s that the sandbox cannot mask (a ** inside a path element)", unmaskable.raw, m.HostPath)
+		it.PolicyFix = "grant a narrower path, or write the rule with ** as a whole element (" + unmaskable.raw + ")"
+		return it, nil
 	}
 	masks = dedupMasks(masks)
 	if len(holds) > 0 {

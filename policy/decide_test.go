@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -810,6 +811,96 @@ func TestBracketInPathRulesIsLiteral(t *testing.T) {
 		r.DefinitionPath = path
 		if got := p.source(r).match.Trusted; got != trusted {
 			t.Errorf("source of %s: trusted %v, want %v", path, got, trusted)
+		}
+	}
+}
+
+// A rule written with a trailing slash names the directory: a grant of
+// the directory itself exposes everything under it, so it is denied like
+// a grant of something inside. Before, "/data/secret/" matched only what
+// was strictly under the directory, and a grant of /data/secret was
+// allowed with no mask: the contents the rule denied were readable.
+func TestTrailingSlashRuleCoversTheDirectory(t *testing.T) {
+	for _, pat := range []string{"/data/secret/", "/data/se*/"} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(pat)} })
+		for _, perm := range []string{"filesystem:read:/data/secret", "filesystem:read:/data/secret/x", "filesystem:write:/data/secret"} {
+			r := baseRequest()
+			r.Grants = grants(t, perm)
+			d := p.Decide(r)
+			if it, _ := item(d, perm); it.Verdict != Deny {
+				t.Errorf("deny %q, %s: %s (%s), masks %+v; want denied", pat, perm, it.Verdict, it.Reason, d.Masks)
+			}
+		}
+	}
+}
+
+// A glob rule whose literal prefix is above a grant still protects what
+// it matches inside the grant. Before, a rule was looked for inside a
+// grant only when its literal prefix (the directory before the first
+// glob) was the grant or under it: the default rule /home/*/.ssh masked
+// /home/*/.ssh in a grant of /home, but a grant of /home/v was allowed
+// with no mask and /home/v/.ssh was readable.
+func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
+	for _, c := range []struct {
+		rule, grant string
+		masks       []string // relative to the grant; nil: the grant is denied
+	}{
+		{"/home/*/.ssh", "/home/v", []string{".ssh"}},
+		{"/data/*/secret", "/data/a", []string{"secret"}},
+		{"/data/a*/secret", "/data/ab", []string{"secret"}},
+		{"/data/**/secret", "/data/a/b", []string{"**/secret"}},
+		{"/data/*/*/secret", "/data/a/b", []string{"secret"}},
+		{"/data/*/x/*/secret", "/data/a/x", []string{"*/secret"}},
+		{"/data/**.pem", "/data/a", nil},
+	} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(c.rule)} })
+		perm := "filesystem:read:" + c.grant
+		r := baseRequest()
+		r.Grants = grants(t, perm)
+		d := p.Decide(r)
+		it, _ := item(d, perm)
+		if c.masks == nil {
+			if it.Verdict != Deny {
+				t.Errorf("rule %s, grant %s: %s, masks %+v; want denied", c.rule, c.grant, it.Verdict, d.Masks)
+			}
+			continue
+		}
+		var got []string
+		for _, m := range d.Masks {
+			if m.Under == c.grant && m.Hide {
+				rel, _ := filepath.Rel(c.grant, m.Path)
+				got = append(got, rel)
+			}
+		}
+		slices.Sort(got)
+		if it.Verdict != NeedsApproval || !slices.Equal(got, c.masks) {
+			t.Errorf("rule %s, grant %s: %s (%s), masks %v; want needs approval and masks %v", c.rule, c.grant, it.Verdict, it.Reason, got, c.masks)
+		}
+	}
+	// A rule that cannot match under the grant leaves it alone.
+	p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{"/data/*/secret"} })
+	r := baseRequest()
+	r.Grants = grants(t, "filesystem:read:/srv/a")
+	if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
+		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
+	}
+}
+
+// environment.deny has one matcher, which the decision and the plan's
+// scrubbing of an inherited environment share (EnvDenied), and a pattern
+// it cannot read is an error at load. Before, both matched with
+// filepath.Match, which reads '[' as a class and returns an error on a
+// pattern such as "AWS_[": the deny then matched nothing, silently.
+func TestEnvDenyPatterns(t *testing.T) {
+	for _, bad := range []string{"AWS_[", "AWS_[A-Z]*", `A\B`, "A/B", ""} {
+		if _, err := Parse([]byte("environment:\n  deny: ['"+bad+"']\n"), "p.yaml"); err == nil {
+			t.Errorf("environment.deny %q loads; want an error", bad)
+		}
+	}
+	deny := []string{"LD_*", "*TOKEN*", "A?C"}
+	for name, want := range map[string]int{"LD_PRELOAD": 0, "GH_TOKEN": 1, "X/TOKEN": 1, "ABC": 2, "AC": -1, "HOME": -1} {
+		if got := EnvDenied(deny, name); got != want {
+			t.Errorf("EnvDenied(%q) = %d, want %d", name, got, want)
 		}
 	}
 }

@@ -331,6 +331,11 @@ func (p *Policy) validate() error {
 			return fmt.Errorf("network.localhost-allow: port %d is not from 1 to 65535", port)
 		}
 	}
+	for _, pat := range p.Environment.Deny {
+		if err := checkEnvPattern(pat); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -160,6 +160,39 @@ func hostCovers(pattern, grant string) bool {
 	}
 }
 
+// EnvDenied returns the index of the first environment.deny pattern that
+// names the host variable name, or -1. A pattern is a name in which '*'
+// stands for any run of characters and '?' for one (checkEnvPattern
+// allows nothing else). The policy's decision on env: grants and the
+// plan's scrubbing of an inherited environment both match with it.
+func EnvDenied(patterns []string, name string) int {
+	// The patterns hold no '/', which internal/pathglob's '*' does not
+	// cross: a name with one is matched as if it were another character.
+	name = strings.ReplaceAll(name, "/", "\x00")
+	for i, pat := range patterns {
+		if pathglob.Match(pat, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkEnvPattern checks an environment.deny pattern: letters, digits,
+// '_', '*' and '?'. Anything else would be read by some glob grammar as
+// syntax ('[' as a class), and a deny that means less than it says is a
+// hole.
+func checkEnvPattern(s string) error {
+	if s == "" {
+		return fmt.Errorf("environment.deny: empty pattern")
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '*' || c == '?') {
+			return fmt.Errorf("environment.deny: pattern %q: write a variable name, with * for any run of characters and ? for one", s)
+		}
+	}
+	return nil
+}
+
 func checkPathPattern(s string) error {
 	return checkPathShape(s)
 }
@@ -259,6 +292,55 @@ func (r pathRule) inside(p string) bool {
 		return false
 	}
 	return under(r.prefix, p) && (r.prefix != p || !r.literal)
+}
+
+// masksUnder returns what a glob rule matches strictly under dir, as
+// patterns relative to dir, for a rule that does not match dir itself.
+// It looks past the rule's literal prefix: /home/*/.ssh matches ".ssh"
+// under /home/v although its prefix, /home, is above it. ok is false
+// when the rule may match under dir but cannot be written relative to it
+// (a "**" inside an element, such as /data/**.pem, whose run may cross
+// dir's own elements): the caller must fail closed.
+func (r pathRule) masksUnder(dir string) (rels []string, ok bool) {
+	pat := strings.Split(strings.Trim(r.exp, "/"), "/")
+	var elems []string
+	if d := strings.Trim(dir, "/"); d != "" {
+		elems = strings.Split(d, "/")
+	}
+	ok = true
+	seen := map[string]bool{}
+	// Each call is a suffix of both lists: visiting each pair once keeps
+	// rules with many "**" linear in their length times dir's depth.
+	visited := map[[2]int]bool{}
+	var walk func(pat, elems []string)
+	walk = func(pat, elems []string) {
+		if k := [2]int{len(pat), len(elems)}; visited[k] {
+			return
+		} else {
+			visited[k] = true
+		}
+		switch {
+		case !ok || len(pat) == 0:
+			return // the rule matched dir or above it: not this function's case
+		case len(elems) == 0:
+			if rel := strings.Join(pat, "/"); !seen[rel] {
+				seen[rel] = true
+				rels = append(rels, rel)
+			}
+		case pat[0] == "**":
+			walk(pat[1:], elems) // the ** matches no more of dir
+			walk(pat, elems[1:]) // it matches dir's next element too
+		case strings.Contains(pat[0], "**"):
+			ok = false
+		case pathglob.Match(pat[0], elems[0]):
+			walk(pat[1:], elems[1:])
+		}
+	}
+	walk(pat, elems)
+	if !ok {
+		return nil, false
+	}
+	return rels, true
 }
 
 // under reports whether p is dir or under dir.

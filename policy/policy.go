@@ -148,7 +148,7 @@ type NetworkRules struct {
 // EnvRules are the rules for env: grants.
 type EnvRules struct {
 	// Deny: env grants of these variable names are denied (exact names,
-	// case-sensitive; `*` globs allowed).
+	// case-sensitive; `*` is any run of characters and `?` one: EnvDenied).
 	Deny []string `yaml:"deny"`
 }
 

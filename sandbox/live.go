@@ -58,6 +58,11 @@ func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]s
 	for _, b := range backends {
 		r, err := b.GC(ctx, c.Live)
 		reaped = append(reaped, r...)
+		if errors.Is(err, isolation.ErrUnsupported) {
+			// A tier this host, or this user, cannot run at all (no Docker
+			// engine it may reach) holds nothing this gc could reap.
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gc %s tier: %w", b.Tier(), err))
 		}

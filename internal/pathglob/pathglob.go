@@ -38,9 +38,18 @@ type token struct {
 }
 
 // Compile compiles pattern for exact matches and, with tree set, for
-// matches of the path or anything under it (a pattern ending in "/" then
-// matches only what is strictly under it). Every pattern compiles.
+// matches of the path or anything under it. With tree set, a pattern
+// ending in "/" names the same directory as without the slash: a rule
+// that protects what is under a directory must also match the directory,
+// because a grant of the directory exposes everything under it. Every
+// pattern compiles.
 func Compile(pattern string, tree bool) *Pattern {
+	raw := pattern
+	if tree {
+		if t := strings.TrimRight(pattern, "/"); t != "" {
+			pattern = t
+		}
+	}
 	var toks []token
 	lit := func(s string) {
 		if n := len(toks); n > 0 && toks[n-1].kind == tokLit {
@@ -79,12 +88,12 @@ func Compile(pattern string, tree bool) *Pattern {
 	}
 	if tree && (len(toks) == 0 || toks[len(toks)-1].kind != tokUnder) {
 		if strings.HasSuffix(s, "/") {
-			toks = append(toks, token{kind: tokAny})
+			toks = append(toks, token{kind: tokAny}) // only "/": every absolute path
 		} else {
 			toks = append(toks, token{kind: tokUnder})
 		}
 	}
-	return &Pattern{raw: pattern, toks: toks}
+	return &Pattern{raw: raw, toks: toks}
 }
 
 // String returns the pattern as written.

@@ -44,7 +44,9 @@ func TestCompileTree(t *testing.T) {
 		yes, no []string
 	}{
 		{"/etc", []string{"/etc", "/etc/shadow"}, []string{"/etcx", "/"}},
-		{"/etc/", []string{"/etc/", "/etc/shadow"}, []string{"/etc", "/etcx"}},
+		{"/etc/", []string{"/etc", "/etc/", "/etc/shadow"}, []string{"/et", "/etcx"}},
+		{"/", []string{"/", "/etc"}, []string{"", "etc"}},
+		{"/a/*/", []string{"/a/b", "/a/b/c"}, []string{"/a", "/ab"}},
 		{"/n/[draft]", []string{"/n/[draft]", "/n/[draft]/s"}, []string{"/n/d", "/n/d/s"}},
 		{"**/.git/hooks", []string{"/a/.git/hooks", "/a/.git/hooks/pre-commit"}, []string{"/a/.git/hooksx"}},
 		{"~/x", []string{"~/x/y"}, []string{"/home/u/x"}},
@@ -91,8 +93,10 @@ func FuzzMatch(f *testing.F) {
 			if got, want := exact.Match(name), pattern == name; got != want {
 				t.Fatalf("literal %q vs %q: match %v", pattern, name, got)
 			}
-			under := name == pattern || strings.HasPrefix(name, strings.TrimSuffix(pattern, "/")+"/")
-			if strings.HasSuffix(pattern, "/") {
+			// A trailing slash names the same directory as without it.
+			dir := strings.TrimRight(pattern, "/")
+			under := name == dir || strings.HasPrefix(name, dir+"/")
+			if dir == "" && pattern != "" {
 				under = strings.HasPrefix(name, pattern)
 			}
 			if got := tree.Match(name); got != under {

@@ -69,6 +69,11 @@ func ParseSize(s string) (int64, error) {
 	if v != math.Trunc(v) && mult == 1 {
 		return 0, fmt.Errorf("parse size %q: a byte count must be whole; write it without a fraction or with a unit (0.5K)", s)
 	}
+	if v > 0 && int64(v) == 0 {
+		// Zero is "no cap" in the policy: a value written as more than
+		// zero must not turn into it.
+		return 0, fmt.Errorf("parse size %q: less than one byte", s)
+	}
 	return int64(v), nil
 }
 
@@ -172,6 +177,11 @@ func ParseDuration(s string) (time.Duration, error) {
 				return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)
 			}
 			part = time.Duration(v)
+			if v > 0 && part == 0 {
+				// Zero is "no cap" in the policy: a value written as
+				// more than zero must not turn into it.
+				return 0, fmt.Errorf("parse duration %q: %s%s is less than a nanosecond", s, num, unit)
+			}
 		}
 		if total > math.MaxInt64-part {
 			return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)

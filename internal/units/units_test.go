@@ -1,6 +1,7 @@
 package units
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,4 +145,28 @@ func FuzzParseDuration(f *testing.F) {
 			t.Fatalf("ParseDuration(%q) = %v; FormatDuration gives %q, which parses to %v, %v", s, d, FormatDuration(d), back, err)
 		}
 	})
+}
+
+// A value written as more than zero never reads as zero: a policy cap of
+// 0 means "no cap", so a cap such as "0.0001K" (0.1 bytes) or "0.1ns"
+// that truncated to 0 turned the cap off instead of refusing the value.
+func TestNonZeroNeverReadsAsZero(t *testing.T) {
+	for _, in := range []string{"0.0001K", "0.0000000001GiB", "0.9B"} {
+		if v, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, v)
+		}
+	}
+	for _, in := range []string{"0.1ns", "0.0000001ms", "0.5ns"} {
+		if v, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", in, v)
+		}
+	}
+	for _, in := range []string{"0.0K", "0.0s", "0s", "0"} {
+		if _, err := ParseSize(strings.TrimSuffix(in, "s")); err != nil {
+			t.Errorf("ParseSize(%q): %v", in, err)
+		}
+		if _, err := ParseDuration(in); err != nil && in != "0.0K" {
+			t.Errorf("ParseDuration(%q): %v", in, err)
+		}
+	}
 }

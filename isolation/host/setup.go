@@ -278,6 +278,44 @@ func systemdQuote(p string) string {
 	return `"` + r.Replace(p) + `"`
 }
 
+// checkExecutableSafe refuses to name s.Executable in what root runs or
+// trusts (the boot unit's ExecStart=, the AppArmor profile's attachment)
+// when someone other than the user setup runs as (root) could replace
+// it: the file, with symlinks resolved, and every directory above it
+// must belong to that user and be writable by no group and no other.
+func (s *System) checkExecutableSafe(what string) error {
+	if s.Executable == "" || !filepath.IsAbs(s.Executable) {
+		return fmt.Errorf("%s: the path of the sandboxed binary is unknown", what)
+	}
+	fix := fmt.Sprintf("install it where only root can change it (sudo install -m 0755 %s /usr/local/bin/sandboxed) and run setup from there", s.Executable)
+	p, err := filepath.EvalSymlinks(s.path(s.Executable))
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", what, s.Executable, err)
+	}
+	root := filepath.Clean(s.path("/"))
+	me := os.Geteuid()
+	below := p // the file itself is never a sticky directory
+	for {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", what, s.Executable, err)
+		}
+		uid, _, ok := fileOwner(fi)
+		// A sticky directory (/tmp) may be writable by all: no one but
+		// its owner can rename or remove the entry below it, which is
+		// checked in turn.
+		sticky := p != below && fi.IsDir() && fi.Mode()&fs.ModeSticky != 0
+		if !ok || !sticky && (uid != me || fi.Mode().Perm()&0o022 != 0) {
+			return fmt.Errorf("%s: %s could be replaced by uid %d or its group or others (%s is %v): root would run what they put there; %s",
+				what, s.Executable, uid, strings.TrimPrefix(p, strings.TrimSuffix(root, "/")), fi.Mode().Perm(), fix)
+		}
+		if p == root || len(p) <= len(root) {
+			return nil
+		}
+		p = filepath.Dir(p)
+	}
+}
+
 // systemdRuns reports whether systemd is the host's init.
 func (s *System) systemdRuns() bool {
 	fi, err := os.Stat(s.path("/run/systemd/system"))
@@ -292,8 +330,8 @@ func (s *System) setupBootUnit(ctx context.Context, u User, m *Manifest, rep *Re
 		rep.note("the init of this host is not systemd: the cgroup v1 directories vanish at reboot; run 'sandboxed setup --user %s' again after each boot ('sandboxed doctor' says when they are missing)", u.Name)
 		return nil
 	}
-	if s.Executable == "" || !filepath.IsAbs(s.Executable) {
-		return fmt.Errorf("install boot unit: the path of the sandboxed binary is unknown")
+	if err := s.checkExecutableSafe("install boot unit"); err != nil {
+		return err
 	}
 	unit := filepath.Join("/etc/systemd/system", unitName(u.Name))
 	link := filepath.Join("/etc/systemd/system/multi-user.target.wants", unitName(u.Name))
@@ -385,8 +423,8 @@ func (s *System) setupAppArmor(ctx context.Context, m *Manifest, rep *Report) er
 	if !s.appArmorRestricts() {
 		return nil
 	}
-	if s.Executable == "" || !filepath.IsAbs(s.Executable) {
-		return fmt.Errorf("install AppArmor profile: the path of the sandboxed binary is unknown")
+	if err := s.checkExecutableSafe("install AppArmor profile"); err != nil {
+		return err
 	}
 	text := appArmorProfile(s.Executable)
 	old, exists, err := readOptional(s.path(appArmorProfilePath))

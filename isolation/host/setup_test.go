@@ -58,6 +58,14 @@ func newFakeHost(t *testing.T) *fakeHost {
 	mustWrite(t, filepath.Join(root, "etc/subgid"), "")
 	mustWrite(t, filepath.Join(root, "etc/login.defs"), "SUB_UID_MIN 100000\nSUB_GID_MIN 200000\n")
 	mustMkdir(t, filepath.Join(root, "var/lib"))
+	// The binary, where only the user setup runs as may change it.
+	exe := filepath.Join(root, h.Executable)
+	mustWrite(t, exe, "binary")
+	for p := exe; p != root; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return h
 }
 
@@ -489,5 +497,64 @@ func TestUndoRefusesABusySubtree(t *testing.T) {
 	}
 	if _, exists, _ := h.loadManifest("ada"); exists {
 		t.Errorf("manifest left after a complete undo")
+	}
+}
+
+// The boot unit runs the binary as root at each boot, and the AppArmor
+// profile exempts whatever sits at its path: setup refuses both when
+// someone other than root could replace the binary (a binary in a user's
+// ~/go/bin, run once with sudo). Before, the unit was installed with
+// ExecStart= naming a file the user could overwrite: root at next boot.
+func TestSetupRefusesABinaryOthersCanReplace(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		dirMode, exMode fs.FileMode
+	}{
+		{"directory writable by others", 0o777, 0o755},
+		{"binary writable by its group", 0o755, 0o775},
+	} {
+		h := newFakeHost(t)
+		h.Executable = "/home/ada/go/bin/sandboxed"
+		mustMkdir(t, h.path("/run/systemd/system"))
+		mustMkdir(t, h.path("/etc/systemd/system/multi-user.target.wants"))
+		mustWrite(t, h.path(AppArmorSysctl), "1\n")
+		exe := h.path(h.Executable)
+		mustWrite(t, exe, "binary")
+		if err := os.Chmod(filepath.Dir(exe), c.dirMode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(exe, c.exMode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.Setup(context.Background(), SetupOptions{User: h.user.Name})
+		if err == nil || !strings.Contains(err.Error(), h.Executable) {
+			t.Errorf("%s: setup = %v; want it refused, naming %s", c.name, err, h.Executable)
+		}
+		unit := h.path(filepath.Join("/etc/systemd/system", unitName(h.user.Name)))
+		if _, err := os.Stat(unit); err == nil {
+			t.Errorf("%s: the boot unit was installed", c.name)
+		}
+		if _, err := os.Stat(h.path(appArmorProfilePath)); err == nil {
+			t.Errorf("%s: the AppArmor profile was installed", c.name)
+		}
+	}
+}
+
+// A binary in a directory of root's own under a sticky directory such as
+// /tmp is safe: no one else can rename or remove what is in it.
+func TestSetupAcceptsABinaryUnderAStickyDirectory(t *testing.T) {
+	h := newFakeHost(t)
+	h.Executable = "/tmp/build/sandboxed"
+	mustMkdir(t, h.path("/run/systemd/system"))
+	mustMkdir(t, h.path("/etc/systemd/system/multi-user.target.wants"))
+	mustWrite(t, h.path(h.Executable), "binary")
+	if err := os.Chmod(h.path("/tmp/build"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(h.path("/tmp"), 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Setup(context.Background(), SetupOptions{User: h.user.Name}); err != nil {
+		t.Errorf("setup: %v", err)
 	}
 }

@@ -306,6 +306,14 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
 		}
 	}
+	if err != nil && m != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
+		// A security module or a sysctl may forbid unprivileged user
+		// namespaces even where the kernel has them.
+		return nil, &isolation.UnsupportedError{
+			What: fmt.Sprintf("a user namespace for the sandbox (the kernel refused it: %v)", err),
+			Fix:  "`sandboxed doctor` says why; where AppArmor restricts unprivileged user namespaces, " + cgroup.SetupFix() + " installs a profile for this binary",
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}

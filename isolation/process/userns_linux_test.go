@@ -2,7 +2,9 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -136,5 +138,34 @@ func TestReservedStart(t *testing.T) {
 	}
 	if _, err := reservedStart(u, g); !errors.Is(err, isolation.ErrUnsupported) {
 		t.Errorf("reservedStart of a malformed file: %v", err)
+	}
+}
+
+func TestSetInitPath(t *testing.T) {
+	cmd := &exec.Cmd{ExtraFiles: []*os.File{os.Stdin}}
+	done, err := setInitPath(cmd, "/usr/libexec/init")
+	if err != nil || cmd.Path != "/usr/libexec/init" || len(cmd.ExtraFiles) != 1 {
+		t.Fatalf("a plain path: %q %d %v", cmd.Path, len(cmd.ExtraFiles), err)
+	}
+	done()
+	f, err := os.CreateTemp(t.TempDir(), "init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The init in a memory file of this process: the child gets it as
+	// its own descriptor (fd 3 is ExtraFiles[0], the control socket).
+	done, err = setInitPath(cmd, fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if cmd.Path != "/proc/self/fd/4" || len(cmd.ExtraFiles) != 2 {
+		t.Fatalf("a memory file: %q, %d extra files", cmd.Path, len(cmd.ExtraFiles))
+	}
+	a, _ := os.Stat(f.Name())
+	b, _ := cmd.ExtraFiles[1].Stat()
+	if !os.SameFile(a, b) {
+		t.Error("the descriptor passed is not the init's file")
 	}
 }
