@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // ProbeUser inspects what the user this process runs as can have.
@@ -96,12 +98,16 @@ func privileged(p string) bool {
 	return err == nil && n > 0
 }
 
-// landlockABI asks the kernel for its Landlock ABI version.
+// landlockABI reports the Landlock ABI the process tier enforces
+// (sbinit.LandlockABI), or why there is none.
 func landlockABI() (int, string) {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if abi := sbinit.LandlockABI(); abi > 0 {
+		return abi, ""
+	}
+	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	switch {
 	case errno == 0:
-		return int(abi), ""
+		return 0, "Landlock answers but with no ABI known here"
 	case errors.Is(errno, unix.ENOSYS):
 		return 0, "this kernel has no Landlock (landlock_create_ruleset: ENOSYS)"
 	case errors.Is(errno, unix.EOPNOTSUPP):
