@@ -47,7 +47,7 @@ vagrant-validate:
 	VAGRANT_DEFAULT_PROVIDER=libvirt vagrant validate
 
 bench: build
-	$(GO) run ./internal/bench -bin $(BIN)
+	$(GO) run ./internal/bench -bin $(BIN) $(if $(BENCH_USER),-user $(BENCH_USER))
 
 lint:
 	$(GO) vet ./...
@@ -57,6 +57,7 @@ lint:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 60s ./tool
 	$(GO) test -run '^$$' -fuzz FuzzSubstitute -fuzztime 60s ./tool
+	$(GO) test -run '^$$' -fuzz FuzzParsePreamble -fuzztime 60s ./isolation/egress/relay
 
 clean:
 	rm -rf bin $(INITBIN) $(INITBIN).sha256

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,7 +17,7 @@ func TestKilledControllerIsReapedByGC(t *testing.T) {
 	forTiers(t, func(t *testing.T, tier string) {
 		dir := workdir(t, map[string]string{"out/.keep": ""})
 		tool := toolYAML(t, dir, tier, "victim", `touch out/started; sleep 300`, []string{"filesystem:write:./out"}, "timeout: 600000\n")
-		cmd := exec.Command(env.bin, "run", tool)
+		cmd := command("run", tool)
 		cmd.Dir = dir
 		cmd.Env = runEnv()
 		must(t, cmd.Start())

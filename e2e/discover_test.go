@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // discovery is one entry of `sandboxed discover --json`.
@@ -33,8 +39,15 @@ type discovery struct {
 // world-readable directory and returns it.
 func sampleScripts(t *testing.T) string {
 	t.Helper()
+	return copyScripts(t, "discover")
+}
+
+// copyScripts copies testdata/NAME (modes kept) into a fresh
+// world-readable directory and returns it.
+func copyScripts(t *testing.T, name string) string {
+	t.Helper()
 	dir := workdir(t, nil)
-	src := filepath.Join("testdata", "discover")
+	src := filepath.Join("testdata", name)
 	des, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +206,11 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 		t.Errorf("discover table:\n%s", c.stdout)
 	}
 
+	// Every definition written validates.
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 {
+		t.Errorf("tool validate of what discover wrote: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+
 	// A second --write refuses to replace what is there.
 	again := sandboxed(t, cwd, "discover", "--write", scripts)
 	if again.code == 0 || !strings.Contains(again.stdout, "exists") {
@@ -246,5 +264,143 @@ func TestDiscoverWriteAndRun(t *testing.T) {
 	expect(t, r, rc, "ok", 0)
 	if strings.TrimSpace(r.Stdout) != `{"sum": 3.5}` {
 		t.Errorf("strict_add: stdout %q", r.Stdout)
+	}
+}
+
+// TestDiscoverNamesRoundTrip: a script named _ls with the properties -A and
+// max-depth is written as the tool ls, validates, lists under its own names
+// in schemas, runs with the workspace granted by --grant, and receives -A
+// and max-depth unchanged, whichever spelling the call used. A second
+// script that becomes the name ls is skipped, naming both.
+func TestDiscoverNamesRoundTrip(t *testing.T) {
+	begin(t)
+	scripts := copyScripts(t, "discover-names")
+	cwd := workdir(t, map[string]string{"data/a.txt": "a", "data/.hidden": "h", "data/sub/b.txt": "b", "data/sub/deep/c.txt": "c"})
+
+	c := sandboxed(t, cwd, "discover", "--json", "--write", "--grant", "filesystem:read:.", scripts)
+	if c.code != 0 {
+		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	var found []discovery
+	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil {
+		t.Fatalf("discover --json: %v\n%s", err, c.stdout)
+	}
+	byFile := map[string]discovery{}
+	for _, d := range found {
+		byFile[d.File] = d
+	}
+	def := filepath.Join(cwd, ".sandboxed", "tools", "ls.yaml")
+	if d := byFile["_ls"]; d.Result != "registered" || strings.Join(d.Tools, ",") != "ls" || len(d.Written) != 1 || d.Written[0] != def {
+		t.Fatalf("_ls: %+v", d)
+	}
+	if d := byFile["ls.sh"]; d.Result != "skipped" || !strings.Contains(d.Why, "tool name ls (ls of ls.sh) is already taken by _ls of _ls") {
+		t.Errorf("ls.sh: %s, why %q; want skipped, naming _ls", d.Result, d.Why)
+	}
+
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 || !strings.Contains(v.stdout, "ok") {
+		t.Fatalf("tool validate: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	data, err := os.ReadFile(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: ls\n", "exposed-as:", "name: _ls", "A: -A", "filesystem:read:.\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("ls.yaml does not hold %q:\n%s", want, data)
+		}
+	}
+
+	// Schemas and MCP list the script's own names.
+	sc := sandboxed(t, cwd, "tool", "schema", "--format", "mcp", "ls")
+	var schema struct {
+		Name        string `json:"name"`
+		InputSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		} `json:"inputSchema"`
+	}
+	if err := json.Unmarshal([]byte(sc.stdout), &schema); err != nil {
+		t.Fatalf("tool schema: exit %d: %v\n%s%s", sc.code, err, sc.stdout, sc.stderr)
+	}
+	_, hasA := schema.InputSchema.Properties["-A"]
+	_, hasDepth := schema.InputSchema.Properties["max-depth"]
+	if schema.Name != "_ls" || !hasA || !hasDepth || len(schema.InputSchema.Properties) != 3 || strings.Join(schema.InputSchema.Required, ",") != "max-depth" {
+		t.Errorf("tool schema: %s", sc.stdout)
+	}
+
+	type answer struct {
+		Received map[string]any `json:"received"`
+		Entries  []string       `json:"entries"`
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		received map[string]any
+		entries  []string
+	}{
+		{"exposed names", []string{`--params-json={"-A": true, "max-depth": 1, "path": "data"}`, "ls"},
+			map[string]any{"-A": true, "max-depth": 1.0, "path": "data"}, []string{".hidden", "a.txt", "sub", "sub/b.txt", "sub/deep"}},
+		{"own names", []string{"ls", "A=false", "max-depth=0", "path=data"},
+			map[string]any{"-A": false, "max-depth": 0.0, "path": "data"}, []string{"a.txt", "sub"}},
+		{"--param", []string{"ls", "--param", "-A=true", "--param", "max-depth=0", "path=data/sub"},
+			map[string]any{"-A": true, "max-depth": 0.0, "path": "data/sub"}, []string{"b.txt", "deep"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rc := runJSON(t, cwd, tc.args...)
+			expect(t, r, rc, "ok", 0)
+			var got answer
+			if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+				t.Fatalf("answer is not JSON: %v: %q", err, r.Stdout)
+			}
+			if !reflect.DeepEqual(got.Received, tc.received) || !reflect.DeepEqual(got.Entries, tc.entries) {
+				t.Errorf("the script received %v and listed %q; want %v and %q", got.Received, got.Entries, tc.received, tc.entries)
+			}
+		})
+	}
+	// sandboxed mcp lists the tool as _ls with -A and max-depth, and a call
+	// under those names reaches the script unchanged.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := command("mcp")
+	cmd.Dir = cwd
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sandboxed-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to sandboxed mcp: %v\nstderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	if len(list.Tools) != 1 || list.Tools[0].Name != "_ls" {
+		t.Fatalf("mcp lists %d tools (%+v), want _ls alone", len(list.Tools), list.Tools)
+	}
+	props, _ := json.Marshal(list.Tools[0].InputSchema)
+	if !strings.Contains(string(props), `"-A":`) || !strings.Contains(string(props), `"max-depth":`) {
+		t.Errorf("mcp input schema of _ls: %s", props)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "_ls", Arguments: map[string]any{"-A": true, "max-depth": 0, "path": "data"}})
+	if err != nil {
+		t.Fatalf("call _ls: %v", err)
+	}
+	var got answer
+	if res.IsError || len(res.Content) == 0 || json.Unmarshal([]byte(textOf(res.Content[0])), &got) != nil {
+		t.Fatalf("mcp call _ls: isError %v, content %q\nstderr: %s", res.IsError, texts(res.Content), stderr.String())
+	}
+	if want := map[string]any{"-A": true, "max-depth": 0.0, "path": "data"}; !reflect.DeepEqual(got.Received, want) || strings.Join(got.Entries, ",") != ".hidden,a.txt,sub" {
+		t.Errorf("mcp call _ls: the script received %v and listed %q", got.Received, got.Entries)
+	}
+	cs.Close()
+
+	// One parameter under both its names is refused before anything runs.
+	r, rc := runJSON(t, cwd, `--params-json={"-A": true, "max-depth": 0}`, "ls", "A=false")
+	msg := rc.stderr
+	if r.Error != nil {
+		msg += r.Error.Message
+	}
+	if r.Status == "ok" || rc.code == 0 || !strings.Contains(msg, "given twice") {
+		t.Errorf("-A and A together: status %s exit %d, error %+v, stderr %q", r.Status, rc.code, r.Error, rc.stderr)
 	}
 }

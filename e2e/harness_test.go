@@ -11,8 +11,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // env holds what the whole suite shares. It is set up once by TestMain.
@@ -23,11 +26,33 @@ var env struct {
 	workRoot   string // parent of every test's working directory
 	cacheHome  string // XDG_CACHE_HOME of every run: where the init binary is kept
 	docker     bool   // a Docker engine answers
+
+	// runner, when SANDBOXED_E2E_USER names an unprivileged user, runs
+	// every sandboxed the tests start (rootless mode); the suite itself
+	// stays root for its leak checks. nil: sandboxed runs as root.
+	runner *runnerUser
 }
 
+// runnerUser is the unprivileged user of the rootless mode.
+type runnerUser struct {
+	name     string
+	uid, gid uint32
+	groups   []uint32
+	home     string // owned by the user, inside the suite's directory
+}
+
+// TestMain runs the suite only when it was asked for (SANDBOXED_E2E=1).
+// Not asked for, a developer's `go test ./...` passes over it; under CI,
+// where it is always expected, that is a failure (package testenv).
+// Asked for and unable to run (no root, no Docker), it fails either way.
 func TestMain(m *testing.M) {
 	serveIfAsked()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
+	if !testenv.E2E() {
+		if testenv.CI() {
+			fmt.Fprintf(os.Stderr, "e2e: CI is set but %s is %q, not 1: the end-to-end suite must run in CI; set %s=1 (root, a Docker engine; see README)\n",
+				testenv.E2EVar, os.Getenv(testenv.E2EVar), testenv.E2EVar)
+			os.Exit(1)
+		}
 		fmt.Println("e2e: SANDBOXED_E2E is not 1; the end-to-end suite does not run (see README)")
 		os.Exit(0)
 	}
@@ -72,6 +97,13 @@ func setup() (int, error) {
 	if err := os.Mkdir(env.cacheHome, 0o700); err != nil {
 		return 1, err
 	}
+	if name := os.Getenv("SANDBOXED_E2E_USER"); name != "" {
+		r, err := newRunner(name, root)
+		if err != nil {
+			return 1, fmt.Errorf("rootless mode (SANDBOXED_E2E_USER=%s): %w", name, err)
+		}
+		env.runner = r
+	}
 	// Built as users build it: the small init first, embedded in the CLI.
 	// SANDBOXED_E2E_BIN names one built that way already, for a machine
 	// without the Go toolchain (the cgroup v2 test VM).
@@ -105,6 +137,11 @@ func setup() (int, error) {
 		teardownNet()
 		return 1, fmt.Errorf("set up the test network: %w", err)
 	}
+	if env.runner != nil {
+		if err := env.runner.delegate(); err != nil {
+			return 1, err
+		}
+	}
 	return 0, nil
 }
 
@@ -115,7 +152,10 @@ func teardown() {
 	}
 }
 
-// result is what `sandboxed run --json` prints.
+// result is what `sandboxed run --json` prints, decoded by the names the
+// README documents. It is not sandbox.Result on purpose: the suite tests
+// the binary's output as users read it, and a field renamed in the code
+// (its JSON tag with it) must fail here, not be followed silently.
 type result struct {
 	RunID           string   `json:"run_id"`
 	Tool            string   `json:"tool"`
@@ -155,12 +195,11 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, env.bin, args...)
+	cmd := command(args...)
 	cmd.Dir = dir
-	cmd.Env = runEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err := runCtx(ctx, cmd)
 	if ctx.Err() != nil {
 		t.Fatalf("sandboxed %s: hung for 3 minutes", strings.Join(args, " "))
 	}
@@ -175,12 +214,83 @@ func sandboxed(t *testing.T, dir string, args ...string) cli {
 
 // runEnv is the environment of every sandboxed the tests start.
 func runEnv() []string {
-	return append(os.Environ(),
+	e := append(os.Environ(),
 		"SANDBOXED_STATE_DIR="+env.stateDir,
 		"SANDBOXED_RUNTIME_DIR="+env.runtimeDir,
 		"SANDBOXED_TEST_HOSTS_FILE="+testNet.hostsFile,
 		"XDG_CACHE_HOME="+env.cacheHome,
 	)
+	if r := env.runner; r != nil {
+		e = append(e, "HOME="+r.home, "USER="+r.name, "LOGNAME="+r.name)
+		if cgroupV2() {
+			rt := fmt.Sprintf("/run/user/%d", r.uid)
+			e = append(e, "XDG_RUNTIME_DIR="+rt, "DBUS_SESSION_BUS_ADDRESS=unix:path="+rt+"/bus")
+		}
+	}
+	return e
+}
+
+// command is `sandboxed ARGS...` with the suite's environment, run as the
+// rootless mode's user when there is one (on cgroup v2 inside a scope of
+// that user's systemd manager, as a login session would be).
+// `sandboxed setup` is root's command whatever the mode.
+func command(args ...string) *exec.Cmd {
+	cmd := exec.Command(env.bin, args...)
+	if env.runner != nil && len(args) > 0 && args[0] != "setup" {
+		if cgroupV2() {
+			cmd = exec.Command("systemd-run", append([]string{"--user", "--scope", "--quiet", "--collect", "--", env.bin}, args...)...)
+		}
+		asRunner(cmd)
+	}
+	cmd.Env = runEnv()
+	return cmd
+}
+
+// asRunner makes cmd run as the rootless mode's user, if there is one.
+func asRunner(cmd *exec.Cmd) {
+	if r := env.runner; r != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.uid, Gid: r.gid, Groups: r.groups}}
+	}
+}
+
+// runnerDir makes a private directory for sandboxed's own files (a state
+// or cache directory) that the rootless mode's user owns.
+func runnerDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(env.workRoot, "own-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	giveToRunner(t, d)
+	return d
+}
+
+// giveToRunner gives p (and what is in it) to the rootless mode's user.
+func giveToRunner(t *testing.T, p string) {
+	t.Helper()
+	if r := env.runner; r != nil {
+		if err := chownTree(p, int(r.uid), int(r.gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runCtx runs cmd, killed when ctx ends.
+func runCtx(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			cmd.Process.Kill()
+		case <-done:
+		}
+	}()
+	return cmd.Wait()
 }
 
 // runJSON runs `sandboxed run --json ARGS...` and decodes the result.
@@ -212,6 +322,12 @@ func workdir(t *testing.T, files map[string]string) string {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := env.runner; r != nil {
+		// The working directory is the user's, as it would be.
+		if err := chownTree(dir, int(r.uid), int(r.gid)); err != nil {
 			t.Fatal(err)
 		}
 	}

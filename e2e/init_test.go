@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,7 @@ func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
 	if err := os.Mkdir(cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	giveToRunner(t, cache)
 	tool := toolYAML(t, dir, "process", "noexec", `echo "INIT=$(cat /proc/1/comm)"`, nil, "")
 	if r, stderr := runCached(t, dir, tool, cache); r.Status != "ok" {
 		t.Fatalf("first run: %s %+v %s", r.Status, r.Error, stderr)
@@ -93,7 +95,7 @@ func TestInitFallsBackWhenTheCachedOneCannotRun(t *testing.T) {
 // set to cache and decodes the result; the second value is its stderr.
 func runCached(t *testing.T, dir, tool, cache string) (result, string) {
 	t.Helper()
-	cmd := exec.Command(env.bin, "run", "--json", tool)
+	cmd := command("run", "--json", tool)
 	cmd.Dir = dir
 	cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+cache)
 	var out, errb bytes.Buffer
@@ -107,9 +109,9 @@ func runCached(t *testing.T, dir, tool, cache string) (result, string) {
 }
 
 // An elevated run is root in its own user namespace and an unprivileged
-// id outside. Its init execs under that id, so it must start from where
-// that id can reach (not a private home's cache). Elevated containers
-// need userns-remap, which these hosts do not have: process tier only.
+// id outside: as root, the first id of sandboxed's reserved range;
+// rootless, the user. Elevated containers need userns-remap, which these
+// hosts do not have: process tier only.
 func TestElevatedProcessRun(t *testing.T) {
 	begin(t)
 	dir := workdir(t, nil)
@@ -117,10 +119,20 @@ func TestElevatedProcessRun(t *testing.T) {
 		`id -u; grep -E '^CapEff:' /proc/self/status; cat /proc/self/uid_map`, nil, "  execution-privilege: elevated\n")
 	r, c := runJSON(t, dir, "--approve", "elevated", tool)
 	expect(t, r, c, "ok", 0)
-	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "65534"} {
+	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.Stdout)
 		}
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	m := strings.Fields(lines[len(lines)-1])
+	if len(m) != 3 || m[0] != "0" || m[2] != "1" {
+		t.Fatalf("uid_map %q: want root inside mapped to one id", lines[len(lines)-1])
+	}
+	if r := env.runner; r != nil && m[1] != fmt.Sprint(r.uid) {
+		t.Errorf("rootless elevated maps root to %s, want the user %d", m[1], r.uid)
+	} else if r == nil && (m[1] == "0" || m[1] == "65534") {
+		t.Errorf("root inside maps to host %s, want sandboxed's reserved range", m[1])
 	}
 	if strings.Contains(r.Stdout, "         0          0") {
 		t.Errorf("root inside maps to host root:\n%s", r.Stdout)
@@ -175,12 +187,13 @@ func TestFreshCacheIsOutOfReach(t *testing.T) {
 	dir := workdir(t, nil)
 	home := filepath.Join(dir, "fresh")
 	must(t, os.Mkdir(home, 0o700))
+	giveToRunner(t, home)
 	own := filepath.Join(home, "sandboxed")
 	tool := toolYAML(t, dir, "process", "freshcache", `
 echo ok > `+home+`/granted.txt && echo WROTE-GRANTED
 if ls `+own+`/init-* >/dev/null 2>&1; then echo SEES-INIT; fi
 if echo evil > `+own+`/init-0000000000000000 2>/dev/null; then echo PLANTED; fi`, []string{"filesystem:write:" + home}, "")
-	cmd := exec.Command(env.bin, "run", "--json", "--approve", "filesystem:write:"+home, tool)
+	cmd := command("run", "--json", "--approve", "filesystem:write:"+home, tool)
 	cmd.Dir = dir
 	cmd.Env = append(runEnv(), "XDG_CACHE_HOME="+home)
 	out, _ := cmd.Output()

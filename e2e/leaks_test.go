@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,26 +54,40 @@ func findLeaks() []string {
 			leaks = append(leaks, "process "+filepath.Base(dir)+" ("+target+")")
 		}
 	}
-	// Cgroups: v1 controllers and the v2 unified tree.
-	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*"} {
+	// Cgroups: v1 controllers and the v2 unified tree. A user-UID directory
+	// is a subtree delegated to an unprivileged user by `sandboxed setup`
+	// and outlives runs; the run cgroups inside it are checked like any.
+	for _, pat := range []string{"/sys/fs/cgroup/*/sandboxed/*", "/sys/fs/cgroup/sandboxed/*",
+		"/sys/fs/cgroup/*/sandboxed/user-*/*", "/sys/fs/cgroup/sandboxed/user-*/*"} {
 		dirs, _ := filepath.Glob(pat)
 		for _, d := range dirs {
+			if strings.HasPrefix(filepath.Base(d), "user-") && filepath.Base(filepath.Dir(d)) == "sandboxed" {
+				continue
+			}
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 				leaks = append(leaks, "cgroup "+d)
 			}
 		}
 	}
-	// Containers labelled with a run id.
+	// Containers labelled with a run id. The suite always has Docker (setup
+	// fails without it); a check that cannot ask is a failed check, never
+	// a clean one.
 	if env.docker {
-		out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.sandboxed.run-id").Output()
-		if err == nil {
-			for _, id := range strings.Fields(string(out)) {
-				leaks = append(leaks, "container "+id)
-			}
+		cmd := exec.Command("docker", "ps", "-aq", "--filter", "label=dev.sandboxed.run-id")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			leaks = append(leaks, fmt.Sprintf("cannot list containers (docker ps: %v: %s)", err, strings.TrimSpace(stderr.String())))
+		}
+		for _, id := range strings.Fields(string(out)) {
+			leaks = append(leaks, "container "+id)
 		}
 	}
 	// Mounts in the host's mount namespace that belong to a run.
-	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+	if f, err := os.Open("/proc/self/mountinfo"); err != nil {
+		leaks = append(leaks, "cannot list mounts: "+err.Error())
+	} else {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fields := strings.Fields(sc.Text())
@@ -80,10 +95,16 @@ func findLeaks() []string {
 				leaks = append(leaks, "mount "+fields[4])
 			}
 		}
+		if err := sc.Err(); err != nil {
+			leaks = append(leaks, "cannot read the mount table: "+err.Error())
+		}
 		f.Close()
 	}
 	// Per-run host directories and sockets.
-	entries, _ := os.ReadDir(env.runtimeDir)
+	entries, err := os.ReadDir(env.runtimeDir)
+	if err != nil {
+		leaks = append(leaks, "cannot list the runtime dir: "+err.Error())
+	}
 	for _, e := range entries {
 		leaks = append(leaks, "runtime dir entry "+filepath.Join(env.runtimeDir, e.Name()))
 	}

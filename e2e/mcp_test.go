@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +44,8 @@ security:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.Command(env.bin, "mcp")
+	cmd := command("mcp")
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), "SANDBOXED_STATE_DIR="+env.stateDir, "SANDBOXED_RUNTIME_DIR="+env.runtimeDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "sandboxed-e2e", Version: "1"}, nil)

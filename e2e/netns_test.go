@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -58,6 +59,18 @@ func serveIfAsked() {
 	if dir == "" {
 		return
 	}
+	// The servers never outlive the test binary that started them, even
+	// when it is killed before its teardown (a test timeout, SIGKILL): an
+	// orphan would keep the test network's address, and every descriptor
+	// it inherited, such as a lock the suite's caller holds.
+	parent := os.Getppid()
+	go func() {
+		for range time.Tick(200 * time.Millisecond) {
+			if os.Getppid() != parent {
+				os.Exit(1)
+			}
+		}
+	}()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s", webBody)
@@ -121,6 +134,7 @@ func setupNet(root string) error {
 	srv := exec.Command("ip", "netns", "exec", testNS, self)
 	srv.Env = append(os.Environ(), serveEnv+"="+dir)
 	srv.Stderr = os.Stderr
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("start test host servers: %w", err)
 	}

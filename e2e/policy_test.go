@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func TestApprovalWithoutTerminal(t *testing.T) {
 // line each, and no secret given on the command line.
 func TestAuditOneLinePerRun(t *testing.T) {
 	forTiers(t, func(t *testing.T, tier string) {
-		state := t.TempDir()
+		state := runnerDir(t)
 		dir := workdir(t, nil)
 		params := "parameters:\n  API_TOKEN:\n    type: string\n    description: a secret\n    required: true\n"
 		ok := toolYAML(t, dir, tier, "audited-ok", `echo done {API_TOKEN} | wc -c`, nil, params)
@@ -49,7 +48,7 @@ func TestAuditOneLinePerRun(t *testing.T) {
 			code   int
 		}{{ok, "ok", 0}, {fail, "failed", 3}, {slow, "timeout", 124}, {denied, "denied", 126}}
 		for _, r := range runs {
-			cmd := exec.Command(env.bin, "run", r.tool, "API_TOKEN="+secret)
+			cmd := command("run", r.tool, "API_TOKEN="+secret)
 			cmd.Dir = dir
 			cmd.Env = append(runEnv(), "SANDBOXED_STATE_DIR="+state)
 			out, _ := cmd.CombinedOutput()

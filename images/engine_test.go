@@ -2,22 +2,18 @@ package images
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // requireEngine gates tests that need a real Docker engine: they run when
-// SANDBOXED_E2E=1 and fail, rather than skip, when CI is set and the engine
-// is missing.
+// SANDBOXED_E2E=1, and fail rather than skip under CI (package testenv).
 func requireEngine(t *testing.T) {
 	t.Helper()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
-		if os.Getenv("CI") != "" {
-			t.Log("SANDBOXED_E2E is not 1: real-engine image tests not run")
-		}
-		t.Skip("set SANDBOXED_E2E=1 to build the runner image on the real engine")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedDocker(t)
 	c, err := Connect()
 	if err != nil {
 		t.Fatal(err)

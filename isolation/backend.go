@@ -6,15 +6,20 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 )
 
-// Tier names an isolation tier.
-type Tier string
+// Tier names an isolation tier (internal/tier owns the values; the names
+// below are the same constants).
+type Tier = tier.Tier
 
+// The isolation tiers a backend may implement.
 const (
-	TierNone      Tier = "none"
-	TierProcess   Tier = "process"
-	TierContainer Tier = "container"
+	TierNone      = tier.None
+	TierProcess   = tier.Process
+	TierContainer = tier.Container
 )
 
 // Annotation keys every backend copies onto the host resources it makes
@@ -26,7 +31,8 @@ const (
 
 // Plan is everything a backend needs to build one sandbox. It is data only:
 // building a Plan has no side effects, and the same Plan is printed by
-// `run --dump-plan` and rendered by `permissions explain`.
+// `run --dump-plan`, rendered by `permissions explain`, stored in the run
+// record and given to the backend. No field is filled in after planning.
 //
 // One run is one sandbox (one cgroup, one set of namespaces or one
 // container) in which the init runs any number of commands (steps), one after
@@ -36,7 +42,7 @@ type Plan struct {
 	Tool  string `json:"tool"`
 	Tier  Tier   `json:"tier"`
 	// Privilege is same-as-user, reduced or elevated.
-	Privilege string `json:"privilege"`
+	Privilege privilege.Privilege `json:"privilege"`
 
 	// Spec is the OCI runtime spec of the sandbox: Process holds the
 	// credentials, capabilities, no_new_privs, rlimits, base environment and
@@ -57,9 +63,14 @@ type Plan struct {
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`
 
+	// RequireLandlock refuses a process-tier run on a kernel whose Landlock
+	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
+	// Landlock ABI 6); without it the tier enforces what the kernel has.
+	RequireLandlock bool `json:"require_landlock,omitempty"`
 	// HostDir is a private, run-labelled host directory (mode 0700) the
-	// backend may use for sockets and bookkeeping; the controller creates it
-	// and removes it after Close.
+	// backend may use for sockets and bookkeeping. The planner names it;
+	// the controller creates it when the run starts, before Start, and
+	// removes it after Close.
 	HostDir string `json:"host_dir"`
 }
 
@@ -85,8 +96,12 @@ type Egress struct {
 	// LocalhostPorts are host 127.0.0.1 ports reachable at the same port
 	// inside the sandbox (network:localhost:PORT).
 	LocalhostPorts []int `json:"localhost_ports,omitempty"`
-	// Rules describe what the proxy admits, for display only.
-	Rules []string `json:"rules,omitempty"`
+	// Allow and Deny are the proxy's rules ("network:external:HOST[:PORT]",
+	// as egress.ParseRule reads them): the run's network grants and the
+	// policy's denied hosts. Deny wins over Allow. The controller starts
+	// the proxy from these fields.
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 // SandboxSocket is where the egress socket appears inside every sandbox.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -529,7 +530,7 @@ func (x *explainer) filesystem() {
 		}
 		if pf.TmpfsBytes > 0 {
 			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(pf.TmpfsBytes, 10),
-				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", tool.FormatSize(pf.TmpfsBytes))})
+				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", units.FormatSize(pf.TmpfsBytes))})
 		}
 		for _, mf := range pf.Mounts {
 			if mf.Type == "tmpfs" && mf.Target != "/tmp" && mf.Target != "/dev" && mf.Target != "/dev/shm" && slices.Contains(mf.Options, "ro") && !x.isMask(mf.Target) {
@@ -859,7 +860,7 @@ func (x *explainer) resources() {
 	pf, def := x.in.Plan, x.in.Def
 	var memReq, toReq, pidsReq, outReq string
 	if def.Resources != nil && def.Resources.MaxMemory > 0 {
-		memReq = "resources.max-memory: " + tool.FormatSize(def.Resources.MaxMemory)
+		memReq = "resources.max-memory: " + units.FormatSize(def.Resources.MaxMemory)
 	}
 	switch {
 	case def.Resources != nil && def.Resources.Timeout > 0:
@@ -872,24 +873,24 @@ func (x *explainer) resources() {
 	}
 	for _, s := range def.Steps {
 		if s.Output != nil && s.Output.BufferLimit > 0 {
-			outReq = "buffer-limit: " + tool.FormatSize(s.Output.BufferLimit)
+			outReq = "buffer-limit: " + units.FormatSize(s.Output.BufferLimit)
 		}
 	}
 	swap := "no swap"
 	if pf.SwapBytes > pf.MemoryBytes {
-		swap = "swap " + tool.FormatSize(pf.SwapBytes-pf.MemoryBytes)
+		swap = "swap " + units.FormatSize(pf.SwapBytes-pf.MemoryBytes)
 	}
 	x.e.Resources = append(x.e.Resources,
-		x.limitPoint("memory", memReq, "may use up to "+tool.FormatSize(pf.MemoryBytes)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
+		x.limitPoint("memory", memReq, "may use up to "+units.FormatSize(pf.MemoryBytes)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
 			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.MemoryBytes, 10),
-				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", tool.FormatSize(pf.MemoryBytes), tool.FormatSize(pf.SwapBytes), swap)}),
+				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", units.FormatSize(pf.MemoryBytes), units.FormatSize(pf.SwapBytes), swap)}),
 		x.limitPoint("timeout", toReq, "may run for "+durationWords(pf.Timeout)+"; then it is stopped (status timeout, exit 124)",
 			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pf.Timeout.Milliseconds(), 10),
 				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pf.Timeout), durationWords(pf.KillGrace))}),
 		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.Pids),
 			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: fmt.Sprintf("cgroup pids.max %d", pf.Pids)}),
-		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+tool.FormatSize(pf.OutputBytes)+", then truncated with a marker",
-			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", tool.FormatSize(pf.OutputBytes))}),
+		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(pf.OutputBytes)+", then truncated with a marker",
+			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(pf.OutputBytes))}),
 	)
 	if pf.CPUs > 0 {
 		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pf.CPUs, 'f', -1, 64),
@@ -947,7 +948,7 @@ func (x *explainer) risks() {
 				x.risk("high", RiskHostRoot, g.String(), "DOCKER_HOST points at the Docker daemon: control of it is root on the host")
 			} else if g.Env.Name == "SSH_AUTH_SOCK" {
 				x.risk("high", RiskSecretLeak, g.String(), "SSH_AUTH_SOCK names the ssh agent: with the socket the tool could sign in as the user")
-			} else if looksSecret(g.Env.Name) {
+			} else if LooksSecret(g.Env.Name) {
 				x.risk("medium", RiskSecretLeak, g.String(), g.Env.Name+" looks like a credential; the tool receives its value")
 			}
 		}
@@ -1061,18 +1062,6 @@ func (x *explainer) mountRisks(g Grant, home string) {
 			x.risk("high", RiskCodeExecution, subj, "writable git metadata: hooks run code on the next git command (the policy keeps .git/hooks read-only)")
 		}
 	}
-}
-
-var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
-
-func looksSecret(name string) bool {
-	l := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func (x *explainer) verdict() {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/permissions"
 )
 
 // AuditRecord is one line of the audit log (JSON Lines). Field names are
@@ -98,7 +100,7 @@ func IsSensitive(name string, sensitive []string) bool {
 			return true
 		}
 	}
-	return looksSecret(name)
+	return permissions.LooksSecret(name)
 }
 
 // Mask returns a copy of params with the values of sensitive parameters

@@ -214,6 +214,9 @@ type Decision struct {
 	// Isolation is the tier to run in: the request raised to the source's
 	// minimum (and to an allowed tier); Notes say when it was raised.
 	Isolation tool.Isolation `json:"isolation"`
+	// RequireLandlock: the source's isolation.landlock is required (the
+	// process tier refuses a kernel that cannot raise every Landlock wall).
+	RequireLandlock bool `json:"require_landlock,omitempty"`
 	// Tier is the tool's security tier (ToolTier).
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
@@ -223,20 +226,6 @@ type Decision struct {
 	// a grant covers them (deny wins).
 	EgressDeny []string `json:"egress_deny,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
-}
-
-// secretWords are the name fragments that mark a parameter or variable as
-// secret (case-insensitive).
-var secretWords = []string{"token", "secret", "password", "passwd", "key", "credential"}
-
-func looksSecret(name string) bool {
-	l := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
 }
 
 var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}
@@ -255,6 +244,7 @@ func (p *Policy) Decide(req Request) Decision {
 	d.Items = append(d.Items, p.decideTool(req, d.Tier))
 	iso, isoItem, notes := decideIsolation(req, src)
 	d.Isolation = iso
+	d.RequireLandlock = src.rule.Isolation.Landlock == LandlockRequired
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
 	if iso == tool.IsolationNone {
@@ -503,15 +493,13 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 		it.PolicyFix = fmt.Sprintf("network.localhost-allow: [%d]", g.Localhost.Port)
 		return it, nil
 	case permissions.KindEnv:
-		for i, pat := range p.Environment.Deny {
-			if ok, _ := filepath.Match(pat, g.Env.Name); ok {
-				it.Verdict, it.Risk = Deny, RiskHigh
-				it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, pat)
-				it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
-				return it, nil
-			}
+		if i := EnvDenied(p.Environment.Deny, g.Env.Name); i >= 0 {
+			it.Verdict, it.Risk = Deny, RiskHigh
+			it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, p.Environment.Deny[i])
+			it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
+			return it, nil
 		}
-		if !looksSecret(g.Env.Name) {
+		if !permissions.LooksSecret(g.Env.Name) {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"
 			return it, nil
 		}
@@ -568,6 +556,7 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	// a grant holding a whole protected path needs approval.
 	var masks []PathMask
 	var holds []pathRule
+	var unmaskable *pathRule
 	addMasks := func(list []pathRule, hide bool) {
 		for _, r := range list {
 			for _, p := range paths {
@@ -575,14 +564,23 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 					masks = append(masks, PathMask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
 					break
 				}
-				if r.inside(p) {
-					protected := r.exp
-					if r.literal {
-						protected = r.prefix
+				if r.literal {
+					if r.inside(p) {
+						rel, _ := filepath.Rel(p, r.prefix)
+						masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
+						holds = append(holds, r)
+						break
 					}
-					rel, _ := filepath.Rel(p, protected)
-					target := filepath.Join(m.Target, rel)
-					masks = append(masks, PathMask{Path: target, Under: m.Target, Hide: hide, Rule: r.name()})
+					continue
+				}
+				rels, ok := r.masksUnder(p)
+				if !ok && unmaskable == nil {
+					unmaskable = &r
+				}
+				for _, rel := range rels {
+					masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
+				}
+				if len(rels) > 0 {
 					holds = append(holds, r)
 					break
 				}
@@ -592,6 +590,12 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 	addMasks(rules.deny, true)
 	if m.Write {
 		addMasks(rules.denyWrite, false)
+	}
+	if unmaskable != nil {
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, unmaskable.name()
+		it.Reason = fmt.Sprintf("%s may match paths inside %s that the sandbox cannot mask (a ** inside a path element)", unmaskable.raw, m.HostPath)
+		it.PolicyFix = "grant a narrower path, or write the rule with ** as a whole element (" + unmaskable.raw + ")"
+		return it, nil
 	}
 	masks = dedupMasks(masks)
 	if len(holds) > 0 {

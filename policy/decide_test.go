@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -703,6 +704,203 @@ func TestHostCovers(t *testing.T) {
 	for _, tt := range tests {
 		if got := hostCovers(tt.pattern, tt.grant); got != tt.want {
 			t.Errorf("hostCovers(%q, %q) = %v, want %v", tt.pattern, tt.grant, got, tt.want)
+		}
+	}
+}
+
+func TestDecideRequireLandlock(t *testing.T) {
+	r := baseRequest()
+	r.Scope = tool.ScopePath
+	if d := Default().Decide(r); d.RequireLandlock {
+		t.Errorf("built-in policy requires Landlock")
+	}
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      landlock: required\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(r); !d.RequireLandlock {
+		t.Errorf("isolation.landlock: required did not reach the decision")
+	}
+	if p.Sources[0].Isolation.Landlock != LandlockRequired {
+		t.Errorf("landlock = %q", p.Sources[0].Isolation.Landlock)
+	}
+	p, err = Parse([]byte("sources:\n  - scope: any\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sources[0].Isolation.Landlock; got != LandlockBestEffort {
+		t.Errorf("omitted landlock = %q, want best-effort", got)
+	}
+}
+
+// A cap and a request written alike are the same bytes and the same time:
+// the policy reads sizes and durations with the tool's grammar
+// (internal/units). Before, a cap "max: 512MB" (read as 10^6-based)
+// clamped a tool asking for "512MB" (2^20-based) to 512000000 bytes.
+func TestCapAndRequestWrittenAlikeAgree(t *testing.T) {
+	for _, c := range []struct {
+		toolMem, capMem string
+		toolTmo, capTmo string
+		wantMem         int64
+		wantTmo         time.Duration
+	}{
+		{"512MB", "512MB", "90s", "90s", 512 << 20, 90 * time.Second},
+		{"512MB", "512MB", "1w", "1w", 512 << 20, 7 * 24 * time.Hour},
+		{"512MiB", "512MB", "1000", `"1000"`, 512 << 20, time.Second},
+		{"512M", "512MiB", `"90000"`, "90s", 512 << 20, 90 * time.Second},
+		{"1GB", "512MB", "2h", "1h", 512 << 20, time.Hour},
+		{"1.5KB", "2K", "1500", "1.5s", 1536, 1500 * time.Millisecond},
+	} {
+		def, err := tool.Parse([]byte("name: m\ndescription: d\nbash: echo\ntags: [read]\nresources:\n  max-memory: "+c.toolMem+
+			"\n  timeout: "+c.toolTmo+"\n"), "m.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse([]byte("limits:\n  memory:\n    max: "+c.capMem+"\n  timeout:\n    max: "+c.capTmo+"\n"), "p.yaml")
+		if err != nil {
+			t.Errorf("cap %s/%s: %v", c.capMem, c.capTmo, err)
+			continue
+		}
+		d := p.Decide(NewRequest(def, nil, cwd, home))
+		if d.Limits.MemoryBytes != c.wantMem || d.Limits.Timeout != c.wantTmo {
+			t.Errorf("tool %s/%s under cap %s/%s: memory %d, timeout %v; want %d, %v",
+				c.toolMem, c.toolTmo, c.capMem, c.capTmo, d.Limits.MemoryBytes, d.Limits.Timeout, c.wantMem, c.wantTmo)
+		}
+		memClamped := c.wantMem != def.Resources.MaxMemory
+		for _, it := range d.Items {
+			if it.Subject == "limits.memory" && !memClamped {
+				t.Errorf("tool %s under cap %s: %q, but the request is not above the cap", c.toolMem, c.capMem, it.Reason)
+			}
+		}
+	}
+}
+
+// '[' in a path rule is literal, in the deny check, in the protected paths
+// found inside a grant, and in a source path: a directory named "[x]" is
+// what the rule names, never a class of letters. Before, the prefix of a
+// rule stopped at '[', so a grant of /data/[x] did not see the rule
+// /data/[x]/secret inside it: no mask, no approval, the secret readable.
+func TestBracketInPathRulesIsLiteral(t *testing.T) {
+	p := mutate(Default(), func(p *Policy) {
+		p.Paths.Deny = []PathPattern{"/data/[x]/secret", "/data/[ab]"}
+		p.Sources = []SourceRule{{Scope: SourceAny, Path: "/defs/[team]/*.yaml", Trusted: true,
+			Isolation: IsolationRule{Allowed: []tool.Isolation{tool.IsolationProcess}, Minimum: tool.IsolationProcess}}}
+	})
+	decide := func(perm string) (Item, Decision) {
+		r := baseRequest()
+		r.Grants = grants(t, perm)
+		d := p.Decide(r)
+		it, ok := item(d, perm)
+		if !ok {
+			t.Fatalf("%s: no item in %+v", perm, d.Items)
+		}
+		return it, d
+	}
+	if it, d := decide("filesystem:read:/data/[x]"); it.Verdict != NeedsApproval || len(d.Masks) != 1 ||
+		d.Masks[0].Path != "/data/[x]/secret" || !d.Masks[0].Hide {
+		t.Errorf("grant of /data/[x]: %s (%s), masks %+v; want needs approval and /data/[x]/secret hidden", it.Verdict, it.Reason, d.Masks)
+	}
+	if it, _ := decide("filesystem:read:/data/[ab]/f"); it.Verdict != Deny {
+		t.Errorf("grant under /data/[ab]: %s, want denied", it.Verdict)
+	}
+	if it, d := decide("filesystem:read:/data/a"); it.Verdict == Deny || len(d.Masks) != 0 {
+		t.Errorf("grant of /data/a: %s (%s), masks %+v; want it not denied by /data/[ab]", it.Verdict, it.Rule, d.Masks)
+	}
+	for path, trusted := range map[string]bool{"/defs/[team]/t.yaml": true, "/defs/t/t.yaml": false} {
+		r := baseRequest()
+		r.DefinitionPath = path
+		if got := p.source(r).match.Trusted; got != trusted {
+			t.Errorf("source of %s: trusted %v, want %v", path, got, trusted)
+		}
+	}
+}
+
+// A rule written with a trailing slash names the directory: a grant of
+// the directory itself exposes everything under it, so it is denied like
+// a grant of something inside. Before, "/data/secret/" matched only what
+// was strictly under the directory, and a grant of /data/secret was
+// allowed with no mask: the contents the rule denied were readable.
+func TestTrailingSlashRuleCoversTheDirectory(t *testing.T) {
+	for _, pat := range []string{"/data/secret/", "/data/se*/"} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(pat)} })
+		for _, perm := range []string{"filesystem:read:/data/secret", "filesystem:read:/data/secret/x", "filesystem:write:/data/secret"} {
+			r := baseRequest()
+			r.Grants = grants(t, perm)
+			d := p.Decide(r)
+			if it, _ := item(d, perm); it.Verdict != Deny {
+				t.Errorf("deny %q, %s: %s (%s), masks %+v; want denied", pat, perm, it.Verdict, it.Reason, d.Masks)
+			}
+		}
+	}
+}
+
+// A glob rule whose literal prefix is above a grant still protects what
+// it matches inside the grant. Before, a rule was looked for inside a
+// grant only when its literal prefix (the directory before the first
+// glob) was the grant or under it: the default rule /home/*/.ssh masked
+// /home/*/.ssh in a grant of /home, but a grant of /home/v was allowed
+// with no mask and /home/v/.ssh was readable.
+func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
+	for _, c := range []struct {
+		rule, grant string
+		masks       []string // relative to the grant; nil: the grant is denied
+	}{
+		{"/home/*/.ssh", "/home/v", []string{".ssh"}},
+		{"/data/*/secret", "/data/a", []string{"secret"}},
+		{"/data/a*/secret", "/data/ab", []string{"secret"}},
+		{"/data/**/secret", "/data/a/b", []string{"**/secret"}},
+		{"/data/*/*/secret", "/data/a/b", []string{"secret"}},
+		{"/data/*/x/*/secret", "/data/a/x", []string{"*/secret"}},
+		{"/data/**.pem", "/data/a", nil},
+	} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(c.rule)} })
+		perm := "filesystem:read:" + c.grant
+		r := baseRequest()
+		r.Grants = grants(t, perm)
+		d := p.Decide(r)
+		it, _ := item(d, perm)
+		if c.masks == nil {
+			if it.Verdict != Deny {
+				t.Errorf("rule %s, grant %s: %s, masks %+v; want denied", c.rule, c.grant, it.Verdict, d.Masks)
+			}
+			continue
+		}
+		var got []string
+		for _, m := range d.Masks {
+			if m.Under == c.grant && m.Hide {
+				rel, _ := filepath.Rel(c.grant, m.Path)
+				got = append(got, rel)
+			}
+		}
+		slices.Sort(got)
+		if it.Verdict != NeedsApproval || !slices.Equal(got, c.masks) {
+			t.Errorf("rule %s, grant %s: %s (%s), masks %v; want needs approval and masks %v", c.rule, c.grant, it.Verdict, it.Reason, got, c.masks)
+		}
+	}
+	// A rule that cannot match under the grant leaves it alone.
+	p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{"/data/*/secret"} })
+	r := baseRequest()
+	r.Grants = grants(t, "filesystem:read:/srv/a")
+	if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
+		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
+	}
+}
+
+// environment.deny has one matcher, which the decision and the plan's
+// scrubbing of an inherited environment share (EnvDenied), and a pattern
+// it cannot read is an error at load. Before, both matched with
+// filepath.Match, which reads '[' as a class and returns an error on a
+// pattern such as "AWS_[": the deny then matched nothing, silently.
+func TestEnvDenyPatterns(t *testing.T) {
+	for _, bad := range []string{"AWS_[", "AWS_[A-Z]*", `A\B`, "A/B", ""} {
+		if _, err := Parse([]byte("environment:\n  deny: ['"+bad+"']\n"), "p.yaml"); err == nil {
+			t.Errorf("environment.deny %q loads; want an error", bad)
+		}
+	}
+	deny := []string{"LD_*", "*TOKEN*", "A?C"}
+	for name, want := range map[string]int{"LD_PRELOAD": 0, "GH_TOKEN": 1, "X/TOKEN": 1, "ABC": 2, "AC": -1, "HOME": -1} {
+		if got := EnvDenied(deny, name); got != want {
+			t.Errorf("EnvDenied(%q) = %d, want %d", name, got, want)
 		}
 	}
 }

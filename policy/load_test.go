@@ -143,8 +143,9 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "limits:\n  pids: {max: 1}\n  pids: {max: 2}\n", `p.yaml:3: key "pids" given twice`},
 		{"bad isolation", "sources:\n  - scope: user\n    isolation:\n      allowed: [vm]\n", `p.yaml:4: sources[0].isolation.allowed[0]: isolation "vm"`},
 		{"bad scope", "sources:\n  - scope: remote\n", `p.yaml:2: sources[0].scope: scope "remote"`},
-		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: size "lots"`},
-		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: duration "soon"`},
+		{"bad landlock", "sources:\n  - scope: user\n    isolation:\n      landlock: maybe\n", `p.yaml:4: sources[0].isolation.landlock: landlock "maybe": want best-effort or required`},
+		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: parse size "lots"`},
+		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: parse duration "soon"`},
 		{"bad int", "limits:\n  pids:\n    max: many\n", `p.yaml:3:`},
 		{"bad bool", "sources:\n  - trusted: maybe\n", `p.yaml:2:`},
 		{"bad matcher", "approval:\n  auto-approve: [tier:safe]\n", `p.yaml:2: approval.auto-approve[0]: matcher "tier:safe"`},
@@ -250,28 +251,42 @@ func TestLocate(t *testing.T) {
 	check("/given.yaml", xdg, home, "/given.yaml", FromFlag)
 }
 
-func TestParseSizeDuration(t *testing.T) {
-	sizes := map[string]int64{"0": 0, "1024": 1024, "512MiB": 512 * mib, "2GiB": 2 * gib, "1.5GiB": 3 * gib / 2,
-		"100MB": 100e6, "1G": gib, "64K": 64 * kib, "7B": 7}
-	for s, want := range sizes {
-		if got, err := ParseSize(s); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+// Sizes and durations in a policy are read by the same grammar as a tool's
+// (internal/units): 512MB is 512MiB, "1000" is a second, 1w is seven days.
+func TestPolicySizesAndDurationsAreToolGrammar(t *testing.T) {
+	load := func(mem, timeout string) (*Policy, error) {
+		return Parse([]byte("limits:\n  memory:\n    max: "+mem+"\n  timeout:\n    max: "+timeout+"\n"), "p.yaml")
+	}
+	for _, c := range []struct {
+		mem     string
+		memWant Size
+		tmo     string
+		tmoWant Duration
+	}{
+		{"512MB", 512 * mib, "90s", Duration(90 * time.Second)},
+		{"512MiB", 512 * mib, `"1000"`, Duration(time.Second)},
+		{"2GB", 2 * gib, "1000", Duration(time.Second)},
+		{"1.5GiB", 3 * gib / 2, "1w", Duration(7 * 24 * time.Hour)},
+		{"64K", 64 * kib, "1h30m", Duration(90 * time.Minute)},
+		{"1048576", mib, "30d", Duration(30 * 24 * time.Hour)},
+		{"0", 0, "0", 0},
+	} {
+		p, err := load(c.mem, c.tmo)
+		if err != nil {
+			t.Errorf("memory %s, timeout %s: %v", c.mem, c.tmo, err)
+			continue
+		}
+		if p.Limits.Memory.Max != c.memWant || p.Limits.Timeout.Max != c.tmoWant {
+			t.Errorf("memory %s, timeout %s = %d, %v; want %d, %v", c.mem, c.tmo,
+				p.Limits.Memory.Max, time.Duration(p.Limits.Timeout.Max), c.memWant, time.Duration(c.tmoWant))
 		}
 	}
-	for _, s := range []string{"", "x", "-1", "1XB", "1e300GiB"} {
-		if _, err := ParseSize(s); err == nil {
-			t.Errorf("ParseSize(%q) succeeded", s)
-		}
-	}
-	durs := map[string]time.Duration{"90s": 90 * time.Second, "5m": 5 * time.Minute, "1h30m": 90 * time.Minute, "30d": 30 * 24 * time.Hour}
-	for s, want := range durs {
-		if got, err := ParseDuration(s); err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
-		}
-	}
-	for _, s := range []string{"", "soon", "-5m", "xd", "-1d"} {
-		if _, err := ParseDuration(s); err == nil {
-			t.Errorf("ParseDuration(%q) succeeded", s)
+	for _, c := range [][2]string{{"x", "1m"}, {"-1", "1m"}, {"1XB", "1m"}, {"1e300GiB", "1m"}, {"[1]", "1m"},
+		{"1MB", "soon"}, {"1MB", "-5m"}, {"1MB", "xd"}, {"1MB", "-1d"}, {"1MB", "{a: 1}"}} {
+		_, err := load(c[0], c[1])
+		var le *LoadError
+		if !errors.As(err, &le) || le.Line == 0 || !strings.Contains(le.Msg, "write ") {
+			t.Errorf("memory %s, timeout %s: err = %v, want a located error that says how to write it", c[0], c[1], err)
 		}
 	}
 	if got := Size(512 * mib).String(); got != "512MiB" {

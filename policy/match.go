@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -68,7 +68,7 @@ func validTier(s string) bool {
 // Approval words other than permission strings and tier:TIER.
 const (
 	ApproveAll           = "all"
-	ApproveElevated      = "elevated"
+	ApproveElevated      = string(tool.PrivilegeElevated)
 	ApproveIsolationNone = "isolation-none"
 	ApproveEnvInherit    = "env-inherit"
 )
@@ -160,16 +160,45 @@ func hostCovers(pattern, grant string) bool {
 	}
 }
 
-func checkPathPattern(s string) error {
-	if err := checkPathShape(s); err != nil {
-		return err
+// EnvDenied returns the index of the first environment.deny pattern that
+// names the host variable name, or -1. A pattern is a name in which '*'
+// stands for any run of characters and '?' for one (checkEnvPattern
+// allows nothing else). The policy's decision on env: grants and the
+// plan's scrubbing of an inherited environment both match with it.
+func EnvDenied(patterns []string, name string) int {
+	// The patterns hold no '/', which internal/pathglob's '*' does not
+	// cross: a name with one is matched as if it were another character.
+	name = strings.ReplaceAll(name, "/", "\x00")
+	for i, pat := range patterns {
+		if pathglob.Match(pat, name) {
+			return i
+		}
 	}
-	_, err := compileGlob(s, "/home")
-	return err
+	return -1
 }
 
-// checkPathShape is checkPathPattern without compiling the glob (which
-// cannot fail for a pattern of this shape; Load compiles it anyway).
+// checkEnvPattern checks an environment.deny pattern: letters, digits,
+// '_', '*' and '?'. Anything else would be read by some glob grammar as
+// syntax ('[' as a class), and a deny that means less than it says is a
+// hole.
+func checkEnvPattern(s string) error {
+	if s == "" {
+		return fmt.Errorf("environment.deny: empty pattern")
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '*' || c == '?') {
+			return fmt.Errorf("environment.deny: pattern %q: write a variable name, with * for any run of characters and ? for one", s)
+		}
+	}
+	return nil
+}
+
+func checkPathPattern(s string) error {
+	return checkPathShape(s)
+}
+
+// checkPathShape checks what a path pattern must look like; the glob
+// itself always compiles (internal/pathglob).
 func checkPathShape(s string) error {
 	switch {
 	case s == "":
@@ -193,7 +222,7 @@ type pathRule struct {
 	// re matches the path itself or anything under it. It is compiled on
 	// first use: most paths are ruled out by prefix, and compiling every
 	// rule of the policy cost each run a third of a millisecond.
-	re       func() *regexp.Regexp
+	re       func() *pathglob.Pattern
 	prefix   string // the longest literal directory before any glob; "" for **/ patterns
 	literal  bool   // no glob characters: prefix is the whole path
 	anywhere bool   // starts with **/
@@ -224,21 +253,11 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 			if isHome && !filepath.IsAbs(home) {
 				continue // no home directory: a ~ rule matches nothing
 			}
-			fallback := matchNothing
-			if denyList {
-				fallback = matchAll
-			}
-			re := sync.OnceValue(func() *regexp.Regexp {
-				re, err := compileGlob(s, home)
-				if err != nil {
-					return fallback() // Load rejected it already; a Policy built in code may not have
-				}
-				return re
-			})
+			re := sync.OnceValue(func() *pathglob.Pattern { return compileGlob(s, home) })
 			r := pathRule{list: list, index: i, raw: s, re: re, anywhere: strings.HasPrefix(s, "**/")}
 			r.exp = expandHome(s, home)
 			if !r.anywhere {
-				if j := strings.IndexAny(r.exp, "*?["); j >= 0 {
+				if j := strings.IndexAny(r.exp, pathglob.Meta); j >= 0 {
 					r.prefix = filepath.Dir(r.exp[:j+1])
 				} else {
 					r.prefix, r.literal = filepath.Clean(r.exp), true
@@ -253,10 +272,7 @@ func compileRules(list string, pats []PathPattern, homes []string) []pathRule {
 	return out
 }
 
-var (
-	matchAll     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^`) })
-	matchNothing = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\z.`) })
-)
+var matchAll = sync.OnceValue(func() *pathglob.Pattern { return pathglob.Compile("**", false) })
 
 // matches reports whether p is the rule's path or under it.
 func (r pathRule) matches(p string) bool {
@@ -266,7 +282,7 @@ func (r pathRule) matches(p string) bool {
 	if !r.anywhere && r.prefix != "" && filepath.IsAbs(p) && !under(p, r.prefix) {
 		return false // every match starts with the literal prefix
 	}
-	return r.re().MatchString(p)
+	return r.re().Match(p)
 }
 
 // inside reports whether the rule can match something strictly under p
@@ -276,6 +292,55 @@ func (r pathRule) inside(p string) bool {
 		return false
 	}
 	return under(r.prefix, p) && (r.prefix != p || !r.literal)
+}
+
+// masksUnder returns what a glob rule matches strictly under dir, as
+// patterns relative to dir, for a rule that does not match dir itself.
+// It looks past the rule's literal prefix: /home/*/.ssh matches ".ssh"
+// under /home/v although its prefix, /home, is above it. ok is false
+// when the rule may match under dir but cannot be written relative to it
+// (a "**" inside an element, such as /data/**.pem, whose run may cross
+// dir's own elements): the caller must fail closed.
+func (r pathRule) masksUnder(dir string) (rels []string, ok bool) {
+	pat := strings.Split(strings.Trim(r.exp, "/"), "/")
+	var elems []string
+	if d := strings.Trim(dir, "/"); d != "" {
+		elems = strings.Split(d, "/")
+	}
+	ok = true
+	seen := map[string]bool{}
+	// Each call is a suffix of both lists: visiting each pair once keeps
+	// rules with many "**" linear in their length times dir's depth.
+	visited := map[[2]int]bool{}
+	var walk func(pat, elems []string)
+	walk = func(pat, elems []string) {
+		if k := [2]int{len(pat), len(elems)}; visited[k] {
+			return
+		} else {
+			visited[k] = true
+		}
+		switch {
+		case !ok || len(pat) == 0:
+			return // the rule matched dir or above it: not this function's case
+		case len(elems) == 0:
+			if rel := strings.Join(pat, "/"); !seen[rel] {
+				seen[rel] = true
+				rels = append(rels, rel)
+			}
+		case pat[0] == "**":
+			walk(pat[1:], elems) // the ** matches no more of dir
+			walk(pat, elems[1:]) // it matches dir's next element too
+		case strings.Contains(pat[0], "**"):
+			ok = false
+		case pathglob.Match(pat[0], elems[0]):
+			walk(pat[1:], elems[1:])
+		}
+	}
+	walk(pat, elems)
+	if !ok {
+		return nil, false
+	}
+	return rels, true
 }
 
 // under reports whether p is dir or under dir.
@@ -296,43 +361,13 @@ func expandHome(s, home string) string {
 	return s
 }
 
-// compileGlob turns a path glob into a regexp matching the path or
-// anything under it.
-func compileGlob(s, home string) (*regexp.Regexp, error) {
-	s = expandHome(s, home)
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(s); i++ {
-		switch {
-		case strings.HasPrefix(s[i:], "**/"):
-			b.WriteString("(?:.*/)?")
-			i += 2
-		case strings.HasPrefix(s[i:], "**"):
-			b.WriteString(".*")
-			i++
-		case s[i] == '*':
-			b.WriteString("[^/]*")
-		case s[i] == '?':
-			b.WriteString("[^/]")
-		default:
-			b.WriteString(regexp.QuoteMeta(s[i : i+1]))
-		}
-	}
-	if !strings.HasSuffix(s, "/") {
-		b.WriteString("(?:/.*)?")
-	} else {
-		b.WriteString(".*")
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return nil, fmt.Errorf("pattern %q: %v", s, err)
-	}
-	return re, nil
+// compileGlob compiles a path glob (internal/pathglob's grammar, with ~
+// expanded) into a pattern matching the path or anything under it.
+func compileGlob(s, home string) *pathglob.Pattern {
+	return pathglob.Compile(expandHome(s, home), true)
 }
 
 // globMatch matches a SourceRule path glob against a definition path.
 func globMatch(g Glob, p, home string) bool {
-	re, err := compileGlob(string(g), home)
-	return err == nil && p != "" && re.MatchString(p)
+	return p != "" && compileGlob(string(g), home).Match(p)
 }

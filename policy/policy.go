@@ -54,8 +54,9 @@ type SourceRule struct {
 	// Scope matches the definition's scope; "" or "any" matches every scope.
 	Scope SourceScope `yaml:"scope"`
 	// Path is a glob matched against the definition file's absolute path
-	// (`*` within one path element, `**` across elements, `~` is the home
-	// directory); "" matches any path. With Scope set, both must match.
+	// (internal/pathglob: `*` within one path element, `**` across
+	// elements, `[` literal; `~` is the home directory); "" matches any
+	// path. With Scope set, both must match.
 	Path Glob `yaml:"path"`
 	// Trusted sources may reach named hosts without approval. Untrusted
 	// ones need an approval (or a network.allow entry) for every
@@ -71,7 +72,22 @@ type SourceRule struct {
 type IsolationRule struct {
 	Allowed []tool.Isolation `yaml:"allowed"`
 	Minimum tool.Isolation   `yaml:"minimum"`
+	// Landlock says whether the process tier may run where the kernel
+	// cannot raise every Landlock wall; empty means best-effort.
+	Landlock LandlockRule `yaml:"landlock"`
 }
+
+// LandlockRule is how much of Landlock the process tier must have.
+type LandlockRule string
+
+// Landlock rules.
+const (
+	// LandlockBestEffort enforces what the kernel's Landlock covers.
+	LandlockBestEffort LandlockRule = "best-effort"
+	// LandlockRequired refuses a run of the process tier on a kernel
+	// without Landlock ABI 6 (files, TCP and IPC scopes).
+	LandlockRequired LandlockRule = "required"
+)
 
 // Limits are the resource defaults and caps. A request above a cap is
 // clamped to the cap (and the decision says so); no request means Default.
@@ -101,8 +117,9 @@ type CountLimit struct {
 }
 
 // PathRules are the filesystem rules. Patterns are absolute paths, `~/…`
-// paths, or `**/…` patterns that match anywhere; `*` and `**` globs are
-// allowed. A pattern matches a path equal to it or under it. Every rule is
+// paths, or `**/…` patterns that match anywhere; `*`, `?` and `**` globs
+// are allowed (internal/pathglob's grammar, where `[` is literal, shared
+// with the masks the plan applies). A pattern matches a path equal to it or under it. Every rule is
 // checked against both the declared and the resolved (symlink-free) path
 // of a grant. Deny wins over everything; approvals never override a deny.
 type PathRules struct {
@@ -131,7 +148,7 @@ type NetworkRules struct {
 // EnvRules are the rules for env: grants.
 type EnvRules struct {
 	// Deny: env grants of these variable names are denied (exact names,
-	// case-sensitive; `*` globs allowed).
+	// case-sensitive; `*` is any run of characters and `?` one: EnvDenied).
 	Deny []string `yaml:"deny"`
 }
 
@@ -147,12 +164,14 @@ type ApprovalRules struct {
 	Standing []Approval `yaml:"standing"`
 }
 
-// Size is a byte count; in YAML a number of bytes or a string with a unit
-// (KB, MB, GB are powers of 1000; KiB, MiB, GiB are powers of 1024).
+// Size is a byte count; in YAML a number of bytes or a string with a unit,
+// read by units.ParseSize exactly as a tool definition's sizes are (every
+// unit binary: 512MB = 512MiB).
 type Size int64
 
-// Duration is a time span; in YAML a Go duration ("90s", "5m", "1h30m") or
-// a number of days ("30d").
+// Duration is a time span; in YAML milliseconds or number+unit pairs
+// ("90s", "5m", "1h30m", "30d", "2w"), read by units.ParseDuration exactly
+// as a tool definition's durations are.
 type Duration time.Duration
 
 // Glob is a path glob (see SourceRule.Path).
@@ -180,8 +199,9 @@ var UntrustedSource = SourceRule{
 	Scope:   SourceAny,
 	Trusted: false,
 	Isolation: IsolationRule{
-		Allowed: []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
-		Minimum: tool.IsolationProcess,
+		Allowed:  []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
+		Minimum:  tool.IsolationProcess,
+		Landlock: LandlockBestEffort,
 	},
 }
 
@@ -199,8 +219,9 @@ func Default() *Policy {
 			Scope:   s,
 			Trusted: true,
 			Isolation: IsolationRule{
-				Allowed: []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
-				Minimum: tool.IsolationNone,
+				Allowed:  []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
+				Minimum:  tool.IsolationNone,
+				Landlock: LandlockBestEffort,
 			},
 		}
 	}

@@ -60,8 +60,9 @@ func (c *Controller) audit(req *Request, p *Prepared, d *policy.Decision, res *R
 			}
 		}
 	} else {
+		// Under the parameters' own names, which the sensitive list uses.
 		for k, v := range req.Input {
-			params[k] = fmt.Sprint(v)
+			params[def.OwnParam(k)] = fmt.Sprint(v)
 		}
 	}
 	secrets := policy.SensitiveValues(params, sensitive)

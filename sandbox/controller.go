@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -46,19 +49,24 @@ type Job struct {
 	// Stdin, when set, is the terminal: interactive steps read it (see
 	// steps_interactive.go). Nil feeds them their default response.
 	Stdin io.Reader
-	// Egress, when set, is called after the sandbox is gone to collect the
-	// proxy's connection records.
-	Egress func() []EgressEntry
+	// Proxy starts the egress proxy of a plan with an egress section; nil
+	// refuses such a plan.
+	Proxy EgressStarter
 	// Audit, when set, writes the run's audit line; it runs beside the
 	// run record, once the result is final.
 	Audit func(*Result) error
 
 	watches []protectedWatch // protected globs under write grants (Prepare)
+	create  *writeDirs       // missing directories of write grants (Prepare)
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
-	// Prepare, when set, runs after the run's host directory exists and
-	// before the sandbox starts (the egress proxy starts here).
-	Prepare func(ctx context.Context, p *isolation.Plan) error
+}
+
+// writeDirs are the write grants whose missing directories the run
+// creates when it starts, owned by uid:gid.
+type writeDirs struct {
+	grants   []permissions.Grant
+	uid, gid int
 }
 
 // JobStep is one command of a job.
@@ -128,12 +136,8 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		Notes:     job.Notes,
 	}
 	outs := &outputs{}
-	c.run(ctx, job, res, outs)
-
-	if job.Egress != nil {
-		if e := job.Egress(); e != nil {
-			res.Egress = e
-		}
+	if e := c.run(ctx, job, res, outs); e != nil {
+		res.Egress = e
 	}
 	// Protected paths the tool created where none existed to protect.
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
@@ -142,7 +146,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	stdout, stderr := outs.join()
 	res.Stdout, res.Stderr = stdout.text, stderr.text
 	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
-	err := c.finish(res, stdout.kept, stderr.kept, job.Audit)
+	err := c.finish(res, p, stdout.kept, stderr.kept, job.Audit)
 	c.Trace.Mark("run record and audit")
 	return res, err
 }
@@ -183,7 +187,9 @@ func joinCaptures(cs []*capture) joined {
 	return j
 }
 
-func (c *Controller) finish(res *Result, stdout, stderr []byte, audit func(*Result) error) error {
+// finish writes the run record (with the plan the backend was given, nil
+// for a run refused before planning) and the audit line.
+func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error) error {
 	// The run record and the audit line (which waits for its fsync) are
 	// written side by side.
 	recorded := make(chan error, 1)
@@ -192,7 +198,7 @@ func (c *Controller) finish(res *Result, stdout, stderr []byte, audit func(*Resu
 			recorded <- nil
 			return
 		}
-		recorded <- writeRecord(c.StateDir, res, stdout, stderr)
+		recorded <- writeRecord(c.StateDir, res, plan, stdout, stderr)
 	}()
 	var errs []error
 	if c.Record != nil {
@@ -207,63 +213,34 @@ func (c *Controller) finish(res *Result, stdout, stderr []byte, audit func(*Resu
 	return errors.Join(errs...)
 }
 
-func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outputs) {
+// run runs the job's plan on its backend, in phases: check the plan, set
+// the host up (hostSetup), start the sandbox, run the steps under the
+// watchdog, settle the status (settle), run the cleanup commands, tear
+// down. It fills res and returns the egress proxy's records.
+func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outputs) []EgressEntry {
 	p := job.Plan
-	fail := func(st Status, code, msg, hint string) {
-		if hint != "" && strings.Contains(msg, hint) {
-			hint = "" // the message already says how to fix it
-		}
-		res.Status = st
-		res.Error = &ErrorInfo{Code: code, Message: msg, Hint: hint}
+	fail := func(f *runFailure) {
+		res.Status = StatusError
+		res.Error = f.info()
 		res.ExitCode = res.ProcessExitCode()
 	}
 	b := c.Backends[p.Tier]
 	if b == nil {
-		fail(StatusError, CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`")
-		return
+		fail(&runFailure{CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`"})
+		return nil
 	}
 	if err := b.Check(ctx, p); err != nil {
-		fail(StatusError, CodeInitFailed, err.Error(), hintFor(err))
-		return
+		fail(&runFailure{CodeInitFailed, err.Error(), hintFor(err)})
+		return nil
 	}
 	c.Trace.Mark("check")
 
-	// The run's private host directory: sockets and bookkeeping, labelled
-	// by run id so gc can find it after a crash.
-	if p.HostDir == "" {
-		p.HostDir = fmt.Sprintf("%s/%s", c.RuntimeDir, p.RunID)
+	host, f := c.setUpHost(ctx, job, b)
+	if f != nil {
+		fail(f)
+		return nil
 	}
-	if err := ensurePrivateDir(c.RuntimeDir); err != nil {
-		fail(StatusError, CodeInitFailed, err.Error(), "set SANDBOXED_RUNTIME_DIR to a directory only you can write")
-		return
-	}
-	release, err := holdRun(p.RunID)
-	if err != nil {
-		fail(StatusError, CodeInitFailed, err.Error(), "")
-		return
-	}
-	defer release()
-	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
-		fail(StatusError, CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), "")
-		return
-	}
-	defer os.RemoveAll(p.HostDir)
-	// Reap what crashed runs of this tier left, alongside this run's start
-	// (`sandboxed gc` covers every tier).
-	gcDone := make(chan struct{})
-	go func() {
-		defer close(gcDone)
-		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer gcancel()
-		_, _ = c.gc(gctx, b)
-	}()
-	defer func() { <-gcDone }()
-	if job.Prepare != nil {
-		if err := job.Prepare(ctx, p); err != nil {
-			fail(StatusError, CodeInitFailed, "prepare run: "+err.Error(), hintFor(err))
-			return
-		}
-	}
+	defer host.tearDown()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -276,39 +253,147 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	c.Trace.Mark("prepare (run dir, proxy)")
 	sb, err := b.Start(runCtx, p)
 	c.Trace.Mark("start sandbox")
+	if ll, ok := sb.(interface{ Landlock() int }); ok && err == nil {
+		c.Trace.Note("landlock abi %d", ll.Landlock())
+	}
 	if err != nil {
 		switch {
 		case runCtx.Err() != nil:
 			c.ended(runCtx, res)
 		default:
-			fail(StatusError, CodeInitFailed, "start sandbox: "+err.Error(), hintFor(err))
+			fail(&runFailure{CodeInitFailed, "start sandbox: " + err.Error(), hintFor(err)})
 		}
-		return
-	}
-	teardown := func() {
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer ccancel()
-		if st, err := sb.Stats(cctx); err == nil {
-			res.PeakMemoryBytes = st.PeakMemoryBytes
-			if st.OOMKilled && res.Status != StatusTimeout {
-				res.Status = StatusOOM
-				res.ExitCode = 137
-				res.Error = &ErrorInfo{
-					Code:    CodeQuota,
-					Message: fmt.Sprintf("killed by the memory limit of %s", humanBytes(p.Limits.MemoryBytes)),
-					Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
-				}
-			}
-		}
-		if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
-			res.Status = StatusError
-			res.ExitCode = 125
-			res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
-		}
+		return host.stopEgress()
 	}
 
-	// The watchdog: when the run's time is up or sandboxed is interrupted,
-	// every process of the sandbox gets SIGTERM, then SIGKILL after the grace.
+	res.Status = StatusOK
+	live := liveWriters(job)
+	main, cleanups := splitCleanup(job.Steps)
+	oc, killed := c.watchSteps(ctx, runCtx, sb, p.Limits.KillGrace, main, live, res, outs)
+	c.Trace.Mark("steps")
+	runEnded := runCtx.Err() != nil || killed
+	if runEnded {
+		c.ended(runCtx, res)
+	} else {
+		settle(res, oc.hardFail)
+	}
+	switch {
+	case len(cleanups) > 0 && runEnded:
+		// The sandbox was killed with the run: the cleanup commands get a
+		// fresh one of the same plan, after this one is gone.
+		c.closeSandbox(ctx, sb, p, res)
+		c.cleanupFresh(ctx, b, p, cleanups, live, res, outs)
+	case len(cleanups) > 0:
+		c.runCleanup(ctx, sb, cleanups, live, res, outs, oc.outputs)
+		c.closeSandbox(ctx, sb, p, res)
+	default:
+		c.closeSandbox(ctx, sb, p, res)
+	}
+	return host.stopEgress()
+}
+
+// runFailure is why a run could not start: an error code, a message and
+// the fix.
+type runFailure struct {
+	code, msg, hint string
+}
+
+func (f *runFailure) info() *ErrorInfo {
+	hint := f.hint
+	if hint != "" && strings.Contains(f.msg, hint) {
+		hint = "" // the message already says how to fix it
+	}
+	return &ErrorInfo{Code: f.code, Message: f.msg, Hint: hint}
+}
+
+// hostSetup is what a run made on the host before its sandbox started;
+// tearDown undoes it.
+type hostSetup struct {
+	undo  []func() // in the order they run
+	proxy func() []EgressEntry
+}
+
+// setUpHost makes what the plan says the run needs on the host: the
+// missing directories of write grants, the run's host directory (in a
+// private runtime directory, held against gc), the egress proxy; and it
+// reaps, beside it, what crashed runs of this tier left. On failure what
+// was made is undone.
+func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backend) (_ *hostSetup, f *runFailure) {
+	p := job.Plan
+	h := &hostSetup{}
+	defer func() {
+		if f != nil {
+			h.tearDown()
+		}
+	}()
+	if !filepath.IsAbs(p.HostDir) {
+		return h, &runFailure{CodeInitFailed, fmt.Sprintf("the plan's host directory %q is not an absolute path", p.HostDir), "set SANDBOXED_RUNTIME_DIR to an absolute path"}
+	}
+	if job.create != nil {
+		if err := CreateWriteDirs(job.create.grants, job.create.uid, job.create.gid); err != nil {
+			return h, &runFailure{CodeInitFailed, err.Error(), ""}
+		}
+	}
+	if err := ensurePrivateDir(filepath.Dir(p.HostDir)); err != nil {
+		return h, &runFailure{CodeInitFailed, err.Error(), "set SANDBOXED_RUNTIME_DIR to a directory only you can write"}
+	}
+	release, err := holdRun(p.RunID)
+	if err != nil {
+		return h, &runFailure{CodeInitFailed, err.Error(), ""}
+	}
+	h.undo = append(h.undo, release)
+	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
+		return h, &runFailure{CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), ""}
+	}
+	h.undo = append([]func(){func() { os.RemoveAll(p.HostDir) }}, h.undo...)
+	// Reap what crashed runs of this tier left, alongside this run's start
+	// (`sandboxed gc` covers every tier).
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer gcancel()
+		_, _ = c.gc(gctx, b)
+	}()
+	h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+	if p.Egress != nil {
+		if job.Proxy == nil {
+			return h, &runFailure{CodeInitFailed, "network permissions are not supported in this build", "remove the network: permissions"}
+		}
+		stop, err := job.Proxy.Start(ctx, p.Egress)
+		if err != nil {
+			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), hintFor(err)}
+		}
+		h.proxy = stop
+	}
+	return h, nil
+}
+
+// tearDown undoes what setUpHost made, except the egress proxy
+// (stopEgress). It is idempotent.
+func (h *hostSetup) tearDown() {
+	for _, u := range h.undo {
+		u()
+	}
+	h.undo = nil
+}
+
+// stopEgress stops the egress proxy, if the run has one, and returns its
+// records. It is idempotent.
+func (h *hostSetup) stopEgress() []EgressEntry {
+	if h.proxy == nil {
+		return nil
+	}
+	stop := h.proxy
+	h.proxy = nil
+	return stop()
+}
+
+// watchSteps runs the steps under the watchdog: when the run's time is up
+// or sandboxed is interrupted, every process of the sandbox gets SIGTERM,
+// then SIGKILL after the grace. It reports whether the watchdog killed
+// the sandbox.
+func (c *Controller) watchSteps(ctx, runCtx context.Context, sb isolation.Sandbox, grace time.Duration, steps []JobStep, live live, res *Result, outs *outputs) (stepsOutcome, bool) {
 	var killed atomic.Bool
 	done := make(chan struct{})
 	watchdogDone := make(chan struct{})
@@ -319,50 +404,60 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 			killed.Store(true)
 			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer kcancel()
-			_ = sb.Kill(kctx, p.Limits.KillGrace)
+			_ = sb.Kill(kctx, grace)
 		case <-done:
 		}
 	}()
-
-	res.Status = StatusOK
-	live := liveWriters(job)
-	main, cleanups := splitCleanup(job.Steps)
-	oc := c.runSteps(runCtx, sb, main, live, res, outs)
-	c.Trace.Mark("steps")
+	oc := c.runSteps(runCtx, sb, steps, live, res, outs)
 	close(done)
 	<-watchdogDone
+	return oc, killed.Load()
+}
 
-	runEnded := runCtx.Err() != nil || killed.Load()
+// settle sets the status of a run whose steps all ran (the run's time was
+// not up): the first step that failed without continue-on-error decides.
+func settle(res *Result, hardFail *StepResult) {
 	switch {
-	case runEnded:
-		c.ended(runCtx, res)
-	case oc.hardFail != nil && oc.hardFail.Status == StatusTimeout:
+	case hardFail != nil && hardFail.Status == StatusTimeout:
 		res.Status = StatusTimeout
-		res.ExitCode = 124
-		res.Error = &ErrorInfo{Code: CodeTimeout, Message: fmt.Sprintf("step %s was killed at its time limit", oc.hardFail.Name),
+		res.ExitCode = ExitCodeFor(StatusTimeout, 0, CodeTimeout)
+		res.Error = &ErrorInfo{Code: CodeTimeout, Message: fmt.Sprintf("step %s was killed at its time limit", hardFail.Name),
 			Hint: "raise the step's timeout if it needs longer"}
-	case oc.hardFail != nil:
+	case hardFail != nil:
 		res.Status = StatusFailed
-		res.ExitCode = oc.hardFail.ExitCode
-		if oc.hardFail.Status == StatusError {
-			res.Error = &ErrorInfo{Code: CodeExecFailed, Message: fmt.Sprintf("step %s could not run", oc.hardFail.Name)}
+		res.ExitCode = hardFail.ExitCode
+		if hardFail.Status == StatusError {
+			res.Error = &ErrorInfo{Code: CodeExecFailed, Message: fmt.Sprintf("step %s could not run", hardFail.Name)}
 		}
 	default:
 		// Every step succeeded, was skipped by its condition, or failed
 		// with continue-on-error (ignore-errors): the run succeeded.
 		res.ExitCode = 0
 	}
-	if len(cleanups) > 0 && runEnded {
-		// The sandbox was killed with the run: the cleanup commands get a
-		// fresh one of the same plan, after this one is gone.
-		teardown()
-		c.cleanupFresh(ctx, b, p, cleanups, live, res, outs)
-		return
+}
+
+// closeSandbox reads the sandbox's peak memory and whether the OOM killer
+// struck, then closes it, on a context of its own.
+func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result) {
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer ccancel()
+	if st, err := sb.Stats(cctx); err == nil {
+		res.PeakMemoryBytes = st.PeakMemoryBytes
+		if st.OOMKilled && res.Status != StatusTimeout {
+			res.Status = StatusOOM
+			res.ExitCode = ExitCodeFor(StatusOOM, 0, CodeQuota)
+			res.Error = &ErrorInfo{
+				Code:    CodeQuota,
+				Message: fmt.Sprintf("killed by the memory limit of %s", units.FormatSize(p.Limits.MemoryBytes)),
+				Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
+			}
+		}
 	}
-	if len(cleanups) > 0 {
-		c.runCleanup(ctx, sb, cleanups, live, res, outs, oc.outputs)
+	if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
+		res.Status = StatusError
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUnexpected)
+		res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
 	}
-	teardown()
 }
 
 // ended sets the status of a run whose context ended before it did.
@@ -371,12 +466,12 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 	switch {
 	case errors.Is(cause, context.DeadlineExceeded):
 		res.Status = StatusTimeout
-		res.ExitCode = 124
+		res.ExitCode = ExitCodeFor(StatusTimeout, 0, CodeTimeout)
 		res.Error = &ErrorInfo{Code: CodeTimeout, Message: "killed at the run's time limit",
 			Hint: "raise timeout (or resources.timeout) in the definition if the tool needs longer"}
 	default:
 		res.Status = StatusError
-		res.ExitCode = 130
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUserCancelled)
 		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
 	}
 }
@@ -391,16 +486,4 @@ func hintFor(err error) string {
 		return "run `sandboxed doctor` to see what this host can enforce"
 	}
 	return ""
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return strings.TrimSpace(fmt.Sprintf("%d bytes", n))
 }

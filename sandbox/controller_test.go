@@ -26,6 +26,8 @@ type fakeBackend struct {
 	sb       *fakeSandbox
 	starts   int
 	log      *execLog
+	// got is the plan Start was given, as JSON.
+	got []byte
 }
 
 // execLog records every Exec (by command name) with its start and end.
@@ -75,6 +77,7 @@ func (f *fakeBackend) Start(ctx context.Context, p *isolation.Plan) (isolation.S
 		return nil, errors.New("host dir missing")
 	}
 	f.starts++
+	f.got, _ = json.Marshal(p)
 	f.sb = &fakeSandbox{stats: f.stats, killed: make(chan struct{}), calls: map[string]int{}, log: f.log}
 	return f.sb, nil
 }
@@ -168,12 +171,21 @@ func (s *fakeSandbox) Close(context.Context) error {
 	return nil
 }
 
+// job is a job of a fresh run id: a run is marked live host-wide by its
+// id (holdRun), so two test processes must not share one.
 func job(timeout time.Duration, steps ...JobStep) *Job {
 	return &Job{
-		Plan: &isolation.Plan{RunID: "20260101T000000-abcdef", Tool: "t", Tier: isolation.TierProcess,
+		Plan: &isolation.Plan{RunID: NewRunID(time.Now()), Tool: "t", Tier: isolation.TierProcess,
 			Limits: isolation.Limits{Timeout: timeout, MemoryBytes: 64 << 20, KillGrace: time.Millisecond}},
 		Steps: steps,
 	}
+}
+
+// in places j's host directory under the controller's runtime directory,
+// as the planner does.
+func (c *Controller) in(j *Job) *Job {
+	j.Plan.HostDir = HostDir(c.RuntimeDir, j.Plan.RunID)
+	return j
 }
 
 func step(args ...string) JobStep {
@@ -216,7 +228,7 @@ func TestExecute(t *testing.T) {
 				Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: tt.backend}}
 			var recorded *Result
 			c.Record = func(r *Result) error { recorded = r; return nil }
-			res, err := c.Execute(context.Background(), tt.job)
+			res, err := c.Execute(context.Background(), c.in(tt.job))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +272,7 @@ func TestInterruptTearsDown(t *testing.T) {
 	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: fb}}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel(ErrInterrupted) }()
-	res, err := c.Execute(ctx, job(10*time.Second, step("hang")))
+	res, err := c.Execute(ctx, c.in(job(10*time.Second, step("hang"))))
 	if err != nil {
 		t.Fatal(err)
 	}

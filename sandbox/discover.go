@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -35,11 +37,12 @@ const probeTmpfs = 16 << 20
 
 // ProbePlan is the plan of one probe of s: the process tier, reduced
 // privilege, no network, s's directory bound read-only at its own path
-// (and the working directory), lim's limits. It is data only.
-func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
+// (and the working directory), lim's limits, its host directory under
+// runtimeDir. It is data only.
+func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
 	dir := filepath.Dir(s.Path)
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
-	spec, err := NewSpec(runID, PrivReduced,
+	spec, err := NewSpec(runID, privilege.Reduced,
 		WithMemory(lim.MemoryBytes),
 		WithPids(lim.Pids),
 		WithTmpfs(probeTmpfs),
@@ -55,8 +58,9 @@ func ProbePlan(runID string, s tool.Script, lim ProbeLimits) (*isolation.Plan, e
 		RunID:     runID,
 		Tool:      "discover-" + tool.BaseName(s.File),
 		Tier:      isolation.TierProcess,
-		Privilege: PrivReduced,
+		Privilege: privilege.Reduced,
 		Spec:      spec,
+		HostDir:   HostDir(runtimeDir, runID),
 		Limits: isolation.Limits{
 			MemoryBytes: lim.MemoryBytes,
 			Pids:        lim.Pids,
@@ -91,9 +95,9 @@ const probeAttempts = 3
 func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) (tool.ProbeOutput, bool) {
 	out := tool.ProbeOutput{Kind: k}
 	runID := NewRunID(time.Now())
-	plan, err := ProbePlan(runID, s, lim)
+	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim)
 	if err != nil {
-		out.Error, out.ExitCode = err.Error(), 125
+		out.Error, out.ExitCode = err.Error(), ExitSandbox
 		return out, true // planning is deterministic: no retry
 	}
 	argv := append(append([]string(nil), s.Argv...), tool.ProbeArg(k))
@@ -114,7 +118,7 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	case StatusTimeout:
 		out.TimedOut = true
 	case StatusOOM:
-		out.Error = "killed by the memory limit of " + humanBytes(lim.MemoryBytes)
+		out.Error = "killed by the memory limit of " + units.FormatSize(lim.MemoryBytes)
 	case StatusError:
 		out.Error = "sandbox failed"
 		if res.Error != nil {
@@ -175,7 +179,7 @@ func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLi
 	if b == nil {
 		return fmt.Errorf("discover: the process tier is not available in this build: %w", ErrNoProbeSandbox)
 	}
-	plan, err := ProbePlan(NewRunID(time.Now()), s, lim)
+	plan, err := ProbePlan(NewRunID(time.Now()), c.RuntimeDir, s, lim)
 	if err != nil {
 		return err
 	}
@@ -194,22 +198,25 @@ func sortDiscoveries(ds []*tool.Discovery) {
 }
 
 // markDuplicates skips a file whose tool names an earlier file already
-// registered: two tools of one name cannot live in one scope.
+// registered: two tools of one name cannot live in one scope. The reason
+// names both files and both tools as the scripts call them ("_ls" and
+// "ls" both become the tool ls).
 func markDuplicates(ds []*tool.Discovery) {
-	owner := map[string]string{}
+	type owner struct{ file, as string }
+	owners := map[string]owner{}
 	for _, d := range ds {
 		if d.Result != tool.ResultRegistered {
 			continue
 		}
-		for _, n := range d.Names {
-			if f, ok := owner[n]; ok {
+		for _, def := range d.Tools {
+			if o, ok := owners[def.Name]; ok {
 				d.Result, d.Tools, d.Names = tool.ResultSkipped, nil, []string{}
-				d.Why = fmt.Sprintf("tool name %s is already taken by %s", n, f)
+				d.Why = fmt.Sprintf("tool name %s (%s of %s) is already taken by %s of %s; rename one of the scripts", def.Name, def.ExposedName(), d.File, o.as, o.file)
 				break
 			}
 		}
-		for _, n := range d.Names {
-			owner[n] = d.File
+		for _, def := range d.Tools {
+			owners[def.Name] = owner{d.File, def.ExposedName()}
 		}
 	}
 }

@@ -12,17 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
 func TestProbePlan(t *testing.T) {
 	s := tool.Script{File: "greet.py", Path: "/srv/tools/greet.py", Argv: []string{"/srv/tools/greet.py"}}
-	p, err := ProbePlan("20260101T000000-abcdef", s, DefaultProbeLimits)
+	p, err := ProbePlan("20260101T000000-abcdef", "/run/sandboxed", s, DefaultProbeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Tier != isolation.TierProcess || p.Privilege != PrivReduced || p.Egress != nil {
+	if p.Tier != isolation.TierProcess || p.Privilege != privilege.Reduced || p.Egress != nil {
 		t.Errorf("tier %s privilege %s egress %v", p.Tier, p.Privilege, p.Egress)
 	}
 	if u := p.Spec.Process.User; u.UID != NobodyID || u.GID != NobodyID {
@@ -153,7 +154,7 @@ func TestDiscoverDir(t *testing.T) {
 	if d := got["dup.py"]; d == nil || d.Result != tool.ResultRegistered || len(d.Tools) != 1 || d.Tools[0].Name != "greet" {
 		t.Errorf("dup.py = %+v", d)
 	}
-	if d := got["greet.py"]; d == nil || d.Result != tool.ResultSkipped || !strings.Contains(d.Why, "already taken by dup.py") {
+	if d := got["greet.py"]; d == nil || d.Result != tool.ResultSkipped || !strings.Contains(d.Why, "already taken by greet of dup.py") {
 		t.Errorf("greet.py = %+v", d)
 	}
 	if d := got["hangs.sh"]; d == nil || d.Result != tool.ResultSkipped || !strings.Contains(d.Why, "timed out") {
@@ -162,7 +163,7 @@ func TestDiscoverDir(t *testing.T) {
 		t.Errorf("hangs.sh probes = %+v", d.Probes)
 	}
 	for _, p := range b.plans {
-		if p.Privilege != PrivReduced || p.Limits.Timeout != lim.Timeout || p.Egress != nil {
+		if p.Privilege != privilege.Reduced || p.Limits.Timeout != lim.Timeout || p.Egress != nil {
 			t.Errorf("probe plan %s: privilege %s timeout %v", p.Tool, p.Privilege, p.Limits.Timeout)
 		}
 	}
@@ -207,5 +208,29 @@ func TestDiscoverDirWithoutSandbox(t *testing.T) {
 	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{}}
 	if _, err := c.DiscoverDir(context.Background(), dir, DefaultProbeLimits, 1); !errors.Is(err, ErrNoProbeSandbox) {
 		t.Errorf("err = %v, want ErrNoProbeSandbox", err)
+	}
+}
+
+// TestMarkDuplicates: "_ls" and "ls" in two scripts both become the tool
+// ls; the later file is skipped, and the reason names both.
+func TestMarkDuplicates(t *testing.T) {
+	decl := func(name string) tool.FunctionDecl {
+		return tool.FunctionDecl{Name: name, Input: map[string]any{"type": "object"}}
+	}
+	var ds []*tool.Discovery
+	for _, f := range []struct{ file, name string }{{"_ls.py", "_ls"}, {"ls.py", "ls"}, {"other.py", "other"}} {
+		s := tool.Script{File: f.file, Path: "/t/" + f.file, Argv: []string{"/t/" + f.file}}
+		def, err := tool.DefinitionFor(s, decl(f.name), f.name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, &tool.Discovery{File: f.file, Result: tool.ResultRegistered, Tools: []*tool.Definition{def}, Names: []string{def.Name}})
+	}
+	markDuplicates(ds)
+	if ds[0].Result != tool.ResultRegistered || ds[2].Result != tool.ResultRegistered {
+		t.Errorf("first and unrelated files: %s, %s", ds[0].Result, ds[2].Result)
+	}
+	if want := "tool name ls (ls of ls.py) is already taken by _ls of _ls.py"; ds[1].Result != tool.ResultSkipped || !strings.Contains(ds[1].Why, want) {
+		t.Errorf("ls.py: %s %q, want skipped with %q", ds[1].Result, ds[1].Why, want)
 	}
 }

@@ -58,11 +58,9 @@ func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]s
 	for _, b := range backends {
 		r, err := b.GC(ctx, c.Live)
 		reaped = append(reaped, r...)
-		// A tier this host cannot run now (no Docker engine answers) has
-		// nothing gc could reap: a host without Docker is not a failure,
-		// and what a stopped engine holds is reaped once it answers.
-		var unsupported *isolation.UnsupportedError
-		if errors.As(err, &unsupported) {
+		if errors.Is(err, isolation.ErrUnsupported) {
+			// A tier this host, or this user, cannot run at all (no Docker
+			// engine it may reach) holds nothing this gc could reap.
 			continue
 		}
 		if err != nil {

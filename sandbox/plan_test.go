@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestCreatedProtected(t *testing.T) {
@@ -31,19 +33,20 @@ func TestCreatedProtected(t *testing.T) {
 	}
 }
 
+// Root reads every directory, so the walk runs as a user (as root too,
+// on a thread of its own).
 func TestCreatedProtectedSaysWhatItCouldNotRead(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every directory; run as a user")
-	}
-	root := t.TempDir()
-	hidden := filepath.Join(root, "x")
-	os.MkdirAll(filepath.Join(hidden, ".git/hooks"), 0o755)
-	os.Chmod(hidden, 0)
-	defer os.Chmod(hidden, 0o755)
-	w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
-	if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
-		t.Errorf("warnings %q", w)
-	}
+	testenv.Unprivileged(t, func() {
+		root := t.TempDir()
+		hidden := filepath.Join(root, "x")
+		os.MkdirAll(filepath.Join(hidden, ".git/hooks"), 0o755)
+		os.Chmod(hidden, 0)
+		defer os.Chmod(hidden, 0o755)
+		w := createdProtected([]protectedWatch{{root: root, target: "/work/out", pattern: "**/.git/hooks", rule: "r", before: map[string]bool{}}})
+		if len(w) != 1 || !strings.Contains(w[0], `could not look inside "/work/out/x"`) {
+			t.Errorf("warnings %q", w)
+		}
+	})
 }
 
 // One walk for several patterns finds what a walk per pattern finds, also
@@ -72,5 +75,32 @@ func TestExpandMasksOneWalkPerPattern(t *testing.T) {
 	}
 	if len(got[1]) != 2 || len(got[0]) != 2 {
 		t.Errorf("matches %v", got)
+	}
+}
+
+// A mask names what the policy's rule names: '[' is literal, as in the
+// decision (internal/pathglob), so a directory "[draft]" is found and a
+// directory "d" is not.
+func TestExpandMaskBracketIsLiteral(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"[draft]/x", "d", "r", "a/[draft]"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pattern, want := range map[string][]string{
+		"[draft]":    {"[draft]"},
+		"[draft]/*":  {"[draft]/x"},
+		"*/[draft]":  {"a/[draft]"},
+		"[dr]":       nil,
+		"**/[draft]": {"[draft]", "a/[draft]"},
+	} {
+		got, err := expandMask(root, pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("expandMask(%q) = %q, want %q", pattern, got, want)
+		}
 	}
 }

@@ -9,10 +9,10 @@ type Status string
 const (
 	StatusOK      Status = "ok"
 	StatusFailed  Status = "failed"  // the tool ran and exited non-zero
-	StatusTimeout Status = "timeout" // killed at its time limit; exit 124
-	StatusOOM     Status = "oom"     // killed by the memory limit; exit 137
-	StatusDenied  Status = "denied"  // refused by policy before anything ran; exit 126
-	StatusError   Status = "error"   // the sandbox itself failed; exit 125
+	StatusTimeout Status = "timeout" // killed at its time limit; ExitTimeout
+	StatusOOM     Status = "oom"     // killed by the memory limit; ExitKilled
+	StatusDenied  Status = "denied"  // refused by policy before anything ran; ExitDenied
+	StatusError   Status = "error"   // the sandbox itself failed; ExitSandbox (see ExitCodeFor)
 )
 
 // Error codes, after the standard tool error codes of spec 003.
@@ -96,27 +96,56 @@ type ErrorInfo struct {
 	Hint    string `json:"hint,omitempty"`
 }
 
-// ProcessExitCode maps a result to the process exit code of `sandboxed
-// run`: the tool's own code, 124 timeout, 137 oom, 126 denied, 2 for bad
-// input (parameters, paths), 130 interrupted, 125 sandbox error.
-func (r *Result) ProcessExitCode() int {
-	switch r.Status {
+// Exit codes of a run or a step that did not end with the tool's own code.
+// ExitCodeFor is the one mapping from a status to these.
+const (
+	// ExitUsage: the caller's input was wrong (a parameter, a path that is
+	// not there, an invalid definition).
+	ExitUsage = 2
+	// ExitTimeout: killed at a time limit.
+	ExitTimeout = 124
+	// ExitSandbox: the sandbox could not be built, or failed.
+	ExitSandbox = 125
+	// ExitDenied: refused by the policy.
+	ExitDenied = 126
+	// ExitInterrupted: sandboxed was interrupted (SIGINT, 128+2).
+	ExitInterrupted = 130
+	// ExitKilled: killed with SIGKILL (128+9), by the memory limit or at
+	// the end of the run.
+	ExitKilled = 137
+)
+
+// ExitCodeFor maps a status to an exit code: own (the tool's code) for ok
+// and failed, 124 timeout, 137 oom, 126 denied; for an error, 2 when
+// errCode says the caller's input was wrong, 130 when interrupted, else
+// 125. Results, step results and the process exit code of `sandboxed
+// run` all take their codes from it.
+func ExitCodeFor(status Status, own int, errCode string) int {
+	switch status {
 	case StatusOK, StatusFailed:
-		return r.ExitCode
+		return own
 	case StatusTimeout:
-		return 124
+		return ExitTimeout
 	case StatusOOM:
-		return 137
+		return ExitKilled
 	case StatusDenied:
-		return 126
+		return ExitDenied
 	}
+	switch errCode {
+	case CodeValidation, CodeInvalidParams, CodeMissingParam, CodeResourceMissing:
+		return ExitUsage
+	case CodeUserCancelled:
+		return ExitInterrupted
+	}
+	return ExitSandbox
+}
+
+// ProcessExitCode maps a result to the process exit code of `sandboxed
+// run` (ExitCodeFor of its status, code and error).
+func (r *Result) ProcessExitCode() int {
+	code := ""
 	if r.Error != nil {
-		switch r.Error.Code {
-		case CodeValidation, CodeInvalidParams, CodeMissingParam, CodeResourceMissing:
-			return 2 // the caller's input: a wrong parameter, a path that is not there
-		case CodeUserCancelled:
-			return 130
-		}
+		code = r.Error.Code
 	}
-	return 125
+	return ExitCodeFor(r.Status, r.ExitCode, code)
 }

@@ -32,23 +32,28 @@ type Request struct {
 	Isolation string
 	// Approvals are the --approve values.
 	Approvals []string
-	// Prompt asks the user to approve what the decision still needs; nil
-	// when there is no terminal, and the run is then refused.
-	Prompt func(d *policy.Decision) (bool, error)
+	// Answered are approvals the user gave when asked (the values of
+	// PrepareError.Approvals, after the CLI's prompt). They allow like
+	// Approvals, but the audit line does not list them as --approve flags.
+	Answered []string
 	// Stdout and Stderr receive the tool's output live (nil in --json).
 	Stdout, Stderr io.Writer
 	// Stdin is the terminal for interactive tools; nil feeds them their
 	// default response (interactive-options.default-response).
 	Stdin io.Reader
-	// Egress, when set, starts the run's egress proxy (isolation/egress);
-	// nil refuses network grants.
+	// Egress starts the run's egress proxy (isolation/egress) from the
+	// plan's egress section; nil refuses network grants when the run
+	// starts.
 	Egress EgressStarter
-	// DryRun plans without touching the host (no directory is created).
+	// DryRun plans without running: the controller does not even make its
+	// own directories. Planning itself never changes the host.
 	DryRun bool
 	// OwnDirs are sandboxed's own directories, denied to every grant
 	// whatever the policy says (ProtectOwnDirs); nil means those of this
 	// process's environment (StateDir, RuntimeDir, the cache).
 	OwnDirs []string
+	// RuntimeDir holds the run's host directory; "" is RuntimeDir().
+	RuntimeDir string
 	// Cwd is the run's working directory; "" is the process's own.
 	Cwd string
 	// FindTool finds the tools of use-tool steps and dependencies; nil
@@ -62,6 +67,7 @@ type Prepared struct {
 	Bound    *tool.Bound
 	Grants   []permissions.Grant
 	Decision *policy.Decision
+	Facts    *HostFacts
 	Plan     *isolation.Plan
 	Steps    []JobStep
 	Notes    []string
@@ -74,41 +80,111 @@ type Prepared struct {
 type PrepareError struct {
 	Result   *Result
 	Decision *policy.Decision // set when the policy refused
-	Err      error
+	// Approvals, when set, are what the policy asks approval for, as
+	// --approve values: approving them all lets the run go. A caller with
+	// a user to ask shows Decision's items, and prepares again with the
+	// answer in Request.Answered, or reports Declined.
+	Approvals []string
+	Err       error
 }
 
 func (e *PrepareError) Error() string { return e.Err.Error() }
 func (e *PrepareError) Unwrap() error { return e.Err }
 
+// Declined is the refusal of a run whose approval the user declined when
+// asked (e is the refusal that asked).
+func (e *PrepareError) Declined() *PrepareError {
+	r := *e.Result
+	r.Status = StatusDenied
+	r.Error = &ErrorInfo{Code: policy.CodeUserRejected, Message: "you declined the run", Hint: e.Decision.Hint()}
+	r.ExitCode = r.ProcessExitCode()
+	return &PrepareError{Result: &r, Decision: e.Decision, Err: policy.ErrDenied}
+}
+
+// AskFailed is the refusal of a run whose approval could not be asked
+// for (the terminal failed); e is the refusal that asked.
+func (e *PrepareError) AskFailed(err error) *PrepareError {
+	r := *e.Result
+	r.Status = StatusError
+	r.Error = &ErrorInfo{Code: CodeUnexpected, Message: "ask for approval: " + err.Error()}
+	r.ExitCode = r.ProcessExitCode()
+	return &PrepareError{Result: &r, Decision: e.Decision, Err: err}
+}
+
 // Prepare binds, resolves, decides and plans a run without running it.
-// A refusal is a *PrepareError carrying a Result (status denied or error).
+// It reads the host and changes nothing on it (facts.go). A refusal is a
+// *PrepareError carrying a Result (status denied or error); a run that
+// needs the user's approval is one whose Approvals say what to ask.
+//
+// Its phases: gather the host facts; bind the tool and resolve its grants
+// (bindRun); decide (decideRun, with refusalOf); check and gather what the
+// plan needs under the grants; build the plan (buildPlan).
 func Prepare(req *Request, runID string) (*Prepared, error) {
-	if req.Policy != nil {
-		own := req.OwnDirs
-		if own == nil {
-			own = OwnDirs(StateDir(), RuntimeDir())
-		}
-		r := *req
-		r.Policy = ProtectOwnDirs(req.Policy, own)
-		req = &r
+	rf := refuser{req: req, runID: runID}
+	facts, err := GatherFacts(req.Cwd, req.RuntimeDir, req.OwnDirs)
+	if err != nil {
+		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, nil)
+	}
+	pol := ProtectOwnDirs(req.Policy, facts.OwnDirs)
+	br, perr := bindRun(req, facts, rf)
+	if perr != nil {
+		return nil, perr
+	}
+	d, perr := decideRun(req, pol, facts, br, rf)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := CheckNoSockets(br.grants, facts.Cwd); err != nil {
+		return nil, rf.refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
+	}
+	gatherMasks(facts, d.Masks, mountGrants(br.grants))
+
+	in := PlanInput{
+		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
+		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs,
+	}
+	plan, steps, watches, err := buildPlan(in)
+	if err != nil {
+		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
 	}
 	def := req.Def
-	refuse := func(st Status, code, msg, hint string, err error, d *policy.Decision) (*Prepared, error) {
-		r := &Result{RunID: runID, Tool: def.Name, Version: def.Version, Isolation: string(def.Security.Isolation),
-			Status: st, Steps: []StepResult{}, Egress: []EgressEntry{}, StartedAt: time.Now().UTC(),
-			Error: &ErrorInfo{Code: code, Message: msg, Hint: hint}}
-		r.ExitCode = r.ProcessExitCode()
-		return nil, &PrepareError{Result: r, Decision: d, Err: err}
+	notes := append(append([]string(nil), d.Notes...), br.comp.notes...)
+	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
+		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}
+	return &Prepared{RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
+}
 
-	cwd, err := req.Cwd, error(nil)
-	if cwd == "" {
-		cwd, err = os.Getwd()
-	}
-	if err != nil {
-		return refuse(StatusError, CodeInitFailed, "working directory: "+err.Error(), "", err, nil)
-	}
-	home := InvokingHome()
+// refuser makes the refusals of one run's preparation.
+type refuser struct {
+	req   *Request
+	runID string
+}
+
+func (rf refuser) refuse(st Status, code, msg, hint string, err error, d *policy.Decision) *PrepareError {
+	def := rf.req.Def
+	r := &Result{RunID: rf.runID, Tool: def.Name, Version: def.Version, Isolation: string(def.Security.Isolation),
+		Status: st, Steps: []StepResult{}, Egress: []EgressEntry{}, StartedAt: time.Now().UTC(),
+		Error: &ErrorInfo{Code: code, Message: msg, Hint: hint}}
+	r.ExitCode = r.ProcessExitCode()
+	return &PrepareError{Result: r, Decision: d, Err: err}
+}
+
+// boundRun is a bound tool with its grants resolved on the host and its
+// sub-tools bound; resolveErr is a grant path that could not be resolved,
+// reported once the policy has decided.
+type boundRun struct {
+	bound      *tool.Bound
+	grants     []permissions.Grant
+	comp       *composition
+	resolveErr error
+}
+
+// bindRun binds the tool to its arguments, resolves its permissions into
+// grants and their paths on the host, and binds its sub-tools.
+func bindRun(req *Request, facts *HostFacts, rf refuser) (*boundRun, *PrepareError) {
+	def := req.Def
+	cwd, home := facts.Cwd, facts.Home
 	tmp := filepath.Join(os.TempDir(), "sandboxed-tmp")
 	benv := tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: tmp, Home: home}
 	b, err := tool.Bind(def, req.Input, benv)
@@ -117,11 +193,11 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		if errors.Is(err, tool.ErrMissingParam) {
 			code = CodeMissingParam
 		}
-		return refuse(StatusError, code, err.Error(), "see `sandboxed tool get "+def.Name+"` for the parameters", err, nil)
+		return nil, rf.refuse(StatusError, code, err.Error(), "see `sandboxed tool get "+def.Name+"` for the parameters", err, nil)
 	}
 	grants, err := permissions.Resolve(b.Permissions, cwd, home)
 	if err != nil {
-		return refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
+		return nil, rf.refuse(StatusError, CodeValidation, err.Error(), "fix security.required-permissions (grammar: "+tool.PermissionGrammar+")", err, nil)
 	}
 	// A path that cannot be resolved is reported after the policy: a
 	// denied path is denied whether or not it exists.
@@ -129,11 +205,17 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	comp, err := compose(req.FindTool, b, grants, benv, cwd, home)
 	if err != nil {
 		if errors.Is(err, ErrBeyondCaller) {
-			return refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
+			return nil, rf.refuse(StatusDenied, CodePermission, err.Error(), "a sub-tool runs in its caller's sandbox and may ask for no more than the caller", err, nil)
 		}
-		return refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
+		return nil, rf.refuse(StatusError, CodeResourceMissing, err.Error(), "", err, nil)
 	}
+	return &boundRun{bound: b, grants: grants, comp: comp, resolveErr: resolveErr}, nil
+}
 
+// decideRun asks the policy about the run, with the approvals given
+// (--approve values and answers) and the --isolation override.
+func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun, rf refuser) (policy.Decision, *PrepareError) {
+	def := req.Def
 	// --isolation may weaken the definition's tier only with an approval:
 	// isolation-none (decided by the policy) or isolation-process (here).
 	var approvals []string
@@ -146,92 +228,57 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		approvals = append(approvals, a)
 	}
 	if err := policy.ValidateApprovals(approvals); err != nil {
-		return refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
+		return policy.Decision{}, rf.refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
 	}
 	if req.Isolation == string(tool.IsolationProcess) && def.Security.Isolation == tool.IsolationContainer && !downgradeOK {
 		msg := fmt.Sprintf("--isolation process is weaker than the container isolation %s asks for", def.Name)
-		return refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
+		return policy.Decision{}, rf.refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
 	}
-	preq := policy.NewRequest(def, grants, cwd, home)
-	preq.Approvals = approvals
+	preq := policy.NewRequest(def, br.grants, facts.Cwd, facts.Home)
+	preq.Approvals = append(approvals, req.Answered...)
 	if req.Isolation != "" {
 		preq.Isolation = tool.Isolation(req.Isolation)
 	}
-	if r, err := filepath.EvalSymlinks(cwd); err == nil {
-		preq.CwdResolved = r
+	preq.CwdResolved, preq.HomeResolved = facts.CwdResolved, facts.HomeResolved
+	d := pol.Decide(preq)
+	if perr := refusalOf(d, br.resolveErr, rf); perr != nil {
+		return d, perr
 	}
-	if r, err := filepath.EvalSymlinks(home); err == nil && r != home {
-		preq.HomeResolved = r
-	}
-	d := req.Policy.Decide(preq)
-	if d.Verdict == policy.NeedsApproval && req.Prompt != nil {
-		ok, perr := req.Prompt(&d)
-		if perr != nil {
-			return refuse(StatusError, CodeUnexpected, "ask for approval: "+perr.Error(), "", perr, &d)
-		}
-		if ok {
-			preq.Approvals = append(preq.Approvals, d.MissingApprovals()...)
-			d = req.Policy.Decide(preq)
-		} else {
-			return refuse(StatusDenied, policy.CodeUserRejected, "you declined the run", d.Hint(), policy.ErrDenied, &d)
-		}
-	}
-	if d.Verdict == policy.Deny || (d.Verdict != policy.Allow && resolveErr == nil) {
-		err := d.Err()
-		return refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
-	}
-	if resolveErr != nil {
-		return refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
-	}
-	if err := CheckNoSockets(grants, cwd); err != nil {
-		return refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
-	}
-	if !req.DryRun {
-		uid, gid := invokingUser()
-		if err := CreateWriteDirs(grants, int(uid), int(gid)); err != nil {
-			return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
-		}
-	}
+	return d, nil
+}
 
-	uid, gid := invokingUser()
-	in := PlanInput{
-		RunID: runID, Bound: b, Grants: grants, Decision: &d, Cwd: cwd, Home: home,
-		UID: uid, GID: gid, LookupEnv: os.LookupEnv, HostEnv: os.Environ(),
-		EnvDeny: req.Policy.Environment.Deny, SubTools: comp.subs,
+// refusalOf is the refusal of a run the policy decided d on, with
+// resolveErr the grant path that could not be resolved; nil when the run
+// may go on. A denial wins over a missing path, a missing path over a
+// needed approval; a run that needs approval says which approvals (so
+// that the user is asked before the path is looked at again).
+func refusalOf(d policy.Decision, resolveErr error, rf refuser) *PrepareError {
+	var perr *PrepareError
+	switch {
+	case d.Verdict == policy.Deny:
+		err := d.Err()
+		perr = rf.refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
+	case resolveErr != nil:
+		perr = rf.refuse(StatusError, CodeResourceMissing, resolveErr.Error(), "", resolveErr, &d)
+	case d.Verdict != policy.Allow:
+		err := d.Err()
+		perr = rf.refuse(StatusDenied, CodePermission, err.Error(), d.Hint(), err, &d)
+	default:
+		return nil
 	}
-	var egressGrants bool
-	for _, g := range grants {
-		if g.Egress != nil || g.Localhost != nil {
-			egressGrants = true
-		}
+	if d.Verdict == policy.NeedsApproval {
+		perr.Approvals = d.MissingApprovals()
 	}
-	if egressGrants {
-		if req.Egress == nil {
-			return refuse(StatusError, CodeInitFailed, "network permissions are not supported in this build",
-				"remove the network: permissions", isolation.ErrUnsupported, &d)
-		}
-		in.ExtraEnv = req.Egress.Env()
-	}
-	plan, steps, watches, err := buildPlan(in)
-	if err != nil {
-		return refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
-	}
-	notes := append(append([]string(nil), d.Notes...), comp.notes...)
-	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
-		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
-	}
-	return &Prepared{RunID: runID, Bound: b, Grants: grants, Decision: &d, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
+	return perr
 }
 
 // EgressStarter starts the egress proxy of a run; implemented by the CLI
 // over isolation/egress so this package stays free of its details.
 type EgressStarter interface {
-	// Env is the proxy environment the tool gets.
-	Env() []string
-	// Start starts the proxy for the grants on a socket inside hostDir and
-	// returns the plan's Egress section and a function that stops the
-	// proxy and returns its connection records.
-	Start(ctx context.Context, hostDir string, grants []permissions.Grant, deny []string) (*isolation.Egress, func() []EgressEntry, error)
+	// Start starts the proxy the plan's egress section describes (its
+	// rules, on its socket) and returns a function that stops the proxy
+	// and returns its connection records.
+	Start(ctx context.Context, e *isolation.Egress) (stop func() []EgressEntry, err error)
 }
 
 // InvokingHome is the home directory of the user who asked for the run:
@@ -258,49 +305,53 @@ func invokingUser() (uint32, uint32) {
 	return uint32(os.Getuid()), uint32(os.Getgid())
 }
 
-// Run prepares and executes req. Refusals come back as a Result too, and
-// are recorded like every other run.
-func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared, error) {
-	runID := NewRunID(time.Now())
-	if req.OwnDirs == nil {
-		r := *req
+// Prepare plans req as this controller runs it: its own directories are
+// denied to every grant (and made first, unless req.DryRun, so that they
+// resolve), and the run's host directory is under its runtime directory.
+// It returns what Prepare does.
+func (c *Controller) Prepare(req *Request) (*Prepared, error) {
+	r := *req
+	if r.OwnDirs == nil {
 		r.OwnDirs = OwnDirs(c.StateDir, c.RuntimeDir)
-		req = &r
 	}
-	if !req.DryRun {
+	if r.RuntimeDir == "" {
+		r.RuntimeDir = c.RuntimeDir
+	}
+	if !r.DryRun {
 		c.makeOwnDirs()
 	}
-	p, err := Prepare(req, runID)
+	return Prepare(&r, NewRunID(time.Now()))
+}
+
+// Refused records a run that was refused before it started (its run
+// record and audit line) and returns its Result.
+func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
+	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) })
+}
+
+// RunPrepared executes a prepared run of req and returns its Result.
+func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared) (*Result, error) {
+	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
+		Notes: p.Notes, Proxy: req.Egress, watches: p.watches,
+		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
+	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
+	c.Trace.Mark("prepare (bind, policy, plan)")
+	return c.Execute(ctx, job)
+}
+
+// Run prepares and executes req. Refusals come back as a Result too, and
+// are recorded like every other run; a run that needs approval is refused
+// (the CLI asks first: see PrepareError.Approvals).
+func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared, error) {
+	p, err := c.Prepare(req)
 	if err != nil {
 		var pe *PrepareError
 		if errors.As(err, &pe) {
-			return pe.Result, nil, c.finish(pe.Result, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) })
+			res, err := c.Refused(req, pe)
+			return res, nil, err
 		}
 		return nil, nil, err
 	}
-	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin, Notes: p.Notes, watches: p.watches}
-	if hasNetwork(p.Grants) {
-		job.Prepare = func(ctx context.Context, plan *isolation.Plan) error {
-			e, stop, err := req.Egress.Start(ctx, plan.HostDir, p.Grants, p.Decision.EgressDeny)
-			if err != nil {
-				return err
-			}
-			plan.Egress = e
-			job.Egress = stop
-			return nil
-		}
-	}
-	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
-	c.Trace.Mark("prepare (bind, policy, plan)")
-	res, err := c.Execute(ctx, job)
+	res, err := c.RunPrepared(ctx, req, p)
 	return res, p, err
-}
-
-func hasNetwork(gs []permissions.Grant) bool {
-	for _, g := range gs {
-		if g.Egress != nil || g.Localhost != nil {
-			return true
-		}
-	}
-	return false
 }

@@ -9,14 +9,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-)
-
-// Privilege values (a tool's security.execution-privilege).
-const (
-	PrivSameAsUser = "same-as-user"
-	PrivReduced    = "reduced"
-	PrivElevated   = "elevated"
 )
 
 // Spec defaults.
@@ -64,7 +58,7 @@ var ReadonlyPaths = []string{
 // unknown value gets the reduced defaults. Commands run as 65534:65534
 // (root of a user namespace for elevated); for same-as-user the planner
 // adds WithUser(invoking uid, gid). The rest comes from SpecOpts.
-func DefaultSpec(runID string, priv string) *specs.Spec {
+func DefaultSpec(runID string, priv privilege.Privilege) *specs.Spec {
 	s := &specs.Spec{
 		Version:  specs.Version,
 		Root:     &specs.Root{Path: "rootfs", Readonly: true},
@@ -103,14 +97,14 @@ func DefaultSpec(runID string, priv string) *specs.Spec {
 	}
 	// same-as-user starts as nobody too: the planner sets the invoking
 	// user with WithUser, and forgetting to fails closed.
-	if priv == PrivElevated {
+	if priv == privilege.Elevated {
 		_ = WithElevated()(s)
 	}
 	return s
 }
 
 // NewSpec is DefaultSpec with opts applied in order.
-func NewSpec(runID, priv string, opts ...SpecOpt) (*specs.Spec, error) {
+func NewSpec(runID string, priv privilege.Privilege, opts ...SpecOpt) (*specs.Spec, error) {
 	s := DefaultSpec(runID, priv)
 	for _, o := range opts {
 		if err := o(s); err != nil {

@@ -10,12 +10,14 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 func TestDefaultSpecIsClosed(t *testing.T) {
-	for _, priv := range []string{PrivSameAsUser, PrivReduced, PrivElevated, "bogus"} {
+	for _, priv := range []privilege.Privilege{privilege.SameAsUser, privilege.Reduced, privilege.Elevated, "bogus"} {
 		s := DefaultSpec("run-1", priv)
 		if !s.Root.Readonly || !s.Process.NoNewPrivileges {
 			t.Errorf("%s: root rw or no_new_privs off", priv)
@@ -32,18 +34,18 @@ func TestDefaultSpecIsClosed(t *testing.T) {
 				t.Errorf("%s: namespace %s missing", priv, want)
 			}
 		}
-		if got := ns[specs.UserNamespace]; got != (priv == PrivElevated) {
+		if got := ns[specs.UserNamespace]; got != (priv == privilege.Elevated) {
 			t.Errorf("%s: user namespace = %v", priv, got)
 		}
 		caps := s.Process.Capabilities
-		if priv == PrivElevated {
+		if priv == privilege.Elevated {
 			if !reflect.DeepEqual(caps.Bounding, DockerDefaultCaps) || s.Process.User.UID != 0 {
 				t.Errorf("elevated: caps %v uid %d", caps.Bounding, s.Process.User.UID)
 			}
 		} else if len(caps.Bounding)+len(caps.Effective)+len(caps.Permitted)+len(caps.Inheritable)+len(caps.Ambient) != 0 {
 			t.Errorf("%s: has capabilities %+v", priv, caps)
 		}
-		if priv == PrivReduced && (s.Process.User.UID != NobodyID || s.Process.User.GID != NobodyID) {
+		if priv == privilege.Reduced && (s.Process.User.UID != NobodyID || s.Process.User.GID != NobodyID) {
 			t.Errorf("reduced: user %+v", s.Process.User)
 		}
 		if s.Annotations[isolation.AnnotationRunID] != "run-1" || s.Linux.CgroupsPath != "/sandboxed/run-1" {
@@ -159,7 +161,7 @@ func TestSpecOpts(t *testing.T) {
 		{"annotation", []SpecOpt{WithAnnotation(isolation.AnnotationTool, "t")}, func(s *specs.Spec) bool { return s.Annotations[isolation.AnnotationTool] == "t" }, false},
 	}
 	for _, c := range cases {
-		s, err := NewSpec("r", PrivSameAsUser, c.opts...)
+		s, err := NewSpec("r", privilege.SameAsUser, c.opts...)
 		if c.err {
 			if !errors.Is(err, ErrSpec) {
 				t.Errorf("%s: err = %v, want ErrSpec", c.name, err)
@@ -175,9 +177,9 @@ func TestSpecOpts(t *testing.T) {
 		}
 	}
 	// Options must not share state between specs.
-	a := DefaultSpec("a", PrivReduced)
+	a := DefaultSpec("a", privilege.Reduced)
 	a.Linux.MaskedPaths[0] = "changed"
-	if DefaultSpec("b", PrivReduced).Linux.MaskedPaths[0] == "changed" {
+	if DefaultSpec("b", privilege.Reduced).Linux.MaskedPaths[0] == "changed" {
 		t.Error("default specs share slices")
 	}
 }
@@ -213,9 +215,7 @@ func runFilter(t *testing.T, prog []bpf.RawInstruction, auditArch uint32, nr int
 
 func TestSeccompProfiles(t *testing.T) {
 	info, err := arch.GetInfo("")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, "a seccomp architecture table for this machine", err)
 	nr := func(n string) int {
 		v, ok := info.SyscallNames[n]
 		if !ok {
@@ -224,7 +224,7 @@ func TestSeccompProfiles(t *testing.T) {
 		return v
 	}
 	const allow, eperm, enosys, eafnosupport = 0x7fff0000, 0x50000 | 1, 0x50000 | 38, 0x50000 | 97
-	for _, priv := range []string{PrivSameAsUser, PrivReduced, PrivElevated} {
+	for _, priv := range []privilege.Privilege{privilege.SameAsUser, privilege.Reduced, privilege.Elevated} {
 		prog, err := seccomp.Compile(SeccompProfile(priv))
 		if err != nil {
 			t.Fatalf("%s: %v", priv, err)
@@ -263,7 +263,7 @@ func TestSeccompProfiles(t *testing.T) {
 			t.Errorf("%s: personality ADDR_NO_RANDOMIZE = %#x", priv, got)
 		}
 		wantChroot := uint32(allow)
-		if priv == PrivReduced {
+		if priv == privilege.Reduced {
 			wantChroot = eperm
 		}
 		// Socket families are narrowed for every privilege.
@@ -274,6 +274,16 @@ func TestSeccompProfiles(t *testing.T) {
 		}
 		if got := run("socket", 2); got != allow {
 			t.Errorf("%s: socket(AF_INET) = %#x, want allow", priv, got)
+		}
+		// Multipath TCP escapes Landlock's TCP rules: refused in every
+		// family, whatever the high bits of the int argument hold.
+		for _, args := range [][]uint64{{2, 1, 262}, {10, 1, 262}, {2, 1, 1<<32 | 262}, {2, 0x80801, 262}} {
+			if got := run("socket", args...); got != 0x50000|93 {
+				t.Errorf("%s: socket%v = %#x, want EPROTONOSUPPORT", priv, args, got)
+			}
+		}
+		if got := run("socket", 2, 1, 6); got != allow {
+			t.Errorf("%s: socket(AF_INET, SOCK_STREAM, IPPROTO_TCP) = %#x, want allow", priv, got)
 		}
 		if got := run("chroot"); got != wantChroot {
 			t.Errorf("%s: chroot = %#x, want %#x", priv, got, wantChroot)

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // StateDir is where run records and the audit log live:
@@ -34,6 +37,11 @@ func StateDir() string {
 // $XDG_RUNTIME_DIR/sandboxed, else /tmp/sandboxed-UID.
 func RuntimeDir() string {
 	if d := os.Getenv("SANDBOXED_RUNTIME_DIR"); d != "" {
+		// A relative one is relative to the working directory; the plan
+		// names the run's host directory by its absolute path.
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
 		return d
 	}
 	if os.Geteuid() == 0 {
@@ -60,15 +68,25 @@ func RunDir(stateDir, runID string) string {
 	return filepath.Join(stateDir, "runs", runID)
 }
 
-// writeRecord stores result.json, stdout and stderr of a run. The files
-// are written into a hidden directory that is renamed into place, so a
-// record that is visible is whole. They are not fsync'd: the record is a
-// convenience, and the audit log (fsync'd) is what survives a crash.
-func writeRecord(stateDir string, r *Result, stdout, stderr []byte) error {
+// writeRecord stores result.json, stdout and stderr of a run, and
+// plan.json, the plan its backend was given (RecordedPlan), when it got
+// that far. The files are written into a hidden directory that is renamed
+// into place, so a record that is visible is whole. They are not
+// fsync'd: the record is a convenience, and the audit log (fsync'd) is
+// what survives a crash.
+func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stderr []byte) error {
 	dir := RunDir(stateDir, r.RunID)
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run record: %w", err)
+	}
+	files := map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')}
+	if plan != nil {
+		pj, err := json.MarshalIndent(RecordedPlan(plan), "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode run record: %w", err)
+		}
+		files["plan.json"] = append(pj, '\n')
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("create run records dir %s: %w", filepath.Dir(dir), err)
@@ -77,7 +95,7 @@ func writeRecord(stateDir string, r *Result, stdout, stderr []byte) error {
 	if err != nil {
 		return fmt.Errorf("create run record %s: %w", dir, err)
 	}
-	for name, data := range map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')} {
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("write run record: %w", err)
@@ -113,3 +131,27 @@ func ensurePrivateDir(dir string) error {
 	}
 	return nil
 }
+
+// RecordedPlan is plan as the run record stores it: whole, except the
+// values of its environment variables, which may hold what env: grants
+// passed from the host (tokens); their names stay. The plan is not
+// changed.
+func RecordedPlan(plan *isolation.Plan) *isolation.Plan {
+	cp := *plan
+	if plan.Spec == nil || plan.Spec.Process == nil {
+		return &cp
+	}
+	spec := *plan.Spec
+	proc := *plan.Spec.Process
+	proc.Env = make([]string, len(plan.Spec.Process.Env))
+	for i, kv := range plan.Spec.Process.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		proc.Env[i] = k + "=" + redacted
+	}
+	spec.Process = &proc
+	cp.Spec = &spec
+	return &cp
+}
+
+// redacted stands for a value the run record leaves out.
+const redacted = "(not recorded)"

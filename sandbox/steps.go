@@ -211,15 +211,13 @@ func (c *Controller) runSteps(ctx context.Context, sb isolation.Sandbox, steps [
 func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps []JobStep, lv live, outs *outputs, prefix string) ([]StepResult, stepsOutcome) {
 	oc := stepsOutcome{outputs: map[string]tool.StepOutput{}, stdout: &outputs{}}
 	sinks := []*outputs{outs, oc.stdout}
-	per := make([][]StepResult, len(steps))
 	deps, err := stepDeps(steps)
 	if err != nil {
-		sr := StepResult{Name: prefix + "steps", Status: StatusError, ExitCode: 125, Reason: err.Error()}
+		sr := StepResult{Name: prefix + "steps", Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
 		oc.hardFail = &sr
 		return []StepResult{sr}, oc
 	}
-	state := make([]stepState, len(steps))
-	blockedBy := make([]string, len(steps))
+	g := newDAG(steps, deps)
 	doneCh := make(chan stepDone)
 	running := 0
 	// Only this goroutine touches oc.outputs; each started step gets a copy.
@@ -231,100 +229,55 @@ func (c *Controller) schedule(ctx context.Context, sb isolation.Sandbox, steps [
 		return m
 	}
 	for {
-		progressed := true
-		for progressed {
-			progressed = false
-			for i := range steps {
-				if state[i] != statePending {
-					continue
-				}
-				ready, blocker := true, ""
-				for _, j := range deps[i] {
-					switch state[j] {
-					case statePending, stateRunning:
-						ready = false
-					case stateBlocked:
-						if blocker == "" {
-							blocker = steps[j].Name
-							if blockedBy[j] != "" {
-								blocker = blockedBy[j]
-							}
-						}
-					}
-				}
-				if !ready {
-					continue
-				}
-				progressed = true
-				st := steps[i]
-				switch {
-				case blocker != "":
-					state[i], blockedBy[i] = stateBlocked, blocker
-					per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusSkipped, Skipped: true,
-						Reason: "step " + blocker + " failed"}}
-					continue
-				case ctx.Err() != nil:
-					state[i], blockedBy[i] = stateBlocked, "(run ended)"
-					per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusSkipped, Skipped: true,
-						Reason: "the run ended before it started"}}
-					continue
-				}
-				outputs := snapshot()
-				if st.Condition != nil {
-					ok, err := st.Condition(outputs)
-					if err != nil {
-						state[i] = stateBlocked
-						if st.ContinueOnError {
-							state[i] = stateDone
-						}
-						per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusError, ExitCode: 125, Reason: err.Error()}}
-						continue
-					}
-					if !ok {
-						state[i] = stateDone
-						reason := "run-condition is false"
-						if st.Bound != nil && st.Bound.ConditionSource() != "" {
-							reason = fmt.Sprintf("run-condition %q is false", st.Bound.ConditionSource())
-						}
-						per[i] = []StepResult{{Name: prefix + st.Name, Status: StatusSkipped, Skipped: true, Reason: reason}}
-						continue
-					}
-				}
-				state[i] = stateRunning
-				running++
-				go func(i int, st JobStep) {
-					srs, so := c.runStep(ctx, sb, st, lv, sinks, outputs, prefix)
-					doneCh <- stepDone{i: i, sr: srs, so: so}
-				}(i, st)
+		for i, blocker, ok := g.next(); ok; i, blocker, ok = g.next() {
+			st := steps[i]
+			name := prefix + st.Name
+			switch {
+			case blocker != "":
+				g.block(i, blocker, StepResult{Name: name, Status: StatusSkipped, Skipped: true, Reason: "step " + blocker + " failed"})
+				continue
+			case ctx.Err() != nil:
+				g.block(i, "(run ended)", StepResult{Name: name, Status: StatusSkipped, Skipped: true, Reason: "the run ended before it started"})
+				continue
 			}
+			outputs := snapshot()
+			if st.Condition != nil {
+				ok, err := st.Condition(outputs)
+				if err != nil {
+					r := StepResult{Name: name, Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
+					if st.ContinueOnError {
+						g.settle(i, r)
+					} else {
+						g.block(i, "", r)
+					}
+					continue
+				}
+				if !ok {
+					reason := "run-condition is false"
+					if st.Bound != nil && st.Bound.ConditionSource() != "" {
+						reason = fmt.Sprintf("run-condition %q is false", st.Bound.ConditionSource())
+					}
+					g.settle(i, StepResult{Name: name, Status: StatusSkipped, Skipped: true, Reason: reason})
+					continue
+				}
+			}
+			g.start(i)
+			running++
+			go func(i int, st JobStep) {
+				srs, so := c.runStep(ctx, sb, st, lv, sinks, outputs, prefix)
+				doneCh <- stepDone{i: i, sr: srs, so: so}
+			}(i, st)
 		}
 		if running == 0 {
 			break
 		}
 		d := <-doneCh
 		running--
-		per[d.i] = d.sr
 		oc.outputs[steps[d.i].Name] = d.so
-		sr := d.sr[0]
-		if sr.Status != StatusOK && !steps[d.i].ContinueOnError {
-			state[d.i] = stateBlocked
-		} else {
-			state[d.i] = stateDone
-		}
+		g.finish(d.i, d.sr)
 	}
-
-	var all []StepResult
-	for i := range steps {
-		all = append(all, per[i]...)
-		sr := per[i][0]
-		if sr.Skipped {
-			continue
-		}
-		if sr.Status != StatusOK && !steps[i].ContinueOnError && oc.hardFail == nil {
-			r := sr
-			oc.hardFail = &r
-		}
-	}
+	all, hardFail := g.results()
+	oc.hardFail = hardFail
 	return all, oc
 }
 
@@ -427,7 +380,8 @@ func (c *Controller) execOnce(ctx context.Context, sb isolation.Sandbox, st JobS
 		}
 		if err != nil {
 			fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)
-			return StepResult{Name: st.Name, Status: StatusError, ExitCode: 125, Reason: err.Error()}, tool.StepOutput{ExitCode: 125}
+			sr := StepResult{Name: st.Name, Status: StatusError, ExitCode: ExitCodeFor(StatusError, 0, ""), Reason: err.Error()}
+			return sr, tool.StepOutput{ExitCode: sr.ExitCode}
 		}
 	}
 	sctx := ctx
@@ -449,18 +403,18 @@ func (c *Controller) execOnce(ctx context.Context, sb isolation.Sandbox, st JobS
 	switch {
 	case sctx.Err() != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
 		sr.Status = StatusTimeout
-		sr.ExitCode = 124
+		sr.ExitCode = ExitCodeFor(StatusTimeout, 0, "")
 		sr.Reason = fmt.Sprintf("killed at the step's time limit of %s", st.Timeout)
 	case ctx.Err() != nil:
 		sr.Status = StatusError
 		if sr.ExitCode == 0 {
-			sr.ExitCode = 137
+			sr.ExitCode = ExitKilled // the run's end killed it (SIGKILL)
 		}
 		sr.Reason = "killed: the run ended"
 	case err != nil:
 		sr.Status = StatusError
 		if sr.ExitCode == 0 {
-			sr.ExitCode = 125
+			sr.ExitCode = ExitCodeFor(StatusError, 0, "")
 		}
 		sr.Reason = err.Error()
 		fmt.Fprintf(errw, "sandboxed: step %s: %v\n", st.Name, err)

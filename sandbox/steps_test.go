@@ -22,7 +22,7 @@ func runJob(t *testing.T, j *Job) (*Result, *fakeBackend) {
 	fb := &fakeBackend{log: &execLog{}}
 	c := &Controller{RuntimeDir: filepath.Join(t.TempDir(), "run"),
 		Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: fb}}
-	res, err := c.Execute(context.Background(), j)
+	res, err := c.Execute(context.Background(), c.in(j))
 	if err != nil {
 		t.Fatal(err)
 	}

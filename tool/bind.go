@@ -429,7 +429,7 @@ type binder struct {
 }
 
 // Bind binds d to the arguments in in. See the package comment of binding
-// above for the order of operations. Errors wrap ErrUnknownParam,
+// above for the order of operations. Errors wrap ErrBadArgs (an argument given under its own and its exposed name), ErrUnknownParam,
 // ErrMissingParam (all missing names in one error), ErrInvalidParam (one per
 // bad parameter, joined), ErrDefaultCycle, ErrTransform, ErrUnsafeValue,
 // ErrUnsafeContext or ErrUnsupportedExec.
@@ -448,6 +448,10 @@ func Bind(d *Definition, in Input, env BindEnv) (*Bound, error) {
 	}
 	if env.Temp == "" {
 		env.Temp = os.TempDir()
+	}
+	in, err := exposedInput(d, in)
+	if err != nil {
+		return nil, err
 	}
 	bd := &binder{d: d, in: in, env: env, params: map[string]*paramState{}}
 	b := &Bound{
@@ -475,7 +479,7 @@ func Bind(d *Definition, in Input, env BindEnv) (*Bound, error) {
 		declared = append(declared, p.Name)
 	}
 
-	if err := checkUnknown(in, declared); err != nil {
+	if err := checkUnknown(d, in, declared); err != nil {
 		return nil, err
 	}
 	for name := range d.DefaultParameters {
@@ -519,10 +523,42 @@ func Bind(d *Definition, in Input, env BindEnv) (*Bound, error) {
 	return b, nil
 }
 
-func checkUnknown(in Input, declared []string) error {
+// exposedInput renames the arguments given under a parameter's exposed
+// name (sandboxed.exposed-as.parameters) to the parameter's own name; the
+// loader made sure no exposed name is another parameter's own. An
+// argument given under both names is an error.
+func exposedInput(d *Definition, in Input) (Input, error) {
+	if d.Sandboxed == nil || d.Sandboxed.ExposedAs == nil || len(d.Sandboxed.ExposedAs.Parameters) == 0 {
+		return in, nil
+	}
+	out := make(Input, len(in))
+	var twice []string
+	for k, v := range in {
+		name := d.OwnParam(k)
+		if _, dup := out[name]; dup {
+			twice = append(twice, name)
+		}
+		out[name] = v
+	}
+	if len(twice) > 0 {
+		sort.Strings(twice)
+		var msgs []string
+		for _, n := range twice {
+			msgs = append(msgs, fmt.Sprintf("%s (as %s and %s)", n, d.ExposedParam(n), n))
+		}
+		return nil, fmt.Errorf("bind %s: parameter given twice: %s: %w", d.Name, strings.Join(msgs, ", "), ErrBadArgs)
+	}
+	return out, nil
+}
+
+// checkUnknown refuses arguments d does not declare; the message lists the
+// parameters under the names the caller sees (their exposed names).
+func checkUnknown(d *Definition, in Input, own []string) error {
 	set := map[string]bool{}
-	for _, n := range declared {
+	declared := make([]string, len(own))
+	for i, n := range own {
 		set[n] = true
+		declared[i] = d.ExposedParam(n)
 	}
 	var unknown []string
 	for k := range in {
@@ -1039,5 +1075,13 @@ func MergeAlias(alias, base *Definition) *Definition {
 	}
 	out.DefaultParameters = dp
 	out.Source = alias.Source
+	if x := base.Sandboxed; x != nil && x.ExposedAs != nil && x.ExposedAs.Name != "" {
+		// The alias is a tool of its own name: only the base's parameter
+		// names carry over.
+		sb, ex := *x, *x.ExposedAs
+		ex.Name = ""
+		sb.ExposedAs = &ex
+		out.Sandboxed = &sb
+	}
 	return &out
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -25,6 +24,8 @@ import (
 // which each parameter is JSON-encoded by its transform
 // (JSON.stringify(value)) and substituted as an escaped shell word, so no
 // value can break out of its place in the shell or in the JSON object.
+// Each member is named as the script names the property, whatever name
+// the parameter got in the definition (see discover_names.go).
 
 // ProbeKind names one probe of a script.
 type ProbeKind string
@@ -174,7 +175,7 @@ func Discover(s Script, probe Prober) *Discovery {
 			if !ok {
 				return skip(fmt.Sprintf("answers only --help, without a usage: line (%q), so its arguments are not machine-readable; write a definition by hand", firstTextLine(text)))
 			}
-			def, err := HelpDefinition(s, h, BaseName(s.File))
+			def, err := HelpDefinition(s, h, scriptName(s.File))
 			if err != nil {
 				return skip(err.Error())
 			}
@@ -192,8 +193,8 @@ func Discover(s Script, probe Prober) *Discovery {
 		return skip(why)
 	}
 
-	base := BaseName(s.File)
-	seen := map[string]bool{}
+	base := scriptName(s.File)
+	seen := map[string]string{} // definition name -> the script's name
 	for i, fd := range schemas {
 		name := fd.Name
 		if name == "" {
@@ -205,10 +206,14 @@ func Discover(s Script, probe Prober) *Discovery {
 		if !functionNameRe().MatchString(name) {
 			return skip(fmt.Sprintf("tool name %q: names must be 1 to 64 letters, digits, '_' or '-'", name))
 		}
-		if seen[name] {
-			return skip(fmt.Sprintf("the %s dump names tool %q twice", source, name))
+		own := ToolNameFor(name)
+		if other, dup := seen[own]; dup {
+			if other == name {
+				return skip(fmt.Sprintf("the %s dump names tool %q twice", source, name))
+			}
+			return skip(fmt.Sprintf("the %s dump names tools %q and %q, which both become the tool name %s", source, other, name, own))
 		}
-		seen[name] = true
+		seen[own] = name
 		action := ""
 		if len(schemas) > 1 {
 			action = name
@@ -292,18 +297,10 @@ func clip(s string, n int) string {
 }
 
 // BaseName is the tool name a file gives: its name without extension,
-// with characters a tool name may not hold replaced by '_'.
+// with characters a tool name may not hold replaced by '_' and leading
+// '_' and '-' dropped (ToolNameFor).
 func BaseName(file string) string {
-	b := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	b = badNameChar().ReplaceAllString(b, "_")
-	b = strings.TrimLeft(b, "_-")
-	if b == "" {
-		b = "tool"
-	}
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return b
+	return ToolNameFor(scriptName(file))
 }
 
 var badNameChar = lazyRegexp(`[^A-Za-z0-9_-]`)
@@ -453,29 +450,29 @@ func parseDecl(m map[string]any) (FunctionDecl, error) {
 	return fd, nil
 }
 
-// paramNameRe is what a discovered parameter may be called: it becomes a
-// {NAME} reference and a JSON key written into a shell script.
-var paramNameRe = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
-
-// DefinitionFor builds the definition of one discovered tool. action, when
-// set, is added to every call's JSON as "action" (a script with several
-// tools tells them apart by it), unless the schema declares "action".
+// DefinitionFor builds the definition of one discovered tool, which the
+// script calls name. action, when set, is added to every call's JSON as
+// "action" (a script with several tools tells them apart by it), unless
+// the schema declares "action". Names CYCOD cannot spell are mapped
+// (ToolNameFor, ParamNamesFor); the script still gets its own.
 func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition, error) {
 	if err := checkArgv(s); err != nil {
 		return nil, err
 	}
-	params, err := schemaParams(fd, name)
+	params, orig, err := schemaParams(fd, name)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range params {
-		if p.Name == "action" {
+		if orig[p.Name] == "action" {
 			action = ""
 		}
 	}
 
-	exec := &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, action)}
-	return discovered(s, name, fd.Description, "Discovered from "+s.File+" (simple JSON convention)", exec, params, ConventionSimpleJSON), nil
+	exec := &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, orig, action)}
+	d := discovered(s, ToolNameFor(name), fd.Description, "Discovered from "+s.File+" (simple JSON convention)", exec, params, ConventionSimpleJSON)
+	exposeAs(d, name, orig)
+	return d, nil
 }
 
 // discovered is the definition of a tool found in script s: it reads only
@@ -520,8 +517,9 @@ func checkArgv(s Script) error {
 
 // schemaParams turns a declaration's JSON Schema properties into typed
 // parameters, each JSON-encoded by its transform: required ones first,
-// then by name (JSON objects have no order).
-func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
+// then by name (JSON objects have no order). orig maps each parameter's
+// name to the script's (ParamNamesFor).
+func schemaParams(fd FunctionDecl, name string) (params []Parameter, orig map[string]string, err error) {
 	props, _ := fd.Input["properties"].(map[string]any)
 	required := map[string]bool{}
 	if rs, ok := fd.Input["required"].([]any); ok {
@@ -533,6 +531,9 @@ func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
 	}
 	names := make([]string, 0, len(props))
 	for n := range props {
+		if !validExposedParam(n) {
+			return nil, nil, fmt.Errorf("tool %s: parameter %q: a name must be 1 to 128 bytes of text without control characters", name, n)
+		}
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool {
@@ -541,15 +542,18 @@ func schemaParams(fd FunctionDecl, name string) ([]Parameter, error) {
 		}
 		return names[i] < names[j]
 	})
-	var params []Parameter
+	own := ParamNamesFor(names)
+	orig = make(map[string]string, len(names))
 	for _, n := range names {
-		if !paramNameRe().MatchString(n) {
-			return nil, fmt.Errorf("tool %s: parameter %q: names must be letters, digits and '_' (not starting with a digit)", name, n)
-		}
 		ps, _ := props[n].(map[string]any)
-		params = append(params, discoveredParam(n, ps, required[n]))
+		p := discoveredParam(own[n], ps, required[n])
+		if p.Description == own[n] {
+			p.Description = n
+		}
+		params = append(params, p)
+		orig[own[n]] = n
 	}
-	return params, nil
+	return params, orig, nil
 }
 
 func discoveredParam(name string, s map[string]any, required bool) Parameter {
@@ -642,16 +646,17 @@ func normalizeEnum(e []any) []any {
 // text, by its transform, and an escaped shell word, by substitution),
 // runs the script with it as argv[1], prints the answer, and fails the call
 // when the answer is {"error": ...}.
-func simpleJSONCommand(s Script, params []Parameter, action string) string {
+func simpleJSONCommand(s Script, params []Parameter, orig map[string]string, action string) string {
 	var b bytes.Buffer
 	b.WriteString("# Generated by sandboxed discover from " + s.File + " (simple JSON convention).\n")
 	b.WriteString("j=\n")
 	if action != "" {
-		fmt.Fprintf(&b, "j='\"action\":\"%s\"'\n", action)
+		fmt.Fprintf(&b, "j=%s\n", ShellQuote(jsonKey("action")+":"+jsonKey(action)))
 	}
-	b.WriteString("add() {\n  [ -n \"$2\" ] || return 0\n  [ -z \"$j\" ] || j=\"$j,\"\n  j=\"$j\\\"$1\\\":$2\"\n}\n")
+	// Each member's name is written as JSON text: the script's own name.
+	b.WriteString("add() {\n  [ -n \"$2\" ] || return 0\n  [ -z \"$j\" ] || j=\"$j,\"\n  j=\"$j$1:$2\"\n}\n")
 	for _, p := range params {
-		fmt.Fprintf(&b, "add %s {%s}\n", p.Name, p.Name)
+		fmt.Fprintf(&b, "add %s {%s}\n", ShellQuote(jsonKey(orig[p.Name])), p.Name)
 	}
 	q := make([]string, len(s.Argv))
 	for i, a := range s.Argv {

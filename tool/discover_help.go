@@ -140,24 +140,27 @@ func usageRequired(usage string) map[string]bool {
 }
 
 // HelpDefinition builds the definition of a script described only by its
-// help text.
+// help text; name is the script's name for the tool (scriptName).
 func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
-	for _, a := range s.Argv {
-		if strings.ContainsAny(a, "{}\n\x00") {
-			return nil, fmt.Errorf("path %q holds '{', '}' or a newline, which a definition cannot hold literally; rename it", a)
-		}
+	if err := checkArgv(s); err != nil {
+		return nil, err
 	}
 	var params []Parameter
 	var opts, pos []string
 	seen := map[string]bool{}
-	for _, a := range h.Args {
-		if !paramNameRe().MatchString(a.Name) {
-			return nil, fmt.Errorf("help of %s: argument %q: names must be letters, digits and '_'", s.File, a.Name)
-		}
+	names := make([]string, len(h.Args))
+	for i, a := range h.Args {
 		if seen[a.Name] {
 			return nil, fmt.Errorf("help of %s: argument %q is documented twice", s.File, a.Name)
 		}
 		seen[a.Name] = true
+		names[i] = a.Name
+	}
+	// The script never sees these names (it gets options and positions),
+	// so a mapped one is not exposed under the help's spelling.
+	own := ParamNamesFor(names)
+	for _, a := range h.Args {
+		a.Name = own[a.Name]
 		p := Parameter{Name: a.Name, Type: TypeString, Description: a.Help, Required: a.Required}
 		if p.Description == "" {
 			p.Description = a.Name
@@ -192,7 +195,9 @@ func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
 		words = append(append(words, "--"), pos...)
 	}
 	exec := &Exec{Kind: ExecRun, Command: strings.Join(words, " ")}
-	return discovered(s, name, h.Description, "Discovered from the --help of "+s.File, exec, params, ConventionCLIHelp), nil
+	d := discovered(s, ToolNameFor(name), h.Description, "Discovered from the --help of "+s.File, exec, params, ConventionCLIHelp)
+	exposeAs(d, name, nil)
+	return d, nil
 }
 
 // ConventionCLISchema is the convention of a legacy command-line script
@@ -212,14 +217,16 @@ func looksLikeUsage(o ProbeOutput) bool {
 
 // CLIDefinition builds the definition of a legacy command-line script from
 // its schema dump: each parameter goes as --name=VALUE ('_' in the name as
-// '-', as argparse spells options), a boolean as a bare --name when true.
-// subcommand, when set, is the first argument (a script with several
-// tools selects one by name).
+// '-', as argparse spells options; a name that starts with '-' is the
+// option itself, "-A" as -AVALUE, "--all" as --all=VALUE), a boolean as
+// the bare option when true. subcommand, when set, is the first argument
+// (a script with several tools selects one by name). name is the script's
+// name for the tool.
 func CLIDefinition(s Script, fd FunctionDecl, name, subcommand string) (*Definition, error) {
 	if err := checkArgv(s); err != nil {
 		return nil, err
 	}
-	params, err := schemaParams(fd, name)
+	params, orig, err := schemaParams(fd, name)
 	if err != nil {
 		return nil, err
 	}
@@ -232,14 +239,31 @@ func CLIDefinition(s Script, fd FunctionDecl, name, subcommand string) (*Definit
 	}
 	for i := range params {
 		p := &params[i]
-		flag := "--" + strings.ReplaceAll(p.Name, "_", "-")
+		flag, sep := cliFlag(orig[p.Name])
+		if strings.ContainsAny(flag, "{}'\\ ") {
+			return nil, fmt.Errorf("tool %s: parameter %q cannot be written as a command-line option", name, orig[p.Name])
+		}
 		if p.Type == TypeBoolean {
 			p.Transform = fmt.Sprintf("value ? '%s' : ''", flag)
 		} else {
-			p.Transform, p.Format = "", flag+"={value}"
+			p.Transform, p.Format = "", flag+sep+"{value}"
 		}
 		words = append(words, "{"+p.Name+"}")
 	}
 	exec := &Exec{Kind: ExecRun, Command: strings.Join(words, " ")}
-	return discovered(s, name, fd.Description, "Discovered from "+s.File+" (command line)", exec, params, ConventionCLISchema), nil
+	d := discovered(s, ToolNameFor(name), fd.Description, "Discovered from "+s.File+" (command line)", exec, params, ConventionCLISchema)
+	exposeAs(d, name, orig)
+	return d, nil
+}
+
+// cliFlag is the option a schema property is given as, and what joins
+// the option to its value.
+func cliFlag(prop string) (flag, sep string) {
+	switch {
+	case len(prop) == 2 && prop[0] == '-' && prop[1] != '-':
+		return prop, "" // a short option: -AVALUE
+	case strings.HasPrefix(prop, "-"):
+		return prop, "="
+	}
+	return "--" + strings.ReplaceAll(prop, "_", "-"), "="
 }

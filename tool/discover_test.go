@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 func TestIsSimpleAnswer(t *testing.T) {
@@ -181,8 +183,14 @@ func TestDiscover(t *testing.T) {
 			probes:     fakeProbes{ProbePing: {ExitCode: 1}, ProbeSchema: {Stdout: `{"name": "x"}`}, ProbeHelp: {ExitCode: 1}},
 			wantResult: ResultSkipped, wantWhy: "schema dump: the dump has no parameters"},
 		{name: "bad parameter name",
-			probes:     fakeProbes{ProbePing: {Stdout: pingOK}, ProbeSchema: {Stdout: `{"parameters":{"type":"object","properties":{"a b":{}}}}`}},
-			wantResult: ResultSkipped, wantWhy: `parameter "a b"`},
+			probes:     fakeProbes{ProbePing: {Stdout: pingOK}, ProbeSchema: {Stdout: `{"parameters":{"type":"object","properties":{"a\tb":{}}}}`}},
+			wantResult: ResultSkipped, wantWhy: `parameter "a\tb"`},
+		{name: "parameter names CYCOD cannot spell",
+			probes:     fakeProbes{ProbePing: {Stdout: pingOK}, ProbeSchema: {Stdout: `{"name":"_ls","parameters":{"type":"object","properties":{"-A":{"type":"boolean"},"max-depth":{"type":"integer"},"a b":{}}}}`}},
+			wantResult: ResultRegistered, wantNames: []string{"ls"}, wantSource: ProbeSchema},
+		{name: "two tools one name",
+			probes:     fakeProbes{ProbePing: {Stdout: pingOK}, ProbeMultiSchema: {Stdout: `[{"name":"_ls","parameters":{"type":"object"}},{"name":"ls","parameters":{"type":"object"}}]`}},
+			wantResult: ResultSkipped, wantWhy: `tools "_ls" and "ls", which both become the tool name ls`},
 		{name: "bad tool name",
 			probes:     fakeProbes{ProbePing: {Stdout: pingOK}, ProbeSchema: {Stdout: `{"name":"a b","parameters":{"type":"object"}}`}},
 			wantResult: ResultSkipped, wantWhy: `tool name "a b"`},
@@ -268,9 +276,10 @@ func TestDefinitionForParameters(t *testing.T) {
 // stand-in script that prints its argv[1]: whatever the values, the
 // script gets one valid JSON object holding exactly the parameters given.
 func TestSimpleJSONCommand(t *testing.T) {
+	testenv.NeedCommand(t, "bash")
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash on this machine")
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	echo := filepath.Join(dir, "echo.sh")

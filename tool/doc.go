@@ -4,6 +4,11 @@
 // transforms, format, shell escaping), substitution, schema export and
 // discovery of self-describing executables.
 //
+// Each field has one home: the model (model.go) carries its YAML key and
+// form in struct tags, Marshal writes by those tags (yamlform.go), the
+// strict loader reads with located errors, and `tool add`'s flags build a
+// model here (add.go), not in the CLI.
+//
 // It is pure: it makes no syscalls beyond reading definition files and
 // writing them atomically for add/import, it never runs a tool, and it
 // imports no other package of this module.

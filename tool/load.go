@@ -129,6 +129,8 @@ type defLoader struct {
 	waitFor    map[int][]*yaml.Node        // step index -> wait-for item nodes
 	sensitive  []*yaml.Node                // security.logging.sensitive-parameters items
 	testParams map[*yaml.Node][]*yaml.Node // test parameters key nodes
+	// exposedParams is sandboxed.exposed-as.parameters.
+	exposedParams *yaml.Node
 }
 
 // textSite is a string that is substituted at run time, with what may be

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -1062,6 +1064,49 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 			}
 		},
 		"tmpfs-size": func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
+		"exposed-as": func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
 	}, map[string]string{"memory": "memory is CYCOD's resources.max-memory", "timeout": "timeouts are CYCOD's timeout or resources.timeout", "network": "network access is requested with security.required-permissions"})
 	return x
+}
+
+// exposedAs reads sandboxed.exposed-as. Which parameters it may name is
+// checked with the other references, in validate.
+func (l *defLoader) exposedAs(n *yaml.Node) *ExposedAs {
+	x := &ExposedAs{}
+	l.mapping(n, "sandboxed.exposed-as", map[string]fieldFn{
+		"name": func(k, v *yaml.Node) {
+			x.Name, _ = l.str(v, "sandboxed.exposed-as.name")
+			if !functionNameRe().MatchString(x.Name) {
+				l.errf(v, "a function name is 1 to 64 letters, digits, '_' or '-'", "sandboxed.exposed-as.name %q is not a function name", x.Name)
+			}
+		},
+		"parameters": func(k, v *yaml.Node) {
+			x.Parameters, _ = l.strMap(v, "sandboxed.exposed-as.parameters")
+			l.exposedParams = v
+			if v.Kind != yaml.MappingNode {
+				return
+			}
+			for i := 1; i < len(v.Content); i += 2 {
+				if e := v.Content[i]; e.Kind == yaml.ScalarNode && !validExposedParam(e.Value) {
+					l.errf(e, "write the name the tool documents: 1 to 128 bytes of text without control characters", "exposed parameter name %q is not valid", e.Value)
+				}
+			}
+		},
+	}, nil)
+	return x
+}
+
+// validExposedParam reports whether s may be a parameter's exposed name:
+// any JSON property name of 1 to 128 bytes of UTF-8 text without control
+// characters.
+func validExposedParam(s string) bool {
+	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

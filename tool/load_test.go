@@ -171,6 +171,16 @@ var ruleCases = []struct {
 		[]string{"6:28: sensitive parameter TOKEN is not a declared parameter"}},
 	{"test sets undeclared parameter", "description: d\nbash: echo\ntests:\n  - name: t1\n    parameters:\n      X: 1\n",
 		[]string{"6:7: test at line 4 sets X, which is not a declared parameter"}},
+	{"exposed-as bad function name", "description: d\nbash: echo\nsandboxed:\n  exposed-as:\n    name: a b\n",
+		[]string{"5:11: sandboxed.exposed-as.name \"a b\" is not a function name"}},
+	{"exposed-as undeclared parameter", "description: d\nbash: echo {A}\nparameters:\n  A: {type: boolean, description: a}\nsandboxed:\n  exposed-as:\n    parameters:\n      B: -B\n",
+		[]string{"8:7: exposed-as names B, which is not a declared parameter"}},
+	{"exposed-as two parameters one name", "description: d\nbash: echo {A} {B}\nparameters:\n  A: {description: a}\n  B: {description: b}\nsandboxed:\n  exposed-as:\n    parameters:\n      A: -x\n      B: -x\n",
+		[]string{"10:10: parameters A and B are both exposed as \"-x\""}},
+	{"exposed-as another parameter's name", "description: d\nbash: echo {A} {B}\nparameters:\n  A: {description: a}\n  B: {description: b}\nsandboxed:\n  exposed-as:\n    parameters:\n      A: B\n",
+		[]string{"9:10: parameter A is exposed as \"B\", the name of parameter B"}},
+	{"exposed-as control character", "description: d\nbash: echo {A}\nparameters:\n  A: {description: a}\nsandboxed:\n  exposed-as:\n    parameters:\n      A: \"a\\tb\"\n",
+		[]string{"8:10: exposed parameter name \"a\\tb\" is not valid"}},
 	{"test without name", "description: d\nbash: echo\ntests:\n  - expected:\n      exit-code: 0\n",
 		[]string{"4:5: test case has no name"}},
 	{"duplicate test name", "description: d\nbash: echo\ntests:\n  - name: t1\n  - name: t1\n",
@@ -509,5 +519,31 @@ func TestTooManyErrors(t *testing.T) {
 	le := parseErr(t, b.String()+"\n")
 	if len(le.Diags) != maxDiags+1 || !strings.HasPrefix(le.Diags[maxDiags].Msg, "too many errors") {
 		t.Errorf("got %d diagnostics, last %+v", len(le.Diags), le.Diags[len(le.Diags)-1])
+	}
+}
+
+// YAML integers are milliseconds for every duration key.
+func TestYAMLDurationsAreMilliseconds(t *testing.T) {
+	def := parseOK(t, `description: d
+steps:
+  - name: a
+    bash: echo
+    timeout: 1500
+    error-handling:
+      retry:
+        attempts: 2
+        delay: 250
+timeout: 10000
+resources:
+  timeout: "2m"
+interactive-options:
+  timeout: 30000
+  default-response: y
+`)
+	if def.Timeout != 10*time.Second || def.Resources.Timeout != 2*time.Minute ||
+		def.InteractiveOptions.Timeout != 30*time.Second || def.Steps[0].Timeout != 1500*time.Millisecond ||
+		def.Steps[0].ErrorHandling.Retry.Delay != 250*time.Millisecond {
+		t.Errorf("durations: %v %v %v %v %v", def.Timeout, def.Resources.Timeout, def.InteractiveOptions.Timeout,
+			def.Steps[0].Timeout, def.Steps[0].ErrorHandling.Retry.Delay)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 )
 
 // nodeDecoder walks a yaml.Node tree and collects diagnostics. It never stops
@@ -335,15 +337,16 @@ func (d *nodeDecoder) strMap(n *yaml.Node, what string) (map[string]string, bool
 	return out, ok
 }
 
-// size reads a size: a YAML integer is bytes, a string goes through ParseSize.
+// size reads a size: a YAML integer is bytes, a string goes through
+// units.ParseSize.
 func (d *nodeDecoder) size(n *yaml.Node, what string) (int64, bool) {
 	if n == nil || n.Kind != yaml.ScalarNode || nodeIsNull(n) {
-		d.errf(n, "write a size such as 512MB", "%s must be a size, got %s", what, nodeKindName(n))
+		d.errf(n, "write "+units.SizeGrammar, "%s must be a size, got %s", what, nodeKindName(n))
 		return 0, false
 	}
-	v, err := ParseSize(n.Value)
+	v, err := units.ParseSize(n.Value)
 	if err != nil {
-		d.errf(n, "write a size such as 512MB, 10MiB, 1.5GB or 512m (all binary multiples)", "%s: %v", what, err)
+		d.errf(n, "write "+units.SizeGrammar, "%s: %v", what, err)
 		return 0, false
 	}
 	if v <= 0 {
@@ -354,9 +357,9 @@ func (d *nodeDecoder) size(n *yaml.Node, what string) (int64, bool) {
 }
 
 // duration reads a duration: a YAML number is milliseconds, a string goes
-// through ParseDuration. With positive, zero is an error too.
+// through units.ParseDuration. With positive, zero is an error too.
 func (d *nodeDecoder) duration(n *yaml.Node, what string, positive bool) (time.Duration, bool) {
-	hint := "write milliseconds (10000) or a duration such as 30s, 5m, 1h, 30d"
+	hint := "write " + units.DurationGrammar
 	if n == nil || n.Kind != yaml.ScalarNode || nodeIsNull(n) || n.ShortTag() == "!!bool" {
 		d.errf(n, hint, "%s must be a duration, got %s", what, nodeKindName(n))
 		return 0, false
@@ -370,7 +373,7 @@ func (d *nodeDecoder) duration(n *yaml.Node, what string, positive bool) (time.D
 		}
 		v = time.Duration(int64(f) * 1e6)
 	} else {
-		p, err := ParseDuration(n.Value)
+		p, err := units.ParseDuration(n.Value)
 		if err != nil {
 			d.errf(n, hint, "%s: %v", what, err)
 			return 0, false

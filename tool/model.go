@@ -1,6 +1,11 @@
 package tool
 
-import "time"
+import (
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
+)
 
 // Pos is a location in a definition file. Line and Col are 1-based; a zero
 // Pos means "no location" (a definition built in memory).
@@ -20,22 +25,26 @@ const (
 	ScopePath   Scope = "path" // given on the command line as a file path
 )
 
-// Isolation is the tier a definition asks for (security.isolation).
-type Isolation string
+// Isolation is the tier a definition asks for (security.isolation;
+// internal/tier owns the values; the names below are the same constants).
+type Isolation = tier.Tier
 
+// The isolation tiers a definition may name.
 const (
-	IsolationNone      Isolation = "none"
-	IsolationProcess   Isolation = "process"
-	IsolationContainer Isolation = "container"
+	IsolationNone      = tier.None
+	IsolationProcess   = tier.Process
+	IsolationContainer = tier.Container
 )
 
-// Privilege is security.execution-privilege.
-type Privilege string
+// Privilege is security.execution-privilege (internal/privilege owns the
+// values; the names below are the same constants).
+type Privilege = privilege.Privilege
 
+// The execution privileges a definition may name.
 const (
-	PrivilegeSameAsUser Privilege = "same-as-user"
-	PrivilegeReduced    Privilege = "reduced"
-	PrivilegeElevated   Privilege = "elevated"
+	PrivilegeSameAsUser = privilege.SameAsUser
+	PrivilegeReduced    = privilege.Reduced
+	PrivilegeElevated   = privilege.Elevated
 )
 
 // ParamType is a parameter's declared type.
@@ -54,54 +63,54 @@ const (
 // pure data: loading fills it, binding reads it, nothing mutates it after
 // Load returns.
 type Definition struct {
-	Name            string `json:"name"`
-	Description     string `json:"description"`
-	Version         string `json:"version,omitempty"`
-	MinCycodVersion string `json:"min-cycod-version,omitempty"`
+	Name            string `json:"name" yaml:"name,omitempty"`
+	Description     string `json:"description" yaml:"description"`
+	Version         string `json:"version,omitempty" yaml:"version,omitempty"`
+	MinCycodVersion string `json:"min-cycod-version,omitempty" yaml:"min-cycod-version,omitempty"`
+
+	// Aliases.
+	Type              string            `json:"type,omitempty" yaml:"type,omitempty"` // "" or "alias"
+	BaseTool          string            `json:"base-tool,omitempty" yaml:"base-tool,omitempty"`
+	DefaultParameters map[string]string `json:"default-parameters,omitempty" yaml:"default-parameters,omitempty"`
 
 	// Execution: exactly one of Exec (single step), Commands (platform
 	// commands, normalised to a single step) or Steps, unless Type is alias.
-	Exec     *Exec             `json:"exec,omitempty"`
-	Commands *PlatformCommands `json:"commands,omitempty"`
-	Steps    []Step            `json:"steps,omitempty"`
+	Exec     *Exec             `json:"exec,omitempty" yaml:",inline"`
+	Commands *PlatformCommands `json:"commands,omitempty" yaml:"commands,omitempty"`
+	Steps    []Step            `json:"steps,omitempty" yaml:"steps,omitempty"`
 
-	Parameters  []Parameter  `json:"parameters,omitempty"` // in file order
-	Environment *Environment `json:"environment,omitempty"`
+	Parameters  []Parameter  `json:"parameters,omitempty" yaml:"parameters,omitempty" form:"keyed"` // in file order
+	Environment *Environment `json:"environment,omitempty" yaml:"environment,omitempty"`
 
-	FunctionCalling *FunctionCalling `json:"function-calling,omitempty"`
-	Security        Security         `json:"security"`
-	FilePaths       *FilePaths       `json:"file-paths,omitempty"`
-	Metadata        *Metadata        `json:"metadata,omitempty"`
-	Resources       *Resources       `json:"resources,omitempty"`
+	FunctionCalling *FunctionCalling `json:"function-calling,omitempty" yaml:"function-calling,omitempty"`
+	Security        Security         `json:"security" yaml:"security"`
+	FilePaths       *FilePaths       `json:"file-paths,omitempty" yaml:"file-paths,omitempty"`
+	Metadata        *Metadata        `json:"metadata,omitempty" yaml:"metadata,omitempty"`
+	Resources       *Resources       `json:"resources,omitempty" yaml:"resources,omitempty"`
 
-	Interactive        bool                `json:"interactive,omitempty"`
-	InteractiveOptions *InteractiveOptions `json:"interactive-options,omitempty"`
+	Interactive        bool                `json:"interactive,omitempty" yaml:"interactive,omitempty"`
+	InteractiveOptions *InteractiveOptions `json:"interactive-options,omitempty" yaml:"interactive-options,omitempty"`
 
-	// Aliases.
-	Type              string            `json:"type,omitempty"` // "" or "alias"
-	BaseTool          string            `json:"base-tool,omitempty"`
-	DefaultParameters map[string]string `json:"default-parameters,omitempty"`
+	Tests        *TestSuite   `json:"tests,omitempty" yaml:"tests,omitempty"`
+	Changelog    []Change     `json:"changelog,omitempty" yaml:"changelog,omitempty"`
+	Dependencies []Dependency `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
+	Debugging    *Debugging   `json:"debugging,omitempty" yaml:"debugging,omitempty"`
 
-	Tests        *TestSuite   `json:"tests,omitempty"`
-	Changelog    []Change     `json:"changelog,omitempty"`
-	Dependencies []Dependency `json:"dependencies,omitempty"`
-	Debugging    *Debugging   `json:"debugging,omitempty"`
-
-	Tags             []string      `json:"tags,omitempty"`
-	Platforms        []string      `json:"platforms,omitempty"`
-	WorkingDirectory string        `json:"working-directory,omitempty"`
-	Timeout          time.Duration `json:"timeout,omitempty"` // top-level `timeout` (ms in YAML)
-	IgnoreErrors     bool          `json:"ignore-errors,omitempty"`
-	Input            string        `json:"input,omitempty"`
+	Tags             []string      `json:"tags,omitempty" yaml:"tags,omitempty,flow"`
+	Platforms        []string      `json:"platforms,omitempty" yaml:"platforms,omitempty,flow"`
+	WorkingDirectory string        `json:"working-directory,omitempty" yaml:"working-directory,omitempty"`
+	Timeout          time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" form:"ms"` // top-level `timeout` (ms in YAML)
+	IgnoreErrors     bool          `json:"ignore-errors,omitempty" yaml:"ignore-errors,omitempty"`
+	Input            string        `json:"input,omitempty" yaml:"input,omitempty"`
 
 	// Sandboxed holds our own additions (the one `sandboxed:` key).
-	Sandboxed *SandboxedExt `json:"sandboxed,omitempty"`
+	Sandboxed *SandboxedExt `json:"sandboxed,omitempty" yaml:"sandboxed,omitempty"`
 
 	// Source is where the definition came from; not part of the YAML.
-	Source Source `json:"-"`
+	Source Source `json:"-" yaml:"-"`
 	// Positions of notable nodes, for located errors after loading
 	// (e.g. a permission that fails to resolve at bind time).
-	Pos DefPositions `json:"-"`
+	Pos DefPositions `json:"-" yaml:"-"`
 }
 
 // Source records where a definition was loaded from.
@@ -134,45 +143,45 @@ const (
 // Exec is one command: the execution key that carried it, its text, and for
 // `script` the shell to run it with.
 type Exec struct {
-	Kind    ExecKind `json:"kind"`
-	Command string   `json:"command"`
-	Shell   string   `json:"shell,omitempty"` // only with script
+	Kind    ExecKind `json:"kind" yaml:"-"`
+	Command string   `json:"command" yaml:"-"`
+	Shell   string   `json:"shell,omitempty" yaml:"-"` // only with script
 }
 
 // PlatformCommands is the `commands:` form.
 type PlatformCommands struct {
-	Default   string            `json:"default,omitempty"`
-	Platforms map[string]string `json:"platforms,omitempty"` // windows, linux, macos, unix
+	Default   string            `json:"default,omitempty" yaml:"default,omitempty"`
+	Platforms map[string]string `json:"platforms,omitempty" yaml:"platforms,omitempty"` // windows, linux, macos, unix
 }
 
 // Step is one entry of `steps:`.
 type Step struct {
-	Name             string            `json:"name"`
-	Exec             *Exec             `json:"exec,omitempty"`     // nil when UseTool is set
-	UseTool          string            `json:"use-tool,omitempty"` // composition
-	With             map[string]string `json:"with,omitempty"`
-	ContinueOnError  bool              `json:"continue-on-error,omitempty"`
-	RunCondition     string            `json:"run-condition,omitempty"`
-	Parallel         bool              `json:"parallel,omitempty"`
-	WaitFor          []string          `json:"wait-for,omitempty"`
-	ErrorHandling    *ErrorHandling    `json:"error-handling,omitempty"`
-	Output           *Output           `json:"output,omitempty"`
-	WorkingDirectory string            `json:"working-directory,omitempty"`
-	Environment      map[string]string `json:"environment,omitempty"`
-	Timeout          time.Duration     `json:"timeout,omitempty"`
-	Input            string            `json:"input,omitempty"`
+	Name             string            `json:"name" yaml:"name"`
+	Exec             *Exec             `json:"exec,omitempty" yaml:",inline"`                // nil when UseTool is set
+	UseTool          string            `json:"use-tool,omitempty" yaml:"use-tool,omitempty"` // composition
+	With             map[string]string `json:"with,omitempty" yaml:"with,omitempty"`
+	ContinueOnError  bool              `json:"continue-on-error,omitempty" yaml:"continue-on-error,omitempty"`
+	RunCondition     string            `json:"run-condition,omitempty" yaml:"run-condition,omitempty"`
+	Parallel         bool              `json:"parallel,omitempty" yaml:"parallel,omitempty"`
+	WaitFor          []string          `json:"wait-for,omitempty" yaml:"wait-for,omitempty,flow"`
+	ErrorHandling    *ErrorHandling    `json:"error-handling,omitempty" yaml:"error-handling,omitempty"`
+	Output           *Output           `json:"output,omitempty" yaml:"output,omitempty"`
+	WorkingDirectory string            `json:"working-directory,omitempty" yaml:"working-directory,omitempty"`
+	Environment      map[string]string `json:"environment,omitempty" yaml:"environment,omitempty"`
+	Timeout          time.Duration     `json:"timeout,omitempty" yaml:"timeout,omitempty" form:"ms"`
+	Input            string            `json:"input,omitempty" yaml:"input,omitempty"`
 }
 
 // ErrorHandling is a step's retry and fallback.
 type ErrorHandling struct {
-	Retry    *Retry `json:"retry,omitempty"`
-	Fallback string `json:"fallback,omitempty"`
+	Retry    *Retry `json:"retry,omitempty" yaml:"retry,omitempty"`
+	Fallback string `json:"fallback,omitempty" yaml:"fallback,omitempty"`
 }
 
 // Retry: Attempts total tries, Delay between them.
 type Retry struct {
-	Attempts int           `json:"attempts"`
-	Delay    time.Duration `json:"delay"`
+	Attempts int           `json:"attempts" yaml:"attempts"`
+	Delay    time.Duration `json:"delay" yaml:"delay" form:"ms"`
 }
 
 // OutputMode is buffer or stream.
@@ -185,26 +194,26 @@ const (
 
 // Output is a step's output management.
 type Output struct {
-	Mode           OutputMode `json:"mode,omitempty"`
-	BufferLimit    int64      `json:"buffer-limit,omitempty"` // bytes; 0 = default
-	StreamCallback string     `json:"stream-callback,omitempty"`
+	Mode           OutputMode `json:"mode,omitempty" yaml:"mode,omitempty"`
+	BufferLimit    int64      `json:"buffer-limit,omitempty" yaml:"buffer-limit,omitempty" form:"size"` // bytes; 0 = default
+	StreamCallback string     `json:"stream-callback,omitempty" yaml:"stream-callback,omitempty"`
 }
 
 // Parameter is one entry of `parameters:`.
 type Parameter struct {
-	Name         string      `json:"name"`
-	Type         ParamType   `json:"type"`
-	Description  string      `json:"description"`
-	Required     bool        `json:"required,omitempty"`
-	Default      any         `json:"default,omitempty"` // as decoded from YAML
-	HasDefault   bool        `json:"-"`
-	Validation   *Validation `json:"validation,omitempty"`
-	Transform    string      `json:"transform,omitempty"`
-	Format       string      `json:"format,omitempty"`
-	Examples     []any       `json:"examples,omitempty"`
-	DetailedHelp string      `json:"detailed-help,omitempty"`
+	Name         string      `json:"name" yaml:"-"` // the key in parameters:
+	Type         ParamType   `json:"type" yaml:"type"`
+	Description  string      `json:"description" yaml:"description"`
+	Required     bool        `json:"required,omitempty" yaml:"required,omitempty"`
+	Default      any         `json:"default,omitempty" yaml:"-"` // as decoded from YAML; written by MarshalYAML
+	HasDefault   bool        `json:"-" yaml:"-"`
+	Validation   *Validation `json:"validation,omitempty" yaml:"validation,omitempty"`
+	Transform    string      `json:"transform,omitempty" yaml:"transform,omitempty"`
+	Format       string      `json:"format,omitempty" yaml:"format,omitempty"`
+	Examples     []any       `json:"examples,omitempty" yaml:"examples,omitempty,flow"`
+	DetailedHelp string      `json:"detailed-help,omitempty" yaml:"detailed-help,omitempty"`
 	// EscapeShell is security.escape-shell; nil means the default, which is ON.
-	EscapeShell *bool `json:"escape-shell,omitempty"`
+	EscapeShell *bool `json:"escape-shell,omitempty" yaml:"-"` // written as security.escape-shell
 }
 
 // Escapes reports whether the parameter's value is shell-escaped (default on).
@@ -213,174 +222,225 @@ func (p *Parameter) Escapes() bool { return p.EscapeShell == nil || *p.EscapeShe
 // Validation holds every validation rule of the spec. Pointers distinguish
 // "absent" from a zero value.
 type Validation struct {
-	Minimum     *float64               `json:"minimum,omitempty"`
-	Maximum     *float64               `json:"maximum,omitempty"`
-	Pattern     string                 `json:"pattern,omitempty"`
-	MinLength   *int                   `json:"minLength,omitempty"`
-	MaxLength   *int                   `json:"maxLength,omitempty"`
-	Enum        []any                  `json:"enum,omitempty"`
-	MinItems    *int                   `json:"minItems,omitempty"`
-	MaxItems    *int                   `json:"maxItems,omitempty"`
-	UniqueItems bool                   `json:"uniqueItems,omitempty"`
-	Required    []string               `json:"required,omitempty"`   // object type
-	Properties  map[string]*Validation `json:"properties,omitempty"` // object type
-	Type        ParamType              `json:"type,omitempty"`       // inside properties
+	Type        ParamType              `json:"type,omitempty" yaml:"type,omitempty"` // inside properties
+	Minimum     *float64               `json:"minimum,omitempty" yaml:"minimum,omitempty"`
+	Maximum     *float64               `json:"maximum,omitempty" yaml:"maximum,omitempty"`
+	Pattern     string                 `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	MinLength   *int                   `json:"minLength,omitempty" yaml:"minLength,omitempty"`
+	MaxLength   *int                   `json:"maxLength,omitempty" yaml:"maxLength,omitempty"`
+	Enum        []any                  `json:"enum,omitempty" yaml:"enum,omitempty,flow"`
+	MinItems    *int                   `json:"minItems,omitempty" yaml:"minItems,omitempty"`
+	MaxItems    *int                   `json:"maxItems,omitempty" yaml:"maxItems,omitempty"`
+	UniqueItems bool                   `json:"uniqueItems,omitempty" yaml:"uniqueItems,omitempty"`
+	Required    []string               `json:"required,omitempty" yaml:"required,omitempty,flow"` // object type
+	Properties  map[string]*Validation `json:"properties,omitempty" yaml:"properties,omitempty"`  // object type
 }
 
 // Environment is `environment:`.
 type Environment struct {
-	Variables map[string]string `json:"variables,omitempty"`
-	Inherit   bool              `json:"inherit,omitempty"`
+	Variables map[string]string `json:"variables,omitempty" yaml:"variables,omitempty"`
+	Inherit   bool              `json:"inherit,omitempty" yaml:"inherit,omitempty"`
 }
 
 // FunctionCalling is `function-calling:`.
 type FunctionCalling struct {
-	SchemaGeneration *SchemaGeneration `json:"schema-generation,omitempty"`
+	SchemaGeneration *SchemaGeneration `json:"schema-generation,omitempty" yaml:"schema-generation,omitempty"`
 }
 
 // SchemaGeneration controls schema export. Nil bools mean the default (true).
 type SchemaGeneration struct {
-	ParameterMapping    map[string]string `json:"parameter-mapping,omitempty"`
-	IncludeDescriptions *bool             `json:"include-descriptions,omitempty"`
-	IncludeDefaults     *bool             `json:"include-defaults,omitempty"`
-	ExampleGeneration   *bool             `json:"example-generation,omitempty"`
-	FunctionName        string            `json:"function-name,omitempty"`
-	DescriptionTemplate string            `json:"description-template,omitempty"`
+	ParameterMapping    map[string]string `json:"parameter-mapping,omitempty" yaml:"parameter-mapping,omitempty"`
+	IncludeDescriptions *bool             `json:"include-descriptions,omitempty" yaml:"include-descriptions,omitempty"`
+	IncludeDefaults     *bool             `json:"include-defaults,omitempty" yaml:"include-defaults,omitempty"`
+	ExampleGeneration   *bool             `json:"example-generation,omitempty" yaml:"example-generation,omitempty"`
+	FunctionName        string            `json:"function-name,omitempty" yaml:"function-name,omitempty"`
+	DescriptionTemplate string            `json:"description-template,omitempty" yaml:"description-template,omitempty"`
 }
 
 // Security is `security:`. Zero values are the defaults: isolation process,
 // privilege same-as-user (the defLoader fills them in).
 type Security struct {
-	ExecutionPrivilege  Privilege `json:"execution-privilege"`
-	Isolation           Isolation `json:"isolation"`
-	RequiredPermissions []string  `json:"required-permissions,omitempty"`
-	Justification       string    `json:"justification,omitempty"`
-	Logging             *Logging  `json:"logging,omitempty"`
-	Auditing            *Auditing `json:"auditing,omitempty"`
+	ExecutionPrivilege  Privilege `json:"execution-privilege" yaml:"execution-privilege,omitempty"`
+	Isolation           Isolation `json:"isolation" yaml:"isolation,omitempty"`
+	RequiredPermissions []string  `json:"required-permissions,omitempty" yaml:"required-permissions,omitempty"`
+	Justification       string    `json:"justification,omitempty" yaml:"justification,omitempty"`
+	Logging             *Logging  `json:"logging,omitempty" yaml:"logging,omitempty"`
+	Auditing            *Auditing `json:"auditing,omitempty" yaml:"auditing,omitempty"`
 }
 
 // Logging is security.logging.
 type Logging struct {
-	Enabled             bool     `json:"enabled"`
-	Level               string   `json:"level,omitempty"`
-	IncludeParameters   bool     `json:"include-parameters,omitempty"`
-	SensitiveParameters []string `json:"sensitive-parameters,omitempty"`
+	Enabled             bool     `json:"enabled" yaml:"enabled"`
+	Level               string   `json:"level,omitempty" yaml:"level,omitempty"`
+	IncludeParameters   bool     `json:"include-parameters,omitempty" yaml:"include-parameters,omitempty"`
+	SensitiveParameters []string `json:"sensitive-parameters,omitempty" yaml:"sensitive-parameters,omitempty,flow"`
 }
 
 // Auditing is security.auditing.
 type Auditing struct {
-	Enabled         bool          `json:"enabled"`
-	RecordCommand   bool          `json:"record-command,omitempty"`
-	RecordOutput    bool          `json:"record-output,omitempty"`
-	RetentionPeriod time.Duration `json:"retention-period,omitempty"` // "30d" in YAML
+	Enabled         bool          `json:"enabled" yaml:"enabled"`
+	RecordCommand   bool          `json:"record-command,omitempty" yaml:"record-command,omitempty"`
+	RecordOutput    bool          `json:"record-output,omitempty" yaml:"record-output,omitempty"`
+	RetentionPeriod time.Duration `json:"retention-period,omitempty" yaml:"retention-period,omitempty" form:"ms"` // "30d" in YAML
 }
 
 // FilePaths is `file-paths:`.
 type FilePaths struct {
-	Normalize        bool           `json:"normalize,omitempty"`
-	WorkingDirectory string         `json:"working-directory,omitempty"`
-	TempDirectory    string         `json:"temp-directory,omitempty"`
-	CrossPlatform    *CrossPlatform `json:"cross-platform,omitempty"`
+	Normalize        bool           `json:"normalize,omitempty" yaml:"normalize,omitempty"`
+	WorkingDirectory string         `json:"working-directory,omitempty" yaml:"working-directory,omitempty"`
+	TempDirectory    string         `json:"temp-directory,omitempty" yaml:"temp-directory,omitempty"`
+	CrossPlatform    *CrossPlatform `json:"cross-platform,omitempty" yaml:"cross-platform,omitempty"`
 }
 
 // CrossPlatform is file-paths.cross-platform.
 type CrossPlatform struct {
-	WindowsSeparator string `json:"windows-separator,omitempty"`
-	UnixSeparator    string `json:"unix-separator,omitempty"`
-	AutoConvert      bool   `json:"auto-convert,omitempty"`
+	WindowsSeparator string `json:"windows-separator,omitempty" yaml:"windows-separator,omitempty"`
+	UnixSeparator    string `json:"unix-separator,omitempty" yaml:"unix-separator,omitempty"`
+	AutoConvert      bool   `json:"auto-convert,omitempty" yaml:"auto-convert,omitempty"`
 }
 
 // Metadata is `metadata:`.
 type Metadata struct {
-	Category       string   `json:"category,omitempty"`
-	Subcategory    string   `json:"subcategory,omitempty"`
-	Tags           []string `json:"tags,omitempty"`
-	SearchKeywords []string `json:"search-keywords,omitempty"`
+	Category       string   `json:"category,omitempty" yaml:"category,omitempty"`
+	Subcategory    string   `json:"subcategory,omitempty" yaml:"subcategory,omitempty"`
+	Tags           []string `json:"tags,omitempty" yaml:"tags,omitempty,flow"`
+	SearchKeywords []string `json:"search-keywords,omitempty" yaml:"search-keywords,omitempty,flow"`
 }
 
 // Resources is `resources:`.
 type Resources struct {
-	Timeout   time.Duration `json:"timeout,omitempty"`
-	MaxMemory int64         `json:"max-memory,omitempty"` // bytes
-	Cleanup   *Cleanup      `json:"cleanup,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" form:"ms"`
+	MaxMemory int64         `json:"max-memory,omitempty" yaml:"max-memory,omitempty" form:"size"` // bytes
+	Cleanup   *Cleanup      `json:"cleanup,omitempty" yaml:"cleanup,omitempty"`
 }
 
 // Cleanup is resources.cleanup (a list of one-key maps in YAML).
 type Cleanup struct {
-	DeleteTempFiles bool     `json:"delete-temp-files,omitempty"`
-	FinalCommands   []string `json:"final-commands,omitempty"`
+	DeleteTempFiles bool     `json:"delete-temp-files,omitempty" yaml:"delete-temp-files,omitempty"`
+	FinalCommands   []string `json:"final-commands,omitempty" yaml:"final-commands,omitempty"`
 }
 
 // InteractiveOptions is `interactive-options:`.
 type InteractiveOptions struct {
-	Timeout         time.Duration `json:"timeout,omitempty"`
-	DefaultResponse string        `json:"default-response"`
+	Timeout         time.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty" form:"ms"`
+	DefaultResponse string        `json:"default-response" yaml:"default-response"`
 }
 
 // TestSuite is `tests:`: a list of cases, optionally with suite-wide setup,
 // cleanup and environment (the spec shows both shapes).
 type TestSuite struct {
-	Setup       []string          `json:"setup,omitempty"`
-	Cleanup     []string          `json:"cleanup,omitempty"`
-	Environment map[string]string `json:"environment,omitempty"`
-	Cases       []TestCase        `json:"cases,omitempty"`
+	Setup       []string          `json:"setup,omitempty" yaml:"setup,omitempty"`
+	Cleanup     []string          `json:"cleanup,omitempty" yaml:"cleanup,omitempty"`
+	Environment map[string]string `json:"environment,omitempty" yaml:"environment,omitempty"`
+	Cases       []TestCase        `json:"cases,omitempty" yaml:"cases,omitempty"`
 }
 
 // TestCase is one test.
 type TestCase struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description,omitempty"`
-	Parameters  map[string]string `json:"parameters,omitempty"`
-	Expected    Expected          `json:"expected"`
-	Cleanup     []string          `json:"cleanup,omitempty"`
-	Pos         Pos               `json:"-"`
+	Name        string            `json:"name" yaml:"name"`
+	Description string            `json:"description,omitempty" yaml:"description,omitempty"`
+	Parameters  map[string]string `json:"parameters,omitempty" yaml:"parameters,omitempty"`
+	Expected    Expected          `json:"expected" yaml:"expected"`
+	Cleanup     []string          `json:"cleanup,omitempty" yaml:"cleanup,omitempty"`
+	Pos         Pos               `json:"-" yaml:"-"`
 }
 
 // Expected holds a test case's assertions. Pointers/empties mean "not asserted".
 type Expected struct {
-	ExitCode          *int           `json:"exit-code,omitempty"`
-	OutputContains    []string       `json:"output-contains,omitempty"`
-	OutputNotContains []string       `json:"output-not-contains,omitempty"`
-	OutputMatches     []string       `json:"output-matches,omitempty"`
-	FileExists        []string       `json:"file-exists,omitempty"`
-	FileNotExists     []string       `json:"file-not-exists,omitempty"`
-	FileContains      []FileContains `json:"file-contains,omitempty"`
-	Error             *bool          `json:"error,omitempty"`
+	ExitCode          *int           `json:"exit-code,omitempty" yaml:"exit-code,omitempty"`
+	OutputContains    []string       `json:"output-contains,omitempty" yaml:"output-contains,omitempty" form:"one-or-list"`
+	OutputNotContains []string       `json:"output-not-contains,omitempty" yaml:"output-not-contains,omitempty" form:"one-or-list"`
+	OutputMatches     []string       `json:"output-matches,omitempty" yaml:"output-matches,omitempty" form:"one-or-list"`
+	FileExists        []string       `json:"file-exists,omitempty" yaml:"file-exists,omitempty" form:"one-or-list"`
+	FileNotExists     []string       `json:"file-not-exists,omitempty" yaml:"file-not-exists,omitempty" form:"one-or-list"`
+	FileContains      []FileContains `json:"file-contains,omitempty" yaml:"file-contains,omitempty"`
+	Error             *bool          `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // FileContains asserts that Path contains Text.
 type FileContains struct {
-	Path string `json:"path"`
-	Text string `json:"text"`
+	Path string `json:"path" yaml:"path"`
+	Text string `json:"text" yaml:"text"`
 }
 
 // Change is one changelog entry.
 type Change struct {
-	Version string `json:"version"`
-	Changes string `json:"changes"`
+	Version string `json:"version" yaml:"version"`
+	Changes string `json:"changes" yaml:"changes"`
 }
 
 // Dependency is one entry of `dependencies:`.
 type Dependency struct {
-	Tool     string `json:"tool"`
-	Version  string `json:"version,omitempty"`
-	Required bool   `json:"required"`
-	Scope    string `json:"scope,omitempty"` // local, user, global, any
+	Tool     string `json:"tool" yaml:"tool"`
+	Version  string `json:"version,omitempty" yaml:"version,omitempty"`
+	Required bool   `json:"required" yaml:"required"`
+	Scope    string `json:"scope,omitempty" yaml:"scope,omitempty"` // local, user, global, any
 }
 
 // Debugging is `debugging:`.
 type Debugging struct {
-	Verbose bool   `json:"verbose,omitempty"`
-	DryRun  bool   `json:"dry-run,omitempty"`
-	LogFile string `json:"log-file,omitempty"`
+	Verbose bool   `json:"verbose,omitempty" yaml:"verbose,omitempty"`
+	DryRun  bool   `json:"dry-run,omitempty" yaml:"dry-run,omitempty"`
+	LogFile string `json:"log-file,omitempty" yaml:"log-file,omitempty"`
 }
 
 // SandboxedExt is our own `sandboxed:` section. Nothing here weakens
 // isolation; every field only narrows or selects.
 type SandboxedExt struct {
-	Image     string  `json:"image,omitempty"`      // container tier image
-	Runtime   string  `json:"runtime,omitempty"`    // container runtime, e.g. runsc
-	PidsLimit int64   `json:"pids-limit,omitempty"` // default 256 (64 for reduced)
-	CPUs      float64 `json:"cpus,omitempty"`       // e.g. 0.5
-	TmpfsSize int64   `json:"tmpfs-size,omitempty"` // bytes; default 64MiB
+	Image     string  `json:"image,omitempty" yaml:"image,omitempty"`                       // container tier image
+	Runtime   string  `json:"runtime,omitempty" yaml:"runtime,omitempty"`                   // container runtime, e.g. runsc
+	PidsLimit int64   `json:"pids-limit,omitempty" yaml:"pids-limit,omitempty"`             // default 256 (64 for reduced)
+	CPUs      float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`                         // e.g. 0.5
+	TmpfsSize int64   `json:"tmpfs-size,omitempty" yaml:"tmpfs-size,omitempty" form:"size"` // bytes; default 64MiB
+	// ExposedAs holds the names agents call the tool and its parameters
+	// by, where CYCOD cannot spell them (a discovered script's own names).
+	ExposedAs *ExposedAs `json:"exposed-as,omitempty" yaml:"exposed-as,omitempty"`
+}
+
+// ExposedAs is `sandboxed: exposed-as:`: the names a tool and its
+// parameters carry in its function schema (`tool schema`, `sandboxed mcp`)
+// where they differ from the definition's own. A discovered script called
+// "_ls" with a property "-A" is the CYCOD tool "ls" with a parameter "A";
+// agents see "_ls" and "-A", as the script documents them, and arguments
+// given under either spelling bind to the same parameter.
+type ExposedAs struct {
+	// Name is the function name; "" keeps the tool's name.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Parameters maps a parameter's CYCOD name to its exposed name; a
+	// parameter not listed keeps its name.
+	Parameters map[string]string `json:"parameters,omitempty" yaml:"parameters,omitempty"`
+}
+
+// ExposedName is the name agents call d by: sandboxed.exposed-as.name, or
+// the tool's name.
+func (d *Definition) ExposedName() string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil && d.Sandboxed.ExposedAs.Name != "" {
+		return d.Sandboxed.ExposedAs.Name
+	}
+	return d.Name
+}
+
+// OwnParam is the parameter of d that agents call exposed: the parameter
+// whose sandboxed.exposed-as.parameters entry is exposed, or exposed
+// itself.
+func (d *Definition) OwnParam(exposed string) string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil {
+		for name, e := range d.Sandboxed.ExposedAs.Parameters {
+			if e == exposed {
+				return name
+			}
+		}
+	}
+	return exposed
+}
+
+// ExposedParam is the name agents give parameter name of d under:
+// its entry in sandboxed.exposed-as.parameters, or name itself.
+func (d *Definition) ExposedParam(name string) string {
+	if d.Sandboxed != nil && d.Sandboxed.ExposedAs != nil {
+		if e, ok := d.Sandboxed.ExposedAs.Parameters[name]; ok {
+			return e
+		}
+	}
+	return name
 }

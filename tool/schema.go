@@ -87,6 +87,8 @@ func (o *OrderedObject) MarshalJSON() ([]byte, error) {
 // references another parameter is not a value and is left out, as is the
 // parameter from "required" when an alias default-parameters entry or a
 // default gives it a value. The name must match ^[a-zA-Z0-9_-]{1,64}$.
+// The tool and its parameters appear under their exposed names
+// (sandboxed.exposed-as; function-name, when set, wins for the tool).
 func FunctionSchema(d *Definition, format string) (any, error) {
 	var inputKey string
 	switch format {
@@ -105,7 +107,7 @@ func FunctionSchema(d *Definition, format string) (any, error) {
 	}
 	on := func(b *bool) bool { return b == nil || *b }
 
-	name := d.Name
+	name := d.ExposedName()
 	if g.FunctionName != "" {
 		name = strings.ReplaceAll(g.FunctionName, "{TOOL_NAME}", d.Name)
 	}
@@ -129,9 +131,9 @@ func FunctionSchema(d *Definition, format string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		props.Set(p.Name, ps)
+		props.Set(d.ExposedParam(p.Name), ps)
 		if p.Required && !hasDefault {
-			required = append(required, p.Name)
+			required = append(required, d.ExposedParam(p.Name))
 		}
 	}
 	input := NewOrderedObject().Set("type", "object").Set("properties", props)

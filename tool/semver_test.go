@@ -39,8 +39,12 @@ func TestConstraint(t *testing.T) {
 		{">1.2", "1.2.9", false},
 		{">1.2", "1.3.0", true},
 		{"<=1.2", "1.2.9", true},
-		{"<1.0.0", "1.0.0-rc1", true},
+		{"<1.0.0", "1.0.0-rc1", false}, // a prerelease needs a constraint that names one
+		{">=1.0.0-0", "1.0.0-rc1", true},
 		{">=1.0.0", "1.0.0-rc1", false},
+		{">=1.0.0-alpha.2", "1.0.0-alpha.10", true},
+		{"<1.0.0-alpha.10", "1.0.0-alpha.2", true},
+		{">=1.0.0 <2.0.0 || >=3.0.0", "3.1.0", true},
 		{"1", "1.7.0", true},
 	}
 	for _, tt := range tests {
@@ -60,17 +64,46 @@ func TestConstraint(t *testing.T) {
 }
 
 func TestConstraintErrors(t *testing.T) {
-	for _, c := range []string{">=", "^a.b", "1.2.3.4", "1.x.2", ">=1.2-rc"} {
+	for _, c := range []string{">=", "^a.b", "1.2.3.4", "soon"} {
 		if _, err := ParseConstraint(c); !errors.Is(err, ErrVersion) {
 			t.Errorf("%q: err %v, want ErrVersion", c, err)
 		}
 	}
-	for _, v := range []string{"", "a", "1.2.3.4", "01.2.3"} {
+	for _, v := range []string{"", "a", "1.2.3.4", "1.0.0-01"} {
 		if _, err := ParseVersion(v); !errors.Is(err, ErrVersion) {
 			t.Errorf("version %q: err %v", v, err)
 		}
 	}
 	if v, err := ParseVersion("v1.2"); err != nil || v.String() != "1.2.0" {
 		t.Errorf("v1.2: %v %v", v, err)
+	}
+}
+
+// Prereleases order as SemVer 2.0.0 §11 says: numeric identifiers as
+// numbers, numeric before alphanumeric, fewer identifiers first. Before,
+// prereleases compared as strings and alpha.10 sorted before alpha.2.
+func TestPrereleaseOrder(t *testing.T) {
+	order := []string{"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.2", "1.0.0-alpha.10", "1.0.0-alpha.beta",
+		"1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1-0", "1.0.1"}
+	for i := range order {
+		for j := range order {
+			a, err := ParseVersion(order[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ParseVersion(order[j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := a.Compare(b); got != want {
+				t.Errorf("Compare(%s, %s) = %d, want %d", order[i], order[j], got, want)
+			}
+		}
 	}
 }

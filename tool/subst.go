@@ -350,145 +350,155 @@ func (s *shScanner) keywordAt(i int, kw string) bool {
 	return j == len(s.src) || !isWordChar(s.src[j])
 }
 
+// scan splits the command into literal text and references, each
+// reference with the shell context it stands in. One step reads from i
+// in the innermost frame and returns where the next step starts.
 func (s *shScanner) scan() []piece {
 	s.stack = []frame{{kind: fBare}}
-	src := s.src
 	i := 0
-	for i < len(src) {
-		f := s.top()
-		c := src[i]
-
-		if c == '{' {
-			if name, next, ok := matchRef(src, i, s.known); ok {
-				s.flush(i)
-				ctx, why := s.context()
-				p := piece{lit: src[i:next], ref: name, ctx: ctx, why: why}
-				if f.kind == fHeredoc {
-					p.delim, p.stripTabs = f.delim, f.stripTabs
-				}
-				p.inTest = s.inTest()
-				s.out = append(s.out, p)
-				i, s.lit = next, next
-				continue
-			}
+	for i < len(s.src) {
+		if next, ok := s.ref(i); ok {
+			i = next
+			continue
 		}
-
-		switch f.kind {
-		case fSingle:
-			if c == '\'' {
-				s.pop()
-			}
-			i++
-		case fDollarSingle:
-			switch c {
-			case '\\':
-				i += 2
-			case '\'':
-				s.pop()
-				i++
-			default:
-				i++
-			}
-		case fComment:
-			if c == '\n' {
-				s.pop() // the newline itself belongs to the enclosing frame
-				continue
-			}
-			i++
-		case fBacktick:
-			switch c {
-			case '\\':
-				i += 2
-			case '`':
-				s.pop()
-				i++
-			default:
-				i++
-			}
-		case fBrace:
-			switch c {
-			case '\\':
-				i += 2
-			case '\'':
-				s.push(frame{kind: fSingle})
-				i++
-			case '"':
-				s.push(frame{kind: fDouble})
-				i++
-			case '{':
-				f.depth++
-				i++
-			case '}':
-				if f.depth == 0 {
-					s.pop()
-				} else {
-					f.depth--
-				}
-				i++
-			default:
-				i = s.dollar(i)
-			}
-		case fArith:
-			switch {
-			case f.bracket && c == '[':
-				f.depth++
-				i++
-			case f.bracket && c == ']':
-				if f.depth == 0 {
-					s.pop()
-				} else {
-					f.depth--
-				}
-				i++
-			case f.bracket:
-				i = s.dollar(i)
-			case c == '(':
-				f.depth++
-				i++
-			case c == ')':
-				if f.depth == 0 && i+1 < len(src) && src[i+1] == ')' {
-					s.pop()
-					i += 2
-				} else {
-					if f.depth > 0 {
-						f.depth--
-					}
-					i++
-				}
-			default:
-				i = s.dollar(i)
-			}
-		case fDouble:
-			switch c {
-			case '\\':
-				i += 2
-			case '"':
-				s.pop()
-				i++
-			default:
-				i = s.dollar(i)
-			}
-		case fHeredoc:
-			if c == '\n' {
-				i++
-				i = s.heredocLineStart(i)
-				continue
-			}
-			if f.quoted {
-				i++
-				continue
-			}
-			if c == '\\' {
-				i += 2
-				continue
-			}
-			i = s.dollar(i)
-		default: // fBare
-			i = s.bare(i)
-		}
+		i = s.step(s.top(), i)
 	}
-	s.flush(len(src))
+	s.flush(len(s.src))
 	return s.out
+}
+
+// ref records the parameter reference that starts at i, if one does.
+func (s *shScanner) ref(i int) (next int, ok bool) {
+	if s.src[i] != '{' {
+		return i, false
+	}
+	name, next, ok := matchRef(s.src, i, s.known)
+	if !ok {
+		return i, false
+	}
+	f := s.top()
+	s.flush(i)
+	ctx, why := s.context()
+	p := piece{lit: s.src[i:next], ref: name, ctx: ctx, why: why}
+	if f.kind == fHeredoc {
+		p.delim, p.stripTabs = f.delim, f.stripTabs
+	}
+	p.inTest = s.inTest()
+	s.out = append(s.out, p)
+	s.lit = next
+	return next, true
+}
+
+// step reads src from i in frame f.
+func (s *shScanner) step(f *frame, i int) int {
+	c := s.src[i]
+	switch f.kind {
+	case fSingle:
+		if c == '\'' {
+			s.pop()
+		}
+		return i + 1
+	case fDollarSingle, fBacktick:
+		closer := byte('\'')
+		if f.kind == fBacktick {
+			closer = '`'
+		}
+		switch c {
+		case '\\':
+			return i + 2
+		case closer:
+			s.pop()
+		}
+		return i + 1
+	case fComment:
+		if c == '\n' {
+			s.pop() // the newline itself belongs to the enclosing frame
+			return i
+		}
+		return i + 1
+	case fBrace:
+		return s.braceStep(f, i)
+	case fArith:
+		return s.arithStep(f, i)
+	case fDouble:
+		switch c {
+		case '\\':
+			return i + 2
+		case '"':
+			s.pop()
+			return i + 1
+		}
+		return s.dollar(i)
+	case fHeredoc:
+		switch {
+		case c == '\n':
+			return s.heredocLineStart(i + 1)
+		case f.quoted:
+			return i + 1
+		case c == '\\':
+			return i + 2
+		}
+		return s.dollar(i)
+	default: // fBare
+		return s.bare(i)
+	}
+}
+
+// braceStep reads src from i inside ${ }.
+func (s *shScanner) braceStep(f *frame, i int) int {
+	switch s.src[i] {
+	case '\\':
+		return i + 2
+	case '\'':
+		s.push(frame{kind: fSingle})
+		return i + 1
+	case '"':
+		s.push(frame{kind: fDouble})
+		return i + 1
+	case '{':
+		f.depth++
+		return i + 1
+	case '}':
+		if f.depth == 0 {
+			s.pop()
+		} else {
+			f.depth--
+		}
+		return i + 1
+	}
+	return s.dollar(i)
+}
+
+// arithStep reads src from i inside $(( )) or $[ ].
+func (s *shScanner) arithStep(f *frame, i int) int {
+	src, c := s.src, s.src[i]
+	switch {
+	case f.bracket && c == '[':
+		f.depth++
+		return i + 1
+	case f.bracket && c == ']':
+		if f.depth == 0 {
+			s.pop()
+		} else {
+			f.depth--
+		}
+		return i + 1
+	case f.bracket:
+		return s.dollar(i)
+	case c == '(':
+		f.depth++
+		return i + 1
+	case c == ')':
+		if f.depth == 0 && i+1 < len(src) && src[i+1] == ')' {
+			s.pop()
+			return i + 2
+		}
+		if f.depth > 0 {
+			f.depth--
+		}
+		return i + 1
+	}
+	return s.dollar(i)
 }
 
 // dollar handles the expansions that open a frame in bare, double-quoted,

@@ -112,6 +112,7 @@ func (l *defLoader) validate() {
 				"sensitive parameter %s is not a declared parameter", n.Value)
 		}
 	}
+	l.checkExposedParams(params, paramNames)
 	if l.def.Type != "alias" {
 		for cn, keys := range l.testParams {
 			for _, k := range keys {
@@ -391,4 +392,38 @@ func findGraphCycles(n int, adj [][]int) [][]int {
 		}
 	}
 	return out
+}
+
+// checkExposedParams checks sandboxed.exposed-as.parameters: each key is
+// a declared parameter, and no two parameters are exposed under one name
+// (a parameter not listed is exposed under its own name), so an argument
+// binds to one parameter whichever of its names it is given under.
+func (l *defLoader) checkExposedParams(params map[string]bool, paramNames []string) {
+	n := l.exposedParams
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	seen := map[string]string{} // exposed name -> parameter
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+			continue
+		}
+		if !params[k.Value] {
+			if l.def.Type != "alias" {
+				l.errf(k, nearestNameHint(k.Value, paramNames, "list names declared under parameters:"),
+					"exposed-as names %s, which is not a declared parameter", k.Value)
+			}
+			continue
+		}
+		if params[v.Value] && v.Value != k.Value {
+			l.errf(v, "give each parameter a name of its own", "parameter %s is exposed as %q, the name of parameter %s", k.Value, v.Value, v.Value)
+			continue
+		}
+		if other, taken := seen[v.Value]; taken {
+			l.errf(v, "give each parameter a name of its own", "parameters %s and %s are both exposed as %q", other, k.Value, v.Value)
+			continue
+		}
+		seen[v.Value] = k.Value
+	}
 }

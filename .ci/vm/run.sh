@@ -66,8 +66,7 @@ git ls-files -z --cached --others --exclude-standard |
 cp .ci/vm/guest-run.sh "$share/"
 {
 	printf 'VM_USER=%q\n' "$(cat "$image/user")"
-	# TestV1Real needs a cgroup v1 host; the host's suite runs it.
-	printf 'cgroup_args=(-test.skip %q)\n' '^TestV1Real$'
+	printf 'cgroup_args=()\n'
 	printf 'process_args=()\n'
 	printf 'e2e_args=(-test.run %q)\n' "$e2e_run"
 } >"$share/env"

@@ -8,9 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
-	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
 var auditCommand = &cli.Command{
@@ -38,9 +38,9 @@ func auditAction(c *cli.Context) error {
 	}
 	filter := policy.AuditFilter{Tool: c.String("tool")}
 	if s := c.String("since"); s != "" {
-		d, err := tool.ParseDuration(s)
+		d, err := units.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return usageError(fmt.Errorf("audit: --since %q: want a duration such as 30m, 24h or 7d", s))
+			return usageError(fmt.Errorf("audit: --since %q: want a duration above zero: %s", s, units.DurationGrammar))
 		}
 		filter.Since = time.Now().Add(-d)
 	}

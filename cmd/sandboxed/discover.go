@@ -27,11 +27,20 @@ runs it on the host.
 Each tool found becomes a definition that runs the script with the simple
 JSON convention (the parameters as one JSON object in argv[1]; an answer
 {"error": ...} fails the call), reading only the script, at reduced privilege.
---write writes them into the scope's directory; existing files are never
-replaced.`,
+--grant PERMISSION (repeatable) adds a permission to every definition, for
+example filesystem:read:. for a tool that reads the workspace.
+
+A name CYCOD cannot spell gets one it can ("_ls" becomes the tool ls, the
+property "-A" the parameter A); the script's own names are kept under
+sandboxed.exposed-as: 'tool schema' and 'sandboxed mcp' show them, and the
+script receives them.
+
+--write writes the definitions into the scope's directory as NAME.yaml, each
+checked with the loader first; existing files are never replaced.`,
 	Flags: []cli.Flag{
 		&cli.BoolFlag{Name: "write", Usage: "write the definitions into the scope's tool directory"},
 		&cli.StringFlag{Name: "scope", Usage: "where --write puts definitions: local or user", Value: "local"},
+		&cli.StringSliceFlag{Name: "grant", Usage: "add `PERMISSION` to every definition (repeatable), e.g. filesystem:read:."},
 		&cli.BoolFlag{Name: "json", Usage: "print the findings (with every probe's output) as JSON"},
 		&cli.IntFlag{Name: "parallel", Usage: "probe up to `N` files at a time", Value: 2},
 	},
@@ -40,7 +49,11 @@ replaced.`,
 
 func discoverAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--scope local|user] [--json] DIR"))
+		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--grant PERMISSION]... [--scope local|user] [--json] DIR"))
+	}
+	grants := c.StringSlice("grant")
+	if err := tool.CheckGrants(grants); err != nil {
+		return usageError(fmt.Errorf("discover: %w", err))
 	}
 	scope := tool.Scope(c.String("scope"))
 	if scope != tool.ScopeLocal && scope != tool.ScopeUser {
@@ -55,6 +68,14 @@ func discoverAction(c *cli.Context) error {
 		return err
 	}
 
+	for _, d := range found {
+		for _, def := range d.Tools {
+			if err := tool.Grant(def, grants); err != nil {
+				return usageError(fmt.Errorf("discover: %w", err))
+			}
+		}
+	}
+
 	var failed []error
 	if c.Bool("write") {
 		dir, err := scopes().WriteDir(scope)
@@ -63,12 +84,9 @@ func discoverAction(c *cli.Context) error {
 		}
 		for _, d := range found {
 			for _, def := range d.Tools {
-				path := filepath.Join(dir, def.Name+".yaml")
-				data, err := tool.Marshal(def, "yaml")
-				if err == nil {
-					err = tool.WriteAtomic(path, data, false)
-				}
+				path, err := tool.WriteDiscovered(dir, def)
 				if errors.Is(err, tool.ErrExists) {
+					path = filepath.Join(dir, def.Name+".yaml")
 					err = fmt.Errorf("%s exists; remove it to rediscover %s", path, def.Name)
 				}
 				if err != nil {
@@ -89,10 +107,7 @@ func discoverAction(c *cli.Context) error {
 		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tWHY")
 		for _, d := range found {
-			tools := strings.Join(d.Names, ",")
-			if tools == "" {
-				tools = "-"
-			}
+			tools := toolNames(d)
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.File, d.Result, tools, oneLine(d.Why))
 		}
 		if err := w.Flush(); err != nil {
@@ -111,6 +126,23 @@ func discoverAction(c *cli.Context) error {
 		return fmt.Errorf("discover: %d definition(s) not written (see WHY)", len(failed))
 	}
 	return nil
+}
+
+// toolNames lists the tools of d for the table: the definition's name,
+// and the script's own where it differs ("ls (_ls)").
+func toolNames(d *tool.Discovery) string {
+	var out []string
+	for _, def := range d.Tools {
+		n := def.Name
+		if e := def.ExposedName(); e != n {
+			n += " (" + e + ")"
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
 }
 
 func registered(ds []*tool.Discovery) int {

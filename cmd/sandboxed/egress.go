@@ -4,18 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
-
-// proxyPort is the loopback port inside every sandbox where the init
-// relays to the run's egress proxy.
-const proxyPort = 3128
 
 // testHostsEnv names a hosts file ("NAME ADDRESS" lines) that replaces the
 // host's resolver in the egress proxy. It exists for the end-to-end tests,
@@ -37,37 +30,18 @@ func newEgressStarter() sandbox.EgressStarter {
 	return s
 }
 
-func (s *egressStarter) Env() []string { return egress.ProxyEnv(proxyPort) }
-
-func (s *egressStarter) Start(ctx context.Context, hostDir string, grants []permissions.Grant, deny []string) (*isolation.Egress, func() []sandbox.EgressEntry, error) {
+// Start starts the proxy the plan's egress section describes.
+func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress) (func() []sandbox.EgressEntry, error) {
 	if s.err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", testHostsEnv, s.err)
+		return nil, fmt.Errorf("%s: %w", testHostsEnv, s.err)
 	}
-	var allow []string
-	var ports []int
-	for _, g := range grants {
-		switch {
-		case g.Egress != nil:
-			h := g.Egress.Host
-			if g.Egress.Port != 0 {
-				h += ":" + strconv.Itoa(g.Egress.Port)
-			}
-			allow = append(allow, h)
-		case g.Localhost != nil:
-			if g.Localhost.Port == proxyPort {
-				return nil, nil, fmt.Errorf("network:localhost:%d: the port is the sandbox's egress proxy; forward another port", proxyPort)
-			}
-			ports = append(ports, g.Localhost.Port)
-		}
-	}
-	rules, err := egress.ParseRules(allow, deny, ports)
+	rules, err := egress.ParseRules(e.Allow, e.Deny, e.LocalhostPorts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("egress rules: %w", err)
+		return nil, fmt.Errorf("egress rules: %w", err)
 	}
-	sock := filepath.Join(hostDir, "egress.sock")
-	p, err := egress.Start(ctx, egress.Config{SocketPath: sock, Rules: rules, Resolver: s.resolver})
+	p, err := egress.Start(ctx, egress.Config{SocketPath: e.ProxySocket, Rules: rules, Resolver: s.resolver})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start egress proxy: %w", err)
+		return nil, fmt.Errorf("start egress proxy: %w", err)
 	}
 	stop := func() []sandbox.EgressEntry {
 		_ = p.Close()
@@ -78,5 +52,5 @@ func (s *egressStarter) Start(ctx context.Context, hostDir string, grants []perm
 		}
 		return out
 	}
-	return &isolation.Egress{ProxySocket: sock, ProxyPort: proxyPort, LocalhostPorts: ports, Rules: rules.Describe()}, stop, nil
+	return stop, nil
 }

@@ -3,17 +3,21 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
 // Exit codes of sandboxed itself. A run exits with the tool's own code
 // otherwise.
+// The codes a run can end with are sandbox's (sandbox.ExitCodeFor); these
+// names are the same constants.
 const (
 	exitOK      = 0
-	exitFailure = 1   // a command of ours failed for a reason below none of these
-	exitUsage   = 2   // usage error or invalid definition
-	exitTimeout = 124 // the tool hit its time limit
-	exitSandbox = 125 // the sandbox could not be built or failed
-	exitDenied  = 126 // refused by policy
+	exitFailure = 1                   // a command of ours failed for a reason below none of these
+	exitUsage   = sandbox.ExitUsage   // usage error or invalid definition
+	exitTimeout = sandbox.ExitTimeout // the tool hit its time limit
+	exitSandbox = sandbox.ExitSandbox // the sandbox could not be built or failed
+	exitDenied  = sandbox.ExitDenied  // refused by policy
 )
 
 // codeError carries an exit code chosen where the outcome is known (a run's

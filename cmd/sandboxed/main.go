@@ -29,6 +29,7 @@ func newApp() *cli.App {
 			auditCommand,
 			imagesCommand,
 			doctorCommand,
+			setupCommand,
 			gcCommand,
 			discoverCommand,
 			mcpCommand,

@@ -51,3 +51,29 @@ func TestCallResult(t *testing.T) {
 		}
 	}
 }
+
+// A discovered tool is listed under the script's own names.
+func TestMCPToolExposedNames(t *testing.T) {
+	def, err := tool.Parse([]byte(`name: ls
+description: List
+bash: echo {A} {max-depth}
+parameters:
+  A: {type: boolean, description: all}
+  max-depth: {type: number, description: depth, required: true}
+sandboxed:
+  exposed-as:
+    name: _ls
+    parameters: {A: -A}
+`), "ls.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := mcpTool(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := json.Marshal(tl.InputSchema)
+	if tl.Name != "_ls" || string(schema) != `{"type":"object","properties":{"-A":{"type":"boolean","description":"all"},"max-depth":{"type":"number","description":"depth"}},"required":["max-depth"]}` {
+		t.Errorf("tool %s, input schema = %s", tl.Name, schema)
+	}
+}

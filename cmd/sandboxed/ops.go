@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
@@ -65,7 +66,8 @@ var doctorCommand = &cli.Command{
 		if err != nil {
 			return err
 		}
-		checks := processChecks(c)
+		checks := hostChecks(c)
+		checks = append(checks, processChecks(c)...)
 		checks = append(checks, containerChecks(c)...)
 		if format == "json" {
 			return writeJSON(c.App.Writer, checks)
@@ -93,6 +95,21 @@ func processChecks(c *cli.Context) []check {
 		out = append(out, check{Tier: "process", Check: pc.Name, OK: pc.OK, Detail: pc.Detail, Fix: pc.Fix})
 	}
 	return append(out, initCheck())
+}
+
+// hostChecks say what this user can have: root or rootless, user
+// namespaces, subordinate ids, delegated cgroups, Landlock, and what an
+// enclosing container allows.
+func hostChecks(c *cli.Context) []check {
+	sys, err := host.Local()
+	if err != nil {
+		return []check{{Tier: "all", Check: "host", OK: false, Detail: err.Error()}}
+	}
+	var out []check
+	for _, hc := range sys.ProbeUser(c.Context, []string{"version"}).Checks() {
+		out = append(out, check{Tier: hc.Tier, Check: hc.Name, OK: hc.OK, Detail: hc.Detail, Fix: hc.Fix})
+	}
+	return out
 }
 
 // initCheck says how sandboxes start their init: the small one this build

@@ -10,14 +10,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
-	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
 // printPlan serves --dry-run and --dump-plan: plan the run, print it, run
 // nothing.
 func printPlan(c *cli.Context, req *sandbox.Request) error {
-	p, err := sandbox.Prepare(req, sandbox.NewRunID(time.Now()))
+	p, err := newController().Prepare(req)
 	if err != nil {
 		var pe *sandbox.PrepareError
 		if errors.As(err, &pe) {
@@ -51,8 +51,8 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 	if pl.Image != "" {
 		fmt.Fprintf(w, "image:\t%s\n", pl.Image)
 	}
-	fmt.Fprintf(w, "limits:\tmemory %s, pids %d, timeout %s, /tmp %s\n", tool.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
-		durationOrNone(pl.Limits.Timeout), tool.FormatSize(pl.Limits.TmpfsBytes))
+	fmt.Fprintf(w, "limits:\tmemory %s, pids %d, timeout %s, /tmp %s\n", units.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
+		durationOrNone(pl.Limits.Timeout), units.FormatSize(pl.Limits.TmpfsBytes))
 	for _, m := range pl.Spec.Mounts {
 		if m.Type == "bind" {
 			fmt.Fprintf(w, "mount:\t%s -> %s (%s)\n", m.Source, m.Destination, strings.Join(m.Options, ","))

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -59,7 +60,7 @@ func policyShowAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	src := policySource(path)
+	src := explain.PolicySource(path)
 	view := policyNode(reflect.ValueOf(*p))
 	if format == "json" {
 		var buf bytes.Buffer

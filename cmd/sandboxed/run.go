@@ -77,9 +77,7 @@ func runAction(c *cli.Context) error {
 	if def.Interactive && isTerminal(os.Stdin) {
 		req.Stdin = os.Stdin // an interactive tool talks to the user
 	}
-	if isTerminal(os.Stdin) && isTerminal(os.Stderr) && c.String("params-json") != "-" {
-		req.Prompt = func(d *policy.Decision) (bool, error) { return promptApproval(c.App.ErrWriter, os.Stdin, def, d) }
-	}
+	canAsk := isTerminal(os.Stdin) && isTerminal(os.Stderr) && c.String("params-json") != "-"
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
@@ -88,9 +86,29 @@ func runAction(c *cli.Context) error {
 		ctl.Trace = sandbox.NewTracer(c.App.ErrWriter, processStart)
 		ctl.Trace.Mark("load tool and policy")
 	}
-	res, _, err := ctl.Run(ctx, req)
-	if res == nil {
+	p, err := ctl.Prepare(req)
+	var pe *sandbox.PrepareError
+	if errors.As(err, &pe) && len(pe.Approvals) > 0 && canAsk {
+		// The policy asks for approval and there is someone to ask.
+		ok, aerr := promptApproval(c.App.ErrWriter, os.Stdin, def, pe.Decision)
+		switch {
+		case aerr != nil:
+			err = pe.AskFailed(aerr)
+		case ok:
+			req.Answered = pe.Approvals
+			p, err = ctl.Prepare(req)
+		default:
+			err = pe.Declined()
+		}
+	}
+	var res *sandbox.Result
+	switch {
+	case errors.As(err, &pe):
+		res, err = ctl.Refused(req, pe)
+	case err != nil:
 		return err
+	default:
+		res, err = ctl.RunPrepared(ctx, req, p)
 	}
 	if err != nil {
 		fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -198,15 +197,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// parseBoolValue parses a true/false flag value.
-func parseBoolValue(flag, v string) (bool, error) {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, usageError(fmt.Errorf("%s %q: use true or false", flag, v))
-	}
-	return b, nil
 }
 
 // stdinIsTerminal and confirmInput are variables so tests can stand in

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,31 +186,5 @@ func TestToolAddUsageErrors(t *testing.T) {
 	out, _, code := sandboxed(t, "tool", "add", "--help")
 	if code != 0 || !strings.Contains(out, "--step") || !strings.Contains(out, "--security-permission") {
 		t.Errorf("--help: exit %d\n%s", code, out)
-	}
-}
-
-func TestTypedValue(t *testing.T) {
-	for _, tc := range []struct {
-		typ  tool.ParamType
-		in   string
-		want any
-		bad  bool
-	}{
-		{tool.TypeString, "3", "3", false},
-		{tool.TypeNumber, "3", 3.0, false},
-		{tool.TypeNumber, "{OTHER}", "{OTHER}", false},
-		{tool.TypeNumber, "three", nil, true},
-		{tool.TypeBoolean, "true", true, false},
-		{tool.TypeBoolean, "maybe", nil, true},
-		{tool.TypeArray, `["a", "b"]`, []any{"a", "b"}, false},
-		{tool.TypeArray, "{LIST}", "{LIST}", false},
-		{tool.TypeArray, "a", nil, true},
-		{tool.TypeObject, `{"k": 1}`, map[string]any{"k": 1}, false},
-		{tool.TypeObject, "[1]", nil, true},
-	} {
-		got, err := typedValue(tc.typ, tc.in)
-		if (err != nil) != tc.bad || !tc.bad && fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("typedValue(%s, %q) = %#v, %v; want %#v (error %v)", tc.typ, tc.in, got, err, tc.want, tc.bad)
-		}
 	}
 }

@@ -502,3 +502,27 @@ func TestToolFlagErrors(t *testing.T) {
 		t.Errorf("get x --help: exit %d\n%s", code, out)
 	}
 }
+
+func TestDiscoverGrantGrammar(t *testing.T) {
+	isolate(t)
+	_, stderr, code := runApp(t, "discover", "--grant", "filesystem:exec:.", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, `--grant "filesystem:exec:."`) {
+		t.Errorf("discover --grant filesystem:exec:.: exit %d, stderr %q; want 2 and the grammar", code, stderr)
+	}
+}
+
+func TestDiscoverToolNames(t *testing.T) {
+	ls := &tool.Definition{Name: "ls", Sandboxed: &tool.SandboxedExt{ExposedAs: &tool.ExposedAs{Name: "_ls"}}}
+	cat := &tool.Definition{Name: "cat"}
+	for _, tc := range []struct {
+		d    *tool.Discovery
+		want string
+	}{
+		{&tool.Discovery{Tools: []*tool.Definition{ls, cat}}, "ls (_ls),cat"},
+		{&tool.Discovery{}, "-"},
+	} {
+		if got := toolNames(tc.d); got != tc.want {
+			t.Errorf("toolNames = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -4,7 +4,12 @@
 // reports.
 //
 //	process tier  vs  bare exec and bubblewrap (bwrap --unshare-all, read-only /usr)
+//	rootless process tier vs bubblewrap, both run as an unprivileged user
 //	container tier vs docker run --rm --network none of the same image
+//
+// The rootless pair runs as -user (default $SANDBOXED_BENCH_USER, else
+// none: the pair is skipped and says so) when
+// the bench runs as root, and as the bench's own user otherwise.
 package main
 
 import (
@@ -12,9 +17,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -24,6 +32,7 @@ type peer struct {
 	argv []string
 	dir  string
 	env  []string
+	cred *syscall.Credential // run as this user; nil: as the bench
 }
 
 func main() {
@@ -32,6 +41,7 @@ func main() {
 	image := flag.String("image", "sandboxed-runner:latest", "runner image for the container tier")
 	skipContainer := flag.Bool("no-container", false, "skip the container tier")
 	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
+	rootlessUser := flag.String("user", os.Getenv("SANDBOXED_BENCH_USER"), "unprivileged user the rootless pair runs as (as root)")
 	flag.Parse()
 
 	if err := ensureBwrap(); err != nil {
@@ -77,6 +87,11 @@ sandboxed:
 		{name: "sandboxed version", argv: []string{abs, "version"}},
 		{name: "sandboxed process", argv: []string{abs, "run", tool("noop-process", "process")}, dir: work, env: benchEnv},
 	}}
+	if g, err := rootlessGroup(abs, work, *rootlessUser, tool("noop-rootless", "process")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: rootless process tier skipped:", err)
+	} else {
+		groups = append(groups, g)
+	}
 	if !*skipContainer {
 		if err := exec.Command("docker", "image", "inspect", *image).Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: container tier skipped: image %s missing (run: %s images build)\n", *image, abs)
@@ -152,10 +167,60 @@ func bwrapArgv() []string {
 	return append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true")
 }
 
+// rootlessGroup is bwrap against the process tier, both run as name (or
+// as this unprivileged process), with directories that user owns.
+func rootlessGroup(bin, work, name, tool string) ([]peer, error) {
+	var cred *syscall.Credential
+	uid, gid := os.Getuid(), os.Getgid()
+	home, _ := os.UserHomeDir()
+	if os.Geteuid() == 0 {
+		if name == "" {
+			return nil, fmt.Errorf("no unprivileged user to run it as (make bench BENCH_USER=NAME, or SANDBOXED_BENCH_USER)")
+		}
+		u, err := user.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		if uid == 0 {
+			return nil, fmt.Errorf("%s is root", name)
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		home = filepath.Join(work, "home")
+	}
+	var env []string
+	for _, d := range []string{"home", "rstate", "rrun", "rcache"} {
+		p := filepath.Join(work, d)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(p, uid, gid); err != nil && cred != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chmod(work, 0o755); err != nil {
+		return nil, err
+	}
+	env = append(env, "HOME="+home, "SANDBOXED_STATE_DIR="+filepath.Join(work, "rstate"),
+		"SANDBOXED_RUNTIME_DIR="+filepath.Join(work, "rrun"), "XDG_CACHE_HOME="+filepath.Join(work, "rcache"))
+	g := []peer{
+		{name: "bwrap (rootless)", argv: bwrapArgv(), cred: cred},
+		{name: "sandboxed process (rootless)", argv: []string{bin, "run", tool}, dir: work, env: env, cred: cred},
+	}
+	if err := once(g[1]); err != nil {
+		return nil, fmt.Errorf("%s: %w", g[1].name, err)
+	}
+	return g, nil
+}
+
 func once(p peer) error {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), p.env...)
+	if p.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -182,6 +247,9 @@ func report(g []peer, times map[string][]time.Duration, n int) {
 		fmt.Printf("ratio %s / %s: p50 %.2fx, p90 %.2fx\n", last, p.name, r50, r90)
 	}
 	switch last {
+	case "sandboxed process (rootless)":
+		r := float64(pct(times[last], .5)) / float64(pct(times["bwrap (rootless)"], .5))
+		fmt.Printf("bar: rootless process p50 <= 1.5x bwrap as the same user: %s (%.2fx)\n\n", verdict(r <= 1.5), r)
 	case "sandboxed process":
 		r := float64(pct(times[last], .5)) / float64(pct(times["bwrap"], .5))
 		fmt.Printf("bar: process p50 <= 1.5x bwrap: %s (%.2fx)\n", verdict(r <= 1.5), r)

@@ -2,14 +2,27 @@ package cgroup
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"strconv"
 	"syscall"
 )
 
 // Parent is the cgroup directory (under each hierarchy root) that holds
 // one child per run.
 const Parent = "sandboxed"
+
+// UserPrefix starts the name of a directory under Parent that is not a
+// run's cgroup but a subtree delegated to one unprivileged user
+// (user-UID, made by `sandboxed setup` on cgroup v1). Run ids never start
+// with it, so List and GC leave those subtrees alone.
+const UserPrefix = "user-"
+
+// UserDir is the cgroup v1 subtree, relative to each hierarchy's
+// mountpoint, that `sandboxed setup --user` delegates to uid
+// ("/sandboxed/user-UID"): owned by uid with its cgroup.procs and tasks,
+// under a root-owned Parent.
+func UserDir(uid int) string {
+	return "/" + Parent + "/" + UserPrefix + strconv.Itoa(uid)
+}
 
 // Resources are the limits of one run's cgroup. Zero Memory or Pids means
 // no limit of that kind; CPUs 0 means no cpu limit.
@@ -46,14 +59,6 @@ type Group interface {
 	// Delete removes the (empty) group. Deleting a missing group is not an
 	// error.
 	Delete() error
-}
-
-// path returns the relative path of run id's cgroup.
-func path(runID string) (string, error) {
-	if runID == "" || strings.ContainsAny(runID, "/\x00") || runID == "." || runID == ".." || len(runID) > 200 {
-		return "", fmt.Errorf("cgroup for run %q: %w", runID, ErrBadRunID)
-	}
-	return "/" + Parent + "/" + runID, nil
 }
 
 // SelfMover is implemented by groups (cgroup v1) into which the calling

@@ -242,6 +242,13 @@ func (g *v1Group) EnterSelf() (func() error, bool, error) {
 		// "0" names the writer itself: a self-move of one thread.
 		return os.WriteFile(filepath.Join(g.h.V1[ctl], path, "tasks"), []byte("0"), 0)
 	}
+	if g.h.Rootless {
+		// Where the thread came from belongs to root: it goes back to
+		// the user's delegated cgroup instead, outside every run.
+		for _, ctl := range ctls {
+			orig[ctl] = g.h.Base
+		}
+	}
 	leave := func(n int) error {
 		var errs []error
 		for _, ctl := range ctls[:n] {

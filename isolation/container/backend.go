@@ -25,6 +25,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
@@ -216,7 +217,8 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
 	}
-	// The controller may set HostDir only after Check.
+	// Check needs no host directory (a plan checked on its own may have
+	// none); translate only needs it absolute.
 	cp := *p
 	if cp.HostDir == "" {
 		cp.HostDir = "/"
@@ -234,7 +236,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	// needs more than an explicit seccomp profile (the engine refuses to
 	// create a container with one it cannot load), or when the engine's
 	// own default profile must be on.
-	if p.Runtime != "" || p.Privilege == PrivilegeElevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+	if p.Runtime != "" || p.Privilege == privilege.Elevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
 		info, err := b.engineInfo(ctx)
 		if err != nil {
 			return err
@@ -265,7 +267,7 @@ func checkInfo(info system.Info, p *isolation.Plan) error {
 	if !hasSecOpt(info, "seccomp") && p.Runtime != "runsc" {
 		return &isolation.UnsupportedError{What: "seccomp in the Docker engine", Fix: "use an engine built with seccomp support"}
 	}
-	if p.Privilege == PrivilegeElevated && !hasSecOpt(info, "userns") && p.Runtime != "runsc" {
+	if p.Privilege == privilege.Elevated && !hasSecOpt(info, "userns") && p.Runtime != "runsc" {
 		return &isolation.UnsupportedError{
 			What: "an elevated run in a container: root there would be host root",
 			Fix:  `enable user namespace remapping ("userns-remap": "default" in /etc/docker/daemon.json) and restart Docker, or use the runsc runtime`,
@@ -317,7 +319,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := b.checkLocal(); err != nil {
 		return nil, err
 	}
-	if p.Privilege == PrivilegeElevated || p.Runtime != "" {
+	if p.Privilege == privilege.Elevated || p.Runtime != "" {
 		info, err := b.engineInfo(ctx)
 		if err != nil {
 			return nil, err
@@ -336,7 +338,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 
-	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{})}
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1)}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -19,6 +19,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -167,8 +169,8 @@ func TestCheckEngineFeatures(t *testing.T) {
 		{"runtime missing", func(i *system.Info) {}, func(p *isolation.Plan) { p.Runtime = "runsc" }, "runtime runsc"},
 		{"runtime present", func(i *system.Info) { i.Runtimes["runsc"] = system.RuntimeWithStatus{} }, func(p *isolation.Plan) { p.Runtime = "runsc" }, ""},
 		{"no seccomp", func(i *system.Info) { i.SecurityOptions = nil }, func(p *isolation.Plan) {}, "seccomp"},
-		{"elevated without userns remap", func(i *system.Info) {}, func(p *isolation.Plan) { p.Privilege = PrivilegeElevated }, "userns-remap"},
-		{"elevated with userns remap", func(i *system.Info) { i.SecurityOptions = append(i.SecurityOptions, "name=userns") }, func(p *isolation.Plan) { p.Privilege = PrivilegeElevated }, ""},
+		{"elevated without userns remap", func(i *system.Info) {}, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "userns-remap"},
+		{"elevated with userns remap", func(i *system.Info) { i.SecurityOptions = append(i.SecurityOptions, "name=userns") }, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,9 +351,7 @@ func TestProbe(t *testing.T) {
 
 func TestInitBinaryMustBeStatic(t *testing.T) {
 	sh, err := filepathEval("/bin/sh")
-	if err != nil {
-		t.Skip("no /bin/sh")
-	}
+	testenv.Need(t, "/bin/sh (a dynamically linked binary)", err)
 	b, err := New(func(b *Backend) { b.api = newFakeEngine() }, WithInitBinary(sh))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -29,13 +30,6 @@ const (
 	ControlSocket = "/.sandboxed/init.sock"
 	// controlSocketName is the control socket's name in Plan.HostDir.
 	controlSocketName = "init.sock"
-)
-
-// Execution privileges (tool.Definition's security.execution-privilege).
-const (
-	PrivilegeSameAsUser = "same-as-user"
-	PrivilegeReduced    = "reduced"
-	PrivilegeElevated   = "elevated"
 )
 
 // nobody is the uid and gid of reduced runs.
@@ -195,7 +189,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		},
 		Tmpfs: map[string]string{},
 	}
-	if p.Privilege == PrivilegeElevated {
+	if p.Privilege == privilege.Elevated {
 		// The engine's user namespace remapping (checked by Backend.Check)
 		// makes this root unprivileged on the host.
 		hc.UsernsMode = ""
@@ -346,21 +340,21 @@ func withSize(opts string, size int64) string {
 // planner puts in the spec) for same-as-user, nobody for reduced, root for
 // elevated (unprivileged on the host through the engine's user namespace
 // remapping, which Check requires).
-func userFor(privilege string, u specs.User) (string, error) {
-	switch privilege {
-	case PrivilegeSameAsUser, "":
+func userFor(priv privilege.Privilege, u specs.User) (string, error) {
+	switch priv {
+	case privilege.SameAsUser, "":
 		return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
-	case PrivilegeReduced:
+	case privilege.Reduced:
 		return fmt.Sprintf("%d:%d", nobody, nobody), nil
-	case PrivilegeElevated:
+	case privilege.Elevated:
 		return "0:0", nil
 	}
-	return "", fmt.Errorf("translate plan: %w: execution privilege %q", isolation.ErrUnsupported, privilege)
+	return "", fmt.Errorf("translate plan: %w: execution privilege %q", isolation.ErrUnsupported, priv)
 }
 
 // capsFor returns the capabilities to add after dropping all of them: none
 // unless the run is elevated, and then at most Docker's default set.
-func capsFor(privilege string, c *specs.LinuxCapabilities) ([]string, error) {
+func capsFor(priv privilege.Privilege, c *specs.LinuxCapabilities) ([]string, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -373,8 +367,8 @@ func capsFor(privilege string, c *specs.LinuxCapabilities) ([]string, error) {
 	if len(set) == 0 {
 		return nil, nil
 	}
-	if privilege != PrivilegeElevated {
-		return nil, fmt.Errorf("translate plan: %w: capabilities for a %s run", isolation.ErrUnsupported, privilege)
+	if priv != privilege.Elevated {
+		return nil, fmt.Errorf("translate plan: %w: capabilities for a %s run", isolation.ErrUnsupported, priv)
 	}
 	var out []string
 	for name := range set {

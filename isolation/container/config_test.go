@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -23,7 +24,7 @@ func basePlan() *isolation.Plan {
 		RunID:     "r1",
 		Tool:      "weather",
 		Tier:      isolation.TierContainer,
-		Privilege: PrivilegeSameAsUser,
+		Privilege: privilege.SameAsUser,
 		Spec: &specs.Spec{
 			Hostname: "box",
 			Process: &specs.Process{
@@ -119,13 +120,13 @@ func TestTranslateFields(t *testing.T) {
 				t.Errorf("User = %q", cfg.User)
 			}
 		}},
-		{"Privilege reduced is nobody", func(p *isolation.Plan) { p.Privilege = PrivilegeReduced }, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
+		{"Privilege reduced is nobody", func(p *isolation.Plan) { p.Privilege = privilege.Reduced }, func(t *testing.T, cfg *container.Config, _ *container.HostConfig) {
 			if cfg.User != "65534:65534" {
 				t.Errorf("User = %q", cfg.User)
 			}
 		}},
 		{"Privilege elevated is root with the plan's capabilities", func(p *isolation.Plan) {
-			p.Privilege = PrivilegeElevated
+			p.Privilege = privilege.Elevated
 			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN", "CAP_SETUID"}, Effective: []string{"CAP_CHOWN"}}
 		}, func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
 			if cfg.User != "0:0" || !reflect.DeepEqual([]string(hc.CapAdd), []string{"CAP_CHOWN", "CAP_SETUID"}) || hc.CapDrop[0] != "ALL" {
@@ -268,7 +269,7 @@ func TestTranslateRefuses(t *testing.T) {
 			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN"}}
 		}, "capabilities"},
 		{"capability beyond Docker's default set", func(p *isolation.Plan) {
-			p.Privilege = PrivilegeElevated
+			p.Privilege = privilege.Elevated
 			p.Spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}
 		}, "CAP_SYS_ADMIN"},
 		{"unknown rlimit", func(p *isolation.Plan) { p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}} }, "rlimit"},

@@ -18,6 +18,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -38,9 +40,8 @@ var (
 // static build of cmd/sandboxed-init, the init sandboxed carries.
 func engineBackend(t testing.TB) *Backend {
 	t.Helper()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
-		t.Skip("set SANDBOXED_E2E=1 to run against the real Docker engine")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedDocker(t)
 	initOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sandboxed-init-")
 		if err != nil {
@@ -134,8 +135,8 @@ func TestEngineRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := enginePlan(t, "run")
-	p.Privilege = PrivilegeReduced
-	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(PrivilegeReduced)}
+	p.Privilege = privilege.Reduced
+	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(privilege.Reduced)}
 	p.Spec.Mounts = []specs.Mount{
 		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
 		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
@@ -206,7 +207,7 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 	// still nothing writable outside /tmp, no ptrace.
 	p.Spec.Process.User = specs.User{UID: 0, GID: 0}
 	p.Spec.Linux = &specs.Linux{
-		Seccomp:       planner.SeccompProfile(PrivilegeSameAsUser),
+		Seccomp:       planner.SeccompProfile(privilege.SameAsUser),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
 	}
@@ -390,7 +391,7 @@ func TestEngineEgressRelay(t *testing.T) {
 		}
 	}()
 	p := enginePlan(t, "egress")
-	p.Privilege = PrivilegeReduced
+	p.Privilege = privilege.Reduced
 	p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128}
 	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", `

@@ -41,9 +41,13 @@ type sandbox struct {
 	ln   *net.UnixListener
 	init initConn
 
-	mu       sync.Mutex
-	active   int           // Execs running
-	execDone chan struct{} // signalled (non-blocking) when an Exec returns
+	mu     sync.Mutex
+	active int // Execs running
+	// execDone is signalled (non-blocking) when an Exec returns. It holds
+	// one wakeup: waitIdle reads active, then waits on it, and an Exec
+	// that ends in between must still wake it (an unbuffered channel
+	// dropped that wakeup, and Kill waited out the whole grace).
+	execDone chan struct{}
 	killed   bool
 	closed   bool
 	pid      int         // the init's host pid, once an inspect told it

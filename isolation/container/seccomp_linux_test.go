@@ -6,6 +6,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -41,7 +42,7 @@ func TestSeccompProfileNarrowsTheEngineDefault(t *testing.T) {
 		t.Fatal("the engine's default profile should allow ptrace and msgget (the plan narrows them)")
 	}
 
-	reduced, err := seccompProfile(planner.SeccompProfile(PrivilegeReduced), nil)
+	reduced, err := seccompProfile(planner.SeccompProfile(privilege.Reduced), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestSeccompProfileNarrowsTheEngineDefault(t *testing.T) {
 		t.Errorf("clone3 rules %+v, want ENOSYS", c3)
 	}
 
-	same, err := seccompProfile(planner.SeccompProfile(PrivilegeSameAsUser), nil)
+	same, err := seccompProfile(planner.SeccompProfile(privilege.SameAsUser), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

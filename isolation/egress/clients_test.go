@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
@@ -73,9 +74,10 @@ func TestRealClients(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			testenv.NeedCommand(t, tc.args[0])
 			path, err := exec.LookPath(tc.args[0])
 			if err != nil {
-				t.Skipf("%s not installed", tc.args[0])
+				t.Fatal(err)
 			}
 			before := len(p.Records())
 			cmd := exec.Command(path, tc.args[1:]...)

@@ -389,12 +389,12 @@ func (p *Proxy) serveLocalhost(c *deadlineConn, br *bufio.Reader) {
 		return
 	}
 	rec := Record{Protocol: ProtoLocalhost, Host: "127.0.0.1", Start: time.Now()}
-	if hdr[1] != relay.PreambleKind || hdr[2] != relay.PreambleVersion {
-		rec.Verdict, rec.Reason = Deny, "malformed localhost forwarding preamble"
+	port, err := relay.ParsePreamble(hdr)
+	if err != nil {
+		rec.Verdict, rec.Reason = Deny, err.Error()
 		p.addRecord(rec)
 		return
 	}
-	port := int(hdr[3])<<8 | int(hdr[4])
 	rec.Port = port
 	if !p.cfg.Rules.localhostAllowed(port) {
 		rec.Verdict = Deny

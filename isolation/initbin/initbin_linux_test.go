@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // withImage makes this build carry the binary at path for one test.
 func withImage(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("no %s: %v", path, err)
-	}
+	testenv.Need(t, path+" (a binary to embed)", err)
 	old := image
 	image = b
 	t.Cleanup(func() { image = old })

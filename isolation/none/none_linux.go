@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
@@ -48,9 +47,6 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	}
 	if errs := h.Missing(r); len(errs) > 0 {
 		return errors.Join(errs...)
-	}
-	if os.Geteuid() != 0 {
-		return &isolation.UnsupportedError{What: "memory and pids limits without root", Fix: "run sandboxed as root (sudo) so it can create the run's cgroup"}
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -27,8 +29,8 @@ var seq atomic.Int64
 
 func plan(t *testing.T, limits isolation.Limits) *isolation.Plan {
 	id := fmt.Sprintf("nonetest-%d-%d", os.Getpid(), seq.Add(1))
-	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: sandbox.PrivSameAsUser,
-		Spec: sandbox.DefaultSpec(id, sandbox.PrivSameAsUser), Limits: limits}
+	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: privilege.SameAsUser,
+		Spec: sandbox.DefaultSpec(id, privilege.SameAsUser), Limits: limits}
 }
 
 func exec(t *testing.T, sb isolation.Sandbox, ctx context.Context, script string) (string, isolation.Exit, error) {
@@ -61,12 +63,8 @@ func TestNoLimitsRunsOnHost(t *testing.T) {
 }
 
 func TestLimitsNeedCgroup(t *testing.T) {
-	if os.Getenv("SANDBOXED_E2E") != "1" || os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" && os.Getenv("SANDBOXED_E2E") == "1" {
-			t.Fatal("needs root")
-		}
-		t.Skip("needs root and SANDBOXED_E2E=1")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedRoot(t)
 	ctx := context.Background()
 	p := plan(t, isolation.Limits{MemoryBytes: 32 << 20, Pids: 16, KillGrace: 100 * time.Millisecond})
 	sb, err := none.New().Start(ctx, p)

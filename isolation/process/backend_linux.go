@@ -52,62 +52,75 @@ func (b *Backend) features(ctx context.Context) *Features {
 	return &b.feats
 }
 
-// Privilege names (tool.Definition's execution-privilege values).
-const (
-	privSameAsUser = "same-as-user"
-	privReduced    = "reduced"
-	privElevated   = "elevated"
-)
-
 // Check refuses a plan this host cannot enforce in full.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
-	_, err := b.check(ctx, p)
+	_, _, err := b.check(ctx, p)
 	return err
 }
 
 // check is Check, returning the init's configuration it had to compute
-// to prove the spec enforceable.
-func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config, error) {
+// to prove the spec enforceable, and the run's user namespace (nil for
+// none).
+func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config, *idMapping, error) {
 	if p == nil || p.Spec == nil || p.Spec.Process == nil {
-		return nil, fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
+		return nil, nil, fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
 	}
 	if p.Tier != isolation.TierProcess {
-		return nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
+		return nil, nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
 	}
 	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 {
-		return nil, fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
+		return nil, nil, fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
 	}
 	f := b.features(ctx)
-	if !f.Root {
-		return nil, &isolation.UnsupportedError{What: "the process tier without root", Fix: "run sandboxed as root (sudo), or use isolation: container or none"}
-	}
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
 		if !f.Namespaces[ns] {
-			return nil, &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
+			return nil, nil, &isolation.UnsupportedError{What: ns + " namespaces", Fix: "use a kernel with namespaces enabled"}
 		}
 	}
-	if p.Privilege == privElevated && !f.Namespaces["user"] {
-		return nil, &isolation.UnsupportedError{What: "user namespaces (elevated privilege)", Fix: "sysctl -w user.max_user_namespaces=15000, or run without elevated"}
+	ids, err := probeHostIDs()
+	if err != nil {
+		return nil, nil, err
+	}
+	user := p.Spec.Process.User
+	m, err := planIDMapping(ids, p.Privilege, user.UID, user.GID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m != nil && !f.Namespaces["user"] {
+		what := "user namespaces (the process tier without root)"
+		if ids.euid == 0 {
+			what = "user namespaces (" + string(p.Privilege) + " as root: tools never run as host root)"
+		}
+		return nil, nil, &isolation.UnsupportedError{What: what, Fix: "sysctl -w user.max_user_namespaces=15000"}
 	}
 	if f.cgroups == nil {
-		return nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+		return nil, nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
 	}
 	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
-		return nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+		return nil, nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	if p.RequireLandlock && f.LandlockABI < sbinit.LandlockFullABI {
+		return nil, nil, landlockMissing(f.LandlockABI)
 	}
 	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
 	// must be enforceable.
 	cfg, err := initConfig(p)
 	if err != nil {
-		return nil, fmt.Errorf("check plan: %w", err)
+		return nil, nil, fmt.Errorf("check plan: %w", err)
+	}
+	if m != nil {
+		cfg.KeepGroups = m.keepGroups
+		if m.become != nil {
+			cfg.BuildAs = &sbinit.ID{UID: m.become[0], GID: m.become[1]}
+		}
 	}
 	if _, err := cgroupRunID(p.RunID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, m, nil
 }
 
 func cgroupRunID(id string) (string, error) {
@@ -124,11 +137,11 @@ func resources(l isolation.Limits) cgroup.Resources {
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
 // credentials. On error nothing is left behind.
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
-	cfg, err := b.check(ctx, p)
+	cfg, m, err := b.check(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg)
+	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg, m)
 }
 
 // StartUnconfined starts the init of the none tier: no namespaces, no new
@@ -154,23 +167,20 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 		if errs := h.Missing(r); len(errs) > 0 {
 			return nil, errors.Join(errs...)
 		}
-		if os.Geteuid() != 0 {
-			return nil, &isolation.UnsupportedError{What: "memory and pids limits without root", Fix: "run sandboxed as root (sudo) so it can create the run's cgroup"}
-		}
 		host = h
 	}
 	cwd := ""
 	if p.Spec.Process != nil {
 		cwd = p.Spec.Process.Cwd
 	}
-	return start(ctx, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true})
+	return start(ctx, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}, nil)
 }
 
 // start starts the init with cfg. A cfg that builds a root selects the
 // process tier (namespaces, new root, dropped credentials) over the none
 // tier. host is nil when the run needs no cgroup (none tier without
-// limits).
-func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config) (_ isolation.Sandbox, retErr error) {
+// limits); m is the run's user namespace, nil for none.
+func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (_ isolation.Sandbox, retErr error) {
 	confined := cfg.BuildRoot
 	var undo []func()
 	defer func() {
@@ -207,13 +217,6 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	undo = append(undo, func() { cl.Close() })
 
 	cached := false
-	elevated := confined && p.Privilege == privElevated
-	if exe == "" && elevated {
-		// The elevated init execs as the namespace's root, an unprivileged
-		// id outside: it cannot reach the cache in a private home, nor the
-		// parent's /proc/PID/fd. Its own /proc/self/exe it can.
-		exe = "/proc/self/exe"
-	}
 	if exe == "" {
 		// The small init this build carries, else this very binary.
 		path, release, err := initbin.Exec(initCacheDir())
@@ -225,7 +228,6 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
 	cmd := &exec.Cmd{
-		Path:       exe,
 		Args:       []string{"sandboxed-init", sbinit.InitArg},
 		Env:        []string{},
 		ExtraFiles: []*os.File{child},
@@ -237,23 +239,27 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	closeExe, err := setInitPath(cmd, exe)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	}
+	defer closeExe()
 	if confined {
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 	}
-	if elevated {
-		// Root inside, an unprivileged id outside: never host root.
-		hostUID, hostGID := os.Getuid(), os.Getgid()
-		if hostUID == 0 {
-			hostUID, hostGID = 65534, 65534
-		}
+	if confined && m != nil {
+		// The init keeps its host identity (so it can execute the init
+		// from the user's cache) and every capability of its namespace,
+		// as ambient capabilities across the exec, until it has built
+		// the root (see idMapping).
 		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostUID, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostGID, Size: 1}}
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = os.Getuid() == 0
-		// Become the mapped root before exec, so the init keeps the
-		// namespace's capabilities across it.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+		if !m.helper {
+			cmd.SysProcAttr.UidMappings = m.uids
+			cmd.SysProcAttr.GidMappings = m.gids
+			cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+		}
+		cmd.SysProcAttr.AmbientCaps = allCaps()
 	}
 	var cgFile *os.File
 	if cg != nil && cg.Version() == 2 {
@@ -267,12 +273,18 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
 	cl.KillGrace = p.Limits.KillGrace
-	// The config waits in the socketpair for the init to start.
-	if err := cl.SendConfig(cfg); err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+	// The config waits in the socketpair for the init to start, unless
+	// the init's namespace must be finished first (maps written by the
+	// setuid helpers, mounts idmapped with it): it waits for the config.
+	afterStart := m != nil && (m.helper || m.idmapGrants)
+	if !afterStart {
+		if err := cl.SendConfig(cfg); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
 	}
+	dropGroups := m != nil && m.dropGroups
 	mover, _ := cg.(cgroup.SelfMover)
-	err = startInit(cmd, mover)
+	err = startInit(cmd, mover, dropGroups)
 	if err != nil && cached {
 		// The cached init would not run (a security module forbids
 		// executing from the cache, another build's gc removed it, ...):
@@ -283,10 +295,23 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		defer f.Close()
 		first := err
-		cmd = &exec.Cmd{Path: initbin.ExecPath(f), Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
+		cmd = &exec.Cmd{Args: cmd.Args, Env: cmd.Env, ExtraFiles: []*os.File{child},
 			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
-		if err = startInit(cmd, mover); err != nil {
+		closeMem, perr := setInitPath(cmd, initbin.ExecPath(f))
+		if perr != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, perr)
+		}
+		defer closeMem()
+		if err = startInit(cmd, mover, dropGroups); err != nil {
 			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
+		}
+	}
+	if err != nil && m != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
+		// A security module or a sysctl may forbid unprivileged user
+		// namespaces even where the kernel has them.
+		return nil, &isolation.UnsupportedError{
+			What: fmt.Sprintf("a user namespace for the sandbox (the kernel refused it: %v)", err),
+			Fix:  "`sandboxed doctor` says why; where AppArmor restricts unprivileged user namespaces, " + cgroup.SetupFix() + " installs a profile for this binary",
 		}
 	}
 	if err != nil {
@@ -300,6 +325,11 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	})
 	child.Close()
 
+	if afterStart {
+		if err := finishUserns(cmd.Process.Pid, m, cfg, cl); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	}
 	if _, err := cl.WaitReady(ctx); err != nil {
 		if errors.Is(err, sbinit.ErrInitGone) {
 			_ = cmd.Process.Kill()
@@ -313,6 +343,31 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
 }
 
+// setInitPath makes exe the program cmd runs. An init in a memory file
+// of this process (/proc/PID/fd/N) is passed to the child as one of its
+// own descriptors and executed as /proc/self/fd/M: a child in a user
+// namespace may not look into this process's descriptors. done closes
+// this process's copy once the child started.
+func setInitPath(cmd *exec.Cmd, exe string) (done func(), err error) {
+	cmd.Path = exe
+	rest, ok := strings.CutPrefix(exe, "/proc/"+strconv.Itoa(os.Getpid())+"/fd/")
+	if !ok {
+		return func() {}, nil
+	}
+	fd, err := strconv.Atoi(rest)
+	if err != nil {
+		return nil, fmt.Errorf("init path %s: %w", exe, err)
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("pass the init's memory file: %w", err)
+	}
+	f := os.NewFile(uintptr(dup), "memfd:sandboxed-init")
+	cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	cmd.Path = "/proc/self/fd/" + strconv.Itoa(2+len(cmd.ExtraFiles))
+	return func() { f.Close() }, nil
+}
+
 // startInit starts cmd so that the init is inside the run's cgroup before
 // it runs an instruction: on cgroup v2 it is cloned into it
 // (CLONE_INTO_CGROUP, set up by the caller); on v1 (mover set) the
@@ -323,10 +378,29 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 // The starting thread is also the init's parent for Pdeathsig, which fires
 // when that thread exits: it stays locked only while starting, and the
 // runtime does not retire unlocked threads.
-func startInit(cmd *exec.Cmd, mover cgroup.SelfMover) error {
+func startInit(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		if dropGroups {
+			// The clone inherits this thread's credentials: it sheds its
+			// supplementary groups for the start only.
+			restore, err := dropThreadGroups()
+			if err != nil {
+				runtime.UnlockOSThread()
+				errc <- err
+				return
+			}
+			defer func() {
+				if restore() != nil {
+					// A thread that lost its groups is retired with
+					// this goroutine (still locked) rather than reused.
+					return
+				}
+				runtime.UnlockOSThread()
+			}()
+			runtime.LockOSThread() // paired with the deferred unlock
+		}
 		if mover == nil {
 			err := cmd.Start()
 			runtime.UnlockOSThread()
@@ -398,8 +472,17 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
+	minABI := 0
+	if p.RequireLandlock {
+		minABI = sbinit.LandlockFullABI
+	}
+	cfg.Landlock = sbinit.NewLandlock(cfg, minABI)
 	return cfg, nil
 }
+
+// Landlock reports the Landlock ABI the sandbox's init enforced on itself
+// and its commands (0: none; see sbinit.Landlock).
+func (s *sandbox) Landlock() int { return s.cl.Landlock() }
 
 type sandbox struct {
 	plan   *isolation.Plan
@@ -637,7 +720,7 @@ func gcCgroups(ctx context.Context, h *cgroup.Host, keep func(string) bool) ([]s
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, "cgroup "+cgroup.Parent+"/"+id)
+		removed = append(removed, "cgroup "+cg.Path())
 	}
 	return removed, errors.Join(errs...)
 }

@@ -1,9 +1,28 @@
 // Package process is the Linux process isolation tier: each run is one
 // init (package sbinit) started into new mount, pid,
-// network, ipc, uts and cgroup namespaces (and a user namespace for the
-// elevated privilege), inside the run's cgroup, with a read-only root built
-// from the host's system directories and the plan's grants, no
-// capabilities, no_new_privs and a seccomp filter.
+// network, ipc, uts and cgroup namespaces, inside the run's cgroup, with a
+// read-only root built from the host's system directories and the plan's
+// grants, no capabilities, no_new_privs, a seccomp filter, and Landlock as
+// a second wall behind the mounts.
+//
+// # Root and rootless
+//
+// Without root the init starts in a new user namespace too, which owns
+// all the others, and its cgroup is made in what was delegated to the
+// user (package cgroup: sandboxed/user-UID on v1, a systemd scope on v2;
+// none is a refusal with the fix). As root, a run whose tool would be
+// host uid 0 (same-as-user with no invoking user) or root of any kind
+// (elevated) gets a user namespace mapping 0 to the first id of the range
+// reserved for sandboxed, with the grants idmapped to it for same-as-user
+// (userns_linux.go has the table of every case). In every user namespace
+// the init keeps its host identity across the exec, so it can run the
+// cached init, holding every capability of its namespace as ambient
+// capabilities; it opens the root's sources, takes its build identity
+// (Config.BuildAs) where it started unmapped, builds the root, and drops
+// all of them. Maps of the user's own ids are written by this process;
+// subordinate ids (reduced without root) by newuidmap and newgidmap, and
+// idmapped grants are prepared here, on the started init's namespace: the
+// init then waits for its config until they are done.
 //
 // It owns starting, killing and cleaning up that init and its cgroup, and
 // probing what the host can enforce. It must not decide policy: it enforces
@@ -30,7 +49,7 @@
 //	stats, _ := sb.Stats(ctx)        // also valid after Close
 //
 // What the plan must hold: Tier process, a RunID (names the cgroup
-// sandboxed/<run-id>), Privilege, Limits.MemoryBytes and Limits.Pids (both
+// sandboxed/<run-id>, or <delegated cgroup>/<run-id>), Privilege, Limits.MemoryBytes and Limits.Pids (both
 // required), Limits.TmpfsBytes (size of /tmp), Limits.KillGrace, and a
 // Spec from sandbox.NewSpec: WithUser(invoking uid, gid) for same-as-user,
 // WithReadBind/WithWriteBind for grants (sources symlink-resolved; a source
@@ -42,6 +61,22 @@
 // isolation.SandboxSocket and the init relays 127.0.0.1:ProxyPort to it,
 // and each LocalhostPorts port through a CONNECT to the proxy; the socket
 // must be connectable by the command's uid (mode 0666 in the 0700 HostDir).
+//
+// Landlock (sbinit.NewLandlock, applied by the init to itself and so to
+// every command): the sandbox's root is readable; only /tmp, /dev/shm,
+// the writable grants and tmpfs mounts are writable (and the device nodes
+// and /proc as files); execution only from the system directories, /tmp
+// and grants without noexec; TCP bind is refused and TCP connect reaches
+// only the relay's ports (ProxyPort, LocalhostPorts); abstract Unix
+// sockets and signals cannot reach outside the sandbox. The kernel's ABI
+// decides how much of that holds (files from 1, TCP from 4, scopes from
+// 6; Features.LandlockABI, `doctor`); the sandbox's Landlock method and
+// SANDBOXED_TRACE say what was enforced. Plan.RequireLandlock refuses
+// a kernel below ABI 6. Landlock cannot take back within a writable tree:
+// a read-only grant or mask nested in a writable grant is kept read-only
+// by its mount alone. Multipath TCP, which Landlock's TCP rules do not
+// cover, is refused by the seccomp profile, and the relay listens with
+// plain TCP.
 //
 // Exec's exit is 128+n for a signal n. A command that cannot start exits
 // 127 (not found) or 126 with the reason on its stderr. When the OOM killer

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -132,7 +133,7 @@ func TestEgressRelay(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for _, priv := range []string{sandbox.PrivSameAsUser, sandbox.PrivReduced} {
+	for _, priv := range []privilege.Privilege{privilege.SameAsUser, privilege.Reduced} {
 		p := testPlan(t, priv, sandbox.WithReadBind(filepath.Dir(exe), "/probe"))
 		p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128, LocalhostPorts: []int{8080}}
 		sb := start(t, p)
@@ -154,20 +155,20 @@ func TestSeccompInSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe, _ = filepath.EvalSymlinks(exe)
-	want := map[string]map[string]string{
-		sandbox.PrivSameAsUser: {
+	want := map[privilege.Privilege]map[string]string{
+		privilege.SameAsUser: {
 			"clone_newns": "EPERM", "clone_newuser": "EPERM", "clone3": "ENOSYS", "unshare": "EPERM",
 			"keyctl": "EPERM", "io_uring_setup": "EPERM", "bpf": "EPERM", "ptrace": "EPERM",
 			"personality_bad": "EPERM", "personality_query": "ok", "socket_packet": "EAFNOSUPPORT", "socket_unix": "ok",
 			"go_exec": "ok", "sh_spawn": "ok",
 		},
-		sandbox.PrivReduced: {
+		privilege.Reduced: {
 			"clone_newns": "EPERM", "clone3": "ENOSYS", "socket_packet": "EAFNOSUPPORT", "socket_unix": "ok",
 			"chroot": "EPERM", "go_exec": "ok",
 		},
 	}
 	for priv, checks := range want {
-		t.Run(priv, func(t *testing.T) {
+		t.Run(string(priv), func(t *testing.T) {
 			sb := start(t, testPlan(t, priv, sandbox.WithReadBind(filepath.Dir(exe), "/probe")))
 			out, errs, exit := runCmd(t, sb, []string{"/probe/" + filepath.Base(exe)}, probeEnv+"=syscalls")
 			if exit.Code != 0 {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
@@ -32,28 +34,20 @@ func TestMain(m *testing.M) {
 }
 
 // needRoot gates tests of the real backend: they run with SANDBOXED_E2E=1
-// and need root. Asked for but unable to run, they fail when CI is set
-// (never pass by skipping there) and skip otherwise.
+// and need root (see package testenv: they fail under CI, skip elsewhere).
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Getenv("SANDBOXED_E2E") != "1" {
-		t.Skip("SANDBOXED_E2E=1 not set")
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("process backend tests need root (SANDBOXED_E2E=1 and CI are set)")
-		}
-		t.Skip("needs root")
-	}
+	testenv.NeedE2E(t)
+	testenv.NeedRoot(t)
 }
 
 var runSeq atomic.Int64
 
-func testPlan(t testing.TB, priv string, opts ...sandbox.SpecOpt) *isolation.Plan {
+func testPlan(t testing.TB, priv privilege.Privilege, opts ...sandbox.SpecOpt) *isolation.Plan {
 	t.Helper()
 	id := fmt.Sprintf("test-%d-%d", os.Getpid(), runSeq.Add(1))
 	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64)}
-	if priv == sandbox.PrivSameAsUser {
+	if priv == privilege.SameAsUser {
 		base = append(base, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
 	}
 	spec, err := sandbox.NewSpec(id, priv, append(base, opts...)...)
@@ -140,8 +134,8 @@ func runCmd(t testing.TB, sb isolation.Sandbox, args []string, env ...string) (s
 
 func TestEchoAndConfinement(t *testing.T) {
 	needRoot(t)
-	for _, priv := range []string{sandbox.PrivSameAsUser, sandbox.PrivReduced} {
-		t.Run(priv, func(t *testing.T) {
+	for _, priv := range []privilege.Privilege{privilege.SameAsUser, privilege.Reduced} {
+		t.Run(string(priv), func(t *testing.T) {
 			sb := start(t, testPlan(t, priv))
 			out, errs, exit := run(t, sb, "echo hi")
 			if out != "hi\n" || exit.Code != 0 {
@@ -149,7 +143,7 @@ func TestEchoAndConfinement(t *testing.T) {
 			}
 			out, _, _ = run(t, sb, "grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Uid):' /proc/self/status")
 			wantUID := fmt.Sprint(os.Getuid())
-			if priv == sandbox.PrivReduced {
+			if priv == privilege.Reduced {
 				wantUID = "65534"
 			}
 			for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "Uid:\t" + wantUID + "\t"} {
@@ -187,7 +181,7 @@ func TestGrants(t *testing.T) {
 	ro := t.TempDir()
 	rw := t.TempDir()
 	os.WriteFile(ro+"/in", []byte("data"), 0o644)
-	sb := start(t, testPlan(t, sandbox.PrivSameAsUser, sandbox.WithReadBind(ro, "/work/in"), sandbox.WithWriteBind(rw, "/work/out")))
+	sb := start(t, testPlan(t, privilege.SameAsUser, sandbox.WithReadBind(ro, "/work/in"), sandbox.WithWriteBind(rw, "/work/out")))
 	out, errs, exit := run(t, sb, "cat /work/in/in && ! touch /work/in/x 2>/dev/null && echo y > /work/out/f")
 	if exit.Code != 0 || out != "data" {
 		t.Fatalf("exit %+v out %q err %q", exit, out, errs)
@@ -201,7 +195,7 @@ func TestSymlinkedGrantRefused(t *testing.T) {
 	needRoot(t)
 	dir := t.TempDir()
 	os.Symlink("/etc", dir+"/link")
-	p := testPlan(t, sandbox.PrivSameAsUser, sandbox.WithReadBind(dir+"/link", "/work"))
+	p := testPlan(t, privilege.SameAsUser, sandbox.WithReadBind(dir+"/link", "/work"))
 	_, err := process.New().Start(context.Background(), p)
 	if err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("err = %v", err)
@@ -211,7 +205,7 @@ func TestSymlinkedGrantRefused(t *testing.T) {
 
 func TestMemoryBombOOM(t *testing.T) {
 	needRoot(t)
-	p := testPlan(t, sandbox.PrivSameAsUser)
+	p := testPlan(t, privilege.SameAsUser)
 	p.Limits.MemoryBytes = 32 << 20
 	p.Limits.TmpfsBytes = 512 << 20
 	sb := start(t, p)
@@ -228,7 +222,7 @@ func TestMemoryBombOOM(t *testing.T) {
 		t.Fatalf("peak memory %d: too low", st.PeakMemoryBytes)
 	}
 	// Memory nobody owns (tmpfs) past the limit: the sandbox dies of it.
-	p2 := testPlan(t, sandbox.PrivSameAsUser)
+	p2 := testPlan(t, privilege.SameAsUser)
 	p2.Limits.MemoryBytes = 32 << 20
 	p2.Limits.TmpfsBytes = 512 << 20
 	sb2 := start(t, p2)
@@ -240,7 +234,7 @@ func TestMemoryBombOOM(t *testing.T) {
 
 func TestForkBombStopped(t *testing.T) {
 	needRoot(t)
-	p := testPlan(t, sandbox.PrivSameAsUser)
+	p := testPlan(t, privilege.SameAsUser)
 	p.Limits.Pids = 16
 	sb := start(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -259,7 +253,7 @@ func TestForkBombStopped(t *testing.T) {
 
 func TestExecTimeout(t *testing.T) {
 	needRoot(t)
-	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
+	sb := start(t, testPlan(t, privilege.SameAsUser))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"sleep", "30"}, Env: []string{"PATH=" + sandbox.DefaultPath}}, isolation.Stdio{})
@@ -276,7 +270,7 @@ func BenchmarkStartExecClose(b *testing.B) {
 	be := process.New()
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		p := testPlan(b, sandbox.PrivSameAsUser)
+		p := testPlan(b, privilege.SameAsUser)
 		sb, err := be.Start(ctx, p)
 		if err != nil {
 			b.Fatal(err)
@@ -293,12 +287,17 @@ func BenchmarkStartExecClose(b *testing.B) {
 
 func TestElevated(t *testing.T) {
 	needRoot(t)
-	sb := start(t, testPlan(t, sandbox.PrivElevated))
+	sb := start(t, testPlan(t, privilege.Elevated))
 	out, errs, exit := run(t, sb, "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /tmp/x && chown 0:0 /tmp/x && echo chown-ok; mount -t tmpfs none /tmp 2>/dev/null || echo mount-denied")
 	if exit.Code != 0 {
 		t.Fatalf("exit %+v stderr %q", exit, errs)
 	}
-	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "NoNewPrivs:\t1", "Seccomp:\t2", "65534", "chown-ok", "mount-denied"} {
+	reserved, err := process.ReservedStart("/etc/subuid", "/etc/subgid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Root inside is the first id of sandboxed's reserved range outside.
+	for _, want := range []string{"0\n", "CapEff:\t00000000a80425fb", "NoNewPrivs:\t1", "Seccomp:\t2", fmt.Sprintf(" %d ", reserved), "chown-ok", "mount-denied"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -310,7 +309,7 @@ func TestElevated(t *testing.T) {
 
 func TestKillTakesEverythingDown(t *testing.T) {
 	needRoot(t)
-	sb := start(t, testPlan(t, sandbox.PrivSameAsUser))
+	sb := start(t, testPlan(t, privilege.SameAsUser))
 	done := make(chan isolation.Exit, 1)
 	pr, pw := io.Pipe()
 	go func() {
@@ -344,7 +343,7 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 	// machine have live runs too.
 	mine := fmt.Sprintf("test-%d-", os.Getpid())
 	onlyMine := func(id string) bool { return !strings.HasPrefix(id, mine) }
-	p := testPlan(t, sandbox.PrivSameAsUser)
+	p := testPlan(t, privilege.SameAsUser)
 	sb, err := be.Start(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -397,7 +396,7 @@ func TestNestedGrantThroughSymlinkRefused(t *testing.T) {
 	victim := t.TempDir()
 	src := t.TempDir()
 	os.Symlink(victim, outer+"/sub")
-	p := testPlan(t, sandbox.PrivSameAsUser, sandbox.WithWriteBind(outer, "/work"), sandbox.WithReadBind(src, "/work/sub/x"))
+	p := testPlan(t, privilege.SameAsUser, sandbox.WithWriteBind(outer, "/work"), sandbox.WithReadBind(src, "/work/sub/x"))
 	_, err := process.New().Start(context.Background(), p)
 	if err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("err = %v", err)
@@ -412,7 +411,7 @@ func TestNestedGrantThroughSymlinkRefused(t *testing.T) {
 // through without loss.
 func TestConcurrentExecAndStdio(t *testing.T) {
 	needRoot(t)
-	sb := start(t, testPlan(t, sandbox.PrivReduced))
+	sb := start(t, testPlan(t, privilege.Reduced))
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {

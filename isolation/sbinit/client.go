@@ -39,6 +39,8 @@ type Client struct {
 	deadErr error
 	closed  bool
 	initPid int
+	// landlock is the Landlock ABI the init reported enforcing.
+	landlock int
 }
 
 // NewClient wraps a connected control socket. The Client owns sock and
@@ -67,7 +69,9 @@ func (cl *Client) Handshake(ctx context.Context, cfg *Config) (int, error) {
 
 // SendConfig sends cfg without waiting. On a socketpair it may be sent
 // before the init is even started: the frame waits in the socket buffer.
-func (cl *Client) SendConfig(cfg *Config) error {
+// fds ride with it (the prepared mounts of Mount.Tree); they stay the
+// caller's.
+func (cl *Client) SendConfig(cfg *Config, fds ...int) error {
 	if cfg.Setup == nil && cfg.Spec != nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		s, err := NewSetup(cfg.Spec, nil)
 		if err != nil {
@@ -77,7 +81,7 @@ func (cl *Client) SendConfig(cfg *Config) error {
 		c.Setup = s
 		cfg = &c
 	}
-	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}); err != nil {
+	if err := cl.c.send(&Message{Type: MsgConfig, Config: cfg}, fds...); err != nil {
 		return fmt.Errorf("configure sandbox init: %w", err)
 	}
 	return nil
@@ -92,6 +96,7 @@ func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 		}
 		cl.mu.Lock()
 		cl.initPid = m.Pid
+		cl.landlock = m.Landlock
 		cl.mu.Unlock()
 		return m.Pid, nil
 	case <-cl.dead:
@@ -99,6 +104,15 @@ func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 	case <-ctx.Done():
 		return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
 	}
+}
+
+// Landlock reports the Landlock ABI the init enforced on itself and its
+// commands: 0 before it is ready, without a ruleset, or on a kernel
+// without Landlock.
+func (cl *Client) Landlock() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.landlock
 }
 
 // Done is closed when the control channel is gone (init exited or Close).

@@ -51,7 +51,7 @@ func allThreads(trap, a1, a2, a3 uintptr) error {
 // setup's credentials. Order matters: the bounding set needs CAP_SETPCAP
 // (gone after setuid to non-root); the seccomp filter comes last because
 // it forbids what the earlier steps use.
-func dropPrivileges(s *Setup) error {
+func dropPrivileges(s *Setup, keepGroups bool) error {
 	var prog []bpf.RawInstruction
 	if len(s.Seccomp) > 0 {
 		var err error
@@ -81,7 +81,7 @@ func dropPrivileges(s *Setup) error {
 	for _, g := range s.Groups {
 		gids = append(gids, int(g))
 	}
-	if cur, err := syscall.Getgroups(); err != nil || !sameInts(cur, gids) {
+	if cur, err := syscall.Getgroups(); !keepGroups && (err != nil || !sameInts(cur, gids)) {
 		if err := syscall.Setgroups(gids); err != nil {
 			return fmt.Errorf("set supplementary groups: %w", err)
 		}
@@ -118,6 +118,19 @@ func dropPrivileges(s *Setup) error {
 		if err := loadSeccomp(prog); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// become switches the init to id (inside its user namespace) and keeps
+// its capabilities there: it started as an id the namespace does not map,
+// which no rule of the kernel counts as root, so none are cleared.
+func become(id *ID) error {
+	if err := syscall.Setresgid(int(id.GID), int(id.GID), int(id.GID)); err != nil {
+		return fmt.Errorf("become gid %d: %w", id.GID, err)
+	}
+	if err := syscall.Setresuid(int(id.UID), int(id.UID), int(id.UID)); err != nil {
+		return fmt.Errorf("become uid %d: %w", id.UID, err)
 	}
 	return nil
 }

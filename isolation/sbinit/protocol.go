@@ -23,8 +23,9 @@ const (
 
 	// maxFrame bounds one message (argv+env of a command fit easily).
 	maxFrame = 16 << 20
-	// maxFDs bounds the descriptors one frame may carry.
-	maxFDs = 3
+	// maxFDs bounds the descriptors one frame may carry: an exec's three,
+	// or a config's prepared grant mounts (Mount.Tree).
+	maxFDs = 64
 )
 
 // ConnectArgs is the argv (after the binary) of an init that dials the
@@ -57,6 +58,8 @@ type Message struct {
 	Code   int      `json:"code,omitempty"`
 	Signal int      `json:"signal,omitempty"`
 	Error  string   `json:"error,omitempty"`
+	// Landlock is, in ready, the Landlock ABI the init enforced (0: none).
+	Landlock int `json:"landlock,omitempty"`
 	// NFDs is the number of descriptors attached to this frame.
 	NFDs int `json:"nfds,omitempty"`
 }
@@ -99,9 +102,28 @@ type Config struct {
 	// than only its own process group (none tier: detach from the
 	// controller's terminal).
 	NewSession bool `json:"new_session,omitempty"`
+	// Landlock, when set, is the ruleset the init applies to itself and
+	// every command (process tier; needs BuildRoot). NewLandlock makes it.
+	Landlock *Landlock `json:"landlock,omitempty"`
 	// Egress, when set, makes the init relay 127.0.0.1:Port to the Unix
 	// socket Socket (a path inside the sandbox).
 	Egress *EgressRelay `json:"egress,omitempty"`
+	// BuildAs, when set, is the identity (inside its user namespace) the
+	// init takes right after it opened the root's sources and before it
+	// mounts anything: an init started as an id its namespace does not
+	// map (host root, mapped to an unprivileged range) could not create a
+	// file in its own tmpfs. Its capabilities in the namespace stay.
+	BuildAs *ID `json:"build_as,omitempty"`
+	// KeepGroups leaves the supplementary groups as they are: in a user
+	// namespace whose maps an unprivileged user wrote, setgroups is
+	// denied, and the groups are that user's own.
+	KeepGroups bool `json:"keep_groups,omitempty"`
+}
+
+// ID is a uid and gid.
+type ID struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // EgressRelay is the loopback listener the init runs for the egress proxy.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -33,22 +32,6 @@ import (
 //
 // Nothing of /home, /root, /run, /var, /sys or /mnt exists. Binds are not
 // recursive: mounts below a granted directory stay invisible.
-
-// systemDirs are bound read-only when they exist.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-
-// etcEntries are the parts of the host /etc programs need; everything else
-// of /etc stays hidden. /etc/ssl/private is deliberately absent.
-var etcEntries = []string{
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf",
-	"ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust",
-	"alternatives", "localtime", "timezone", "protocols", "services", "mime.types", "os-release",
-}
-
-const defaultTmpfsBytes = 64 << 20
-
-// maxCopy is the largest /etc file copied into the root rather than bound.
-const maxCopy = 512 << 10
 
 // copyFile copies the regular file src to dst (mode 0644), making dst's
 // parents.
@@ -95,7 +78,7 @@ func makeNodes(root string, names []string) error {
 		if err != nil {
 			return fmt.Errorf("open %s: %w", host, err)
 		}
-		err = bindInto(root, plannedBind{src: bindSource{fd: fd, path: host}, target: host, dev: true})
+		err = bindInto(root, plannedBind{src: bindSource{fd: fd, path: host}, target: host, opts: mountOpts{dev: true}})
 		unix.Close(fd)
 		if err != nil {
 			return err
@@ -169,117 +152,150 @@ func openGrantSource(path string) (bindSource, error) {
 	return bindSource{fd: fd, path: path}, nil
 }
 
-// plannedBind is one bind the root will get.
+// plannedBind is one bind the root will get, its source open.
 type plannedBind struct {
 	src    bindSource
 	target string // inside the new root
-	ro     bool
-	noexec bool
-	dev    bool // device node: allow device access on this mount
-	// inGrant: the target lies inside another grant, on the host's file
-	// system: its mountpoint must exist, never be created there.
+	opts   mountOpts
+	// inGrant: see rootMount.inGrant.
 	inGrant bool
+	// prepared: src.fd is a detached mount the host made (idmapped, its
+	// flags set): it is attached as it is.
+	prepared bool
 }
 
-// buildRoot builds the sandbox root and pivots into it.
-func buildRoot(cfg *Config, setup *Setup) (retErr error) {
+// mountFlags maps what a mount must be (mountOpts) to its flags in both
+// mount APIs: MOUNT_ATTR_* for mount_setattr and fsmount, MS_* for
+// mount(2). The decision is made once, here.
+var mountFlags = []struct {
+	attr uint64
+	ms   uintptr
+	want func(mountOpts) bool
+}{
+	{unix.MOUNT_ATTR_NOSUID, unix.MS_NOSUID, func(mountOpts) bool { return true }},
+	{unix.MOUNT_ATTR_NODEV, unix.MS_NODEV, func(o mountOpts) bool { return !o.dev }},
+	{unix.MOUNT_ATTR_NOEXEC, unix.MS_NOEXEC, func(o mountOpts) bool { return o.noexec || o.dev }},
+	{unix.MOUNT_ATTR_RDONLY, unix.MS_RDONLY, func(o mountOpts) bool { return o.ro }},
+}
+
+// flags returns o as MOUNT_ATTR_* and MS_* flags.
+func (o mountOpts) flags() (attr uint64, ms uintptr) {
+	for _, f := range mountFlags {
+		if f.want(o) {
+			attr |= f.attr
+			ms |= f.ms
+		}
+	}
+	return attr, ms
+}
+
+// MountAttr is the MOUNT_ATTR_* flags a bind of m gets in the root: what
+// the host sets on the binds it prepares itself (Mount.Tree).
+func MountAttr(m Mount) uint64 {
+	attr, _ := mountOpts{ro: m.ReadOnly, noexec: m.NoExec}.flags()
+	return attr
+}
+
+// readHost reads the shape of each system path for planRoot.
+func readHost(paths []string) ([]hostEntry, error) {
+	out := make([]hostEntry, 0, len(paths))
+	for _, path := range paths {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			out = append(out, hostEntry{path: path, absent: true})
+			continue
+		}
+		h := hostEntry{path: path, mode: fi.Mode(), size: fi.Size()}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if h.link, err = os.Readlink(path); err != nil {
+				return nil, fmt.Errorf("read link %s: %w", path, err)
+			}
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// buildRoot builds the sandbox root and pivots into it: the host's shape
+// is read, the root planned (planRoot), then applied.
+// trees are the descriptors of the binds the host prepared (Mount.Tree).
+func buildRoot(cfg *Config, setup *Setup, trees []int) error {
+	host, err := readHost(systemPaths())
+	if err != nil {
+		return err
+	}
+	return applyRoot(planRoot(cfg, setup, host), setup, trees, cfg.BuildAs)
+}
+
+// applyRoot mounts what p says and pivots into it. Every source is opened
+// before the new root's tmpfs may hide it (a grant below /tmp); then the
+// init takes the identity buildAs, when set, and builds the rest.
+func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 	// Nothing done here may propagate back to the host.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
 	}
-	var binds []plannedBind
-	var links [][2]string // target -> link text
-	var copies []string   // small regular files of /etc, copied
-	var nodes []string    // device nodes of /dev
-	var grants []plannedBind
+	var open []int
 	defer func() {
-		for _, b := range append(binds, grants...) {
-			unix.Close(b.src.fd)
+		for _, fd := range open {
+			unix.Close(fd)
 		}
 	}()
-	openHost := func(path string) (bindSource, error) {
+	binds := make([]plannedBind, 0, len(p.binds))
+	for _, path := range p.binds {
 		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return bindSource{}, err
-		}
-		return bindSource{fd: fd, path: path}, nil
-	}
-	addSystem := func(path string) error {
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return nil // absent on this host
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			dst, err := os.Readlink(path)
-			if err != nil {
-				return fmt.Errorf("read link %s: %w", path, err)
-			}
-			links = append(links, [2]string{path, dst})
-			return nil
-		}
-		if fi.Mode().IsRegular() && fi.Size() <= maxCopy {
-			// A copy costs less than a mount, now and at teardown.
-			copies = append(copies, path)
-			return nil
-		}
-		src, err := openHost(path)
 		if err != nil {
 			return fmt.Errorf("open %s: %w", path, err)
 		}
-		binds = append(binds, plannedBind{src: src, target: path, ro: true})
-		return nil
+		open = append(open, fd)
+		binds = append(binds, plannedBind{src: bindSource{fd: fd, path: path}, target: path, opts: mountOpts{ro: true}})
 	}
-	for _, d := range systemDirs {
-		if err := addSystem(d); err != nil {
-			return err
-		}
-	}
-	for _, e := range etcEntries {
-		if err := addSystem("/etc/" + e); err != nil {
-			return err
-		}
-	}
-	nodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
-	var tmpfsBytes = cfg.TmpfsBytes
-	if tmpfsBytes <= 0 {
-		tmpfsBytes = defaultTmpfsBytes
-	}
-	var tmpfsMounts []Mount
-	for _, m := range setup.Mounts {
-		if m.Source == "" {
-			tmpfsMounts = append(tmpfsMounts, m)
+	grants := make(map[int]plannedBind)
+	for i, m := range p.mounts {
+		if m.source == "" {
 			continue
 		}
-		src, err := openGrantSource(m.Source)
+		if m.tree > 0 {
+			if m.tree > len(trees) {
+				return fmt.Errorf("bind %s: prepared mount %d of %d missing", m.dst, m.tree, len(trees))
+			}
+			// trees are closed by the caller.
+			grants[i] = plannedBind{src: bindSource{fd: trees[m.tree-1], path: m.source}, target: m.dst, opts: m.opts, inGrant: m.inGrant, prepared: true}
+			continue
+		}
+		src, err := openGrantSource(m.source)
 		if err != nil {
 			return err
 		}
-		grants = append(grants, plannedBind{src: src, target: m.Destination, ro: m.ReadOnly, noexec: m.NoExec})
+		open = append(open, src.fd)
+		grants[i] = plannedBind{src: src, target: m.dst, opts: m.opts, inGrant: m.inGrant}
 	}
-
-	base := cfg.RootBase
-	if base == "" {
-		base = "/tmp"
-	}
-	// The new root: a small tmpfs holding mountpoints and generated files.
-	if err := mount("sandbox", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
-		return err
-	}
-	root := base
-	in := func(p string) string { return filepath.Join(root, p) }
-
-	for _, l := range links {
-		if err := os.MkdirAll(filepath.Dir(in(l[0])), 0o755); err != nil {
+	// Every source is open: from here on the init needs no host identity.
+	if buildAs != nil {
+		if err := become(buildAs); err != nil {
 			return err
 		}
-		if err := os.Symlink(l[1], in(l[0])); err != nil {
-			return fmt.Errorf("recreate symlink %s: %w", l[0], err)
+	}
+
+	// The new root: a small tmpfs holding mountpoints and generated files.
+	if err := mount("sandbox", p.base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
+		return err
+	}
+	root := p.base
+	in := func(path string) string { return filepath.Join(root, path) }
+
+	for _, l := range p.links {
+		if err := os.MkdirAll(filepath.Dir(in(l.path)), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink(l.text, in(l.path)); err != nil {
+			return fmt.Errorf("recreate symlink %s: %w", l.path, err)
 		}
 	}
 	if err := writeEtc(root, setup); err != nil {
 		return err
 	}
-	for _, c := range copies {
+	for _, c := range p.copies {
 		if err := copyFile(c, in(c)); err != nil {
 			return err
 		}
@@ -296,7 +312,7 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			return err
 		}
 	}
-	if err := makeNodes(root, nodes); err != nil {
+	if err := makeNodes(root, p.nodes); err != nil {
 		return err
 	}
 	if err := finishDev(root); err != nil {
@@ -311,38 +327,11 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 	if err := os.Mkdir(in("/tmp"), 0o1777); err != nil {
 		return err
 	}
-	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", tmpfsBytes)); err != nil {
+	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", p.tmpfsBytes)); err != nil {
 		return err
 	}
-	// Grants and tmpfs mounts go on shallow first, whichever kind: a grant
-	// inside an empty working directory needs that tmpfs under it, a
-	// hidden directory inside a grant needs the grant under it. A
-	// read-only tmpfs is mounted writable first, so grants nested in it
+	// A read-only tmpfs is mounted writable first, so grants nested in it
 	// get their mountpoints, and made read-only once they are bound.
-	type rootMount struct {
-		dst     string
-		tmpfs   *Mount
-		bind    *plannedBind
-		inGrant bool // tmpfs: see plannedBind.inGrant
-	}
-	insideGrant := func(dst string) bool {
-		for _, g := range grants {
-			if g.target != dst && strings.HasPrefix(dst, strings.TrimSuffix(g.target, "/")+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var order []rootMount
-	for i := range tmpfsMounts {
-		order = append(order, rootMount{dst: tmpfsMounts[i].Destination, tmpfs: &tmpfsMounts[i], inGrant: insideGrant(tmpfsMounts[i].Destination)})
-	}
-	for i := range grants {
-		grants[i].inGrant = insideGrant(grants[i].target)
-		order = append(order, rootMount{dst: grants[i].target, bind: &grants[i]})
-	}
-	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
-	sort.SliceStable(order, func(i, j int) bool { return depth(order[i].dst) < depth(order[j].dst) })
 	var readonlyTmpfs []int // descriptors of the mounts
 	var readonlyDst []string
 	defer func() {
@@ -350,37 +339,38 @@ func buildRoot(cfg *Config, setup *Setup) (retErr error) {
 			unix.Close(fd)
 		}
 	}()
-	for _, rm := range order {
-		if rm.bind != nil {
-			if err := bindInto(root, *rm.bind); err != nil {
+	for i, m := range p.mounts {
+		if b, ok := grants[i]; ok {
+			if err := bindInto(root, b); err != nil {
 				return err
 			}
 			continue
 		}
-		fd, err := tmpfsInto(root, rm.tmpfs, !rm.inGrant)
+		fd, err := tmpfsInto(root, m)
 		if err != nil {
 			return err
 		}
-		if rm.tmpfs.ReadOnly {
+		if m.opts.ro {
 			readonlyTmpfs = append(readonlyTmpfs, fd)
-			readonlyDst = append(readonlyDst, rm.tmpfs.Destination)
+			readonlyDst = append(readonlyDst, m.dst)
 		} else {
 			unix.Close(fd)
 		}
 	}
+	_, roTmpfs := mountOpts{ro: true, noexec: true}.flags()
 	for i, fd := range readonlyTmpfs {
 		// Through the mount's own descriptor: no path is looked up again.
-		if err := unix.Mount("", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		if err := unix.Mount("", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_REMOUNT|roTmpfs, ""); err != nil {
 			return fmt.Errorf("make %s read-only: %w", readonlyDst[i], err)
 		}
 	}
-	for _, p := range setup.MaskedPaths {
-		if err := maskPath(root, p); err != nil {
+	for _, path := range p.masked {
+		if err := maskPath(root, path); err != nil {
 			return err
 		}
 	}
-	for _, p := range setup.ReadonlyPaths {
-		if err := readonlyPath(root, p); err != nil {
+	for _, path := range p.readonly {
+		if err := readonlyPath(root, path); err != nil {
 			return err
 		}
 	}
@@ -399,18 +389,13 @@ func bindInto(root string, b plannedBind) error {
 		return err
 	}
 	defer unix.Close(tfd)
-	attr := uint64(unix.MOUNT_ATTR_NOSUID)
-	if b.noexec {
-		attr |= unix.MOUNT_ATTR_NOEXEC
+	if b.prepared {
+		if err := unix.MoveMount(b.src.fd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return &mountError{op: "move_mount", source: b.src.path, target: b.target, err: err}
+		}
+		return nil
 	}
-	if b.dev {
-		attr |= unix.MOUNT_ATTR_NOEXEC
-	} else {
-		attr |= unix.MOUNT_ATTR_NODEV
-	}
-	if b.ro {
-		attr |= unix.MOUNT_ATTR_RDONLY
-	}
+	attr, ms := b.opts.flags()
 	// Clone the source, set its flags while it is detached, then attach
 	// it: no moment with the wrong flags, and no path is looked up again.
 	tree, err := unix.OpenTree(b.src.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
@@ -438,18 +423,7 @@ func bindInto(root string, b plannedBind) error {
 	if err := mount(b.src.procPath(), "/proc/self/fd/"+strconv.Itoa(tfd), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", b.src.path, err)
 	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID)
-	if b.noexec {
-		flags |= unix.MS_NOEXEC
-	}
-	if b.dev {
-		flags |= unix.MS_NOEXEC
-	} else {
-		flags |= unix.MS_NODEV
-	}
-	if b.ro {
-		flags |= unix.MS_RDONLY
-	}
+	flags := uintptr(unix.MS_BIND|unix.MS_REMOUNT) | ms
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(target, &sfs); err == nil {
 		flags |= lockedFlags(sfs.Flags)
@@ -460,57 +434,54 @@ func bindInto(root string, b plannedBind) error {
 	return nil
 }
 
-// tmpfsInto mounts a tmpfs at m.Destination below root, on a mountpoint
+// tmpfsInto mounts a tmpfs at m.dst below root, on a mountpoint
 // reached without following a symlink (a path inside a grant is the
 // tool's to change), and returns an O_PATH descriptor of the new mount's
 // root, through which it can be made read-only later.
-func tmpfsInto(root string, m *Mount, create bool) (int, error) {
-	tfd, err := mountpoint(root, m.Destination, true, create)
+func tmpfsInto(root string, m rootMount) (int, error) {
+	tfd, err := mountpoint(root, m.dst, true, !m.inGrant)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(tfd)
-	attr := uint(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-	if m.NoExec {
-		attr |= unix.MOUNT_ATTR_NOEXEC
-		flags |= unix.MS_NOEXEC
-	}
+	// Writable until the caller makes it read-only (grants nested in it
+	// need their mountpoints first).
+	attr, flags := mountOpts{noexec: m.opts.noexec}.flags()
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err == nil {
 		defer unix.Close(fsfd)
-		for _, kv := range strings.Split(m.Data, ",") {
+		for _, kv := range strings.Split(m.data, ",") {
 			if kv == "" {
 				continue
 			}
 			k, v, _ := strings.Cut(kv, "=")
 			if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
-				return -1, &mountError{op: "fsconfig", source: "tmpfs", target: m.Destination, data: kv, err: err}
+				return -1, &mountError{op: "fsconfig", source: "tmpfs", target: m.dst, data: kv, err: err}
 			}
 		}
 		if err := unix.FsconfigCreate(fsfd); err != nil {
-			return -1, &mountError{op: "fsconfig create", source: "tmpfs", target: m.Destination, data: m.Data, err: err}
+			return -1, &mountError{op: "fsconfig create", source: "tmpfs", target: m.dst, data: m.data, err: err}
 		}
 		mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, int(attr))
 		if err != nil {
-			return -1, &mountError{op: "fsmount", source: "tmpfs", target: m.Destination, err: err}
+			return -1, &mountError{op: "fsmount", source: "tmpfs", target: m.dst, err: err}
 		}
 		if err := unix.MoveMount(mfd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 			unix.Close(mfd)
-			return -1, &mountError{op: "move_mount", source: "tmpfs", target: m.Destination, err: err}
+			return -1, &mountError{op: "move_mount", source: "tmpfs", target: m.dst, err: err}
 		}
 		return mfd, nil
 	}
 	if !errors.Is(err, unix.ENOSYS) {
-		return -1, &mountError{op: "fsopen", source: "tmpfs", target: m.Destination, err: err}
+		return -1, &mountError{op: "fsopen", source: "tmpfs", target: m.dst, err: err}
 	}
 	// Kernels before 5.2: mount through the mountpoint's descriptor, then
 	// walk to it again (without following a symlink), which steps onto the
 	// new mount.
-	if err := mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(tfd), "tmpfs", flags, m.Data); err != nil {
+	if err := mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(tfd), "tmpfs", flags, m.data); err != nil {
 		return -1, err
 	}
-	return mountpoint(root, m.Destination, true, false)
+	return mountpoint(root, m.dst, true, false)
 }
 
 // mountpoint makes (if needed) and opens target below root one component

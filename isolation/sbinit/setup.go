@@ -53,6 +53,11 @@ type Mount struct {
 	NoExec      bool   `json:"noexec,omitempty"`
 	// Data is the tmpfs option string (size=, mode=, nr_inodes=).
 	Data string `json:"data,omitempty"`
+	// Tree, for a bind, is n when the host prepared the mount itself (an
+	// idmapped, detached copy of Source with its flags set) and sent it as
+	// the n-th descriptor of the config frame; 0 when the init binds
+	// Source.
+	Tree int `json:"tree,omitempty"`
 }
 
 // capNames maps capability names to numbers (linux/capability.h).

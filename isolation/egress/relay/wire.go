@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -9,12 +10,18 @@ import (
 	"time"
 )
 
-// ErrBadPort: a port of the relay's configuration is out of range.
+// ErrBadPort is returned when a port of the relay's configuration is out
+// of range.
 var ErrBadPort = errors.New("invalid relay port")
+
+// ErrBadPreamble is returned by ParsePreamble for bytes that are not a
+// localhost forwarding preamble.
+var ErrBadPreamble = errors.New("malformed localhost forwarding preamble")
 
 // Preamble of a localhost forwarding connection (see package egress): the
 // relay sends PreambleMagic, PreambleKind, PreambleVersion and the port
 // (big endian); the proxy answers one byte, LocalOK or a refusal.
+// Preamble and ParsePreamble are the one encoding of it.
 const (
 	PreambleMagic   = 0x00
 	PreambleKind    = 'L'
@@ -26,6 +33,26 @@ const (
 	LocalDialError = 0x02
 )
 
+// Preamble encodes the localhost forwarding preamble for port, which must
+// be in 1..65535 (Listen checks the configured ports).
+func Preamble(port int) [PreambleLen]byte {
+	return [PreambleLen]byte{PreambleMagic, PreambleKind, PreambleVersion, byte(port >> 8), byte(port)}
+}
+
+// ParsePreamble decodes a localhost forwarding preamble and returns its
+// port. Anything but PreambleMagic, PreambleKind, PreambleVersion and a
+// port from 1 to 65535 is ErrBadPreamble.
+func ParsePreamble(hdr [PreambleLen]byte) (int, error) {
+	if hdr[0] != PreambleMagic || hdr[1] != PreambleKind || hdr[2] != PreambleVersion {
+		return 0, fmt.Errorf("%w: header % x", ErrBadPreamble, hdr[:3])
+	}
+	port := int(hdr[3])<<8 | int(hdr[4])
+	if port == 0 {
+		return 0, fmt.Errorf("%w: port 0", ErrBadPreamble)
+	}
+	return port, nil
+}
+
 // CloseWrite half-closes c when it can (TCP and Unix sockets can), and
 // closes it otherwise.
 func CloseWrite(c net.Conn) error {
@@ -35,6 +62,8 @@ func CloseWrite(c net.Conn) error {
 	return c.Close()
 }
 
+// IsTimeout reports whether err, or an error it wraps, is a network
+// timeout (a deadline that passed).
 func IsTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()

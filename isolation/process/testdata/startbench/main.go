@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -46,11 +47,11 @@ func main() {
 	var ours, starts, theirs []time.Duration
 	for i := 0; i < *n; i++ {
 		id := fmt.Sprintf("bench-%d-%d", os.Getpid(), i)
-		spec, err := sandbox.NewSpec(id, sandbox.PrivSameAsUser, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())), sandbox.WithMemory(256<<20), sandbox.WithPids(64))
+		spec, err := sandbox.NewSpec(id, privilege.SameAsUser, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())), sandbox.WithMemory(256<<20), sandbox.WithPids(64))
 		if err != nil {
 			fail(err)
 		}
-		p := &isolation.Plan{RunID: id, Tier: isolation.TierProcess, Privilege: sandbox.PrivSameAsUser, Spec: spec,
+		p := &isolation.Plan{RunID: id, Tier: isolation.TierProcess, Privilege: privilege.SameAsUser, Spec: spec,
 			Limits: isolation.Limits{MemoryBytes: 256 << 20, Pids: 64, TmpfsBytes: 64 << 20, KillGrace: time.Second}}
 		t0 := time.Now()
 		sb, err := be.Start(ctx, p)

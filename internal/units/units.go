@@ -1,4 +1,4 @@
-package tool
+package units
 
 import (
 	"fmt"
@@ -14,9 +14,13 @@ import (
 // case-insensitive, with optional space between: B, K/KB/KiB, M/MB/MiB,
 // G/GB/GiB, T/TB/TiB, P/PB/PiB. Every spelling is a binary multiple:
 // 1K = 1KB = 1KiB = 1024 bytes, 1MB = 1MiB = 1048576 bytes. This is how
-// Docker (--memory 512m, 512mb) and the CYCOD drafts ("max-memory: 512MB"
-// meaning a memory limit) read them, and it never grants less than a
-// decimal reading would. A bare number is bytes. YAML integers are bytes.
+// Docker (--memory 512m, 512mb) and the CYCOD reference ("max-memory:
+// 512MB" meaning a memory limit) read them, and it never grants less than
+// a decimal reading would. A bare number is bytes.
+
+// SizeGrammar says how to write a size, for hints in error messages.
+const SizeGrammar = "bytes, or a number with B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB or P/PB/PiB, " +
+	"such as 512MB or 1.5GiB (every spelling is binary: 1MB = 1MiB = 1048576 bytes)"
 
 var sizeUnits = map[string]int64{
 	"":  1,
@@ -30,8 +34,9 @@ var sizeUnits = map[string]int64{
 
 // ParseSize parses a size such as "512MB", "10MB", "1GiB", "1.5GB", "512m"
 // or "4096" into bytes. Units are binary multiples whatever the spelling
-// (see the package's size rules above). Negative sizes, fractional bytes and
-// sizes beyond int64 are errors.
+// (see SizeGrammar). Negative sizes, fractional bytes and sizes beyond
+// int64 are errors. The error says what is wrong with s; the caller adds
+// where s was written and SizeGrammar as the fix.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
@@ -40,16 +45,16 @@ func ParseSize(s string) (int64, error) {
 	}
 	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
 	if num == "" {
-		return 0, fmt.Errorf("parse size %q: expected a number followed by a unit such as 512MB", s)
+		return 0, fmt.Errorf("parse size %q: expected a number first", s)
 	}
 	mult, ok := sizeUnits[unit]
 	if !ok {
-		return 0, fmt.Errorf("parse size %q: unknown unit %q (use B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB)", s, t[i:])
+		return 0, fmt.Errorf("parse size %q: unknown unit %q", s, strings.TrimSpace(t[i:]))
 	}
 	if !strings.Contains(num, ".") {
 		n, err := strconv.ParseInt(num, 10, 64)
 		if err != nil || n > math.MaxInt64/mult {
-			return 0, fmt.Errorf("parse size %q: number out of range", s)
+			return 0, fmt.Errorf("parse size %q: out of range (at most 8191PiB)", s)
 		}
 		return n * mult, nil
 	}
@@ -59,16 +64,24 @@ func ParseSize(s string) (int64, error) {
 	}
 	v := f * float64(mult)
 	if v >= math.MaxInt64 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("parse size %q: number out of range", s)
+		return 0, fmt.Errorf("parse size %q: out of range (at most 8191PiB)", s)
 	}
 	if v != math.Trunc(v) && mult == 1 {
-		return 0, fmt.Errorf("parse size %q: a byte count must be whole", s)
+		return 0, fmt.Errorf("parse size %q: a byte count must be whole; write it without a fraction or with a unit (0.5K)", s)
+	}
+	if v > 0 && int64(v) == 0 {
+		// Zero is "no cap" in the policy: a value written as more than
+		// zero must not turn into it.
+		return 0, fmt.Errorf("parse size %q: less than one byte", s)
 	}
 	return int64(v), nil
 }
 
 // FormatSize renders bytes in the largest binary unit that divides it
-// exactly ("512MiB", "1536KiB", "100B"). ParseSize(FormatSize(n)) == n.
+// exactly ("512MiB", "1536KiB", "100B"). ParseSize(FormatSize(n)) == n for
+// every n >= 0. It is the one byte formatter of sandboxed: definitions
+// written back, plans, explanations, policy decisions and messages all
+// show sizes through it.
 func FormatSize(n int64) string {
 	units := []struct {
 		suffix string
@@ -87,10 +100,14 @@ func FormatSize(n int64) string {
 // Durations.
 //
 // In YAML an integer duration is milliseconds (timeout, resources.timeout,
-// retry.delay, interactive-options.timeout, as the reference says). A
-// string is either an integer (milliseconds too) or a sequence of
-// number+unit pairs with units ns, us, ms, s, m, h, d (24h) and w (7d):
-// "30s", "5m", "1h30m", "1.5h", "30d".
+// retry.delay, interactive-options.timeout, as the CYCOD reference says;
+// the policy's limits too). A string is either an integer (milliseconds
+// too) or a sequence of number+unit pairs with units ns, us, ms, s, m, h,
+// d (24h) and w (7d): "30s", "5m", "1h30m", "1.5h", "30d".
+
+// DurationGrammar says how to write a duration, for hints in error
+// messages.
+const DurationGrammar = "milliseconds (10000), or number+unit pairs with ms, s, m, h, d or w, such as 30s, 5m, 1h30m or 30d"
 
 var durationUnits = map[string]time.Duration{
 	"ms": time.Millisecond,
@@ -104,7 +121,9 @@ var durationUnits = map[string]time.Duration{
 }
 
 // ParseDuration parses "1000" (milliseconds), "30s", "5m", "1h", "30d",
-// "1h30m" or "1.5h". Negative durations and overflow are errors.
+// "2w", "1h30m" or "1.5h". Negative durations and overflow are errors.
+// The error says what is wrong with s; the caller adds where s was
+// written and DurationGrammar as the fix.
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -115,7 +134,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("parse duration %q: must not be negative", s)
 		}
 		if n > math.MaxInt64/int64(time.Millisecond) {
-			return 0, fmt.Errorf("parse duration %q: out of range", s)
+			return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)
 		}
 		return time.Duration(n) * time.Millisecond, nil
 	}
@@ -127,7 +146,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			i++
 		}
 		if i == 0 {
-			return 0, fmt.Errorf("parse duration %q: expected a number at %q (examples: 30s, 5m, 1h, 30d, or milliseconds)", s, rest)
+			return 0, fmt.Errorf("parse duration %q: expected a number at %q", s, rest)
 		}
 		num := rest[:i]
 		rest = rest[i:]
@@ -139,13 +158,13 @@ func ParseDuration(s string) (time.Duration, error) {
 		rest = rest[j:]
 		mult, ok := durationUnits[unit]
 		if !ok {
-			return 0, fmt.Errorf("parse duration %q: unknown unit %q (use ms, s, m, h, d, w)", s, unit)
+			return 0, fmt.Errorf("parse duration %q: unknown unit %q", s, unit)
 		}
 		var part time.Duration
 		if !strings.Contains(num, ".") {
 			n, err := strconv.ParseInt(num, 10, 64)
 			if err != nil || n > math.MaxInt64/int64(mult) {
-				return 0, fmt.Errorf("parse duration %q: out of range", s)
+				return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)
 			}
 			part = time.Duration(n) * mult
 		} else {
@@ -155,12 +174,17 @@ func ParseDuration(s string) (time.Duration, error) {
 			}
 			v := f * float64(mult)
 			if v >= math.MaxInt64 {
-				return 0, fmt.Errorf("parse duration %q: out of range", s)
+				return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)
 			}
 			part = time.Duration(v)
+			if v > 0 && part == 0 {
+				// Zero is "no cap" in the policy: a value written as
+				// more than zero must not turn into it.
+				return 0, fmt.Errorf("parse duration %q: %s%s is less than a nanosecond", s, num, unit)
+			}
 		}
 		if total > math.MaxInt64-part {
-			return 0, fmt.Errorf("parse duration %q: out of range", s)
+			return 0, fmt.Errorf("parse duration %q: out of range (at most about 292 years)", s)
 		}
 		total += part
 	}

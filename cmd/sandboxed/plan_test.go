@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The plan a run prints carries exactly the bytes the tool asked for when
+// the policy's cap is written the same way: `max: 512MB` in a policy and
+// `max-memory: 512MB` in a tool are both 512MiB. Before, the policy read
+// its cap as 10^6-based and the plan said 512000000.
+func TestDumpPlanPolicyCapWrittenLikeTheTool(t *testing.T) {
+	home, _ := isolate(t)
+	pol := writeTool(t, home, "cap.yaml", "limits:\n  memory:\n    max: 512MB\n  timeout:\n    max: 1h\n")
+	def := writeTool(t, home, "mem.yaml", "name: mem\ndescription: asks for memory\nbash: echo hi\ntags: [read]\n"+
+		"resources:\n  max-memory: 512MB\n  timeout: 1000\n")
+	t.Chdir(home)
+	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, filepath.Base(def))
+	if code != 0 {
+		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Plan struct {
+			Limits struct {
+				MemoryBytes int64 `json:"memory_bytes"`
+				Timeout     int64 `json:"timeout"`
+			} `json:"limits"`
+		} `json:"plan"`
+		Decision struct {
+			Limits struct {
+				MemoryBytes int64 `json:"memory_bytes"`
+				TimeoutMS   int64 `json:"timeout_ms"`
+			} `json:"limits"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("dump-plan output: %v\n%s", err, out)
+	}
+	const want = 512 << 20
+	if doc.Plan.Limits.MemoryBytes != want || doc.Decision.Limits.MemoryBytes != want {
+		t.Errorf("memory: plan %d, decision %d; want %d (the tool's 512MB)", doc.Plan.Limits.MemoryBytes, doc.Decision.Limits.MemoryBytes, want)
+	}
+	if doc.Plan.Limits.Timeout != 1e9 || doc.Decision.Limits.TimeoutMS != 1000 {
+		t.Errorf("timeout: plan %dns, decision %dms; want the tool's 1000ms", doc.Plan.Limits.Timeout, doc.Decision.Limits.TimeoutMS)
+	}
+}
+
+// A deny rule naming a directory "[draft]" hides that directory in the
+// plan, and nothing else: '[' is literal in the policy's decision and in
+// the plan's mask alike. Before, the decision read it literally and the
+// plan as a character class, hiding a directory "d" and leaving "[draft]"
+// readable.
+func TestDumpPlanDenyMaskWithBracket(t *testing.T) {
+	home, _ := isolate(t)
+	notes := filepath.Join(home, "notes")
+	for _, d := range []string{"[draft]", "d", "r"} {
+		if err := os.MkdirAll(filepath.Join(notes, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(notes, "[draft]", "secret"), []byte("s"), 0o644)
+	pol := writeTool(t, home, "deny.yaml", "paths:\n  deny:\n    - \""+notes+"/[draft]\"\n")
+	def := writeTool(t, home, "reader.yaml", "name: reader\ndescription: reads notes\nbash: ls\ntags: [read]\n"+
+		"security:\n  required-permissions:\n    - filesystem:read:"+notes+"\n")
+	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, "--approve", "filesystem:read:"+notes, def)
+	if code != 0 {
+		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Plan struct {
+			Spec struct {
+				Mounts []struct {
+					Destination string `json:"destination"`
+					Type        string `json:"type"`
+				} `json:"mounts"`
+			} `json:"spec"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("dump-plan output: %v\n%s", err, out)
+	}
+	var hidden []string
+	for _, m := range doc.Plan.Spec.Mounts {
+		if strings.HasPrefix(m.Destination, notes+"/") && m.Type == "tmpfs" {
+			hidden = append(hidden, strings.TrimPrefix(m.Destination, notes+"/"))
+		}
+	}
+	if !slices.Equal(hidden, []string{"[draft]"}) {
+		t.Errorf("hidden under %s: %q, want exactly [draft]", notes, hidden)
+	}
+}

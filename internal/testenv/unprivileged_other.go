@@ -1,0 +1,24 @@
+//go:build !linux
+
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Nobody is the uid and gid [Unprivileged] runs as when the test runs as
+// root.
+const Nobody = 65534
+
+// Unprivileged runs f as an ordinary user. Outside Linux it can only do so
+// when the test does not run as root; as root the test needs a user, and
+// stops through [Need].
+func Unprivileged(t testing.TB, f func()) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		Need(t, "a non-root user (per-thread credentials are Linux only)", errUnsupported)
+		return
+	}
+	f()
+}

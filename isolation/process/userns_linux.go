@@ -1,0 +1,374 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+)
+
+// How each run's init enters a user namespace (none when nil):
+//
+//	who runs sandboxed      privilege     inside    outside (host ids)
+//	root, invoking user U   same-as-user  —         U (no user namespace)
+//	root, invoking user U   reduced       —         65534 (no user namespace)
+//	root, no invoking user  same-as-user  0         R, the reserved range
+//	root                    elevated      0         R
+//	user U                  same-as-user  U         U
+//	user U                  reduced       65534     U's first subordinate id + 65534
+//	                                      0         U (the init only, to build the root)
+//	user U                  elevated      0         U
+//
+// R is the first id of the range reserved for sandboxed: a "sandboxed"
+// entry of /etc/subuid (and /etc/subgid) when there is one, else
+// DefaultReservedStart, which must collide with no entry there.
+//
+// Maps of the user's own ids are written by this process; subordinate ids
+// (reduced without root) by newuidmap and newgidmap, setuid helpers that
+// check /etc/subuid. The init keeps every capability of its user namespace
+// until its root is built, then drops them all (Setup) — inside a user
+// namespace they never meant anything on the host.
+
+// DefaultReservedStart is the first host id of the range sandboxed maps
+// its tools to when it runs as root with no invoking user and /etc/subuid
+// has no "sandboxed" entry: 0x70000000, above systemd's container range
+// (524288–1879048191) and below 2^31.
+const DefaultReservedStart = 0x70000000
+
+// ReservedCount is the size of the default reserved range.
+const ReservedCount = 65536
+
+// reservedOwner names the entry of /etc/subuid and /etc/subgid that
+// reserves a range for sandboxed.
+const reservedOwner = "sandboxed"
+
+// idMapping is the user namespace of one run.
+type idMapping struct {
+	// uids and gids map ids inside to host ids.
+	uids, gids []syscall.SysProcIDMap
+	// helper: newuidmap/newgidmap write the maps (subordinate ids).
+	helper bool
+	// become is the identity (inside) the init takes before it builds the
+	// root, when it starts as an id the namespace does not map.
+	become *[2]uint32
+	// keepGroups: the init cannot change its supplementary groups (an
+	// unprivileged writer of the maps must deny setgroups); they stay the
+	// user's own.
+	keepGroups bool
+	// idmapGrants: grant binds are idmapped with the run's user namespace,
+	// so files the tool writes belong on the host to whom they belong
+	// inside (root), not to the mapped id.
+	idmapGrants bool
+	// dropGroups: the starting thread sheds its supplementary groups
+	// before the clone (root's groups must not follow the tool into a
+	// namespace that denies setgroups).
+	dropGroups bool
+}
+
+// hostIDs is what the mapping needs of the host.
+type hostIDs struct {
+	euid, egid int
+	// sub is the invoking user's first subordinate uid and gid and their
+	// counts (rootless reduced), zero when it has none.
+	subUID, subUIDCount, subGID, subGIDCount int
+	// reserved is the first id of the range reserved for sandboxed (root).
+	reserved int
+}
+
+// planIDMapping decides the user namespace of a run of privilege priv
+// whose commands run as uid:gid (the spec's user). It is pure.
+func planIDMapping(h hostIDs, priv privilege.Privilege, uid, gid uint32) (*idMapping, error) {
+	one := func(in uint32, out int) []syscall.SysProcIDMap {
+		return []syscall.SysProcIDMap{{ContainerID: int(in), HostID: out, Size: 1}}
+	}
+	if h.euid == 0 {
+		switch {
+		case priv == privilege.Elevated || (priv == privilege.SameAsUser && uid == 0):
+			return &idMapping{
+				uids: one(0, h.reserved), gids: one(0, h.reserved),
+				become: &[2]uint32{0, 0}, idmapGrants: priv == privilege.SameAsUser, dropGroups: true,
+			}, nil
+		default:
+			return nil, nil
+		}
+	}
+	switch priv {
+	case privilege.SameAsUser:
+		if int(uid) != h.euid || int(gid) != h.egid {
+			return nil, fmt.Errorf("check plan: same-as-user as %d:%d, but sandboxed runs as %d:%d without root: %w", uid, gid, h.euid, h.egid, ErrBadPlan)
+		}
+		return &idMapping{uids: one(uid, h.euid), gids: one(gid, h.egid), keepGroups: true}, nil
+	case privilege.Elevated:
+		return &idMapping{uids: one(0, h.euid), gids: one(0, h.egid), keepGroups: true}, nil
+	default: // reduced, and anything else gets the reduced treatment
+		if h.subUIDCount < 1 || h.subGIDCount < 1 {
+			return nil, &isolation.UnsupportedError{
+				What: fmt.Sprintf("the reduced privilege without root (it runs the tool as a subordinate id of uid %d, and /etc/subuid or /etc/subgid has none)", h.euid),
+				Fix:  cgroup.SetupFix() + " (once per host), or run the tool as same-as-user",
+			}
+		}
+		pick := func(start, count int) int {
+			if count > 65534 {
+				return start + 65534
+			}
+			return start
+		}
+		return &idMapping{
+			uids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: h.euid, Size: 1}, {ContainerID: int(uid), HostID: pick(h.subUID, h.subUIDCount), Size: 1}},
+			gids:   []syscall.SysProcIDMap{{ContainerID: 0, HostID: h.egid, Size: 1}, {ContainerID: int(gid), HostID: pick(h.subGID, h.subGIDCount), Size: 1}},
+			helper: true,
+		}, nil
+	}
+}
+
+// probeHostIDs reads what planIDMapping needs. Missing files are no ids.
+func probeHostIDs() (hostIDs, error) {
+	h := hostIDs{euid: os.Geteuid(), egid: os.Getegid()}
+	if h.euid == 0 {
+		r, err := reservedStart("/etc/subuid", "/etc/subgid")
+		if err != nil {
+			return h, err
+		}
+		h.reserved = r
+		return h, nil
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(h.euid)); err == nil {
+		name = u.Username
+	}
+	var err error
+	if h.subUID, h.subUIDCount, err = subIDs("/etc/subuid", name, h.euid); err != nil {
+		return h, err
+	}
+	if h.subGID, h.subGIDCount, err = subIDs("/etc/subgid", name, h.euid); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// readSubIDs reads /etc/subuid or /etc/subgid; a missing file has none.
+func readSubIDs(path string) ([]host.SubIDRange, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	r, err := host.ParseSubIDs(b)
+	if err != nil {
+		return nil, &isolation.UnsupportedError{What: fmt.Sprintf("subordinate ids: %s: %v", path, err), Fix: "correct the line in " + path}
+	}
+	return r, nil
+}
+
+// subIDs returns the first subordinate range of the user (by name or uid).
+func subIDs(path, name string, uid int) (start, count int, err error) {
+	ranges, err := readSubIDs(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	if own := host.OwnedBy(ranges, name, uid); len(own) > 0 {
+		return int(own[0].Start), int(own[0].Count), nil
+	}
+	return 0, 0, nil
+}
+
+// reservedStart is the first id of sandboxed's reserved range, the same
+// in both files: the "sandboxed" entry, else DefaultReservedStart when it
+// collides with no entry of either file.
+func reservedStart(subuid, subgid string) (int, error) {
+	var starts []int
+	for _, p := range []string{subuid, subgid} {
+		ranges, err := readSubIDs(p)
+		if err != nil {
+			return 0, err
+		}
+		found := -1
+		for _, r := range host.OwnedBy(ranges, reservedOwner, -1) {
+			found = int(r.Start)
+			break
+		}
+		if found >= 0 {
+			starts = append(starts, found)
+			continue
+		}
+		for _, r := range ranges {
+			if r.Start < DefaultReservedStart+ReservedCount && DefaultReservedStart < r.End() {
+				return 0, &isolation.UnsupportedError{
+					What: fmt.Sprintf("a host id range for tools run by root: the default %d-%d overlaps %s's entry in %s", DefaultReservedStart, DefaultReservedStart+ReservedCount-1, r.Owner, p),
+					Fix:  fmt.Sprintf("add a line sandboxed:START:65536 with a free START to %s and %s", subuid, subgid),
+				}
+			}
+		}
+		starts = append(starts, DefaultReservedStart)
+	}
+	if starts[0] != starts[1] {
+		return 0, &isolation.UnsupportedError{
+			What: fmt.Sprintf("a host id range for tools run by root: the sandboxed entries of %s (%d) and %s (%d) differ", subuid, starts[0], subgid, starts[1]),
+			Fix:  "give sandboxed the same START in both files",
+		}
+	}
+	return starts[0], nil
+}
+
+// writeIDMaps writes m's maps for pid with newuidmap and newgidmap.
+func writeIDMaps(pid int, m *idMapping) error {
+	for _, h := range []struct {
+		tool string
+		maps []syscall.SysProcIDMap
+	}{{"newuidmap", m.uids}, {"newgidmap", m.gids}} {
+		args := []string{strconv.Itoa(pid)}
+		for _, e := range h.maps {
+			args = append(args, strconv.Itoa(e.ContainerID), strconv.Itoa(e.HostID), strconv.Itoa(e.Size))
+		}
+		path, err := exec.LookPath(h.tool)
+		if err != nil {
+			return &isolation.UnsupportedError{What: "the reduced privilege without root needs " + h.tool, Fix: "install it (Debian and Ubuntu: apt-get install uidmap; Fedora: shadow-utils)"}
+		}
+		if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %w: %s", h.tool, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// allCaps lists every capability this kernel knows: the init's ambient set
+// inside its user namespace until it drops them.
+func allCaps() []uintptr {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n < 64 {
+			last = n
+		}
+	}
+	caps := make([]uintptr, 0, last+1)
+	for c := 0; c <= last; c++ {
+		caps = append(caps, uintptr(c))
+	}
+	return caps
+}
+
+// dropThreadGroups clears the calling thread's supplementary groups (and
+// only that thread's: credentials are per thread in the kernel) and
+// returns how to put them back. Preconditions: the goroutine is locked to
+// its thread.
+func dropThreadGroups() (restore func() error, err error) {
+	n, _, e := unix.RawSyscall(unix.SYS_GETGROUPS, 0, 0, 0)
+	if e != 0 {
+		return nil, fmt.Errorf("read supplementary groups: %w", e)
+	}
+	groups := make([]uint32, n+1)
+	if n > 0 {
+		if n, _, e = unix.RawSyscall(unix.SYS_GETGROUPS, n, uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
+			return nil, fmt.Errorf("read supplementary groups: %w", e)
+		}
+	}
+	groups = groups[:n]
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return nil, fmt.Errorf("drop supplementary groups: %w", e)
+	}
+	return func() error {
+		var p uintptr
+		if len(groups) > 0 {
+			p = uintptr(unsafe.Pointer(&groups[0]))
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), p, 0); e != 0 {
+			return fmt.Errorf("restore supplementary groups: %w", e)
+		}
+		return nil
+	}, nil
+}
+
+// finishUserns completes the user namespace of the started init pid and
+// then sends it cfg: maps written by the setuid helpers, grant mounts
+// idmapped with the namespace.
+func finishUserns(pid int, m *idMapping, cfg *sbinit.Config, cl *sbinit.Client) error {
+	if m.helper {
+		if err := writeIDMaps(pid, m); err != nil {
+			return err
+		}
+	}
+	var trees []int
+	defer func() {
+		for _, fd := range trees {
+			unix.Close(fd)
+		}
+	}()
+	if m.idmapGrants {
+		var err error
+		if trees, err = idmappedTrees(pid, cfg.Setup); err != nil {
+			return err
+		}
+	}
+	return cl.SendConfig(cfg, trees...)
+}
+
+// idmappedTrees makes, for each bind of s, a detached copy of its source
+// idmapped with the user namespace of pid and carrying the bind's flags,
+// and numbers them into s (Mount.Tree). Files there belong inside to whom
+// they belong on the host, and what the tool creates belongs on the host
+// to whom it belongs inside. A source whose file system cannot be
+// idmapped is refused: the mapped id could not write where the grant
+// says it may.
+func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
+	defer func() {
+		if retErr != nil {
+			for _, fd := range trees {
+				unix.Close(fd)
+			}
+			trees = nil
+		}
+	}()
+	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the user namespace of the sandbox init: %w", err)
+	}
+	defer unix.Close(ns)
+	for i := range s.Mounts {
+		m := &s.Mounts[i]
+		if m.Source == "" {
+			continue
+		}
+		src, err := unix.Openat2(unix.AT_FDCWD, m.Source, &unix.OpenHow{
+			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("bind source %s: a path component is a symlink (changed since planning); refused", m.Source)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open bind source %s: %w", m.Source, err)
+		}
+		tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+		unix.Close(src)
+		if err != nil {
+			return nil, fmt.Errorf("clone bind source %s: %w", m.Source, err)
+		}
+		trees = append(trees, tree)
+		attr := unix.MOUNT_ATTR_IDMAP | sbinit.MountAttr(*m)
+		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr, Userns_fd: uint64(ns)})
+		if err != nil {
+			var st unix.Statfs_t
+			_ = unix.Statfs(m.Source, &st)
+			return nil, &isolation.UnsupportedError{
+				What: fmt.Sprintf("an idmapped mount of %s (file system magic %#x): %v; as root with no invoking user, tools run as an unprivileged id and a grant needs one to be written as root", m.Source, st.Type, err),
+				Fix:  "grant a directory on ext4, xfs, btrfs or tmpfs, or run sandboxed through sudo from the user who owns the files",
+			}
+		}
+		m.Tree = len(trees)
+	}
+	return trees, nil
+}

@@ -1,0 +1,339 @@
+package explain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// PolicySource says where the policy in force came from: path, or the
+// built-in default when path is "".
+func PolicySource(path string) permissions.PolicyInfo {
+	if path == "" {
+		return permissions.PolicyInfo{Source: "built-in default"}
+	}
+	return permissions.PolicyInfo{Source: path, File: path}
+}
+
+// Tool reviews def with the arguments given. It plans the run with
+// sandbox.Prepare (DryRun: nothing on the host changes) when the tool
+// binds; when the policy asks for approvals it plans again with them, to
+// show how the run would be enforced; otherwise it explains the
+// definition's raw strings.
+func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string) permissions.Explanation {
+	cwd, _ := os.Getwd()
+	home := sandbox.InvokingHome()
+	in := permissions.ExplainInput{
+		Def: def, Policy: PolicySource(polPath), Home: home,
+		HostPath: filepath.SplitList(os.Getenv("PATH")),
+	}
+	in.Arguments.Given = sortedKeys(input)
+	in.Arguments.Missing = missingParams(def, input)
+	in.Arguments.Approvals = approvals
+
+	runID := sandbox.NewRunID(time.Now())
+	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true}
+	p, err := sandbox.Prepare(req, runID)
+	var pe *sandbox.PrepareError
+	switch {
+	case err == nil:
+		in.Arguments.Bound = true
+		fillFromPrepared(&in, p, *p.Decision, false)
+	case errors.As(err, &pe) && pe.Decision != nil:
+		d := *pe.Decision
+		if d.Verdict == policy.NeedsApproval {
+			req.Approvals = append(append([]string(nil), approvals...), d.MissingApprovals()...)
+			p2, err2 := sandbox.Prepare(req, runID)
+			if err2 == nil {
+				in.Arguments.Bound = true
+				fillFromPrepared(&in, p2, d, true)
+				break
+			}
+			in.Notes = append(in.Notes, "even approved, the run could not be planned: "+firstLine(err2))
+		}
+		in.Arguments.Bound = true
+		var grants []permissions.Grant
+		for _, it := range d.Items {
+			if it.Grant != nil {
+				grants = append(grants, *it.Grant)
+			}
+		}
+		in.Grants = grants
+		fillDecision(&in, d)
+		var rerr error
+		if in.Plan, rerr = reviewFacts(def, nil, d, grants, pol); rerr != nil {
+			in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
+		}
+		if d.Verdict == policy.Allow {
+			in.Notes = append(in.Notes, "the run could not be planned: "+pe.Result.Error.Message)
+		}
+	default:
+		explainRaw(&in, def, input, approvals, pol, cwd, home, err)
+	}
+	switch {
+	case len(in.Arguments.Missing) > 0 && len(in.Templated) > 0:
+		in.Arguments.Note = "arguments " + strings.Join(in.Arguments.Missing, ", ") + " not given: permissions that use them are explained from their templates"
+	case len(in.Arguments.Missing) > 0:
+		in.Arguments.Note = "arguments " + strings.Join(in.Arguments.Missing, ", ") + " not given; no permission uses them"
+	case !in.Arguments.Bound:
+		in.Arguments.Note = "the tool could not be bound; the definition's raw strings are explained"
+	}
+	return permissions.Explain(in)
+}
+
+// explainRaw explains a tool that does not bind (missing or invalid
+// arguments, a path that does not exist): permissions are substituted with
+// what is known, the rest stay templates, and the policy decides the
+// resolvable ones on their declared paths.
+func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, cwd, home string, cause error) {
+	perms := def.Security.RequiredPermissions
+	b, berr := tool.Bind(def, input, tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: filepath.Join(os.TempDir(), "sandboxed-tmp"), Home: home})
+	if berr == nil {
+		perms = b.Permissions
+		in.Arguments.Bound = true
+	} else if len(in.Arguments.Missing) == 0 {
+		in.Notes = append(in.Notes, "the tool does not bind with these arguments: "+firstLine(berr))
+	}
+	var grants []permissions.Grant
+	for i, raw := range perms {
+		s := raw
+		if berr != nil {
+			s = substituteKnown(def, input, raw)
+		}
+		if ps := permissions.PermissionParams(s); len(ps) > 0 {
+			in.Templated = append(in.Templated, permissions.TemplatedPermission{Index: i, Permission: s, Params: ps})
+			continue
+		}
+		gs, err := permissions.Resolve([]string{s}, cwd, home)
+		if err != nil {
+			in.Unresolvable = append(in.Unresolvable, permissions.TemplatedPermission{Index: i, Permission: s, Reason: firstLine(err)})
+			continue
+		}
+		for _, g := range gs {
+			g.Index = i
+			grants = append(grants, g)
+		}
+	}
+	if err := sandbox.ResolveMounts(grants, false); err != nil {
+		in.Notes = append(in.Notes, "on this host: "+firstLine(err))
+	} else if berr == nil {
+		in.Notes = append(in.Notes, "the run could not be planned: "+firstLine(cause))
+	}
+	preq := policy.NewRequest(def, grants, cwd, home)
+	preq.Approvals = approvals
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		preq.CwdResolved = r
+	}
+	d := sandbox.ProtectOwnDirs(pol, sandbox.OwnDirs(sandbox.StateDir(), sandbox.RuntimeDir())).Decide(preq)
+	in.Grants = grants
+	fillDecision(in, d)
+	var bound *tool.Bound
+	if berr == nil {
+		bound = b
+	}
+	var rerr error
+	if in.Plan, rerr = reviewFacts(def, bound, d, grants, pol); rerr != nil {
+		in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
+	}
+}
+
+// substituteKnown replaces {NAME} references in a permission by the given
+// argument or the parameter's default, leaving the others.
+func substituteKnown(def *tool.Definition, input tool.Input, perm string) string {
+	for _, name := range permissions.PermissionParams(perm) {
+		v, ok := input[name]
+		if !ok {
+			if dv, ok2 := def.DefaultParameters[name]; ok2 {
+				v, ok = dv, true
+			}
+		}
+		if !ok {
+			for _, p := range def.Parameters {
+				if p.Name == name && p.HasDefault {
+					v, ok = p.Default, true
+				}
+			}
+		}
+		if ok {
+			if s := fmt.Sprint(v); !strings.Contains(s, "{") {
+				perm = strings.ReplaceAll(perm, "{"+name+"}", s)
+			}
+		}
+	}
+	return perm
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func sortedKeys(in tool.Input) []string {
+	out := make([]string, 0, len(in))
+	for k := range in {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// missingParams are the required parameters with no value given and no
+// default.
+func missingParams(def *tool.Definition, input tool.Input) []string {
+	var out []string
+	for _, p := range def.Parameters {
+		if !p.Required || p.HasDefault {
+			continue
+		}
+		if _, ok := input[p.Name]; ok {
+			continue
+		}
+		if _, ok := def.DefaultParameters[p.Name]; ok {
+			continue
+		}
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func fillDecision(in *permissions.ExplainInput, d policy.Decision) {
+	in.Verdict = string(d.Verdict)
+	in.SecurityTier = string(d.Tier)
+	in.Source = permissions.SourceInfo{Scope: d.Source.Scope, Rule: d.Source.Rule, Trusted: d.Source.Trusted}
+	in.Items = nil
+	for _, it := range d.Items {
+		di := permissions.DecisionItem{
+			Subject: it.Subject, Kind: string(it.Kind), Description: it.Description, Verdict: string(it.Verdict),
+			Rule: it.Rule, Reason: it.Reason, Risk: string(it.Risk), ApproveFlag: it.ApproveFlag,
+			PolicyFix: it.PolicyFix, ApprovedBy: it.ApprovedBy, GrantIndex: -1,
+		}
+		if it.Grant != nil {
+			di.GrantIndex = it.Grant.Index
+		}
+		in.Items = append(in.Items, di)
+	}
+	for _, n := range d.Notes {
+		if !slices.Contains(in.Notes, n) {
+			in.Notes = append(in.Notes, n)
+		}
+	}
+}
+
+// fillFromPrepared takes the grants and plan of a prepared run; d is the
+// decision to report (without the approvals explain added to plan it).
+func fillFromPrepared(in *permissions.ExplainInput, p *sandbox.Prepared, d policy.Decision, ifApproved bool) {
+	in.Grants = p.Grants
+	fillDecision(in, d)
+	in.Plan = planFacts(p.Plan, p.Decision)
+	in.Plan.IfApproved = ifApproved
+	in.Plan.RequestedTier = string(p.Bound.Def.Security.Isolation)
+	for _, n := range p.Notes {
+		if !slices.Contains(in.Notes, n) {
+			in.Notes = append(in.Notes, n)
+		}
+	}
+	if ifApproved {
+		in.Notes = append(in.Notes, "the mechanisms shown are those of the run once approved")
+	}
+}
+
+// planFacts reads what a reviewer needs out of a plan's OCI spec.
+func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
+	f := specFacts(pl.Spec, string(pl.Privilege))
+	f.Planned = true
+	f.Tier = string(pl.Tier)
+	f.Timeout = pl.Limits.Timeout
+	f.KillGrace = pl.Limits.KillGrace
+	f.TmpfsBytes = pl.Limits.TmpfsBytes
+	f.CPUs = pl.Limits.CPUs
+	f.Image = pl.Image
+	f.OutputBytes = d.Limits.OutputBytes
+	f.Masks = maskFacts(d.Masks)
+	return f
+}
+
+func maskFacts(ms []policy.PathMask) []permissions.MaskFact {
+	var out []permissions.MaskFact
+	for _, m := range ms {
+		out = append(out, permissions.MaskFact{Path: m.Path, Under: m.Under, Hide: m.Hide, Rule: m.Rule})
+	}
+	return out
+}
+
+func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
+	f := permissions.PlanFacts{Privilege: priv}
+	if s == nil {
+		return f
+	}
+	if s.Process != nil {
+		f.UID, f.GID = s.Process.User.UID, s.Process.User.GID
+		f.NoNewPrivileges = s.Process.NoNewPrivileges
+		if s.Process.Capabilities != nil {
+			f.Capabilities = s.Process.Capabilities.Effective
+		}
+		for _, kv := range s.Process.Env {
+			k, _, _ := strings.Cut(kv, "=")
+			f.EnvNames = append(f.EnvNames, k)
+		}
+	}
+	f.ReadonlyRoot = s.Root != nil && s.Root.Readonly
+	for _, m := range s.Mounts {
+		f.Mounts = append(f.Mounts, permissions.MountFact{Source: m.Source, Target: m.Destination, Type: m.Type, Options: m.Options})
+	}
+	if l := s.Linux; l != nil {
+		for _, ns := range l.Namespaces {
+			f.Namespaces = append(f.Namespaces, string(ns.Type))
+			if ns.Type == specs.UserNamespace {
+				f.UserNamespace = true
+			}
+		}
+		if r := l.Resources; r != nil {
+			if r.Memory != nil && r.Memory.Limit != nil {
+				f.MemoryBytes = *r.Memory.Limit
+				if r.Memory.Swap != nil {
+					f.SwapBytes = *r.Memory.Swap
+				}
+			}
+			if r.Pids != nil && r.Pids.Limit != nil {
+				f.Pids = *r.Pids.Limit
+			}
+		}
+		if sc := l.Seccomp; sc != nil {
+			f.Seccomp = permissions.SeccompFacts{Profile: "sandboxed-" + priv, DefaultAction: string(sc.DefaultAction)}
+			for _, sys := range sc.Syscalls {
+				if sys.Action == specs.ActErrno && len(sys.Args) == 0 {
+					f.Seccomp.Denied += len(sys.Names)
+				}
+			}
+		}
+	}
+	return f
+}
+
+// reviewFacts are the facts of a run that could not be planned (denied,
+// or not bound): the sandbox the planner makes for it were it allowed
+// (sandbox.ReviewPlan). b is nil when the tool did not bind.
+func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants []permissions.Grant, pol *policy.Policy) (permissions.PlanFacts, error) {
+	pl, err := sandbox.ReviewPlan(def, b, grants, d, pol)
+	if err != nil {
+		return permissions.PlanFacts{Privilege: string(def.Security.ExecutionPrivilege), Tier: string(d.Isolation),
+			RequestedTier: string(def.Security.Isolation), Masks: maskFacts(d.Masks)}, err
+	}
+	f := planFacts(pl, &d)
+	f.Planned = false
+	f.RequestedTier = string(def.Security.Isolation)
+	return f, nil
+}

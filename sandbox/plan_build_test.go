@@ -1,0 +1,262 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+// planFixture binds a definition against made-up host facts: nothing of
+// the host is read, so what BuildPlan makes of it is fixed.
+func planFixture(t *testing.T, yaml string) (*tool.Bound, []permissions.Grant, *HostFacts) {
+	t.Helper()
+	def, err := tool.Parse([]byte(yaml), "/home/ada/proj/t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &HostFacts{Cwd: "/home/ada/proj", Home: "/home/ada", UID: 1000, GID: 1000,
+		Env: []string{"LANG=fr_FR.UTF-8", "TOKEN=s3cret", "TOKEN=second"}, RuntimeDir: "/run/sandboxed"}
+	b, err := tool.Bind(def, tool.Input{}, tool.BindEnv{ToolName: def.Name, Workspace: f.Cwd, Temp: "/tmp/x", Home: f.Home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants, err := permissions.Resolve(b.Permissions, f.Cwd, f.Home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range grants {
+		if m := grants[i].Mount; m != nil {
+			m.Resolved = "/host" + m.HostPath // as ResolveMounts would, made up
+		}
+	}
+	return b, grants, f
+}
+
+func allow(mem int64, pids int64) *policy.Decision {
+	return &policy.Decision{Verdict: policy.Allow, Isolation: tool.IsolationProcess,
+		Limits:     policy.Effective{MemoryBytes: mem, Pids: pids, Timeout: time.Minute, OutputBytes: 1 << 20},
+		EgressDeny: []string{"169.254.169.254"}}
+}
+
+func envOf(p *isolation.Plan) []string { return p.Spec.Process.Env }
+
+func mountAt(s *specs.Spec, dst string) *specs.Mount {
+	for i := range s.Mounts {
+		if s.Mounts[i].Destination == dst {
+			return &s.Mounts[i]
+		}
+	}
+	return nil
+}
+
+func TestBuildPlanFromFacts(t *testing.T) {
+	const head = "name: t\ndescription: d\nbash: echo hi\n"
+	tests := []struct {
+		name    string
+		yaml    string
+		d       *policy.Decision
+		wantErr bool
+		check   func(t *testing.T, p *isolation.Plan)
+	}{
+		{"egress section and host directory", head + `security:
+  required-permissions: [network:external:api.example.com, "network:localhost:8080"]
+`, allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+			if p.HostDir != "/run/sandboxed/RUN" {
+				t.Errorf("host dir %q", p.HostDir)
+			}
+			e := p.Egress
+			if e == nil || e.ProxySocket != "/run/sandboxed/RUN/egress.sock" || e.ProxyPort != EgressProxyPort ||
+				!slices.Equal(e.Allow, []string{"network:external:api.example.com"}) ||
+				!slices.Equal(e.Deny, []string{"network:external:169.254.169.254"}) || !slices.Equal(e.LocalhostPorts, []int{8080}) {
+				t.Fatalf("egress %+v", e)
+			}
+			if !slices.Contains(envOf(p), "ALL_PROXY=socks5h://127.0.0.1:3128") || !slices.Contains(envOf(p), "http_proxy=http://127.0.0.1:3128") {
+				t.Errorf("proxy environment missing: %v", envOf(p))
+			}
+		}},
+		{"no network, no egress", head, allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+			if p.Egress != nil {
+				t.Errorf("egress %+v", p.Egress)
+			}
+			for _, kv := range envOf(p) {
+				if strings.Contains(strings.ToLower(kv), "proxy") {
+					t.Errorf("proxy variable without network: %s", kv)
+				}
+			}
+		}},
+		{"the proxy's own port cannot be forwarded", head + "security:\n  required-permissions: [\"network:localhost:3128\"]\n",
+			allow(64<<20, 0), true, nil},
+		{"env grants read the facts, first of a name", head + "security:\n  required-permissions: [env:TOKEN, env:ABSENT]\n",
+			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+				env := envOf(p)
+				if !slices.Contains(env, "TOKEN=s3cret") || !slices.Contains(env, "LANG=fr_FR.UTF-8") || slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "ABSENT=") }) {
+					t.Errorf("env %v", env)
+				}
+			}},
+		{"same-as-user runs as the facts' user", head, allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+			if u := p.Spec.Process.User; u.UID != 1000 || u.GID != 1000 {
+				t.Errorf("user %+v", u)
+			}
+		}},
+		{"reduced privilege lowers the default pids", head + "security:\n  execution-privilege: reduced\n",
+			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+				if p.Limits.Pids != ReducedPids || p.Privilege != privilege.Reduced {
+					t.Errorf("pids %d privilege %s", p.Limits.Pids, p.Privilege)
+				}
+			}},
+		{"a definition narrows the policy's pids", head + "sandboxed:\n  pids-limit: 16\n  tmpfs-size: 16MiB\n",
+			allow(64<<20, 100), false, func(t *testing.T, p *isolation.Plan) {
+				if p.Limits.Pids != 16 || p.Limits.TmpfsBytes != 16<<20 {
+					t.Errorf("limits %+v", p.Limits)
+				}
+			}},
+		{"grants bind what the facts resolved", head + "security:\n  required-permissions: [filesystem:read:data, filesystem:write:out]\n",
+			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
+				r, w := mountAt(p.Spec, "/home/ada/proj/data"), mountAt(p.Spec, "/home/ada/proj/out")
+				if r == nil || r.Source != "/host/home/ada/proj/data" || !slices.Contains(r.Options, "ro") {
+					t.Errorf("read grant %+v", r)
+				}
+				if w == nil || w.Source != "/host/home/ada/proj/out" || !slices.Contains(w.Options, "rw") {
+					t.Errorf("write grant %+v", w)
+				}
+			}},
+		{"a mask nobody looked up refuses the run", head + "security:\n  required-permissions: [filesystem:write:out]\n",
+			func() *policy.Decision {
+				d := allow(64<<20, 0)
+				d.Masks = []policy.PathMask{{Path: "/home/ada/proj/out/.git/hooks", Under: "/home/ada/proj/out", Rule: "r"}}
+				return d
+			}(), true, nil},
+		{"a decision that does not allow plans nothing", head, &policy.Decision{Verdict: policy.NeedsApproval}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, grants, f := planFixture(t, tt.yaml)
+			p, _, err := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
+			if tt.wantErr {
+				if !errors.Is(err, ErrPlan) {
+					t.Fatalf("err %v, want ErrPlan", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, p)
+			// The same facts give the same plan.
+			again, _, _ := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
+			if a, b := mustJSON(t, p), mustJSON(t, again); a != b {
+				t.Errorf("two plans from the same facts differ:\n%s\n%s", a, b)
+			}
+		})
+	}
+}
+
+func TestPlanMasks(t *testing.T) {
+	rw := &permissions.Mount{HostPath: "/p", Target: "/w", Resolved: "/h/w", Write: true}
+	ro := &permissions.Mount{HostPath: "/p", Target: "/w", Resolved: "/h/w"}
+	dir := FileFact{Dir: true}
+	hooks := policy.PathMask{Path: "/w/**/.git/hooks", Under: "/w", Rule: "deny-write hooks"}
+	env := policy.PathMask{Path: "/w/.env", Under: "/w", Hide: true, Rule: "deny .env"}
+	dotdot := policy.PathMask{Path: "/w/..env", Under: "/w", Hide: true, Rule: "deny ..env"}
+	tests := []struct {
+		name    string
+		mount   *permissions.Mount
+		masks   []policy.PathMask
+		matches map[policy.PathMask]MaskMatch
+		files   map[string]FileFact
+		mounts  []string // destination type source, shallow first
+		watches int
+		wantErr string
+	}{
+		{"under a write grant: parents anchored, the match read-only, a watch for new ones", rw,
+			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Paths: []string{"a/.git/hooks"}}},
+			map[string]FileFact{"/h/w/a": dir, "/h/w/a/.git": dir, "/h/w/a/.git/hooks": dir},
+			[]string{"/w/a bind /h/w/a rw", "/w/a/.git bind /h/w/a/.git rw", "/w/a/.git/hooks bind /h/w/a/.git/hooks ro"}, 1, ""},
+		{"under a read grant: no anchors, no watch", ro,
+			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Paths: []string{"a/.git/hooks"}}},
+			map[string]FileFact{"/h/w/a": dir, "/h/w/a/.git": dir, "/h/w/a/.git/hooks": dir},
+			[]string{"/w/a/.git/hooks bind /h/w/a/.git/hooks ro"}, 0, ""},
+		{"a hidden file becomes /dev/null", ro,
+			[]policy.PathMask{env}, map[policy.PathMask]MaskMatch{env: {Paths: []string{".env"}}},
+			map[string]FileFact{"/h/w/.env": {}}, []string{"/w/.env bind /dev/null ro"}, 0, ""},
+		{"a hidden directory becomes an empty tmpfs", ro,
+			[]policy.PathMask{env}, map[policy.PathMask]MaskMatch{env: {Paths: []string{".env"}}},
+			map[string]FileFact{"/h/w/.env": dir}, []string{"/w/.env tmpfs tmpfs ro"}, 0, ""},
+		{"a literal path that is missing is watched under a write grant", rw,
+			[]policy.PathMask{env}, map[policy.PathMask]MaskMatch{env: {}}, nil, nil, 1, ""},
+		{"a symlinked match is refused with its target", ro,
+			[]policy.PathMask{env}, map[policy.PathMask]MaskMatch{env: {Paths: []string{".env"}}},
+			map[string]FileFact{"/h/w/.env": {IsLink: true, Link: "/etc/passwd"}}, nil, 0, "symlink (to /etc/passwd)"},
+		{"a parent that is not a directory is refused", rw,
+			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Paths: []string{"a/.git/hooks"}}},
+			map[string]FileFact{"/h/w/a": {IsLink: true, Link: "/x"}, "/h/w/a/.git": dir, "/h/w/a/.git/hooks": dir}, nil, 0, "is not a directory"},
+		{"a walk that failed refuses the run", rw,
+			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Err: errors.New("more than 50000 entries to check")}}, nil, nil, 0, "grant a narrower path"},
+		{"a mask not looked up refuses the run", rw, []policy.PathMask{hooks}, nil, nil, nil, 0, "was not looked up"},
+		// A name that starts with two dots is inside the mount: before,
+		// every rel starting with ".." was taken for one outside it, and
+		// a deny of /w/..env refused every grant of /w.
+		{"a name starting with two dots is inside the mount", ro,
+			[]policy.PathMask{dotdot}, map[policy.PathMask]MaskMatch{dotdot: {Paths: []string{"..env"}}},
+			map[string]FileFact{"/h/w/..env": {}}, []string{"/w/..env bind /dev/null ro"}, 0, ""},
+		{"a mask outside the mount refuses the run", ro,
+			[]policy.PathMask{{Path: "/x", Under: "/w", Hide: true}}, nil, nil, nil, 0, "outside the mount"},
+		{"a mask of a mount not granted is ignored", rw,
+			[]policy.PathMask{{Path: "/elsewhere/.env", Under: "/elsewhere", Hide: true}}, nil, nil, nil, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &HostFacts{Masks: tt.matches, Files: tt.files}
+			opts, watches, err := planMasks(tt.masks, []*permissions.Mount{tt.mount}, f)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrPlan) {
+					t.Fatalf("err %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &specs.Spec{}
+			for _, o := range opts {
+				if err := o(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for _, m := range s.Mounts {
+				mode := "rw"
+				if slices.Contains(m.Options, "ro") {
+					mode = "ro"
+				}
+				got = append(got, m.Destination+" "+m.Type+" "+m.Source+" "+mode)
+			}
+			if !slices.Equal(got, tt.mounts) {
+				t.Errorf("mounts\n got %q\nwant %q", got, tt.mounts)
+			}
+			if len(watches) != tt.watches {
+				t.Errorf("%d watches, want %d", len(watches), tt.watches)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

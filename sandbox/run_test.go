@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/tool"
+)
+
+func TestRefusalOf(t *testing.T) {
+	missing := errors.New("filesystem:read:/nope: /nope does not exist")
+	needs := policy.Decision{Verdict: policy.NeedsApproval, Items: []policy.Item{{Subject: "network:external:*", Verdict: policy.NeedsApproval, ApproveFlag: "network:external:*"}}}
+	deny := policy.Decision{Verdict: policy.Deny, Items: []policy.Item{{Subject: "filesystem:read:~/.ssh", Verdict: policy.Deny}}}
+	allowD := policy.Decision{Verdict: policy.Allow}
+	rf := refuser{req: &Request{Def: &tool.Definition{Name: "t"}}, runID: "RUN"}
+	tests := []struct {
+		name       string
+		d          policy.Decision
+		resolveErr error
+		status     Status // "" when the run goes on
+		code       string
+		approvals  []string
+	}{
+		{"allowed", allowD, nil, "", "", nil},
+		{"denied", deny, nil, StatusDenied, CodePermission, nil},
+		{"a denial wins over a missing path", deny, missing, StatusDenied, CodePermission, nil},
+		{"allowed but a path is missing", allowD, missing, StatusError, CodeResourceMissing, nil},
+		{"needs approval: says which", needs, nil, StatusDenied, CodePermission, []string{"network:external:*"}},
+		{"needs approval and a path is missing: the path, and still which approval", needs, missing, StatusError, CodeResourceMissing, []string{"network:external:*"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			perr := refusalOf(tt.d, tt.resolveErr, rf)
+			if tt.status == "" {
+				if perr != nil {
+					t.Fatalf("refused: %v", perr)
+				}
+				return
+			}
+			if perr == nil {
+				t.Fatal("not refused")
+			}
+			if perr.Result.Status != tt.status || perr.Result.Error.Code != tt.code || !slices.Equal(perr.Approvals, tt.approvals) {
+				t.Errorf("status %s code %s approvals %v, want %s %s %v", perr.Result.Status, perr.Result.Error.Code, perr.Approvals, tt.status, tt.code, tt.approvals)
+			}
+			if perr.Decision == nil {
+				t.Error("the refusal does not carry the decision")
+			}
+		})
+	}
+}
+
+// The refusals made from an approval refusal keep its decision and say
+// what happened, with the exit codes of a denial and of an error.
+func TestDeclinedAndAskFailed(t *testing.T) {
+	needs := policy.Decision{Verdict: policy.NeedsApproval, Items: []policy.Item{{Subject: "elevated", Verdict: policy.NeedsApproval, ApproveFlag: "elevated"}}}
+	rf := refuser{req: &Request{Def: &tool.Definition{Name: "t"}}, runID: "RUN"}
+	pe := refusalOf(needs, nil, rf)
+	d := pe.Declined()
+	if d.Result.Status != StatusDenied || d.Result.Error.Code != policy.CodeUserRejected || d.Result.ProcessExitCode() != 126 ||
+		d.Decision != pe.Decision || !errors.Is(d, policy.ErrDenied) || d.Approvals != nil {
+		t.Errorf("declined: %+v %+v", d.Result, d.Result.Error)
+	}
+	a := pe.AskFailed(errors.New("read /dev/tty: EIO"))
+	if a.Result.Status != StatusError || a.Result.ProcessExitCode() != 125 || a.Result.Error.Message != "ask for approval: read /dev/tty: EIO" {
+		t.Errorf("ask failed: %+v %+v", a.Result, a.Result.Error)
+	}
+	if pe.Result.Status != StatusDenied || pe.Result.Error.Code != CodePermission {
+		t.Error("making the other refusals changed the first")
+	}
+}
