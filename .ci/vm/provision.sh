@@ -41,9 +41,10 @@ log() { printf '== provision: %s\n' "$*" >&2; }
 cmdline="systemd.unified_cgroup_hierarchy=1"
 
 # Packages: systemd as init with logind's PAM hook (user managers and their
-# cgroup delegation), D-Bus (how sandboxed asks systemd for a delegated
-# scope), newuidmap/newgidmap, and what the e2e suite and its tools run.
-pkgs="systemd-sysv dbus libpam-systemd uidmap kmod udev procps psmisc
+# cgroup delegation), D-Bus with the user's session bus (how sandboxed asks
+# the user's systemd for a delegated scope), newuidmap/newgidmap, and what
+# the e2e suite and its tools run.
+pkgs="systemd-sysv dbus dbus-user-session libpam-systemd uidmap kmod udev procps psmisc
 iproute2 iputils-ping curl wget ca-certificates bubblewrap git python3 less"
 [ "$kernel" = yes ] && pkgs="$pkgs linux-image-amd64"
 [ "$docker" = yes ] && pkgs="$pkgs docker.io"
