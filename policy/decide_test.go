@@ -708,6 +708,31 @@ func TestHostCovers(t *testing.T) {
 	}
 }
 
+func TestDecideRequireLandlock(t *testing.T) {
+	r := baseRequest()
+	r.Scope = tool.ScopePath
+	if d := Default().Decide(r); d.RequireLandlock {
+		t.Errorf("built-in policy requires Landlock")
+	}
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      landlock: required\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(r); !d.RequireLandlock {
+		t.Errorf("isolation.landlock: required did not reach the decision")
+	}
+	if p.Sources[0].Isolation.Landlock != LandlockRequired {
+		t.Errorf("landlock = %q", p.Sources[0].Isolation.Landlock)
+	}
+	p, err = Parse([]byte("sources:\n  - scope: any\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sources[0].Isolation.Landlock; got != LandlockBestEffort {
+		t.Errorf("omitted landlock = %q, want best-effort", got)
+	}
+}
+
 // A cap and a request written alike are the same bytes and the same time:
 // the policy reads sizes and durations with the tool's grammar
 // (internal/units). Before, a cap "max: 512MB" (read as 10^6-based)

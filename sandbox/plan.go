@@ -263,6 +263,8 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		Limits:    limits,
 		Egress:    eg,
 		HostDir:   hostDir,
+		// The process tier reads it; the others have no Landlock.
+		RequireLandlock: d.RequireLandlock,
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage
