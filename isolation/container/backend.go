@@ -28,6 +28,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 )
 
@@ -260,7 +261,13 @@ func checkInfo(info system.Info, p *isolation.Plan) error {
 		if _, ok := info.Runtimes[p.Runtime]; !ok {
 			return &isolation.UnsupportedError{
 				What: "runtime " + p.Runtime + " (the engine has " + strings.Join(runtimeNames(info), ", ") + ")",
-				Fix:  "install it and register it in /etc/docker/daemon.json, or choose another runtime",
+				Fix:  "install it and register it in /etc/docker/daemon.json (for runsc: sudo sandboxed setup --runtime runsc), or choose another runtime",
+			}
+		}
+		if missing := hostsetup.MissingRuntimeArgs(p.Runtime, info.Runtimes[p.Runtime].Args); len(missing) > 0 {
+			return &isolation.UnsupportedError{
+				What: "runtime " + p.Runtime + " registered without " + strings.Join(missing, " ") + " (the egress bridge needs host Unix sockets; without --oci-seccomp gVisor ignores the plan's seccomp filter)",
+				Fix:  "add them to its runtimeArgs in /etc/docker/daemon.json and reload dockerd, or remove the entry and run: sudo sandboxed setup --runtime " + p.Runtime,
 			}
 		}
 	}
