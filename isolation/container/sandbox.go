@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // initConn is the host side of the init's control channel (sbinit.Client).
@@ -53,6 +54,7 @@ type sandbox struct {
 	execDone chan struct{}
 	killed   bool
 	closed   bool
+	initGone bool        // an Exec found the init gone
 	pid      int         // the init's host pid, once an inspect told it
 	lastCg   cgroupStats // read just before the container was killed
 
@@ -83,7 +85,13 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		default:
 		}
 	}()
-	return s.init.Exec(ctx, cmd, stdio)
+	ex, err := s.init.Exec(ctx, cmd, stdio)
+	if errors.Is(err, sbinit.ErrInitGone) {
+		s.mu.Lock()
+		s.initGone = true
+		s.mu.Unlock()
+	}
+	return ex, err
 }
 
 // Kill sends SIGTERM to every process through the init, waits until the
@@ -153,6 +161,23 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	ins, err := s.api.ContainerInspect(ctx, s.id)
 	if err != nil {
 		return st, fmt.Errorf("inspect container %s: %w", s.name, err)
+	}
+	s.mu.Lock()
+	gone := s.initGone
+	s.mu.Unlock()
+	// Under runsc the host's OOM killer may kill the Sentry itself: the
+	// init is gone at once, and the engine records the OOM kill only once
+	// the container has stopped (its cgroup, with the kernel's count, is
+	// gone by then). Wait for that, briefly.
+	for i := 0; gone && s.plan.Runtime == "runsc" && i < 50 && ins.State != nil && ins.State.Running; i++ {
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if ins, err = s.api.ContainerInspect(ctx, s.id); err != nil {
+			return st, fmt.Errorf("inspect container %s: %w", s.name, err)
+		}
 	}
 	pid := 0
 	if ins.State != nil {
