@@ -904,3 +904,34 @@ func TestEnvDenyPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideForcesRuntime(t *testing.T) {
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      minimum: container\n      runtime: runsc\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := baseRequest()
+	r.Scope = tool.ScopePath
+	d := p.Decide(r)
+	if d.Isolation != tool.IsolationContainer || d.Runtime != "runsc" {
+		t.Fatalf("isolation %q runtime %q, want container runsc", d.Isolation, d.Runtime)
+	}
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "container runtime runsc: forced") {
+		t.Errorf("no note of the forced runtime: %q", d.Notes)
+	}
+	// A process-tier run keeps no runtime; the built-in policy forces none.
+	q, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      runtime: runsc\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Decide(r); d.Runtime != "" {
+		t.Errorf("process-tier run got runtime %q", d.Runtime)
+	}
+	r.Isolation = tool.IsolationContainer
+	if d := Default().Decide(r); d.Runtime != "" {
+		t.Errorf("built-in policy forces runtime %q", d.Runtime)
+	}
+	if _, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      runtime: crun\n"), "p.yaml"); err == nil {
+		t.Errorf("runtime crun was accepted")
+	}
+}

@@ -331,7 +331,7 @@ func TestGC(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	f := newFakeEngine()
-	f.info.Runtimes["runsc"] = system.RuntimeWithStatus{}
+	f.info.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Args: []string{"--host-uds=open", "--oci-seccomp"}}}
 	b := newTestBackend(t, f, newFakeInit(), nil)
 	r, err := b.Probe(context.Background(), "")
 	if err != nil {
