@@ -52,10 +52,18 @@ type Host struct {
 	scope *userScope // v2 rootless: the scope, once made
 }
 
-// Detect inspects the running host as this process's user sees it. It has
-// no side effects.
+// Detect inspects the running host as this process's user sees it: as
+// root every hierarchy; for any other user only what was delegated to it
+// (Rootless, Base, NoDelegation, Undelegated). It has no side effects.
 func Detect() (*Host, error) {
 	return detect(os.Geteuid())
+}
+
+// Layout inspects the host's hierarchies as root sees them, whoever runs
+// it: every mounted controller, no delegation applied. It is for probes
+// that speak about the host or another user (setup, doctor).
+func Layout() (*Host, error) {
+	return detect(0)
 }
 
 func detect(uid int) (*Host, error) {

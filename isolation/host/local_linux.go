@@ -12,7 +12,7 @@ import (
 // isolation/cgroup detects them, and this binary's resolved path.
 func Local() (*System, error) {
 	s := &System{Root: "/"}
-	if h, err := cgroup.Detect(); err == nil {
+	if h, err := cgroup.Layout(); err == nil {
 		s.Cgroups = Cgroups{Version: h.Version, V1: h.V1, V2: h.V2}
 	}
 	exe, err := os.Executable()
