@@ -157,7 +157,7 @@ func (s *System) v1Mounts() (mounts []string, ctls map[string][]string) {
 func (s *System) setupCgroups(ctx context.Context, u User, m *Manifest, rep *Report) error {
 	switch s.Cgroups.Version {
 	case 2:
-		d := s.Delegation(u)
+		d := s.V2Delegation(u)
 		if d.OK {
 			rep.note("%s; nothing to change", d.Detail)
 			return nil
