@@ -141,7 +141,10 @@ func teardown() {
 	}
 }
 
-// result is what `sandboxed run --json` prints.
+// result is what `sandboxed run --json` prints, decoded by the names the
+// README documents. It is not sandbox.Result on purpose: the suite tests
+// the binary's output as users read it, and a field renamed in the code
+// (its JSON tag with it) must fail here, not be followed silently.
 type result struct {
 	RunID           string   `json:"run_id"`
 	Tool            string   `json:"tool"`

@@ -8,15 +8,18 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 )
 
-// Tier names an isolation tier.
-type Tier string
+// Tier names an isolation tier (internal/tier owns the values; the names
+// below are the same constants).
+type Tier = tier.Tier
 
+// The isolation tiers a backend may implement.
 const (
-	TierNone      Tier = "none"
-	TierProcess   Tier = "process"
-	TierContainer Tier = "container"
+	TierNone      = tier.None
+	TierProcess   = tier.Process
+	TierContainer = tier.Container
 )
 
 // Annotation keys every backend copies onto the host resources it makes
@@ -60,6 +63,10 @@ type Plan struct {
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`
 
+	// RequireLandlock refuses a process-tier run on a kernel whose Landlock
+	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
+	// Landlock ABI 6); without it the tier enforces what the kernel has.
+	RequireLandlock bool `json:"require_landlock,omitempty"`
 	// HostDir is a private, run-labelled host directory (mode 0700) the
 	// backend may use for sockets and bookkeeping. The planner names it;
 	// the controller creates it when the run starts, before Start, and

@@ -214,6 +214,9 @@ type Decision struct {
 	// Isolation is the tier to run in: the request raised to the source's
 	// minimum (and to an allowed tier); Notes say when it was raised.
 	Isolation tool.Isolation `json:"isolation"`
+	// RequireLandlock: the source's isolation.landlock is required (the
+	// process tier refuses a kernel that cannot raise every Landlock wall).
+	RequireLandlock bool `json:"require_landlock,omitempty"`
 	// Tier is the tool's security tier (ToolTier).
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
@@ -241,6 +244,7 @@ func (p *Policy) Decide(req Request) Decision {
 	d.Items = append(d.Items, p.decideTool(req, d.Tier))
 	iso, isoItem, notes := decideIsolation(req, src)
 	d.Isolation = iso
+	d.RequireLandlock = src.rule.Isolation.Landlock == LandlockRequired
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
 	if iso == tool.IsolationNone {
@@ -489,13 +493,11 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 		it.PolicyFix = fmt.Sprintf("network.localhost-allow: [%d]", g.Localhost.Port)
 		return it, nil
 	case permissions.KindEnv:
-		for i, pat := range p.Environment.Deny {
-			if ok, _ := filepath.Match(pat, g.Env.Name); ok {
-				it.Verdict, it.Risk = Deny, RiskHigh
-				it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, pat)
-				it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
-				return it, nil
-			}
+		if i := EnvDenied(p.Environment.Deny, g.Env.Name); i >= 0 {
+			it.Verdict, it.Risk = Deny, RiskHigh
+			it.Rule = fmt.Sprintf("environment.deny[%d] %s", i, p.Environment.Deny[i])
+			it.Reason = "the policy denies passing " + g.Env.Name + " into a sandbox"
+			return it, nil
 		}
 		if !permissions.LooksSecret(g.Env.Name) {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: env grants are allowed", "only this one variable is passed"

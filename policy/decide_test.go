@@ -708,6 +708,31 @@ func TestHostCovers(t *testing.T) {
 	}
 }
 
+func TestDecideRequireLandlock(t *testing.T) {
+	r := baseRequest()
+	r.Scope = tool.ScopePath
+	if d := Default().Decide(r); d.RequireLandlock {
+		t.Errorf("built-in policy requires Landlock")
+	}
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      landlock: required\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(r); !d.RequireLandlock {
+		t.Errorf("isolation.landlock: required did not reach the decision")
+	}
+	if p.Sources[0].Isolation.Landlock != LandlockRequired {
+		t.Errorf("landlock = %q", p.Sources[0].Isolation.Landlock)
+	}
+	p, err = Parse([]byte("sources:\n  - scope: any\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sources[0].Isolation.Landlock; got != LandlockBestEffort {
+		t.Errorf("omitted landlock = %q, want best-effort", got)
+	}
+}
+
 // A cap and a request written alike are the same bytes and the same time:
 // the policy reads sizes and durations with the tool's grammar
 // (internal/units). Before, a cap "max: 512MB" (read as 10^6-based)
@@ -858,5 +883,24 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 	r.Grants = grants(t, "filesystem:read:/srv/a")
 	if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
 		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
+	}
+}
+
+// environment.deny has one matcher, which the decision and the plan's
+// scrubbing of an inherited environment share (EnvDenied), and a pattern
+// it cannot read is an error at load. Before, both matched with
+// filepath.Match, which reads '[' as a class and returns an error on a
+// pattern such as "AWS_[": the deny then matched nothing, silently.
+func TestEnvDenyPatterns(t *testing.T) {
+	for _, bad := range []string{"AWS_[", "AWS_[A-Z]*", `A\B`, "A/B", ""} {
+		if _, err := Parse([]byte("environment:\n  deny: ['"+bad+"']\n"), "p.yaml"); err == nil {
+			t.Errorf("environment.deny %q loads; want an error", bad)
+		}
+	}
+	deny := []string{"LD_*", "*TOKEN*", "A?C"}
+	for name, want := range map[string]int{"LD_PRELOAD": 0, "GH_TOKEN": 1, "X/TOKEN": 1, "ABC": 2, "AC": -1, "HOME": -1} {
+		if got := EnvDenied(deny, name); got != want {
+			t.Errorf("EnvDenied(%q) = %d, want %d", name, got, want)
+		}
 	}
 }

@@ -32,6 +32,9 @@ version: 1
 # isolation.allowed: the tiers a tool from this source may run in (none,
 # process, container); a tier not allowed is raised to the next allowed one.
 # isolation.minimum: a lower requested tier is raised to this one.
+# isolation.landlock: best-effort (the default: the process tier raises what
+# the kernel's Landlock covers) or required (a kernel without Landlock ABI 6,
+# files, TCP and IPC scopes, refuses the process tier's runs).
 # Running with isolation none always needs approval (--approve isolation-none).
 # For example, to trust the tools of one directory, put first:
 #   - path: ~/work/tools/**
@@ -42,11 +45,13 @@ sources:
     isolation:
       allowed: [none, process, container]
       minimum: none
+      landlock: best-effort
   - scope: global
     trusted: true
     isolation:
       allowed: [none, process, container]
       minimum: none
+      landlock: best-effort
   # The working directory's tools (./.sandboxed/tools) come with whatever
   # repository was cloned: untrusted, like a file path, unless you say so.
   - scope: local
@@ -54,6 +59,7 @@ sources:
     isolation:
       allowed: [process, container]
       minimum: process
+      landlock: best-effort
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
   # never unsandboxed.
   - scope: path
@@ -61,11 +67,13 @@ sources:
     isolation:
       allowed: [process, container]
       minimum: process
+      landlock: best-effort
   - scope: unknown
     trusted: false
     isolation:
       allowed: [process, container]
       minimum: process
+      landlock: best-effort
 
 # Resource defaults (used when the tool asks for nothing) and caps (max: a
 # request above the cap is clamped to it, and the decision says so; 0 = no cap).

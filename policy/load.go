@@ -151,6 +151,13 @@ var validators = map[reflect.Type]func(string) error{
 		}
 		return fmt.Errorf("isolation %q: want none, process or container", s)
 	},
+	reflect.TypeOf(LandlockRule("")): func(s string) error {
+		switch LandlockRule(s) {
+		case LandlockBestEffort, LandlockRequired:
+			return nil
+		}
+		return fmt.Errorf("landlock %q: want best-effort or required", s)
+	},
 	reflect.TypeOf(SourceScope("")): func(s string) error {
 		switch SourceScope(s) {
 		case SourceLocal, SourceUser, SourceGlobal, SourcePath, SourceUnknown, SourceAny:
@@ -293,6 +300,9 @@ func (p *Policy) validate() error {
 		if r.Isolation.Minimum == "" {
 			r.Isolation.Minimum = tool.IsolationProcess
 		}
+		if r.Isolation.Landlock == "" {
+			r.Isolation.Landlock = LandlockBestEffort
+		}
 	}
 	for _, l := range []struct {
 		name string
@@ -319,6 +329,11 @@ func (p *Policy) validate() error {
 	for _, port := range p.Network.LocalhostAllow {
 		if port < 1 || port > 65535 {
 			return fmt.Errorf("network.localhost-allow: port %d is not from 1 to 65535", port)
+		}
+	}
+	for _, pat := range p.Environment.Deny {
+		if err := checkEnvPattern(pat); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -143,6 +143,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "limits:\n  pids: {max: 1}\n  pids: {max: 2}\n", `p.yaml:3: key "pids" given twice`},
 		{"bad isolation", "sources:\n  - scope: user\n    isolation:\n      allowed: [vm]\n", `p.yaml:4: sources[0].isolation.allowed[0]: isolation "vm"`},
 		{"bad scope", "sources:\n  - scope: remote\n", `p.yaml:2: sources[0].scope: scope "remote"`},
+		{"bad landlock", "sources:\n  - scope: user\n    isolation:\n      landlock: maybe\n", `p.yaml:4: sources[0].isolation.landlock: landlock "maybe": want best-effort or required`},
 		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: parse size "lots"`},
 		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: parse duration "soon"`},
 		{"bad int", "limits:\n  pids:\n    max: many\n", `p.yaml:3:`},

@@ -160,6 +160,39 @@ func hostCovers(pattern, grant string) bool {
 	}
 }
 
+// EnvDenied returns the index of the first environment.deny pattern that
+// names the host variable name, or -1. A pattern is a name in which '*'
+// stands for any run of characters and '?' for one (checkEnvPattern
+// allows nothing else). The policy's decision on env: grants and the
+// plan's scrubbing of an inherited environment both match with it.
+func EnvDenied(patterns []string, name string) int {
+	// The patterns hold no '/', which internal/pathglob's '*' does not
+	// cross: a name with one is matched as if it were another character.
+	name = strings.ReplaceAll(name, "/", "\x00")
+	for i, pat := range patterns {
+		if pathglob.Match(pat, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkEnvPattern checks an environment.deny pattern: letters, digits,
+// '_', '*' and '?'. Anything else would be read by some glob grammar as
+// syntax ('[' as a class), and a deny that means less than it says is a
+// hole.
+func checkEnvPattern(s string) error {
+	if s == "" {
+		return fmt.Errorf("environment.deny: empty pattern")
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '*' || c == '?') {
+			return fmt.Errorf("environment.deny: pattern %q: write a variable name, with * for any run of characters and ? for one", s)
+		}
+	}
+	return nil
+}
+
 func checkPathPattern(s string) error {
 	return checkPathShape(s)
 }

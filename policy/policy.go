@@ -72,7 +72,22 @@ type SourceRule struct {
 type IsolationRule struct {
 	Allowed []tool.Isolation `yaml:"allowed"`
 	Minimum tool.Isolation   `yaml:"minimum"`
+	// Landlock says whether the process tier may run where the kernel
+	// cannot raise every Landlock wall; empty means best-effort.
+	Landlock LandlockRule `yaml:"landlock"`
 }
+
+// LandlockRule is how much of Landlock the process tier must have.
+type LandlockRule string
+
+// Landlock rules.
+const (
+	// LandlockBestEffort enforces what the kernel's Landlock covers.
+	LandlockBestEffort LandlockRule = "best-effort"
+	// LandlockRequired refuses a run of the process tier on a kernel
+	// without Landlock ABI 6 (files, TCP and IPC scopes).
+	LandlockRequired LandlockRule = "required"
+)
 
 // Limits are the resource defaults and caps. A request above a cap is
 // clamped to the cap (and the decision says so); no request means Default.
@@ -133,7 +148,7 @@ type NetworkRules struct {
 // EnvRules are the rules for env: grants.
 type EnvRules struct {
 	// Deny: env grants of these variable names are denied (exact names,
-	// case-sensitive; `*` globs allowed).
+	// case-sensitive; `*` is any run of characters and `?` one: EnvDenied).
 	Deny []string `yaml:"deny"`
 }
 
@@ -184,8 +199,9 @@ var UntrustedSource = SourceRule{
 	Scope:   SourceAny,
 	Trusted: false,
 	Isolation: IsolationRule{
-		Allowed: []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
-		Minimum: tool.IsolationProcess,
+		Allowed:  []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
+		Minimum:  tool.IsolationProcess,
+		Landlock: LandlockBestEffort,
 	},
 }
 
@@ -203,8 +219,9 @@ func Default() *Policy {
 			Scope:   s,
 			Trusted: true,
 			Isolation: IsolationRule{
-				Allowed: []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
-				Minimum: tool.IsolationNone,
+				Allowed:  []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
+				Minimum:  tool.IsolationNone,
+				Landlock: LandlockBestEffort,
 			},
 		}
 	}

@@ -253,6 +253,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	c.Trace.Mark("prepare (run dir, proxy)")
 	sb, err := b.Start(runCtx, p)
 	c.Trace.Mark("start sandbox")
+	if ll, ok := sb.(interface{ Landlock() int }); ok && err == nil {
+		c.Trace.Note("landlock abi %d", ll.Landlock())
+	}
 	if err != nil {
 		switch {
 		case runCtx.Err() != nil:

@@ -40,6 +40,10 @@ type FileFact struct {
 	IsLink bool
 }
 
+// outside reports whether rel (from filepath.Rel) leaves the directory it
+// is relative to: ".." or "../…", not a name such as "..env".
+func outside(rel string) bool { return rel == ".." || strings.HasPrefix(rel, "../") }
+
 // hasGlob reports whether a mask path holds the policy's glob metacharacters.
 func hasGlob(p string) bool { return pathglob.HasMeta(p) }
 
@@ -90,7 +94,7 @@ func gatherMasks(f *HostFacts, masks []policy.PathMask, mounts []*permissions.Mo
 			continue
 		}
 		rel, err := filepath.Rel(m.Target, mk.Path)
-		if err != nil || strings.HasPrefix(rel, "..") {
+		if err != nil || outside(rel) {
 			continue // planMasks refuses it
 		}
 		var mm MaskMatch
@@ -154,7 +158,7 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 			continue // the mount it protects is not granted
 		}
 		rel, err := filepath.Rel(m.Target, mk.Path)
-		if err != nil || strings.HasPrefix(rel, "..") {
+		if err != nil || outside(rel) {
 			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		mm, ok := f.Masks[mk]

@@ -257,12 +257,14 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	p := &isolation.Plan{
 		RunID:     in.RunID,
 		Tool:      def.Name,
-		Tier:      isolation.Tier(d.Isolation),
+		Tier:      d.Isolation,
 		Privilege: priv,
 		Spec:      spec,
 		Limits:    limits,
 		Egress:    eg,
 		HostDir:   hostDir,
+		// The process tier reads it; the others have no Landlock.
+		RequireLandlock: d.RequireLandlock,
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage
@@ -366,14 +368,7 @@ func baseEnv(b *tool.Bound, f *HostFacts, grants []permissions.Grant, envDeny, p
 
 // deniedEnv reports whether the policy keeps host variable k out even when
 // the environment is inherited (LD_*, SSH_AUTH_SOCK, DOCKER_HOST, ...).
-func deniedEnv(deny []string, k string) bool {
-	for _, pat := range deny {
-		if ok, _ := filepath.Match(pat, k); ok {
-			return true
-		}
-	}
-	return false
-}
+func deniedEnv(deny []string, k string) bool { return policy.EnvDenied(deny, k) >= 0 }
 
 func sortedEnv(vars map[string]string) []string {
 	out := make([]string, 0, len(vars))

@@ -168,6 +168,7 @@ func TestPlanMasks(t *testing.T) {
 	dir := FileFact{Dir: true}
 	hooks := policy.PathMask{Path: "/w/**/.git/hooks", Under: "/w", Rule: "deny-write hooks"}
 	env := policy.PathMask{Path: "/w/.env", Under: "/w", Hide: true, Rule: "deny .env"}
+	dotdot := policy.PathMask{Path: "/w/..env", Under: "/w", Hide: true, Rule: "deny ..env"}
 	tests := []struct {
 		name    string
 		mount   *permissions.Mount
@@ -203,6 +204,14 @@ func TestPlanMasks(t *testing.T) {
 		{"a walk that failed refuses the run", rw,
 			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Err: errors.New("more than 50000 entries to check")}}, nil, nil, 0, "grant a narrower path"},
 		{"a mask not looked up refuses the run", rw, []policy.PathMask{hooks}, nil, nil, nil, 0, "was not looked up"},
+		// A name that starts with two dots is inside the mount: before,
+		// every rel starting with ".." was taken for one outside it, and
+		// a deny of /w/..env refused every grant of /w.
+		{"a name starting with two dots is inside the mount", ro,
+			[]policy.PathMask{dotdot}, map[policy.PathMask]MaskMatch{dotdot: {Paths: []string{"..env"}}},
+			map[string]FileFact{"/h/w/..env": {}}, []string{"/w/..env bind /dev/null ro"}, 0, ""},
+		{"a mask outside the mount refuses the run", ro,
+			[]policy.PathMask{{Path: "/x", Under: "/w", Hide: true}}, nil, nil, nil, 0, "outside the mount"},
 		{"a mask of a mount not granted is ignored", rw,
 			[]policy.PathMask{{Path: "/elsewhere/.env", Under: "/elsewhere", Hide: true}}, nil, nil, nil, 0, ""},
 	}

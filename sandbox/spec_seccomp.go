@@ -11,7 +11,13 @@ const (
 	errnoEPERM        = 1
 	errnoENOSYS       = 38
 	errnoEAFNOSUPPORT = 97
+	// errnoEPROTONOSUPPORT is what socket() returns on a kernel built
+	// without the protocol, so programs fall back as they would there.
+	errnoEPROTONOSUPPORT = 93
 )
+
+// ipprotoMPTCP is IPPROTO_MPTCP (linux/in.h).
+const ipprotoMPTCP = 262
 
 // Clone namespace flags (linux/sched.h).
 const (
@@ -53,9 +59,10 @@ var reducedDenied = []string{
 // Default allow; the listed syscalls fail with EPERM; clone with any
 // namespace flag fails with EPERM; clone3 fails with ENOSYS so that libc
 // falls back to clone, whose flags the filter can see; personality is
-// limited to the harmless personas. reduced also forbids chroot, mknod,
-// System V IPC and socket families other than unix, inet, inet6 and
-// netlink. elevated gets the same profile as same-as-user: its extra
+// limited to the harmless personas; socket families other than unix,
+// inet, inet6 and netlink fail with EAFNOSUPPORT, and Multipath TCP
+// sockets with EPROTONOSUPPORT. reduced also forbids chroot, mknod and
+// System V IPC. elevated gets the same profile as same-as-user: its extra
 // capabilities live in a user namespace.
 //
 // The uid/gid-changing syscalls are not filtered: without capabilities
@@ -98,6 +105,15 @@ func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 	}
 	p.Syscalls = append(p.Syscalls, eperm("personality"))
 
+	{
+		// Multipath TCP is refused whatever the family: Landlock's TCP
+		// rules do not cover it, and Go since 1.24 asks for it by default
+		// (and falls back to TCP when refused). The protocol argument is
+		// an int: only its low 32 bits count.
+		e := uint(errnoEPROTONOSUPPORT)
+		p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &e,
+			Args: []specs.LinuxSeccompArg{{Index: 2, Value: 0xffffffff, ValueTwo: ipprotoMPTCP, Op: specs.OpMaskedEqual}}})
+	}
 	{
 		// Every privilege: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK
 		// 16 only. Other families are not all confined by the network

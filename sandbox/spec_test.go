@@ -275,6 +275,16 @@ func TestSeccompProfiles(t *testing.T) {
 		if got := run("socket", 2); got != allow {
 			t.Errorf("%s: socket(AF_INET) = %#x, want allow", priv, got)
 		}
+		// Multipath TCP escapes Landlock's TCP rules: refused in every
+		// family, whatever the high bits of the int argument hold.
+		for _, args := range [][]uint64{{2, 1, 262}, {10, 1, 262}, {2, 1, 1<<32 | 262}, {2, 0x80801, 262}} {
+			if got := run("socket", args...); got != 0x50000|93 {
+				t.Errorf("%s: socket%v = %#x, want EPROTONOSUPPORT", priv, args, got)
+			}
+		}
+		if got := run("socket", 2, 1, 6); got != allow {
+			t.Errorf("%s: socket(AF_INET, SOCK_STREAM, IPPROTO_TCP) = %#x, want allow", priv, got)
+		}
 		if got := run("chroot"); got != wantChroot {
 			t.Errorf("%s: chroot = %#x, want %#x", priv, got, wantChroot)
 		}

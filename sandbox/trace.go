@@ -29,3 +29,12 @@ func (t *Tracer) Mark(phase string) {
 		float64(now.Sub(t.last).Microseconds())/1000, float64(now.Sub(t.start).Microseconds())/1000)
 	t.last = now
 }
+
+// Note prints a fact about the run (what the sandbox enforced) between
+// the marks, without timing it.
+func (t *Tracer) Note(format string, args ...any) {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(t.W, "sandboxed trace: "+format+"\n", args...)
+}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 )
 
 // Pos is a location in a definition file. Line and Col are 1-based; a zero
@@ -24,13 +25,15 @@ const (
 	ScopePath   Scope = "path" // given on the command line as a file path
 )
 
-// Isolation is the tier a definition asks for (security.isolation).
-type Isolation string
+// Isolation is the tier a definition asks for (security.isolation;
+// internal/tier owns the values; the names below are the same constants).
+type Isolation = tier.Tier
 
+// The isolation tiers a definition may name.
 const (
-	IsolationNone      Isolation = "none"
-	IsolationProcess   Isolation = "process"
-	IsolationContainer Isolation = "container"
+	IsolationNone      = tier.None
+	IsolationProcess   = tier.Process
+	IsolationContainer = tier.Container
 )
 
 // Privilege is security.execution-privilege (internal/privilege owns the

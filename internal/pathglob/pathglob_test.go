@@ -93,8 +93,10 @@ func FuzzMatch(f *testing.F) {
 			if got, want := exact.Match(name), pattern == name; got != want {
 				t.Fatalf("literal %q vs %q: match %v", pattern, name, got)
 			}
-			under := name == pattern || strings.HasPrefix(name, strings.TrimSuffix(pattern, "/")+"/")
-			if strings.HasSuffix(pattern, "/") {
+			// A trailing slash names the same directory as without it.
+			dir := strings.TrimRight(pattern, "/")
+			under := name == dir || strings.HasPrefix(name, dir+"/")
+			if dir == "" && pattern != "" {
 				under = strings.HasPrefix(name, pattern)
 			}
 			if got := tree.Match(name); got != under {

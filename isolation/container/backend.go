@@ -329,16 +329,17 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 	}
 
-	// The grants' sources are pinned; the init binary and the control
-	// socket are sandboxed's own.
-	pins, err := pinBinds(hc.Mounts, func(src string) bool {
+	// The grants' sources are pinned, and as root staged under the run's
+	// host directory; the init binary and the control socket are
+	// sandboxed's own.
+	pins, staged, err := pinBinds(hc.Mounts, func(src string) bool {
 		return src == b.initBinary || strings.HasPrefix(src, p.HostDir+"/")
-	})
+	}, p.HostDir, os.Geteuid() == 0)
 	if err != nil {
 		return nil, err
 	}
 
-	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1)}
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1), staged: staged}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -397,6 +398,12 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
 	}
 	s.init = init
+	// Under runsc the container's files are not visible through the host's
+	// /proc/PID/root; the staging mounts, made from descriptors opened
+	// without following symlinks, stand in for the check there.
+	if p.Runtime == "runsc" {
+		pins = nil
+	}
 	if err := b.verifyStarted(ctx, s.id, pins); err != nil {
 		return nil, err
 	}
@@ -443,6 +450,10 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		}
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
+	// Staged binds of runs that are gone, once their containers are.
+	reaped, err := gcStaged(keep)
+	removed = append(removed, reaped...)
+	errs = append(errs, err)
 	return removed, errors.Join(errs...)
 }
 

@@ -40,6 +40,9 @@ type sandbox struct {
 	ref  string
 	ln   *net.UnixListener
 	init initConn
+	// staged are the staging mounts of the grants' sources (root only),
+	// detached by Close.
+	staged []string
 
 	mu     sync.Mutex
 	active int // Execs running
@@ -192,6 +195,11 @@ func (s *sandbox) Close(ctx context.Context) error {
 			if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 				errs = append(errs, fmt.Errorf("close control socket: %w", err))
 			}
+		}
+		// The staged binds go once the container that used them is gone
+		// (or could not be removed: the engine holds its own mounts).
+		if err := unstage(s.staged); err != nil {
+			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)
 	})

@@ -12,8 +12,8 @@ import (
 // isolation/cgroup detects them, and this binary's resolved path.
 func Local() (*System, error) {
 	s := &System{Root: "/"}
-	if h, err := cgroup.Layout(); err == nil {
-		s.Cgroups = Cgroups{Version: h.Version, V1: h.V1, V2: h.V2}
+	if h, err := cgroup.Detect(); err == nil {
+		s.Cgroups = Cgroups{Version: h.Version, V1: h.Mounted, V2: h.V2}
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -7,11 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // ProbeUser inspects what the user this process runs as can have.
@@ -57,7 +62,9 @@ func (s *System) ProbeUser(ctx context.Context, selfArgs []string) *Probe {
 			p.IDMapTools = append(p.IDMapTools, path)
 		}
 	}
-	p.Delegation = s.Delegation(p.User)
+	cg, err := cgroup.Detect()
+	_, setupDone, _ := s.loadManifest(p.User.Name)
+	p.Delegation = delegationOf(cg, err, p.User, setupDone)
 	p.LandlockABI, p.LandlockError = landlockABI()
 	return p
 }
@@ -96,12 +103,16 @@ func privileged(p string) bool {
 	return err == nil && n > 0
 }
 
-// landlockABI asks the kernel for its Landlock ABI version.
+// landlockABI reports the Landlock ABI the process tier enforces
+// (sbinit.LandlockABI), or why there is none.
 func landlockABI() (int, string) {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if abi := sbinit.LandlockABI(); abi > 0 {
+		return abi, ""
+	}
+	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	switch {
 	case errno == 0:
-		return int(abi), ""
+		return 0, "Landlock answers but with no ABI known here"
 	case errors.Is(errno, unix.ENOSYS):
 		return 0, "this kernel has no Landlock (landlock_create_ruleset: ENOSYS)"
 	case errors.Is(errno, unix.EOPNOTSUPP):
@@ -109,4 +120,61 @@ func landlockABI() (int, string) {
 	default:
 		return 0, "landlock_create_ruleset: " + errno.Error()
 	}
+}
+
+// delegationOf renders what isolation/cgroup found for this process (h, or
+// the error of its detection): which controllers its runs can use. setupDone
+// says that setup prepared this user once, so missing v1 directories were
+// removed by a reboot.
+func delegationOf(h *cgroup.Host, err error, u User, setupDone bool) Delegation {
+	if err != nil {
+		d := Delegation{Detail: err.Error(), Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+		var ue *isolation.UnsupportedError
+		if errors.As(err, &ue) {
+			d.Detail, d.Fix = ue.What, ue.Fix
+		}
+		return d
+	}
+	d := Delegation{Version: h.Version}
+	if !h.Rootless {
+		d.OK = true
+		d.Controllers = h.Usable()
+		d.Detail = fmt.Sprintf("root makes its cgroups directly (cgroup v%d)", h.Version)
+		return d
+	}
+	setup := "sudo sandboxed setup --user " + u.Name
+	reboot := ""
+	if setupDone && h.Version == 1 {
+		reboot = " (setup was run, but cgroup v1 directories vanish at reboot: run it again after each boot; where systemd is the init, setup installs a unit that does)"
+	}
+	var ue *isolation.UnsupportedError
+	if errors.As(h.NoDelegation, &ue) {
+		d.Missing = V1Controllers
+		if h.Version == 2 {
+			d.Missing = v2Wanted
+		}
+		d.Detail, d.Fix = ue.What, ue.Fix+reboot
+		return d
+	}
+	if h.Version == 2 {
+		v2Controllers(&d, h.V2Controllers, u)
+		return d
+	}
+	for _, c := range V1Controllers {
+		if _, ok := h.V1[c]; ok {
+			d.Controllers = append(d.Controllers, c)
+			d.Where = append(d.Where, filepath.Join(h.V1[c], h.Base))
+		}
+	}
+	d.Missing = h.Undelegated
+	sortLike(d.Missing, V1Controllers)
+	where := filepath.Join("/sys/fs/cgroup/CONTROLLER", cgroup.UserDir(u.UID))
+	d.OK = len(d.Missing) == 0
+	if d.OK {
+		d.Detail = fmt.Sprintf("cgroup v1: %s delegated to %s at %s", strings.Join(d.Controllers, " "), u.Name, where)
+		return d
+	}
+	d.Detail = fmt.Sprintf("cgroup v1: %s delegated to %s, %s not (no %s owned by uid %d there)", strings.Join(d.Controllers, " "), u.Name, strings.Join(d.Missing, " "), where, u.UID)
+	d.Fix = setup + reboot
+	return d
 }

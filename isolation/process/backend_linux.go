@@ -102,6 +102,9 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
 		return nil, nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
 	}
+	if p.RequireLandlock && f.LandlockABI < sbinit.LandlockFullABI {
+		return nil, nil, landlockMissing(f.LandlockABI)
+	}
 	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
 	// must be enforceable.
 	cfg, err := initConfig(p)
@@ -469,8 +472,17 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
+	minABI := 0
+	if p.RequireLandlock {
+		minABI = sbinit.LandlockFullABI
+	}
+	cfg.Landlock = sbinit.NewLandlock(cfg, minABI)
 	return cfg, nil
 }
+
+// Landlock reports the Landlock ABI the sandbox's init enforced on itself
+// and its commands (0: none; see sbinit.Landlock).
+func (s *sandbox) Landlock() int { return s.cl.Landlock() }
 
 type sandbox struct {
 	plan   *isolation.Plan

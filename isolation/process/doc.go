@@ -2,7 +2,8 @@
 // init (package sbinit) started into new mount, pid,
 // network, ipc, uts and cgroup namespaces, inside the run's cgroup, with a
 // read-only root built from the host's system directories and the plan's
-// grants, no capabilities, no_new_privs and a seccomp filter.
+// grants, no capabilities, no_new_privs, a seccomp filter, and Landlock as
+// a second wall behind the mounts.
 //
 // # Root and rootless
 //
@@ -60,6 +61,22 @@
 // isolation.SandboxSocket and the init relays 127.0.0.1:ProxyPort to it,
 // and each LocalhostPorts port through a CONNECT to the proxy; the socket
 // must be connectable by the command's uid (mode 0666 in the 0700 HostDir).
+//
+// Landlock (sbinit.NewLandlock, applied by the init to itself and so to
+// every command): the sandbox's root is readable; only /tmp, /dev/shm,
+// the writable grants and tmpfs mounts are writable (and the device nodes
+// and /proc as files); execution only from the system directories, /tmp
+// and grants without noexec; TCP bind is refused and TCP connect reaches
+// only the relay's ports (ProxyPort, LocalhostPorts); abstract Unix
+// sockets and signals cannot reach outside the sandbox. The kernel's ABI
+// decides how much of that holds (files from 1, TCP from 4, scopes from
+// 6; Features.LandlockABI, `doctor`); the sandbox's Landlock method and
+// SANDBOXED_TRACE say what was enforced. Plan.RequireLandlock refuses
+// a kernel below ABI 6. Landlock cannot take back within a writable tree:
+// a read-only grant or mask nested in a writable grant is kept read-only
+// by its mount alone. Multipath TCP, which Landlock's TCP rules do not
+// cover, is refused by the seccomp profile, and the relay listens with
+// plain TCP.
 //
 // Exec's exit is 128+n for a signal n. A command that cannot start exits
 // 127 (not found) or 126 with the reason on its stderr. When the OOM killer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
@@ -28,6 +29,10 @@ type Features struct {
 	Controllers   []string        `json:"cgroup_controllers"`
 	Seccomp       bool            `json:"seccomp"`
 	NoNewPrivs    bool            `json:"no_new_privs"`
+	// LandlockABI is the Landlock ABI the kernel enforces (0: none). The
+	// tier raises what it covers: files from 1, TCP from 4, IPC scopes
+	// from 6 (sbinit.LandlockFullABI).
+	LandlockABI int `json:"landlock_abi"`
 	// Missing lists each missing piece as an *isolation.UnsupportedError
 	// with its fix. The user namespace is needed without root, and as
 	// root by elevated and by same-as-user with no invoking user.
@@ -72,7 +77,33 @@ func Probe(ctx context.Context) Features {
 	if !f.NoNewPrivs {
 		f.Missing = append(f.Missing, &isolation.UnsupportedError{What: "no_new_privs", Fix: "use Linux 3.5 or later"})
 	}
+	f.LandlockABI = sbinit.LandlockABI()
 	return f
+}
+
+// landlockMissing is the refusal of a run that requires every Landlock
+// wall on a kernel of ABI abi.
+func landlockMissing(abi int) error {
+	return &isolation.UnsupportedError{
+		What: fmt.Sprintf("Landlock ABI %d (files, TCP and IPC scopes); this kernel has %s", sbinit.LandlockFullABI, landlockDetail(abi)),
+		Fix:  landlockFix,
+	}
+}
+
+const landlockFix = "use Linux 6.12 or later built with CONFIG_SECURITY_LANDLOCK=y, with landlock in the lsm= boot parameter"
+
+// landlockDetail says what ABI abi enforces.
+func landlockDetail(abi int) string {
+	switch {
+	case abi <= 0:
+		return "no Landlock"
+	case abi < 4:
+		return fmt.Sprintf("ABI %d: files", abi)
+	case abi < sbinit.LandlockFullABI:
+		return fmt.Sprintf("ABI %d: files, TCP", abi)
+	default:
+		return fmt.Sprintf("ABI %d: files, TCP, IPC scopes", abi)
+	}
 }
 
 // Check is one line of `sandboxed doctor`.
@@ -108,7 +139,11 @@ func (f Features) Checks() []Check {
 	if cg != nil && errors.As(cg.NoDelegation, &ue) {
 		cgFix = ue.Fix
 	}
-	add("cgroups", cg != nil && cg.NoDelegation == nil, fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " ")), cgFix)
+	cgDetail := fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " "))
+	if len(f.Controllers) == 0 {
+		cgDetail = fmt.Sprintf("v%d: no controller this user may use", f.CgroupVersion)
+	}
+	add("cgroups", cg != nil && cg.NoDelegation == nil, cgDetail, cgFix)
 	if cg != nil {
 		for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
 			if ctl == "freezer" && cg.Version != 1 {

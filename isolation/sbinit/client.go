@@ -39,6 +39,8 @@ type Client struct {
 	deadErr error
 	closed  bool
 	initPid int
+	// landlock is the Landlock ABI the init reported enforcing.
+	landlock int
 }
 
 // NewClient wraps a connected control socket. The Client owns sock and
@@ -94,6 +96,7 @@ func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 		}
 		cl.mu.Lock()
 		cl.initPid = m.Pid
+		cl.landlock = m.Landlock
 		cl.mu.Unlock()
 		return m.Pid, nil
 	case <-cl.dead:
@@ -101,6 +104,15 @@ func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 	case <-ctx.Done():
 		return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
 	}
+}
+
+// Landlock reports the Landlock ABI the init enforced on itself and its
+// commands: 0 before it is ready, without a ruleset, or on a kernel
+// without Landlock.
+func (cl *Client) Landlock() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.landlock
 }
 
 // Done is closed when the control channel is gone (init exited or Close).

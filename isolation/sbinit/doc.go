@@ -40,9 +40,11 @@
 //	    |  control socket on fd 3 (or accept its     |  init exists; container tier:
 //	    |  connection)                               |  after accept)
 //	    |                                            | build root, hostname, lo up,
+//	    |                                            | egress relay listens,
+//	    |                                            | Landlock (process tier),
 //	    |                                            | rlimits, drop creds, caps,
 //	    |                                            | no_new_privs, seccomp
-//	    | <--------------------------- ready{pid} -- | (or error{msg}, then exit 1)
+//	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1)
 //	    |                                            |
 //	    | ---- exec{id,args,env,cwd} + 3 fds ------> | fork+exec in own process
 //	    | <----------------------- started{id,pid} - | group (or exit{id,127}
@@ -50,6 +52,14 @@
 //	    | ---- signal{id | 0=all, sig} ------------> | kill(-pgid) / kill(-1)
 //	    |                                            |
 //	    | ---- close -------------------------------> | SIGKILL everything, exit
+//
+// The process tier's Config carries a Landlock ruleset (NewLandlock,
+// computed on the host from the same Setup as the mounts). The init
+// applies it to all its threads once the root is built and the relay's
+// listeners are bound, while it can still open every path; every command
+// it forks inherits it across exec. ready says which Landlock ABI was
+// enforced (0: none). The container tier sends none: there the init is
+// the container's PID 1 and the engine built the root.
 //
 // Every exec carries three descriptors, stdin, stdout and stderr, made by the
 // host (pipes or /dev/null). Exec requests may overlap: ids are chosen by the

@@ -50,6 +50,8 @@ type initState struct {
 	forked chan struct{}  // wakes the reaper when it had no child
 	setsid bool
 	cwd    string // default working directory (the spec's)
+	// landlock: the init and its commands are under a Landlock ruleset.
+	landlock bool
 }
 
 type spawnRequest struct {
@@ -98,13 +100,15 @@ func runInit(args []string) int {
 		// to the init to be reaped.
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	err = setup(m.Config, fds)
+	var landlockABI int
+	landlockABI, err = setup(m.Config, fds)
 	closeFDs(fds)
 	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
 	}
-	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid()}); err != nil {
+	st.landlock = landlockABI > 0
+	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}); err != nil {
 		return 1
 	}
 	go st.signals(sigs)
@@ -143,46 +147,59 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 }
 
 // setup applies cfg in the order the kernel requires: mounts need
-// privilege, so the root is built first and privileges dropped last. trees
-// are the descriptors of the config frame (Mount.Tree).
-func setup(cfg *Config, trees []int) error {
+// privilege, so the root is built first and privileges dropped last;
+// Landlock comes once every listener is bound and before the privileges
+// to open any path go. trees are the descriptors of the config frame
+// (Mount.Tree). It returns the Landlock ABI it enforced.
+func setup(cfg *Config, trees []int) (int, error) {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
-		return fmt.Errorf("config asks to build a root or drop privileges but has no setup")
+		return 0, fmt.Errorf("config asks to build a root or drop privileges but has no setup")
+	}
+	if cfg.Landlock != nil && !cfg.BuildRoot {
+		// Its paths are those of the root the init builds.
+		return 0, fmt.Errorf("config asks for Landlock without building the root")
 	}
 	if cfg.BuildRoot {
 		if err := buildRoot(cfg, s, trees); err != nil {
-			return err
+			return 0, err
 		}
 		host := s.Hostname
 		if host == "" {
 			host = "sandbox"
 		}
 		if err := unix.Sethostname([]byte(host)); err != nil {
-			return fmt.Errorf("set hostname: %w", err)
+			return 0, fmt.Errorf("set hostname: %w", err)
 		}
 	}
 	if cfg.NetworkUp {
 		if err := loopbackUp(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if cfg.Egress != nil {
 		if err := startEgressRelay(cfg.Egress); err != nil {
-			return err
+			return 0, err
+		}
+	}
+	abi := 0
+	if cfg.Landlock != nil {
+		var err error
+		if abi, err = applyLandlock(cfg.Landlock); err != nil {
+			return 0, err
 		}
 	}
 	if cfg.BuildAs != nil && !cfg.BuildRoot {
 		if err := become(cfg.BuildAs); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if cfg.DropPrivileges {
 		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return abi, nil
 }
 
 func loopbackUp() error {
@@ -327,6 +344,9 @@ func (st *initState) reaper() {
 // start forks and execs one command. It runs on the locked main thread,
 // whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
+	if st.landlock {
+		ownDevNull(r.fds)
+	}
 	defer closeFDs(r.fds)
 	fail := func(code int, msg string) {
 		_, _ = unix.Write(r.fds[2], []byte("sandboxed: "+msg+"\n"))
@@ -374,6 +394,30 @@ func (st *initState) start(r spawnRequest) {
 	default:
 	}
 	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: pid})
+}
+
+// ownDevNull replaces each of a command's stdio descriptors that is the
+// host's /dev/null with the sandbox's own. Under Landlock a command may
+// reopen its stdio through /dev/stdin (/proc/self/fd/0): a pipe it may,
+// but not a device node outside the sandbox's tree. Where the sandbox's
+// /dev/null cannot be opened the host's stays.
+func ownDevNull(fds []int) {
+	for i, fd := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+			continue
+		}
+		flags := unix.O_WRONLY
+		if i == 0 {
+			flags = unix.O_RDONLY
+		}
+		own, err := unix.Open("/dev/null", flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		unix.Close(fd)
+		fds[i] = own
+	}
 }
 
 // lookPath finds name like a shell would, with the command's own PATH.

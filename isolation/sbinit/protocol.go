@@ -58,6 +58,8 @@ type Message struct {
 	Code   int      `json:"code,omitempty"`
 	Signal int      `json:"signal,omitempty"`
 	Error  string   `json:"error,omitempty"`
+	// Landlock is, in ready, the Landlock ABI the init enforced (0: none).
+	Landlock int `json:"landlock,omitempty"`
 	// NFDs is the number of descriptors attached to this frame.
 	NFDs int `json:"nfds,omitempty"`
 }
@@ -100,6 +102,9 @@ type Config struct {
 	// than only its own process group (none tier: detach from the
 	// controller's terminal).
 	NewSession bool `json:"new_session,omitempty"`
+	// Landlock, when set, is the ruleset the init applies to itself and
+	// every command (process tier; needs BuildRoot). NewLandlock makes it.
+	Landlock *Landlock `json:"landlock,omitempty"`
 	// Egress, when set, makes the init relay 127.0.0.1:Port to the Unix
 	// socket Socket (a path inside the sandbox).
 	Egress *EgressRelay `json:"egress,omitempty"`

@@ -70,9 +70,13 @@ func Listen(cfg Config) (_ *Relay, retErr error) {
 			r.closeListeners()
 		}
 	}()
+	// Plain TCP: Go asks for Multipath TCP by default on listeners, and
+	// the sandbox's Landlock and seccomp rules speak of TCP only.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
 	listen := func(port int) (net.Listener, error) {
 		addr := netip.AddrPortFrom(cfg.ListenIP, uint16(port)).String()
-		ln, err := net.Listen("tcp4", addr)
+		ln, err := lc.Listen(context.Background(), "tcp4", addr)
 		if err != nil {
 			return nil, fmt.Errorf("listen egress relay on %s: %w", addr, err)
 		}

@@ -1,0 +1,82 @@
+package sbinit
+
+// Landlock is the second wall of the process tier, behind the mounts: a
+// Landlock ruleset the init applies to itself, and so to every command it
+// forks, after the root is built and the egress relay listens, before
+// privileges are dropped. A mount made writable by mistake still cannot be
+// written outside the plan's write grants; TCP bind is refused and connect
+// allowed only to the relay's ports; abstract Unix sockets and signals are
+// scoped to the sandbox.
+//
+// The rules are computed from the Config by NewLandlock (pure, on the
+// host) and sent with it; the init enforces what the kernel's Landlock ABI
+// covers (files from ABI 1, TCP from 4, IPC scopes from 6) and reports the
+// ABI it enforced in its ready message. Below MinABI it refuses to start.
+type Landlock struct {
+	// Paths are the file hierarchies the sandbox may use, each with its
+	// access; anything not beneath one of them is refused.
+	Paths []LandlockPath `json:"paths"`
+	// ConnectTCP are the only TCP ports a connect may reach. No TCP bind
+	// is allowed.
+	ConnectTCP []int `json:"connect_tcp,omitempty"`
+	// MinABI is the lowest Landlock ABI the run accepts; 0 enforces what
+	// the kernel has, or nothing on a kernel without Landlock.
+	MinABI int `json:"min_abi,omitempty"`
+}
+
+// LandlockPath is one file hierarchy and what may be done beneath it.
+// Reading is always allowed (everything of the root is readable by
+// design; the mounts decide what exists).
+type LandlockPath struct {
+	Path string `json:"path"`
+	// Write allows writing files; with FilesOnly nothing else (device
+	// nodes, /proc), otherwise also creating, removing, renaming and
+	// linking.
+	Write     bool `json:"write,omitempty"`
+	FilesOnly bool `json:"files_only,omitempty"`
+	Exec      bool `json:"exec,omitempty"`
+	// Dev allows ioctl on device files.
+	Dev bool `json:"dev,omitempty"`
+	// Unix allows connecting to pathname Unix sockets (Landlock ABI 9).
+	Unix bool `json:"unix,omitempty"`
+	// Optional paths may be absent (system directories of this host).
+	Optional bool `json:"optional,omitempty"`
+}
+
+// LandlockFullABI is the Landlock ABI that enforces every wall of the
+// sandbox: files, TCP and IPC scopes.
+const LandlockFullABI = 6
+
+// NewLandlock computes the Landlock rules of cfg (a process-tier Config
+// with its Setup): the root readable; system directories executable;
+// /tmp, /dev/shm and writable grants and tmpfs mounts writable; the
+// device nodes and /proc writable as files; TCP connect to the egress
+// relay's ports. minABI becomes MinABI. It makes no system call.
+func NewLandlock(cfg *Config, minABI int) *Landlock {
+	l := &Landlock{MinABI: minABI, Paths: []LandlockPath{{Path: "/"}}}
+	for _, d := range systemDirs {
+		l.Paths = append(l.Paths, LandlockPath{Path: d, Exec: true, Optional: true})
+	}
+	l.Paths = append(l.Paths,
+		LandlockPath{Path: "/tmp", Write: true, Exec: true},
+		LandlockPath{Path: "/dev/shm", Write: true},
+		LandlockPath{Path: "/dev/pts", Write: true, FilesOnly: true, Dev: true},
+		LandlockPath{Path: "/proc", Write: true, FilesOnly: true},
+	)
+	for _, n := range devNodes {
+		l.Paths = append(l.Paths, LandlockPath{Path: "/dev/" + n, Write: true, FilesOnly: true, Dev: true})
+	}
+	if s := cfg.Setup; s != nil {
+		for _, m := range s.Mounts {
+			if m.ReadOnly && m.NoExec && m.Source == "" {
+				continue // readable already, nothing more
+			}
+			l.Paths = append(l.Paths, LandlockPath{Path: m.Destination, Write: !m.ReadOnly, Exec: !m.NoExec, Unix: m.Source != ""})
+		}
+	}
+	if e := cfg.Egress; e != nil {
+		l.ConnectTCP = append(l.ConnectTCP, e.Port)
+		l.ConnectTCP = append(l.ConnectTCP, e.LocalhostPorts...)
+	}
+	return l
+}
