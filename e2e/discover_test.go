@@ -186,7 +186,9 @@ func TestDiscoverSamples(t *testing.T) {
 		if strings.Contains(p.Stderr, "TOPSECRET") || strings.Contains(p.Stdout, "TOPSECRET") {
 			t.Errorf("sneaky.sh probe %s read a file beside it: %s", p.Kind, p.Stderr)
 		}
-		if !strings.Contains(p.Stderr, "Read-only file system") {
+		// The script's directory inside is a skeleton holding the script
+		// alone, which nobody (the probe's user) cannot write to.
+		if !strings.Contains(p.Stderr, "MARKER: Read-only file system") && !strings.Contains(p.Stderr, "MARKER: Permission denied") {
 			t.Errorf("sneaky.sh probe %s: want its write to its own directory refused, stderr %q", p.Kind, p.Stderr)
 		}
 	}
