@@ -12,6 +12,7 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
 command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
+command -v newuidmap >/dev/null 2>&1 || need_pkgs+=(uidmap)  # reduced without root: subordinate ids
 command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
 if ! command -v docker >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
   need_pkgs+=(docker.io)

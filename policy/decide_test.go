@@ -878,11 +878,13 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 		}
 	}
 	// A rule that cannot match under the grant leaves it alone.
-	p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{"/data/*/secret"} })
-	r := baseRequest()
-	r.Grants = grants(t, "filesystem:read:/srv/a")
-	if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
-		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
+	for rule, grant := range map[string]string{"/data/*/secret": "/srv/a", "/data/x**": "/data/y", "/data/a/x**.pem": "/data/b"} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(rule)} })
+		r := baseRequest()
+		r.Grants = grants(t, "filesystem:read:"+grant)
+		if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
+			t.Errorf("rule %s, grant of %s: %s, masks %+v", rule, grant, d.Verdict, d.Masks)
+		}
 	}
 }
 

@@ -57,8 +57,9 @@ type Host struct {
 	scope *userScope // v2 rootless: the scope, once made
 }
 
-// Detect inspects the running host as this process's user sees it. It has
-// no side effects.
+// Detect inspects the running host as this process's user sees it: as
+// root every hierarchy; for any other user only what was delegated to it
+// (Rootless, Base, NoDelegation, Undelegated). It has no side effects.
 func Detect() (*Host, error) {
 	return detect(os.Geteuid())
 }

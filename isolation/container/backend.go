@@ -55,6 +55,10 @@ type Backend struct {
 	initBinary string
 	// connect accepts the init's connection on ln and hands it the plan.
 	connect connectFunc
+	// gcStaged detaches the host's staged binds of runs keep says are
+	// gone (gcStaged; tests with a fake engine replace it, so that they
+	// never unmount what real runs on the host staged).
+	gcStaged func(keep func(runID string) bool) ([]string, error)
 
 	ownClient bool // Close closes api
 
@@ -81,7 +85,7 @@ func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c }
 // default socket when unset), negotiating the API version. It makes no
 // request: an engine that is down shows in Check and Start.
 func New(opts ...Option) (*Backend, error) {
-	b := &Backend{connect: connectInit}
+	b := &Backend{connect: connectInit, gcStaged: gcStaged}
 	for _, o := range opts {
 		o(b)
 	}
@@ -451,7 +455,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
 	// Staged binds of runs that are gone, once their containers are.
-	reaped, err := gcStaged(keep)
+	reaped, err := b.gcStaged(keep)
 	removed = append(removed, reaped...)
 	errs = append(errs, err)
 	return removed, errors.Join(errs...)
