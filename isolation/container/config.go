@@ -162,6 +162,9 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	}
 
 	pids := lim.Pids
+	if p.Runtime == "runsc" {
+		pids = runscHostPids(pids)
+	}
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -468,4 +471,20 @@ func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
 	}
 	lastProfile.plan, lastProfile.caps, lastProfile.json = plan, key, string(js)
 	return lastProfile.json, nil
+}
+
+// Under runsc the engine's pids limit bounds the host tasks of the whole
+// gVisor sandbox (the Sentry's threads, and on the ptrace platform a stub
+// process and tracer threads for each process inside), not the processes
+// of the tool: an idle sandbox holds about 40 host tasks and each process
+// inside about 9. runscHostPids turns a plan's limit into that host bound,
+// so a fork bomb still stops at a fixed host cost near pids processes
+// inside; the count inside is not exact.
+const (
+	runscBaseTasks       = 64
+	runscTasksPerProcess = 10
+)
+
+func runscHostPids(pids int64) int64 {
+	return runscBaseTasks + runscTasksPerProcess*pids
 }

@@ -25,16 +25,35 @@ const dockerPidFile = "/var/run/docker.pid"
 // Runtimes are the OCI runtimes setup --runtime registers with the Docker
 // engine, each with the runtime arguments the container tier's plans need.
 // runsc needs --host-uds=open: the in-sandbox init dials the egress
-// bridge's bind-mounted Unix socket, which gVisor refuses by default; and
-// --network=none: a plan never has a network (egress is the bridge's
+// bridge's bind-mounted Unix socket, which gVisor refuses by default;
+// --oci-seccomp, without which gVisor ignores the plan's seccomp filter;
+// and --network=none: a plan never has a network (egress is the bridge's
 // socket), and runsc's own network stack refuses to start on some hosts.
 var Runtimes = map[string][]string{
-	"runsc": {"--host-uds=open", "--network=none"},
+	"runsc": {"--host-uds=open", "--network=none", "--oci-seccomp"},
 }
 
 // hostUDSArgs are runsc arguments that let the sandbox dial host Unix
 // sockets: any of them in an entry setup did not write is enough.
 var hostUDSArgs = []string{"--host-uds=open", "--host-uds=all", "--fsgofer-host-uds", "--fsgofer-host-uds=true"}
+
+// MissingRuntimeArgs returns what the runtime name, registered with args,
+// lacks for the container tier's plans to hold: for runsc, host Unix
+// socket access (the egress bridge) and --oci-seccomp (without it gVisor
+// ignores the plan's seccomp filter).
+func MissingRuntimeArgs(name string, args []string) []string {
+	if name != "runsc" {
+		return nil
+	}
+	var missing []string
+	if !slices.ContainsFunc(args, func(a string) bool { return slices.Contains(hostUDSArgs, a) }) {
+		missing = append(missing, "--host-uds=open")
+	}
+	if !slices.Contains(args, "--oci-seccomp") && !slices.Contains(args, "--oci-seccomp=true") {
+		missing = append(missing, "--oci-seccomp")
+	}
+	return missing
+}
 
 // RuntimeManifest records what setup --runtime added to daemon.json, so
 // that undo removes exactly that. It is written before the change.
@@ -104,8 +123,8 @@ func (s *System) SetupRuntime(ctx context.Context, name string) (*Report, error)
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return nil, fmt.Errorf("read %s: runtimes.%s: %v: %w", DaemonJSON, name, err, ErrMalformed)
 		}
-		if name == "runsc" && !slices.ContainsFunc(e.RuntimeArgs, func(a string) bool { return slices.Contains(hostUDSArgs, a) }) {
-			return rep, fmt.Errorf("runtime runsc is registered in %s without host Unix socket access, which the egress bridge needs: add \"--host-uds=open\" to its runtimeArgs by hand, or remove the entry and run setup again", DaemonJSON)
+		if missing := MissingRuntimeArgs(name, e.RuntimeArgs); len(missing) > 0 {
+			return rep, fmt.Errorf("runtime %s is registered in %s without %s, which sandboxed's plans need (host Unix sockets for the egress bridge, the plan's seccomp filter): add them to its runtimeArgs by hand, or remove the entry and run setup again", name, DaemonJSON, strings.Join(missing, " "))
 		}
 		rep.note("runtime %s is registered in %s (%s); nothing to change", name, DaemonJSON, e.Path)
 		return rep, nil

@@ -57,7 +57,8 @@ func TestSetupRuntimeRoundTrip(t *testing.T) {
       "path": "/usr/bin/runsc",
       "runtimeArgs": [
         "--host-uds=open",
-        "--network=none"
+        "--network=none",
+        "--oci-seccomp"
       ]
     }
   }
@@ -123,7 +124,8 @@ func TestSetupRuntimeRefusals(t *testing.T) {
 		"malformed":    {`{"a": 1,}`, "malformed"},
 		"duplicate":    {`{"a": 1, "a": 2}`, "twice"},
 		"runtimes":     {`{"runtimes": []}`, "not a JSON object"},
-		"no host uds":  {`{"runtimes": {"runsc": {"path": "/usr/bin/runsc"}}}`, "--host-uds=open"},
+		"no host uds":  {`{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--oci-seccomp"]}}}`, "--host-uds=open"},
+		"no seccomp":   {`{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--host-uds=all"]}}}`, "--oci-seccomp"},
 		"not a object": {`[1]`, "not a JSON object"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -149,7 +151,7 @@ func TestUndoRuntimeLeavesAChangedEntry(t *testing.T) {
 	if _, err := h.SetupRuntime(ctx, "runsc"); err != nil {
 		t.Fatal(err)
 	}
-	changed := `{"runtimes": {"runsc": {"path": "/opt/runsc", "runtimeArgs": ["--host-uds=all"]}}}`
+	changed := `{"runtimes": {"runsc": {"path": "/opt/runsc", "runtimeArgs": ["--host-uds=all", "--oci-seccomp"]}}}`
 	mustWrite(t, filepath.Join(h.Root, DaemonJSON), changed)
 	rep, err := h.UndoRuntime(ctx, "runsc")
 	if err != nil || len(rep.Changes) != 0 || len(rep.Notes) != 1 {
