@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 
 	"github.com/docker/docker/api/types/mount"
@@ -23,8 +24,13 @@ type bindIdentity struct {
 }
 
 // stagingDirName is the directory, in a run's host directory, where the
-// grants' sources are staged; GC finds leftovers by it.
-const stagingDirName = "binds"
+// grants' sources are staged; GC finds leftovers by it and by the run id
+// of the directory above.
+const stagingDirName = ".sandboxed-binds"
+
+// runIDPattern is the shape of a run id (sandbox.NewRunID), which names a
+// run's host directory.
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$`)
 
 // pinBinds pins every bind source that is not ours: it opens the source
 // without following any symlink and records its identity. dockerd resolves
@@ -142,7 +148,8 @@ func gcStaged(keep func(runID string) bool) ([]string, error) {
 		return nil, nil
 	}
 	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
-		return filepath.Base(filepath.Dir(i.Mountpoint)) != stagingDirName, false
+		return filepath.Base(filepath.Dir(i.Mountpoint)) != stagingDirName ||
+			!runIDPattern.MatchString(filepath.Base(filepath.Dir(filepath.Dir(i.Mountpoint)))), false
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the host's mount table: %w", err)
