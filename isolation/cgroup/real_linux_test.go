@@ -95,7 +95,8 @@ func testRealV2(t *testing.T, h *Host) {
 	if pids, _ := g.Procs(); len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Fatalf("procs %v", pids)
 	}
-	if s, err := g.Stats(); err != nil || s.PeakMemoryBytes <= 0 || s.OOMKilled {
+	// A process moved in brings no charge with it: the peak may be 0.
+	if s, err := g.Stats(); err != nil || s.PeakMemoryBytes < 0 || s.OOMKilled {
 		t.Errorf("stats %+v, %v", s, err)
 	}
 	if err := g.Kill(context.Background()); err != nil {
