@@ -14,6 +14,10 @@ command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
 command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
 command -v newuidmap >/dev/null 2>&1 || need_pkgs+=(uidmap)  # reduced without root: subordinate ids
 command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
+# The cgroup v2 test VM, and the check of the Vagrantfile.
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)
+command -v vagrant >/dev/null 2>&1 || need_pkgs+=(vagrant)
+dpkg -s vagrant-libvirt >/dev/null 2>&1 || need_pkgs+=(vagrant-libvirt)
 if ! command -v docker >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
   need_pkgs+=(docker.io)
 fi

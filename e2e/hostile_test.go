@@ -71,8 +71,6 @@ func toolYAML(t *testing.T, dir, tier, name, script string, perms []string, extr
 }
 
 // forTiers runs f once per tier as a subtest, with the leak check.
-// SANDBOXED_E2E_TIERS (comma-separated) narrows the tiers for a developer's
-// quick run; CI always runs every tier.
 func forTiers(t *testing.T, f func(t *testing.T, tier string)) {
 	forTierList(t, tiers, f)
 }
@@ -83,16 +81,24 @@ func forConformance(t *testing.T, f func(t *testing.T, tier string)) {
 	forTierList(t, conformanceTiers, f)
 }
 
-func forTierList(t *testing.T, run []string, f func(t *testing.T, tier string)) {
+// runTiers returns which of tiers this run tests: all of them, except that
+// SANDBOXED_E2E_TIERS (comma-separated) narrows them for a developer's
+// quick run and for the cgroup v2 VM, which has no Docker engine (CI always
+// runs every tier), and that the rootless mode is the process tier's: the
+// container tier needs the Docker engine's socket, which is root's to give.
+func runTiers(tiers []string) []string {
+	run := tiers
 	if only := os.Getenv("SANDBOXED_E2E_TIERS"); only != "" && !testenv.CI() {
 		run = strings.Split(only, ",")
 	}
 	if env.runner != nil {
-		// Rootless mode is the process tier's: the container tier needs
-		// the Docker engine's socket, which is root's to give.
 		run = []string{"process"}
 	}
-	for _, tier := range run {
+	return run
+}
+
+func forTierList(t *testing.T, tiers []string, f func(t *testing.T, tier string)) {
+	for _, tier := range runTiers(tiers) {
 		t.Run(tier, func(t *testing.T) {
 			begin(t)
 			f(t, tier)
