@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: build test unit e2e bench lint fuzz clean
+.PHONY: build test unit e2e vm-test vm-image vagrant-validate bench lint fuzz clean
 
 # The sandbox init is built first and embedded in the CLI (package
 # isolation/initbin): each sandbox then starts a 3 MB init, not the whole CLI.
@@ -30,6 +30,21 @@ unit:
 
 e2e: build
 	SANDBOXED_E2E=1 $(GO) test -count=1 -timeout 60m -v ./e2e/
+
+# The tests that need cgroup v2 and systemd (real v2 cgroups, the process
+# backend, the e2e suite on the process tier) in a Debian 12 VM under QEMU.
+# Root, qemu-system-x86 and debootstrap; the image is cached in
+# /var/cache/sandboxed-vm (see .ci/vm/run.sh for its settings).
+vm-test:
+	bash .ci/vm/run.sh
+
+vm-image:
+	bash .ci/vm/build-image.sh
+
+# Checks the Vagrantfile (Debian's vagrant and vagrant-libvirt packages);
+# no box is needed.
+vagrant-validate:
+	VAGRANT_DEFAULT_PROVIDER=libvirt vagrant validate
 
 bench: build
 	$(GO) run ./internal/bench -bin $(BIN) $(if $(BENCH_USER),-user $(BENCH_USER))

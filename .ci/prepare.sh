@@ -12,6 +12,12 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
 command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
+command -v newuidmap >/dev/null 2>&1 || need_pkgs+=(uidmap)  # reduced without root: subordinate ids
+command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
+# The cgroup v2 test VM, and the check of the Vagrantfile.
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-x86)
+command -v vagrant >/dev/null 2>&1 || need_pkgs+=(vagrant)
+dpkg -s vagrant-libvirt >/dev/null 2>&1 || need_pkgs+=(vagrant-libvirt)
 if ! command -v docker >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
   need_pkgs+=(docker.io)
 fi
@@ -31,3 +37,15 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /tmp/dockerd.log"; exit 1; }
 fi
 log "docker engine $(docker version --format '{{.Server.Version}}' 2>/dev/null) ready"
+
+# gVisor: the container tier's runtime runsc must be registered with the engine, with the arguments
+# its plans need; `sandboxed setup --runtime runsc` does it (idempotent) and reloads dockerd.
+if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+  log "registering runtime runsc with the Docker engine"
+  setup_bin="$(mktemp -d)/sandboxed"
+  (cd "$(dirname "${BASH_SOURCE[0]}")/.." && CGO_ENABLED=0 go build -o "$setup_bin" ./cmd/sandboxed)
+  "$setup_bin" setup --runtime runsc
+  rm -rf "$(dirname "$setup_bin")"
+  for _ in $(seq 1 30); do docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' && break; sleep 1; done
+  docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' || { log "dockerd did not take runtime runsc"; exit 1; }
+fi

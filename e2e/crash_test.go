@@ -14,7 +14,7 @@ import (
 // `sandboxed gc` then removes everything the run left: the leak check at
 // the end of the test finds nothing.
 func TestKilledControllerIsReapedByGC(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		dir := workdir(t, map[string]string{"out/.keep": ""})
 		tool := toolYAML(t, dir, tier, "victim", `touch out/started; sleep 300`, []string{"filesystem:write:./out"}, "timeout: 600000\n")
 		cmd := command("run", tool)

@@ -105,7 +105,17 @@ func TestDiscoverSamples(t *testing.T) {
 		}
 	}()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	if err := os.WriteFile(filepath.Join(scripts, "PORT"), []byte(port), 0o644); err != nil {
+	sneakyPath := filepath.Join(scripts, "sneaky.sh")
+	src, err := os.ReadFile(sneakyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sneakyPath, []byte(strings.Replace(string(src), "@PORT@", port, 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A file beside the scripts that sneaky.sh tries to read and report:
+	// a probe sees the script it runs and nothing else of its directory.
+	if err := os.WriteFile(filepath.Join(scripts, "SECRET"), []byte("TOPSECRET-beside-the-script\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -173,7 +183,12 @@ func TestDiscoverSamples(t *testing.T) {
 		if strings.Contains(p.Stderr, "REACHED") {
 			t.Errorf("sneaky.sh probe %s reached the network: %s", p.Kind, p.Stderr)
 		}
-		if !strings.Contains(p.Stderr, "Read-only file system") {
+		if strings.Contains(p.Stderr, "TOPSECRET") || strings.Contains(p.Stdout, "TOPSECRET") {
+			t.Errorf("sneaky.sh probe %s read a file beside it: %s", p.Kind, p.Stderr)
+		}
+		// The script's directory inside is a skeleton holding the script
+		// alone, which nobody (the probe's user) cannot write to.
+		if !strings.Contains(p.Stderr, "MARKER: Read-only file system") && !strings.Contains(p.Stderr, "MARKER: Permission denied") {
 			t.Errorf("sneaky.sh probe %s: want its write to its own directory refused, stderr %q", p.Kind, p.Stderr)
 		}
 	}

@@ -34,20 +34,21 @@ func egressVerdicts(r result) map[string]string {
 }
 
 func TestEgressAllowedNameOnly(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		grant := "network:external:web.test"
 		script := fmt.Sprintf(`
 curl -sf http://web.test/ | sed 's/^/HTTP:/'
 curl -sf --cacert %s https://web.test/ | sed 's/^/HTTPS:/'
-if command -v wget >/dev/null; then wget -qO- http://web.test/ | sed 's/^/WGET:/'; wget -qO- --ca-certificate=%s https://web.test/ | sed 's/^/WGETS:/'; else echo WGET:missing; fi
+if command -v wget >/dev/null; then wget -t 1 -qO- http://web.test/ | sed 's/^/WGET:/'; wget -t 1 -qO- --ca-certificate=%s https://web.test/ | sed 's/^/WGETS:/'; else echo WGET:missing; fi
 curl -sf http://other.test/ >/dev/null || echo OTHER-REFUSED
 curl -s http://other.test/ | grep -q 'network:external:other.test' && echo HINT-NAMES-PERMISSION
 true`, testNet.caFile, testNet.caFile)
 		dir, tool := egressTool(t, tier, "fetch", script, grant)
 		r, c := runJSON(t, dir, append(approvals(grant), tool)...)
 		expect(t, r, c, "ok", 0)
-		for _, want := range []string{"HTTP:" + strings.TrimSpace(webBody), "HTTPS:" + strings.TrimSpace(webBody),
-			"WGET:" + strings.TrimSpace(webBody), "WGETS:" + strings.TrimSpace(webBody), "OTHER-REFUSED", "HINT-NAMES-PERMISSION"} {
+		wants := []string{"HTTP:" + strings.TrimSpace(webBody), "HTTPS:" + strings.TrimSpace(webBody),
+			"WGET:" + strings.TrimSpace(webBody), "WGETS:" + strings.TrimSpace(webBody), "OTHER-REFUSED", "HINT-NAMES-PERMISSION"}
+		for _, want := range wants {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("want %q in:\n%s%s", want, r.Stdout, r.Stderr)
 			}
@@ -65,7 +66,7 @@ true`, testNet.caFile, testNet.caFile)
 }
 
 func TestEgressWildcardAdmitsSubdomainsOnly(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		grant := "network:external:*.wild.test"
 		dir, tool := egressTool(t, tier, "wild", `
 curl -sf http://a.wild.test/ | sed 's/^/SUB:/'
@@ -79,7 +80,7 @@ curl -sf http://wild.test/ >/dev/null || echo APEX-REFUSED`, grant)
 }
 
 func TestEgressCannotBeBypassed(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		grant := "network:external:web.test"
 		dir, tool := egressTool(t, tier, "bypass", fmt.Sprintf(`
 curl -sf http://web.test/ >/dev/null && echo POSITIVE
@@ -104,7 +105,7 @@ true`, webAddr), grant)
 }
 
 func TestEgressRefusesRebinding(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		g1, g2, g3 := "network:external:rebind.test", "network:external:metadata.test", "network:external:web.test"
 		dir, tool := egressTool(t, tier, "rebind", `
 curl -sf http://web.test/ >/dev/null && echo POSITIVE
@@ -144,7 +145,7 @@ func TestLocalhostGrantReachesExactlyThatPort(t *testing.T) {
 	defer ln1.Close()
 	ln2, other := serve("OTHER-PORT")
 	defer ln2.Close()
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		grant := fmt.Sprintf("network:localhost:%d", granted)
 		dir, tool := egressTool(t, tier, "local", fmt.Sprintf(`
 curl -s --noproxy '*' -m 5 http://127.0.0.1:%d/; echo
@@ -158,7 +159,7 @@ curl -s --noproxy '*' -m 5 http://127.0.0.1:%d/ || echo OTHER-UNREACHABLE`, gran
 }
 
 func TestNoGrantNoNetwork(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		dir := workdir(t, nil)
 		tool := toolYAML(t, dir, tier, "offline", fmt.Sprintf(`
 echo POSITIVE
@@ -180,7 +181,7 @@ true`, webAddr), nil, "")
 }
 
 func TestEgress200ConcurrentConnections(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forConformance(t, func(t *testing.T, tier string) {
 		grant := "network:external:web.test"
 		dir, tool := egressTool(t, tier, "many", `
 seq 200 | xargs -P 200 -I{} curl -s -o /dev/null -m 30 -w '%{''http_code}\n' http://web.test/slow | sort | uniq -c`, grant)

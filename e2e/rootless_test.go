@@ -223,3 +223,46 @@ func TestRootlessLimitWithoutDelegationIsRefused(t *testing.T) {
 		t.Errorf("the refusal does not say what is missing and how to fix it:\n%s", s)
 	}
 }
+
+// TestToolCannotPlantSetuidFile has a tool try every way a shell has to
+// leave a set-user-ID or set-group-ID file in its write grant (chmod,
+// chmod g+s, a file created with the bits by open): as root with no
+// invoking user, such a file belongs to root on the host, and a setuid
+// copy of a shell there is a root shell for anyone who can reach it. The
+// positive control: the copy is there, and an ordinary chmod worked.
+func TestToolCannotPlantSetuidFile(t *testing.T) {
+	begin(t)
+	dir := workdir(t, map[string]string{"out/.keep": ""})
+	tool := toolYAML(t, dir, "process", "plant", `
+cp /bin/sh out/sh && echo COPIED
+chmod 0700 out/sh && echo CHMODDED
+chmod 4755 out/sh; chmod 2755 out/sh; chmod u+s,g+s out/sh
+perl -e 'use Fcntl; sysopen(F, "out/created", O_CREAT|O_WRONLY, 06755) or exit 0; print F "x"'
+true`, []string{"filesystem:write:./out"}, "  execution-privilege: same-as-user\ntimeout: 30000\n")
+	cmd := command("run", tool)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "COPIED") || !strings.Contains(string(out), "CHMODDED") {
+		t.Fatalf("the tool did not copy and chmod in its grant:\n%s", out)
+	}
+	st, err := os.Stat(filepath.Join(dir, "out/sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("out/sh has mode %v, want the tool's chmod 0700 (and nothing more)", st.Mode())
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "out"))
+	must(t, err)
+	for _, e := range ents {
+		fi, err := os.Lstat(filepath.Join(dir, "out", e.Name()))
+		must(t, err)
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			sys := fi.Sys().(*syscall.Stat_t)
+			t.Errorf("the tool left %s with mode %v, owned by %d:%d on the host", e.Name(), fi.Mode(), sys.Uid, sys.Gid)
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Request struct {
 	Scope tool.Scope
 	// DefinitionPath is the absolute path of the definition file.
 	DefinitionPath string
+	// Runtime is the container runtime the definition asks for
+	// (sandboxed.runtime), "" for the engine's default.
+	Runtime string
 	// Isolation is the requested tier (the definition's, or --isolation);
 	// "" means process.
 	Isolation tool.Isolation
@@ -100,6 +103,9 @@ func NewRequest(def *tool.Definition, grants []permissions.Grant, cwd, home stri
 	}
 	if def.Metadata != nil {
 		r.Tags = append(r.Tags, def.Metadata.Tags...)
+	}
+	if def.Sandboxed != nil {
+		r.Runtime = def.Sandboxed.Runtime
 	}
 	if def.Environment != nil {
 		r.InheritEnv = def.Environment.Inherit
@@ -217,6 +223,9 @@ type Decision struct {
 	// RequireLandlock: the source's isolation.landlock is required (the
 	// process tier refuses a kernel that cannot raise every Landlock wall).
 	RequireLandlock bool `json:"require_landlock,omitempty"`
+	// Runtime is the container runtime the source's policy forces on a
+	// container-tier run ("" leaves the definition's).
+	Runtime string `json:"runtime,omitempty"`
 	// Tier is the tool's security tier (ToolTier).
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
@@ -245,6 +254,12 @@ func (p *Policy) Decide(req Request) Decision {
 	iso, isoItem, notes := decideIsolation(req, src)
 	d.Isolation = iso
 	d.RequireLandlock = src.rule.Isolation.Landlock == LandlockRequired
+	if rt := src.rule.Isolation.Runtime; rt != "" && rt != RuntimeDefinition && iso == tool.IsolationContainer {
+		d.Runtime = string(rt)
+		if req.Runtime != string(rt) {
+			d.Notes = append(d.Notes, fmt.Sprintf("container runtime %s: forced for %s definitions (%s.isolation.runtime)", rt, src.match.Scope, src.match.Rule))
+		}
+	}
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
 	if iso == tool.IsolationNone {

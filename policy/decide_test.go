@@ -878,11 +878,13 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 		}
 	}
 	// A rule that cannot match under the grant leaves it alone.
-	p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{"/data/*/secret"} })
-	r := baseRequest()
-	r.Grants = grants(t, "filesystem:read:/srv/a")
-	if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
-		t.Errorf("grant of /srv/a: %s, masks %+v", d.Verdict, d.Masks)
+	for rule, grant := range map[string]string{"/data/*/secret": "/srv/a", "/data/x**": "/data/y", "/data/a/x**.pem": "/data/b"} {
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(rule)} })
+		r := baseRequest()
+		r.Grants = grants(t, "filesystem:read:"+grant)
+		if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {
+			t.Errorf("rule %s, grant of %s: %s, masks %+v", rule, grant, d.Verdict, d.Masks)
+		}
 	}
 }
 
@@ -902,5 +904,36 @@ func TestEnvDenyPatterns(t *testing.T) {
 		if got := EnvDenied(deny, name); got != want {
 			t.Errorf("EnvDenied(%q) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+func TestDecideForcesRuntime(t *testing.T) {
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      minimum: container\n      runtime: runsc\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := baseRequest()
+	r.Scope = tool.ScopePath
+	d := p.Decide(r)
+	if d.Isolation != tool.IsolationContainer || d.Runtime != "runsc" {
+		t.Fatalf("isolation %q runtime %q, want container runsc", d.Isolation, d.Runtime)
+	}
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "container runtime runsc: forced") {
+		t.Errorf("no note of the forced runtime: %q", d.Notes)
+	}
+	// A process-tier run keeps no runtime; the built-in policy forces none.
+	q, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      runtime: runsc\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Decide(r); d.Runtime != "" {
+		t.Errorf("process-tier run got runtime %q", d.Runtime)
+	}
+	r.Isolation = tool.IsolationContainer
+	if d := Default().Decide(r); d.Runtime != "" {
+		t.Errorf("built-in policy forces runtime %q", d.Runtime)
+	}
+	if _, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      runtime: crun\n"), "p.yaml"); err == nil {
+		t.Errorf("runtime crun was accepted")
 	}
 }

@@ -35,6 +35,10 @@ version: 1
 # isolation.landlock: best-effort (the default: the process tier raises what
 # the kernel's Landlock covers) or required (a kernel without Landlock ABI 6,
 # files, TCP and IPC scopes, refuses the process tier's runs).
+# isolation.runtime: definition (the default: the container runtime the
+# definition asks for, sandboxed.runtime) or runsc (every container-tier run
+# of the source runs under gVisor, registered by sudo sandboxed setup
+# --runtime runsc; with minimum: container, every run of the source does).
 # Running with isolation none always needs approval (--approve isolation-none).
 # For example, to trust the tools of one directory, put first:
 #   - path: ~/work/tools/**
@@ -46,12 +50,14 @@ sources:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
+      runtime: definition
   - scope: global
     trusted: true
     isolation:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
+      runtime: definition
   # The working directory's tools (./.sandboxed/tools) come with whatever
   # repository was cloned: untrusted, like a file path, unless you say so.
   - scope: local
@@ -60,6 +66,7 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      runtime: definition
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
   # never unsandboxed.
   - scope: path
@@ -68,12 +75,14 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      runtime: definition
   - scope: unknown
     trusted: false
     isolation:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      runtime: definition
 
 # Resource defaults (used when the tool asks for nothing) and caps (max: a
 # request above the cap is clamped to it, and the decision says so; 0 = no cap).

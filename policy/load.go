@@ -158,6 +158,13 @@ var validators = map[reflect.Type]func(string) error{
 		}
 		return fmt.Errorf("landlock %q: want best-effort or required", s)
 	},
+	reflect.TypeOf(RuntimeRule("")): func(s string) error {
+		switch RuntimeRule(s) {
+		case RuntimeDefinition, RuntimeRunsc:
+			return nil
+		}
+		return fmt.Errorf("runtime %q: want definition or runsc", s)
+	},
 	reflect.TypeOf(SourceScope("")): func(s string) error {
 		switch SourceScope(s) {
 		case SourceLocal, SourceUser, SourceGlobal, SourcePath, SourceUnknown, SourceAny:
@@ -302,6 +309,9 @@ func (p *Policy) validate() error {
 		}
 		if r.Isolation.Landlock == "" {
 			r.Isolation.Landlock = LandlockBestEffort
+		}
+		if r.Isolation.Runtime == "" {
+			r.Isolation.Runtime = RuntimeDefinition
 		}
 	}
 	for _, l := range []struct {

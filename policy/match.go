@@ -331,7 +331,13 @@ func (r pathRule) masksUnder(dir string) (rels []string, ok bool) {
 			walk(pat[1:], elems) // the ** matches no more of dir
 			walk(pat, elems[1:]) // it matches dir's next element too
 		case strings.Contains(pat[0], "**"):
-			ok = false
+			// What the element matches starts with a match of the part
+			// before its "**", within dir's next element; where that
+			// cannot be, the rule matches nothing here.
+			pre, _, _ := strings.Cut(pat[0], "**")
+			if pathglob.Match(pre+"*", elems[0]) {
+				ok = false
+			}
 		case pathglob.Match(pat[0], elems[0]):
 			walk(pat[1:], elems[1:])
 		}

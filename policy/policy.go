@@ -75,7 +75,23 @@ type IsolationRule struct {
 	// Landlock says whether the process tier may run where the kernel
 	// cannot raise every Landlock wall; empty means best-effort.
 	Landlock LandlockRule `yaml:"landlock"`
+	// Runtime is the container runtime every container-tier run of the
+	// source uses, whatever the definition asks for (RuntimeRunsc: gVisor);
+	// RuntimeDefinition, the default, leaves it to the definition.
+	Runtime RuntimeRule `yaml:"runtime"`
 }
+
+// RuntimeRule is the container runtime a policy forces.
+type RuntimeRule string
+
+// Runtime rules.
+const (
+	// RuntimeDefinition runs the runtime the definition asks for
+	// (sandboxed.runtime), else the engine's default.
+	RuntimeDefinition RuntimeRule = "definition"
+	// RuntimeRunsc runs every container-tier run under gVisor's runsc.
+	RuntimeRunsc RuntimeRule = "runsc"
+)
 
 // LandlockRule is how much of Landlock the process tier must have.
 type LandlockRule string
@@ -202,6 +218,7 @@ var UntrustedSource = SourceRule{
 		Allowed:  []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
 		Minimum:  tool.IsolationProcess,
 		Landlock: LandlockBestEffort,
+		Runtime:  RuntimeDefinition,
 	},
 }
 
@@ -222,6 +239,7 @@ func Default() *Policy {
 				Allowed:  []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
 				Minimum:  tool.IsolationNone,
 				Landlock: LandlockBestEffort,
+				Runtime:  RuntimeDefinition,
 			},
 		}
 	}

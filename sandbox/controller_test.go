@@ -21,6 +21,7 @@ import (
 type fakeBackend struct {
 	checkErr error
 	startErr error
+	gcErr    error
 	stats    isolation.Stats
 	sb       *fakeSandbox
 	starts   int
@@ -66,7 +67,7 @@ func (l *execLog) find(name string) []execEntry {
 func (f *fakeBackend) Tier() isolation.Tier                         { return isolation.TierProcess }
 func (f *fakeBackend) Check(context.Context, *isolation.Plan) error { return f.checkErr }
 func (f *fakeBackend) GC(context.Context, func(string) bool) ([]string, error) {
-	return nil, nil
+	return nil, f.gcErr
 }
 func (f *fakeBackend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	if f.startErr != nil {

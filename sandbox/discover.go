@@ -47,7 +47,10 @@ func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isola
 		WithPids(lim.Pids),
 		WithTmpfs(probeTmpfs),
 		WithEnv(env),
-		WithReadBind(dir, dir),
+		// The script alone, not its directory: a probe of an untrusted
+		// script in ~ must not read ~/.ssh and report it in its
+		// description, which is written into definitions served to agents.
+		WithReadBind(s.Path, s.Path),
 		WithCwd(dir),
 		WithAnnotation(isolation.AnnotationTool, "discover-"+tool.BaseName(s.File)),
 	)

@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 func TestGCRemovesHalfWrittenRecords(t *testing.T) {
@@ -35,5 +39,18 @@ func TestGCRemovesHalfWrittenRecords(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s removed: %v", d, err)
 		}
+	}
+}
+
+func TestGCSkipsATierTheHostCannotRun(t *testing.T) {
+	state := t.TempDir()
+	noEngine := &fakeBackend{gcErr: fmt.Errorf("list containers: %w", &isolation.UnsupportedError{What: "the container tier: the Docker engine is unreachable"})}
+	c := &Controller{StateDir: state, RuntimeDir: filepath.Join(state, "run")}
+	if _, err := c.gc(context.Background(), noEngine); err != nil {
+		t.Errorf("gc with a tier the host cannot run: %v", err)
+	}
+	broken := &fakeBackend{gcErr: errors.New("remove container x: in use")}
+	if _, err := c.gc(context.Background(), broken); err == nil {
+		t.Error("gc hid a backend's failure")
 	}
 }

@@ -272,6 +272,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 			p.Image = ext.Image
 		}
 		p.Runtime = ext.Runtime
+		if d.Runtime != "" {
+			p.Runtime = d.Runtime // the policy forces it
+		}
 	}
 	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
 }

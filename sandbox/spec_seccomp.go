@@ -19,6 +19,22 @@ const (
 // ipprotoMPTCP is IPPROTO_MPTCP (linux/in.h).
 const ipprotoMPTCP = 262
 
+// The set-user-ID and set-group-ID mode bits (linux/stat.h).
+const (
+	modeSetUID = 0o4000
+	modeSetGID = 0o2000
+)
+
+// modeArgs names, for each syscall that sets a file's mode from an
+// argument, which argument holds the mode (x86_64 and arm64 alike).
+var modeArgs = []struct {
+	name  string
+	index uint
+}{
+	{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2},
+	{"open", 2}, {"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2},
+}
+
 // Clone namespace flags (linux/sched.h).
 const (
 	cloneNewTime   = 0x00000080
@@ -65,6 +81,13 @@ var reducedDenied = []string{
 // System V IPC. elevated gets the same profile as same-as-user: its extra
 // capabilities live in a user namespace.
 //
+// No privilege may give a file the set-user-ID or set-group-ID bit
+// (chmod, open with O_CREAT, mknod: EPERM; openat2, whose mode the filter
+// cannot see, fails with ENOSYS so that libc falls back to openat). A
+// file in a write grant belongs on the host to the invoking user, root
+// when sandboxed runs as root: a setuid copy of a shell there would be a
+// root shell for anyone on the host who can reach the directory.
+//
 // The uid/gid-changing syscalls are not filtered: without capabilities
 // every change except a no-op already fails with EPERM.
 func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
@@ -104,6 +127,15 @@ func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 		p.Syscalls = append(p.Syscalls, allowIf("personality", eq(0, v)))
 	}
 	p.Syscalls = append(p.Syscalls, eperm("personality"))
+
+	for _, m := range modeArgs {
+		for _, bit := range []uint64{modeSetUID, modeSetGID} {
+			r := eperm(m.name)
+			r.Args = []specs.LinuxSeccompArg{{Index: m.index, Value: bit, ValueTwo: bit, Op: specs.OpMaskedEqual}}
+			p.Syscalls = append(p.Syscalls, r)
+		}
+	}
+	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"openat2"}, Action: specs.ActErrno, ErrnoRet: &enosys})
 
 	{
 		// Multipath TCP is refused whatever the family: Landlock's TCP

@@ -285,6 +285,29 @@ func TestSeccompProfiles(t *testing.T) {
 		if got := run("socket", 2, 1, 6); got != allow {
 			t.Errorf("%s: socket(AF_INET, SOCK_STREAM, IPPROTO_TCP) = %#x, want allow", priv, got)
 		}
+		// No set-user-ID or set-group-ID bit, by any call that sets a mode.
+		for _, c := range []struct {
+			name string
+			args []uint64
+		}{
+			{"chmod", []uint64{0, 0o4755}}, {"chmod", []uint64{0, 0o2755}}, {"fchmod", []uint64{3, 0o6755}},
+			{"fchmodat", []uint64{0, 0, 0o4700}}, {"openat", []uint64{0, 0, 0x41, 0o4755}}, {"creat", []uint64{0, 0o2755}},
+		} {
+			if got := run(c.name, c.args...); got != eperm {
+				t.Errorf("%s: %s%o = %#x, want EPERM", priv, c.name, c.args, got)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			args []uint64
+		}{{"chmod", []uint64{0, 0o755}}, {"fchmodat", []uint64{0, 0, 0o1777}}, {"openat", []uint64{0, 0, 0x41, 0o644}}} {
+			if got := run(c.name, c.args...); got != allow {
+				t.Errorf("%s: %s%o = %#x, want allow", priv, c.name, c.args, got)
+			}
+		}
+		if got := run("openat2"); got != enosys {
+			t.Errorf("%s: openat2 = %#x, want ENOSYS", priv, got)
+		}
 		if got := run("chroot"); got != wantChroot {
 			t.Errorf("%s: chroot = %#x, want %#x", priv, got, wantChroot)
 		}

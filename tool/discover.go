@@ -24,6 +24,8 @@ import (
 // which each parameter is JSON-encoded by its transform
 // (JSON.stringify(value)) and substituted as an escaped shell word, so no
 // value can break out of its place in the shell or in the JSON object.
+// Each member is named as the script names the property, whatever name
+// the parameter got in the definition (see discover_names.go).
 
 // ProbeKind names one probe of a script.
 type ProbeKind string

@@ -142,10 +142,8 @@ func usageRequired(usage string) map[string]bool {
 // HelpDefinition builds the definition of a script described only by its
 // help text; name is the script's name for the tool (scriptName).
 func HelpDefinition(s Script, h *HelpText, name string) (*Definition, error) {
-	for _, a := range s.Argv {
-		if strings.ContainsAny(a, "{}\n\x00") {
-			return nil, fmt.Errorf("path %q holds '{', '}' or a newline, which a definition cannot hold literally; rename it", a)
-		}
+	if err := checkArgv(s); err != nil {
+		return nil, err
 	}
 	var params []Parameter
 	var opts, pos []string

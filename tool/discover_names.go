@@ -24,13 +24,15 @@ import (
 //     nothing but those becomes "tool". Two tools that come out the same
 //     are an error naming both (within one script here; across scripts in
 //     the caller).
-//   - Parameter: a name the grammar accepts is kept ("max-depth"). Any
-//     other has each character outside letters, digits, '_' and '-'
-//     replaced by '_', leading '-' dropped and '_' put before a leading
-//     digit ("-A" → "A", "--all" → "all", "a.b" → "a_b", "2x" → "_2x",
-//     "" or "-" → "param"). Kept names are taken first; a derived name
-//     that is taken gets "_2", "_3", … in the order of the script's names
-//     (with "A" and "-A", "-A" becomes "A_2").
+//   - Parameter: a name the grammar accepts is kept ("max-depth"), unless
+//     it is a built-in's (TOOL_NAME, WORKSPACE, TEMP), which a parameter
+//     would shadow. Any other has each character outside letters, digits,
+//     '_' and '-' replaced by '_', leading '-' dropped and '_' put before
+//     a leading digit ("-A" → "A", "--all" → "all", "a.b" → "a_b", "2x" →
+//     "_2x", "" or "-" → "param"). Kept names are taken first; a derived
+//     name that is taken gets "_2", "_3", … in the order of the script's
+//     names (with "A" and "-A", "-A" becomes "A_2"; "WORKSPACE" becomes
+//     "WORKSPACE_2").
 
 // ToolNameFor is the definition name of a tool a script calls name (a
 // valid function name).
@@ -62,10 +64,16 @@ func scriptName(file string) string {
 // maps to itself.
 func ParamNamesFor(names []string) map[string]string {
 	out := make(map[string]string, len(names))
+	// The built-ins' names are taken: a parameter of that name would
+	// shadow {WORKSPACE} or {TEMP} in a permission given with discover
+	// --grant, and the agent would choose the path.
 	taken := map[string]bool{}
+	for _, b := range builtinRefNames {
+		taken[b] = true
+	}
 	var derive []string
 	for _, n := range names {
-		if nameIdentRE().MatchString(n) {
+		if nameIdentRE().MatchString(n) && !taken[n] {
 			out[n], taken[n] = n, true
 		} else {
 			derive = append(derive, n)

@@ -43,6 +43,10 @@ func TestParamNamesFor(t *testing.T) {
 		// A kept name is taken first; derived ones count up in name order.
 		{[]string{"-A", "A", "--A", "A_2"}, map[string]string{"A": "A", "A_2": "A_2", "--A": "A_3", "-A": "A_4"}},
 		{[]string{"a.b", "a b", "a_b"}, map[string]string{"a_b": "a_b", "a b": "a_b_2", "a.b": "a_b_3"}},
+		// A built-in's name is never a parameter's: a parameter would
+		// shadow {WORKSPACE} in a permission given with discover --grant,
+		// and the agent would choose the path.
+		{[]string{"WORKSPACE", "TEMP", "TOOL_NAME", "WORKSPACE_2"}, map[string]string{"WORKSPACE_2": "WORKSPACE_2", "WORKSPACE": "WORKSPACE_3", "TEMP": "TEMP_2", "TOOL_NAME": "TOOL_NAME_2"}},
 	} {
 		got := ParamNamesFor(tc.in)
 		if !reflect.DeepEqual(got, tc.want) {
@@ -222,6 +226,24 @@ func TestGrant(t *testing.T) {
 	}
 	if _, err := WriteDiscovered(t.TempDir(), def); err != nil {
 		t.Fatal(err)
+	}
+	// A script's property named WORKSPACE does not take over {WORKSPACE}
+	// in a granted permission.
+	ws, _ := ParseSchemaDump(`{"description":"d","parameters":{"type":"object","properties":{"WORKSPACE":{"type":"string"}}}}`, false)
+	wdef, err := DefinitionFor(s, ws[0], "w", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Grant(wdef, []string{"filesystem:write:{WORKSPACE}"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range wdef.Parameters {
+		if p.Name == BuiltinWorkspace {
+			t.Errorf("the script's WORKSPACE property is the parameter WORKSPACE, which shadows the built-in in %v", wdef.Security.RequiredPermissions)
+		}
+	}
+	if got := wdef.ExposedParam("WORKSPACE_2"); got != "WORKSPACE" {
+		t.Errorf("WORKSPACE_2 is exposed as %q, want WORKSPACE", got)
 	}
 	for _, bad := range []string{"filesystem:exec:/", "network:anywhere", "read:."} {
 		if err := Grant(def, []string{bad}); err == nil {

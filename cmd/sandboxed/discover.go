@@ -104,7 +104,7 @@ func discoverAction(c *cli.Context) error {
 			return err
 		}
 	} else {
-		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+		w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tWHY")
 		for _, d := range found {
 			tools := toolNames(d)

@@ -85,13 +85,13 @@ func explainAction(c *cli.Context) error {
 		if c.Bool("json") {
 			return writeJSON(c.App.Writer, d)
 		}
-		renderDiff(c.App.Writer, d)
+		renderDiff(terminalSafe(c.App.Writer), d)
 		return nil
 	}
 	if c.Bool("json") {
 		return writeJSON(c.App.Writer, ex)
 	}
-	renderExplanation(c.App.Writer, ex)
+	renderExplanation(terminalSafe(c.App.Writer), ex)
 	return nil
 }
 

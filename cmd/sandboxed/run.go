@@ -184,6 +184,7 @@ func signalContext(parent context.Context) (context.Context, func()) {
 
 // promptApproval shows what the run asks for and why, and reads y/N.
 func promptApproval(w io.Writer, r io.Reader, def *tool.Definition, d *policy.Decision) (bool, error) {
+	w = terminalSafe(w) // subjects hold paths an agent chose
 	fmt.Fprintf(w, "sandboxed: %s asks for what the policy does not allow without your approval:\n", def.Name)
 	for _, it := range d.Items {
 		if it.Verdict != policy.NeedsApproval {

@@ -10,16 +10,23 @@ import (
 
 var setupCommand = &cli.Command{
 	Name:      "setup",
-	Usage:     "prepare this host once, as root, for an unprivileged user of sandboxed (--undo reverses it)",
+	Usage:     "prepare this host once, as root, for an unprivileged user of sandboxed or for runtime runsc (--undo reverses it)",
 	ArgsUsage: " ",
 	Description: `sudo sandboxed setup --user NAME makes, only where missing: 65536 subordinate uids and gids for NAME
 in /etc/subuid and /etc/subgid; on cgroup v1, the cgroup subtree sandboxed/user-UID delegated to NAME in the
 memory, pids, cpu and freezer hierarchies (and, where systemd is the init, a unit that makes it again at boot);
 where AppArmor restricts unprivileged user namespaces, a profile that lets this binary make them. Nothing else.
 It prints each change; a second run prints "nothing to change". --undo removes exactly what setup added, as
-recorded in /var/lib/sandboxed/setup/NAME.json.`,
+recorded in /var/lib/sandboxed/setup/NAME.json.
+
+sudo sandboxed setup --runtime runsc registers gVisor's runsc with the local Docker engine: it adds
+"runtimes": {"runsc": {"path": ..., "runtimeArgs": ["--host-uds=open", "--network=none"]}} to /etc/docker/daemon.json, keeping
+every other key, writes the file atomically and makes dockerd reload it (systemctl reload docker, else SIGHUP;
+running containers keep running). --undo removes exactly that entry, as recorded in
+/var/lib/sandboxed/setup/runtime/runsc.json.`,
 	Flags: []cli.Flag{
-		&cli.StringFlag{Name: "user", Usage: "the unprivileged user to prepare", Required: true},
+		&cli.StringFlag{Name: "user", Usage: "the unprivileged user to prepare"},
+		&cli.StringFlag{Name: "runtime", Usage: "the OCI runtime to register with the Docker engine (runsc)"},
 		&cli.BoolFlag{Name: "undo", Usage: "remove what setup added for the user"},
 		&cli.BoolFlag{Name: "cgroups-only", Usage: "only make the delegated cgroup v1 directories again (what a reboot removes)"},
 		&cli.BoolFlag{Name: "json", Usage: "print the changes and notes as JSON"},
@@ -31,8 +38,17 @@ recorded in /var/lib/sandboxed/setup/NAME.json.`,
 		if c.Bool("undo") && c.Bool("cgroups-only") {
 			return usageError(fmt.Errorf("setup: --undo and --cgroups-only do not go together"))
 		}
-		name := c.String("user")
+		name, rt := c.String("user"), c.String("runtime")
+		if (name == "") == (rt == "") {
+			return usageError(fmt.Errorf("setup: name either --user NAME or --runtime runsc (see 'sandboxed setup --help')"))
+		}
+		if rt != "" && c.Bool("cgroups-only") {
+			return usageError(fmt.Errorf("setup: --cgroups-only goes with --user, not --runtime"))
+		}
 		cmdline := "sandboxed setup --user " + name
+		if rt != "" {
+			cmdline = "sandboxed setup --runtime " + rt
+		}
 		if c.Bool("undo") {
 			cmdline += " --undo"
 		}
@@ -44,7 +60,11 @@ recorded in /var/lib/sandboxed/setup/NAME.json.`,
 			return err
 		}
 		var rep *host.Report
-		if c.Bool("undo") {
+		if rt != "" && c.Bool("undo") {
+			rep, err = sys.UndoRuntime(c.Context, rt)
+		} else if rt != "" {
+			rep, err = sys.SetupRuntime(c.Context, rt)
+		} else if c.Bool("undo") {
 			rep, err = sys.Undo(c.Context, name)
 		} else {
 			rep, err = sys.Setup(c.Context, host.SetupOptions{User: name, CgroupsOnly: c.Bool("cgroups-only")})

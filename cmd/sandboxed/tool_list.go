@@ -117,7 +117,7 @@ func toolListAction(c *cli.Context) error {
 	case format == "yaml":
 		err = writeYAML(c.App.Writer, items)
 	default:
-		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+		w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "NAME\tSCOPE\tSTATUS\tVERSION\tISOLATION\tTAGS\tDESCRIPTION")
 		for _, it := range items {
 			desc := truncate(it.Description, 60)

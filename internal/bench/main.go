@@ -6,6 +6,7 @@
 //	process tier  vs  bare exec and bubblewrap (bwrap --unshare-all, read-only /usr)
 //	rootless process tier vs bubblewrap, both run as an unprivileged user
 //	container tier vs docker run --rm --network none of the same image
+//	container tier under runsc vs docker run --runtime runsc (when the engine has runsc)
 //
 // The rootless pair runs as -user (default $SANDBOXED_BENCH_USER, else
 // none: the pair is skipped and says so) when
@@ -41,6 +42,7 @@ func main() {
 	image := flag.String("image", "sandboxed-runner:latest", "runner image for the container tier")
 	skipContainer := flag.Bool("no-container", false, "skip the container tier")
 	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
+	skipRunsc := flag.Bool("no-runsc", false, "skip the container tier under runsc")
 	rootlessUser := flag.String("user", os.Getenv("SANDBOXED_BENCH_USER"), "unprivileged user the rootless pair runs as (as root)")
 	flag.Parse()
 
@@ -59,7 +61,7 @@ func main() {
 	state := filepath.Join(work, "state")
 	benchEnv := []string{"SANDBOXED_STATE_DIR=" + state, "SANDBOXED_RUNTIME_DIR=" + filepath.Join(work, "run")}
 
-	tool := func(name, tier string) string {
+	tool := func(name, tier string, extra ...string) string {
 		p := filepath.Join(work, name+".yaml")
 		def := fmt.Sprintf(`name: %s
 description: Does nothing; for timing the sandbox itself.
@@ -72,7 +74,7 @@ resources:
   timeout: 10000
 sandboxed:
   pids-limit: 64
-`, name, tier)
+%s`, name, tier, strings.Join(extra, ""))
 		if err := os.WriteFile(p, []byte(def), 0o644); err != nil {
 			fatal(err)
 		}
@@ -100,6 +102,16 @@ sandboxed:
 				{name: "docker run", argv: []string{"docker", "run", "--rm", "--network", "none", *image, "/bin/bash", "-c", "true"}},
 				{name: "sandboxed container", argv: []string{abs, "run", tool("noop-container", "container")}, dir: work, env: benchEnv},
 			})
+			// The container tier under gVisor against docker run with
+			// the same runtime, when the engine has runsc.
+			if out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output(); err != nil || !strings.Contains(string(out), `"runsc"`) {
+				fmt.Fprintf(os.Stderr, "bench: container tier under runsc skipped: the engine has no runtime runsc (sudo %s setup --runtime runsc)\n", abs)
+			} else if !*skipRunsc {
+				groups = append(groups, []peer{
+					{name: "docker run --runtime runsc", argv: []string{"docker", "run", "--rm", "--runtime", "runsc", "--network", "none", *image, "/bin/bash", "-c", "true"}},
+					{name: "sandboxed container (runsc)", argv: []string{abs, "run", tool("noop-runsc", "container", "  runtime: runsc\n")}, dir: work, env: benchEnv},
+				})
+			}
 		}
 	}
 
@@ -256,6 +268,9 @@ func report(g []peer, times map[string][]time.Duration, n int) {
 		if v, ok := times["sandboxed version"]; ok {
 			fmt.Printf("floor: the CLI's own start-up and exit (sandboxed version) is %.2fx bwrap\n", float64(pct(v, .5))/float64(pct(times["bwrap"], .5)))
 		}
+		fmt.Println()
+	case "sandboxed container (runsc)":
+		// Reported, not a bar: gVisor's start dominates both peers.
 		fmt.Println()
 	case "sandboxed container":
 		r := float64(pct(times[last], .5)) / float64(pct(times["docker run"], .5))

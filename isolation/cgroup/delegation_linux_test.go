@@ -9,6 +9,7 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -58,15 +59,24 @@ func fakeV1(t *testing.T, delegated ...string) (*Host, int) {
 
 func TestDelegatedV1(t *testing.T) {
 	if os.Getuid() == 0 {
-		// Root owns everything it makes; the rootless view is of uid
-		// 1001 over directories root made.
-		h, _ := fakeV1(t, "memory", "pids", "freezer")
-		h.delegatedV1(1001)
-		if h.NoDelegation == nil || len(h.V1) != 0 {
-			t.Fatalf("root-owned dirs counted as delegated to 1001: %+v", h)
-		}
-		return
+		t.Run("root-owned", func(t *testing.T) {
+			// Root owns everything it makes; the rootless view is of
+			// uid 1001 over directories root made.
+			h, _ := fakeV1(t, "memory", "pids", "freezer")
+			h.delegatedV1(1001)
+			if h.NoDelegation == nil || len(h.V1) != 0 {
+				t.Fatalf("root-owned dirs counted as delegated to 1001: %+v", h)
+			}
+		})
 	}
+	// The user's own view runs as a user on root CI machines too: before,
+	// it ran only where the tests did not run as root, never in CI.
+	t.Run("delegated", func(t *testing.T) {
+		testenv.Unprivileged(t, func() { delegatedV1AsUser(t) })
+	})
+}
+
+func delegatedV1AsUser(t *testing.T) {
 	h, uid := fakeV1(t, "memory", "pids", "freezer")
 	h.delegatedV1(uid)
 	if h.NoDelegation != nil || len(h.V1) != 3 || h.Base != UserDir(uid) || !h.Rootless {

@@ -65,16 +65,25 @@ func signalAll(pids []int, sig syscall.Signal) {
 // processes leave their cgroup within microseconds, so the first polls are
 // tight.
 func WaitEmpty(ctx context.Context, procs func() ([]int, error)) error {
+	return poll(ctx, func() (bool, error) {
+		pids, err := procs()
+		return len(pids) == 0, err
+	})
+}
+
+// poll calls done until it reports true or ctx ends, tightly at first. A
+// file done finds missing (the group is gone) counts as done.
+func poll(ctx context.Context, done func() (bool, error)) error {
 	delay := 100 * time.Microsecond
 	for {
-		pids, err := procs()
+		ok, err := done()
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil
 			}
 			return err
 		}
-		if len(pids) == 0 {
+		if ok {
 			return nil
 		}
 		t := time.NewTimer(delay)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -47,13 +48,18 @@ type Host struct {
 	// whose hierarchy has no delegated cgroup for this user; V1 then
 	// holds only the delegated ones.
 	Undelegated []string
+	// Mounted maps, on v1, every controller the process tier uses that
+	// the host has mounted to its hierarchy root, delegated to this user
+	// or not (V1 with nothing removed): what setup and doctor work on.
+	Mounted map[string]string
 
 	uid   int
 	scope *userScope // v2 rootless: the scope, once made
 }
 
-// Detect inspects the running host as this process's user sees it. It has
-// no side effects.
+// Detect inspects the running host as this process's user sees it: as
+// root every hierarchy; for any other user only what was delegated to it
+// (Rootless, Base, NoDelegation, Undelegated). It has no side effects.
 func Detect() (*Host, error) {
 	return detect(os.Geteuid())
 }
@@ -103,6 +109,7 @@ func detect(uid int) (*Host, error) {
 	if len(h.V1) == 0 {
 		return nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup (or the v1 memory, pids and freezer controllers)"}
 	}
+	h.Mounted = maps.Clone(h.V1)
 	if uid != 0 {
 		h.delegatedV1(uid)
 	}

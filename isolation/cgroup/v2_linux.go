@@ -2,10 +2,12 @@ package cgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
 )
@@ -100,10 +102,19 @@ func (g *v2Group) Kill(ctx context.Context) error {
 	if err := g.m.Kill(); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 	}
-	if err := WaitEmpty(ctx, g.Procs); err != nil {
+	if err := poll(ctx, g.unpopulated); err != nil {
 		return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 	}
 	return nil
+}
+
+// unpopulated reports whether no process is left in the group. It reads
+// cgroup.events, not cgroup.procs: cgroup.procs stops listing a process as
+// soon as all its threads are exiting, but the group stays populated, and
+// refuses rmdir with EBUSY, until they are gone.
+func (g *v2Group) unpopulated() (bool, error) {
+	n, err := readKey(filepath.Join(g.dir, "cgroup.events"), "populated")
+	return n == 0, err
 }
 
 func (g *v2Group) Stats() (Stats, error) {
@@ -131,8 +142,21 @@ func (g *v2Group) Delete() error {
 		return nil
 	}
 	// rmdir only: a cgroup directory's files are not removable.
-	if err := os.Remove(g.dir); err != nil && !os.IsNotExist(err) {
+	err := os.Remove(g.dir)
+	if errors.Is(err, syscall.EBUSY) {
+		// Processes killed a moment ago may still be exiting (see
+		// unpopulated): give them deleteWait to be gone.
+		ctx, cancel := context.WithTimeout(context.Background(), deleteWait)
+		defer cancel()
+		if poll(ctx, g.unpopulated) == nil {
+			err = os.Remove(g.dir)
+		}
+	}
+	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove cgroup %s: %w", g.path, err)
 	}
 	return nil
 }
+
+// deleteWait bounds how long Delete waits for exiting processes to leave.
+var deleteWait = 5 * time.Second

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -123,6 +124,29 @@ func TestV2KillWritesCgroupKill(t *testing.T) {
 	}
 	if got := read(t, filepath.Join(dir, "cgroup.kill")); got != "1" {
 		t.Fatalf("cgroup.kill = %q", got)
+	}
+}
+
+// A process whose threads are all exiting is no longer in cgroup.procs but
+// keeps the group populated: Kill waits for cgroup.events to say so.
+func TestV2KillWaitsUntilUnpopulated(t *testing.T) {
+	h := fakeV2(t, "memory pids")
+	g, err := h.New("r", Resources{MemoryBytes: 1 << 20, Pids: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.V2, Parent, "r")
+	write(t, filepath.Join(dir, "cgroup.kill"), "")
+	write(t, filepath.Join(dir, "cgroup.procs"), "")
+	write(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := g.Kill(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("kill of a populated group with an empty cgroup.procs: %v, want it to wait", err)
+	}
+	write(t, filepath.Join(dir, "cgroup.events"), "populated 0\nfrozen 0\n")
+	if err := g.Kill(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

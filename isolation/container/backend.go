@@ -28,6 +28,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 )
 
@@ -55,6 +56,10 @@ type Backend struct {
 	initBinary string
 	// connect accepts the init's connection on ln and hands it the plan.
 	connect connectFunc
+	// gcStaged detaches the host's staged binds of runs keep says are
+	// gone (gcStaged; tests with a fake engine replace it, so that they
+	// never unmount what real runs on the host staged).
+	gcStaged func(keep func(runID string) bool) ([]string, error)
 
 	ownClient bool // Close closes api
 
@@ -81,7 +86,7 @@ func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c }
 // default socket when unset), negotiating the API version. It makes no
 // request: an engine that is down shows in Check and Start.
 func New(opts ...Option) (*Backend, error) {
-	b := &Backend{connect: connectInit}
+	b := &Backend{connect: connectInit, gcStaged: gcStaged}
 	for _, o := range opts {
 		o(b)
 	}
@@ -260,7 +265,13 @@ func checkInfo(info system.Info, p *isolation.Plan) error {
 		if _, ok := info.Runtimes[p.Runtime]; !ok {
 			return &isolation.UnsupportedError{
 				What: "runtime " + p.Runtime + " (the engine has " + strings.Join(runtimeNames(info), ", ") + ")",
-				Fix:  "install it and register it in /etc/docker/daemon.json, or choose another runtime",
+				Fix:  "install it and register it in /etc/docker/daemon.json (for runsc: sudo sandboxed setup --runtime runsc), or choose another runtime",
+			}
+		}
+		if missing := hostsetup.MissingRuntimeArgs(p.Runtime, info.Runtimes[p.Runtime].Args); len(missing) > 0 {
+			return &isolation.UnsupportedError{
+				What: "runtime " + p.Runtime + " registered without " + strings.Join(missing, " ") + " (the egress bridge needs host Unix sockets; without --oci-seccomp gVisor ignores the plan's seccomp filter)",
+				Fix:  "add them to its runtimeArgs in /etc/docker/daemon.json and reload dockerd, or remove the entry and run: sudo sandboxed setup --runtime " + p.Runtime,
 			}
 		}
 	}
@@ -329,16 +340,17 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 	}
 
-	// The grants' sources are pinned; the init binary and the control
-	// socket are sandboxed's own.
-	pins, err := pinBinds(hc.Mounts, func(src string) bool {
+	// The grants' sources are pinned, and as root staged under the run's
+	// host directory; the init binary and the control socket are
+	// sandboxed's own.
+	pins, staged, err := pinBinds(hc.Mounts, func(src string) bool {
 		return src == b.initBinary || strings.HasPrefix(src, p.HostDir+"/")
-	})
+	}, p.HostDir, os.Geteuid() == 0)
 	if err != nil {
 		return nil, err
 	}
 
-	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1)}
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1), staged: staged}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -397,6 +409,12 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
 	}
 	s.init = init
+	// Under runsc the container's files are not visible through the host's
+	// /proc/PID/root; the staging mounts, made from descriptors opened
+	// without following symlinks, stand in for the check there.
+	if p.Runtime == "runsc" {
+		pins = nil
+	}
 	if err := b.verifyStarted(ctx, s.id, pins); err != nil {
 		return nil, err
 	}
@@ -443,6 +461,10 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		}
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
+	// Staged binds of runs that are gone, once their containers are.
+	reaped, err := b.gcStaged(keep)
+	removed = append(removed, reaped...)
+	errs = append(errs, err)
 	return removed, errors.Join(errs...)
 }
 

@@ -167,7 +167,15 @@ func TestCheckEngineFeatures(t *testing.T) {
 	}{
 		{"defaults", func(i *system.Info) {}, func(p *isolation.Plan) {}, ""},
 		{"runtime missing", func(i *system.Info) {}, func(p *isolation.Plan) { p.Runtime = "runsc" }, "runtime runsc"},
-		{"runtime present", func(i *system.Info) { i.Runtimes["runsc"] = system.RuntimeWithStatus{} }, func(p *isolation.Plan) { p.Runtime = "runsc" }, ""},
+		{"runtime present", func(i *system.Info) {
+			i.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Args: []string{"--host-uds=open", "--oci-seccomp"}}}
+		}, func(p *isolation.Plan) { p.Runtime = "runsc" }, ""},
+		{"runsc without oci-seccomp", func(i *system.Info) {
+			i.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Args: []string{"--host-uds=open"}}}
+		}, func(p *isolation.Plan) { p.Runtime = "runsc" }, "--oci-seccomp"},
+		{"runsc without host uds", func(i *system.Info) {
+			i.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Args: []string{"--oci-seccomp"}}}
+		}, func(p *isolation.Plan) { p.Runtime = "runsc" }, "--host-uds=open"},
 		{"no seccomp", func(i *system.Info) { i.SecurityOptions = nil }, func(p *isolation.Plan) {}, "seccomp"},
 		{"elevated without userns remap", func(i *system.Info) {}, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "userns-remap"},
 		{"elevated with userns remap", func(i *system.Info) { i.SecurityOptions = append(i.SecurityOptions, "name=userns") }, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, ""},
@@ -323,7 +331,7 @@ func TestGC(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	f := newFakeEngine()
-	f.info.Runtimes["runsc"] = system.RuntimeWithStatus{}
+	f.info.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Args: []string{"--host-uds=open", "--oci-seccomp"}}}
 	b := newTestBackend(t, f, newFakeInit(), nil)
 	r, err := b.Probe(context.Background(), "")
 	if err != nil {

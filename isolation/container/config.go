@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,6 +163,9 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	}
 
 	pids := lim.Pids
+	if p.Runtime == "runsc" {
+		pids = runscHostPids(pids)
+	}
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -462,10 +466,50 @@ func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	addGVisorNames(prof)
 	js, err := json.Marshal(prof)
 	if err != nil {
 		return "", fmt.Errorf("translate seccomp profile: %w", err)
 	}
 	lastProfile.plan, lastProfile.caps, lastProfile.json = plan, key, string(js)
 	return lastProfile.json, nil
+}
+
+// Under runsc the engine's pids limit bounds the host tasks of the whole
+// gVisor sandbox (the Sentry's threads, and on the ptrace platform a stub
+// process and tracer threads for each process inside), not the processes
+// of the tool: an idle sandbox holds about 40 host tasks and each process
+// inside about 9. runscHostPids turns a plan's limit into that host bound,
+// so a fork bomb still stops at a fixed host cost near pids processes
+// inside; the count inside is not exact.
+const (
+	runscBaseTasks       = 64
+	runscTasksPerProcess = 10
+)
+
+func runscHostPids(pids int64) int64 {
+	return runscBaseTasks + runscTasksPerProcess*pids
+}
+
+// gVisorNames are syscalls that gVisor's enforcement of an OCI seccomp
+// profile (runsc --oci-seccomp) knows by another name than Linux and
+// libseccomp: a profile that allows only the Linux name refuses the call
+// under runsc (pselect6, which glibc's select uses: GNU wget could not
+// write its request). runc and libseccomp skip names they do not know.
+var gVisorNames = map[string]string{"pselect6": "pselect"}
+
+// addGVisorNames adds, to every rule of prof that names a syscall of
+// gVisorNames, gVisor's name for it, with the same action and arguments.
+func addGVisorNames(prof *specs.LinuxSeccomp) {
+	if prof == nil {
+		return
+	}
+	for i := range prof.Syscalls {
+		r := &prof.Syscalls[i]
+		for linux, gv := range gVisorNames {
+			if slices.Contains(r.Names, linux) && !slices.Contains(r.Names, gv) {
+				r.Names = append(r.Names, gv)
+			}
+		}
+	}
 }

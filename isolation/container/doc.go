@@ -22,6 +22,20 @@
 // plan's, pids, memory (no swap) and cpu limits, and Docker's default
 // seccomp profile narrowed by the plan's (see seccompProfile).
 //
+// Grant binds: as root, each grant's source is opened without following
+// symlinks and mounted from that descriptor (open_tree + move_mount) on a
+// staging path under the run's host directory, and the engine is handed
+// the staging path, so nothing a tool could swap is resolved by dockerd;
+// Close and GC detach the staging mounts. Under runc the mounted targets
+// are also checked through /proc/PID/root after start.
+//
+// Runtime runsc (gVisor) must be registered with --host-uds=open (the init
+// dials the bind-mounted proxy socket) and --oci-seccomp (else the profile
+// is ignored); sandboxed setup --runtime runsc does it, and a plan that
+// asks for runsc on an engine without them is refused. Under runsc the
+// pids limit bounds the sandbox's host tasks (see runscHostPids), and an
+// OOM kill of the Sentry is read from the engine once the container stops.
+//
 // It owns the translation of an isolation.Plan into the engine's Config
 // and HostConfig, the sandbox lifecycle and gc of containers labelled with
 // a run id. It makes no policy decision: it enforces the plan and refuses,

@@ -189,6 +189,10 @@ func newTestBackend(t *testing.T, f *fakeEngine, in *fakeInit, connectErr error)
 		t.Fatal(err)
 	}
 	b.binOnce.Do(func() {})
+	// The fake engine's runs stage nothing on the host: GC must not
+	// detach the staged binds of real runs (the e2e suite's, running as
+	// root on the same machine).
+	b.gcStaged = func(func(string) bool) ([]string, error) { return nil, nil }
 	b.connect = func(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error) {
 		if connectErr != nil {
 			return nil, connectErr

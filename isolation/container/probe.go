@@ -8,6 +8,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // ProbeResult is what `sandboxed doctor` shows of the container tier.
@@ -20,14 +21,17 @@ type ProbeResult struct {
 	Runtimes       []string `json:"runtimes,omitempty"`
 	DefaultRuntime string   `json:"default_runtime,omitempty"`
 	Runsc          bool     `json:"runsc"`
-	Seccomp        bool     `json:"seccomp"`
-	UsernsRemap    bool     `json:"userns_remap"`
-	CgroupVersion  string   `json:"cgroup_version,omitempty"`
-	CgroupDriver   string   `json:"cgroup_driver,omitempty"`
-	Image          string   `json:"image"`
-	ImagePresent   bool     `json:"image_present"`
-	ImageUpToDate  bool     `json:"image_up_to_date"`
-	ImageID        string   `json:"image_id,omitempty"`
+	// RunscMissing are the runtime arguments the registered runsc lacks
+	// for sandboxed's plans (empty when it has them or is not there).
+	RunscMissing  []string `json:"runsc_missing_args,omitempty"`
+	Seccomp       bool     `json:"seccomp"`
+	UsernsRemap   bool     `json:"userns_remap"`
+	CgroupVersion string   `json:"cgroup_version,omitempty"`
+	CgroupDriver  string   `json:"cgroup_driver,omitempty"`
+	Image         string   `json:"image"`
+	ImagePresent  bool     `json:"image_present"`
+	ImageUpToDate bool     `json:"image_up_to_date"`
+	ImageID       string   `json:"image_id,omitempty"`
 	// InitStatic is false when the init binary is not a static ELF.
 	InitStatic bool `json:"init_static"`
 	// Problems say what keeps the tier from working, each with its fix.
@@ -58,7 +62,7 @@ func (r *ProbeResult) Checks() []ProbeCheck {
 	}
 	out = append(out,
 		ProbeCheck{Name: "seccomp", OK: r.Seccomp, Detail: "the engine loads seccomp profiles", Fix: fixIf(!r.Seccomp, "use a Docker engine built with seccomp support")},
-		ProbeCheck{Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "installed (plans may ask for runtime runsc)", "not installed (only plans that ask for it need it)")},
+		runscCheck(r),
 		ProbeCheck{Name: "userns remap", OK: true, Detail: yesNo(r.UsernsRemap, "on: elevated runs are allowed", "off: elevated runs are refused in containers"),
 			Fix: fixIf(!r.UsernsRemap, `for elevated runs: "userns-remap": "default" in /etc/docker/daemon.json, then restart Docker`)},
 	)
@@ -139,7 +143,11 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 	} else {
 		r.Runtimes = runtimeNames(info)
 		r.DefaultRuntime = info.DefaultRuntime
-		_, r.Runsc = info.Runtimes["runsc"]
+		rt, ok := info.Runtimes["runsc"]
+		r.Runsc = ok
+		if ok {
+			r.RunscMissing = hostsetup.MissingRuntimeArgs("runsc", rt.Args)
+		}
 		r.Seccomp = hasSecOpt(info, "seccomp")
 		r.UsernsRemap = hasSecOpt(info, "userns")
 		r.CgroupVersion = info.CgroupVersion
@@ -169,4 +177,17 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 		r.InitStatic = true
 	}
 	return r, nil
+}
+
+// runscCheck is doctor's line on runtime runsc: optional, but a runsc
+// registered without the arguments plans need is a problem with its fix.
+func runscCheck(r *ProbeResult) ProbeCheck {
+	c := ProbeCheck{Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "registered (plans may ask for runtime runsc)", "not registered (only plans that ask for it need it)"),
+		Fix: fixIf(!r.Runsc, "for gVisor: apt-get install runsc, then sudo sandboxed setup --runtime runsc")}
+	if r.Runsc && len(r.RunscMissing) > 0 {
+		c.OK = false
+		c.Detail = "registered without " + strings.Join(r.RunscMissing, " ") + ": runs that ask for runsc are refused"
+		c.Fix = "add them to its runtimeArgs in /etc/docker/daemon.json and reload dockerd, or remove the entry and run: sudo sandboxed setup --runtime runsc"
+	}
+	return c
 }

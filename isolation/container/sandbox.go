@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // initConn is the host side of the init's control channel (sbinit.Client).
@@ -40,6 +41,9 @@ type sandbox struct {
 	ref  string
 	ln   *net.UnixListener
 	init initConn
+	// staged are the staging mounts of the grants' sources (root only),
+	// detached by Close.
+	staged []string
 
 	mu     sync.Mutex
 	active int // Execs running
@@ -50,6 +54,7 @@ type sandbox struct {
 	execDone chan struct{}
 	killed   bool
 	closed   bool
+	initGone bool        // an Exec found the init gone
 	pid      int         // the init's host pid, once an inspect told it
 	lastCg   cgroupStats // read just before the container was killed
 
@@ -80,7 +85,13 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		default:
 		}
 	}()
-	return s.init.Exec(ctx, cmd, stdio)
+	ex, err := s.init.Exec(ctx, cmd, stdio)
+	if errors.Is(err, sbinit.ErrInitGone) {
+		s.mu.Lock()
+		s.initGone = true
+		s.mu.Unlock()
+	}
+	return ex, err
 }
 
 // Kill sends SIGTERM to every process through the init, waits until the
@@ -151,6 +162,23 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("inspect container %s: %w", s.name, err)
 	}
+	s.mu.Lock()
+	gone := s.initGone
+	s.mu.Unlock()
+	// Under runsc the host's OOM killer may kill the Sentry itself: the
+	// init is gone at once, and the engine records the OOM kill only once
+	// the container has stopped (its cgroup, with the kernel's count, is
+	// gone by then). Wait for that, briefly.
+	for i := 0; gone && s.plan.Runtime == "runsc" && i < 50 && ins.State != nil && ins.State.Running; i++ {
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if ins, err = s.api.ContainerInspect(ctx, s.id); err != nil {
+			return st, fmt.Errorf("inspect container %s: %w", s.name, err)
+		}
+	}
 	pid := 0
 	if ins.State != nil {
 		st.OOMKilled = ins.State.OOMKilled
@@ -192,6 +220,11 @@ func (s *sandbox) Close(ctx context.Context) error {
 			if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 				errs = append(errs, fmt.Errorf("close control socket: %w", err))
 			}
+		}
+		// The staged binds go once the container that used them is gone
+		// (or could not be removed: the engine holds its own mounts).
+		if err := unstage(s.staged); err != nil {
+			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)
 	})

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 
 	"github.com/docker/docker/api/types/mount"
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,13 +23,38 @@ type bindIdentity struct {
 	dev, ino       uint64
 }
 
-// pinBinds records the identity of every bind source. dockerd resolves
-// the source path again when it mounts; a component swapped for a symlink
+// stagingDirName is the directory, in a run's host directory, where the
+// grants' sources are staged; GC finds leftovers by it and by the run id
+// of the directory above.
+const stagingDirName = ".sandboxed-binds"
+
+// runIDPattern is the shape of a run id (sandbox.NewRunID), which names a
+// run's host directory.
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$`)
+
+// pinBinds pins every bind source that is not ours: it opens the source
+// without following any symlink and records its identity. dockerd resolves
+// a source path again when it mounts; a component swapped for a symlink
 // meanwhile (by a concurrent run with write access to a parent) would
-// mount something else. verifyBinds compares after the start.
-func pinBinds(ms []mount.Mount, ours func(source string) bool) ([]bindIdentity, error) {
-	var ids []bindIdentity
-	for _, m := range ms {
+// mount something else.
+//
+// As root (stage true), each pinned source is then mounted from its
+// descriptor (open_tree(OPEN_TREE_CLONE) + move_mount) on a staging path
+// under the run's host directory (0700, root's), and the mount handed to
+// Docker names that path: nothing dockerd resolves can be swapped by a
+// tool, under runc or runsc alike, and read-only grants are read-only at
+// the staging mount too. The staged paths are returned for unstage.
+// Without root only the identities are returned (translate's lstat check
+// and verifyBinds stand).
+func pinBinds(ms []mount.Mount, ours func(source string) bool, hostDir string, stage bool) (ids []bindIdentity, staged []string, err error) {
+	defer func() {
+		if err != nil {
+			_ = unstage(staged)
+			staged = nil
+		}
+	}()
+	for i := range ms {
+		m := &ms[i]
 		if m.Type != mount.TypeBind || ours(m.Source) {
 			continue
 		}
@@ -33,20 +62,112 @@ func pinBinds(ms []mount.Mount, ours func(source string) bool) ([]bindIdentity, 
 			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
 		})
 		if errors.Is(err, unix.ENOSYS) {
-			return nil, nil // kernels before 5.6: the lstat check in translate is all there is
+			return nil, nil, nil // kernels before 5.6: the lstat check in translate is all there is
 		}
 		if err != nil {
-			return nil, fmt.Errorf("check bind source %s: %w (a symlink on the way?)", m.Source, err)
+			return ids, staged, fmt.Errorf("check bind source %s: %w (a symlink on the way?)", m.Source, err)
 		}
 		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		unix.Close(fd)
-		if err != nil {
-			return nil, fmt.Errorf("check bind source %s: %w", m.Source, err)
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return ids, staged, fmt.Errorf("check bind source %s: %w", m.Source, err)
 		}
 		ids = append(ids, bindIdentity{source: m.Source, target: m.Target, dev: uint64(st.Dev), ino: st.Ino})
+		if stage {
+			p := filepath.Join(hostDir, stagingDirName, strconv.Itoa(len(staged)))
+			err = stageOne(fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, m.ReadOnly, p)
+			if err != nil {
+				unix.Close(fd)
+				return ids, staged, fmt.Errorf("stage bind source %s: %w", m.Source, err)
+			}
+			staged = append(staged, p)
+			m.Source = p
+		}
+		unix.Close(fd)
 	}
-	return ids, nil
+	return ids, staged, nil
+}
+
+// stageOne mounts a clone of the tree at fd (recursively, as Docker binds)
+// on p, made as an empty directory or file to match; read-only when ro.
+func stageOne(fd int, dir, ro bool, p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	if dir {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(p, nil, 0o600); err != nil {
+		return err
+	}
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		os.Remove(p)
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	if ro {
+		err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if err != nil && !errors.Is(err, unix.ENOSYS) {
+			os.Remove(p)
+			return fmt.Errorf("make read-only: %w", err)
+		}
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		os.Remove(p)
+		return fmt.Errorf("move_mount to %s: %w", p, err)
+	}
+	return nil
+}
+
+// unstage detaches the staged mounts and removes their mountpoints (never
+// what was mounted on them) and the staging directory once empty.
+func unstage(staged []string) error {
+	var errs []error
+	for _, p := range staged {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount staged bind %s: %w", p, err))
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove staged bind %s: %w", p, err))
+		}
+	}
+	if len(staged) > 0 {
+		_ = os.Remove(filepath.Dir(staged[0]))
+	}
+	return errors.Join(errs...)
+}
+
+// gcStaged detaches staged binds left on the host by runs for which keep
+// is false (a controller that died before Close), so that removing their
+// host directories never reaches into a grant.
+func gcStaged(keep func(runID string) bool) ([]string, error) {
+	if keep == nil || unix.Geteuid() != 0 {
+		return nil, nil
+	}
+	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
+		return filepath.Base(filepath.Dir(i.Mountpoint)) != stagingDirName ||
+			!runIDPattern.MatchString(filepath.Base(filepath.Dir(filepath.Dir(i.Mountpoint)))), false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the host's mount table: %w", err)
+	}
+	var reaped []string
+	var errs []error
+	for _, m := range mounts {
+		run := filepath.Base(filepath.Dir(filepath.Dir(m.Mountpoint)))
+		if keep(run) {
+			continue
+		}
+		if err := unstage([]string{m.Mountpoint}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reaped = append(reaped, "staged bind "+m.Mountpoint+" (run "+run+")")
+	}
+	return reaped, errors.Join(errs...)
 }
 
 // verifyBinds checks, through the container's init (pid, a host pid),

@@ -10,6 +10,12 @@ import (
 
 type bindIdentity struct{}
 
-func pinBinds([]mount.Mount, func(string) bool) ([]bindIdentity, error) { return nil, nil }
+func pinBinds([]mount.Mount, func(string) bool, string, bool) ([]bindIdentity, []string, error) {
+	return nil, nil, nil
+}
+
+func unstage([]string) error { return nil }
+
+func gcStaged(func(string) bool) ([]string, error) { return nil, nil }
 
 func (b *Backend) verifyStarted(context.Context, string, []bindIdentity) error { return nil }

@@ -13,7 +13,7 @@ import (
 func Local() (*System, error) {
 	s := &System{Root: "/"}
 	if h, err := cgroup.Detect(); err == nil {
-		s.Cgroups = Cgroups{Version: h.Version, V1: h.V1, V2: h.V2}
+		s.Cgroups = Cgroups{Version: h.Version, V1: h.Mounted, V2: h.V2}
 	}
 	exe, err := os.Executable()
 	if err != nil {

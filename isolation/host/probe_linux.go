@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -59,7 +62,9 @@ func (s *System) ProbeUser(ctx context.Context, selfArgs []string) *Probe {
 			p.IDMapTools = append(p.IDMapTools, path)
 		}
 	}
-	p.Delegation = s.Delegation(p.User)
+	cg, err := cgroup.Detect()
+	_, setupDone, _ := s.loadManifest(p.User.Name)
+	p.Delegation = delegationOf(cg, err, p.User, setupDone)
 	p.LandlockABI, p.LandlockError = landlockABI()
 	return p
 }
@@ -115,4 +120,61 @@ func landlockABI() (int, string) {
 	default:
 		return 0, "landlock_create_ruleset: " + errno.Error()
 	}
+}
+
+// delegationOf renders what isolation/cgroup found for this process (h, or
+// the error of its detection): which controllers its runs can use. setupDone
+// says that setup prepared this user once, so missing v1 directories were
+// removed by a reboot.
+func delegationOf(h *cgroup.Host, err error, u User, setupDone bool) Delegation {
+	if err != nil {
+		d := Delegation{Detail: err.Error(), Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+		var ue *isolation.UnsupportedError
+		if errors.As(err, &ue) {
+			d.Detail, d.Fix = ue.What, ue.Fix
+		}
+		return d
+	}
+	d := Delegation{Version: h.Version}
+	if !h.Rootless {
+		d.OK = true
+		d.Controllers = h.Usable()
+		d.Detail = fmt.Sprintf("root makes its cgroups directly (cgroup v%d)", h.Version)
+		return d
+	}
+	setup := "sudo sandboxed setup --user " + u.Name
+	reboot := ""
+	if setupDone && h.Version == 1 {
+		reboot = " (setup was run, but cgroup v1 directories vanish at reboot: run it again after each boot; where systemd is the init, setup installs a unit that does)"
+	}
+	var ue *isolation.UnsupportedError
+	if errors.As(h.NoDelegation, &ue) {
+		d.Missing = V1Controllers
+		if h.Version == 2 {
+			d.Missing = v2Wanted
+		}
+		d.Detail, d.Fix = ue.What, ue.Fix+reboot
+		return d
+	}
+	if h.Version == 2 {
+		v2Controllers(&d, h.V2Controllers, u)
+		return d
+	}
+	for _, c := range V1Controllers {
+		if _, ok := h.V1[c]; ok {
+			d.Controllers = append(d.Controllers, c)
+			d.Where = append(d.Where, filepath.Join(h.V1[c], h.Base))
+		}
+	}
+	d.Missing = h.Undelegated
+	sortLike(d.Missing, V1Controllers)
+	where := filepath.Join("/sys/fs/cgroup/CONTROLLER", cgroup.UserDir(u.UID))
+	d.OK = len(d.Missing) == 0
+	if d.OK {
+		d.Detail = fmt.Sprintf("cgroup v1: %s delegated to %s at %s", strings.Join(d.Controllers, " "), u.Name, where)
+		return d
+	}
+	d.Detail = fmt.Sprintf("cgroup v1: %s delegated to %s, %s not (no %s owned by uid %d there)", strings.Join(d.Controllers, " "), u.Name, strings.Join(d.Missing, " "), where, u.UID)
+	d.Fix = setup + reboot
+	return d
 }

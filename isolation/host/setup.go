@@ -157,7 +157,7 @@ func (s *System) v1Mounts() (mounts []string, ctls map[string][]string) {
 func (s *System) setupCgroups(ctx context.Context, u User, m *Manifest, rep *Report) error {
 	switch s.Cgroups.Version {
 	case 2:
-		d := s.Delegation(u)
+		d := s.V2Delegation(u)
 		if d.OK {
 			rep.note("%s; nothing to change", d.Detail)
 			return nil
@@ -288,9 +288,16 @@ func (s *System) checkExecutableSafe(what string) error {
 		return fmt.Errorf("%s: the path of the sandboxed binary is unknown", what)
 	}
 	fix := fmt.Sprintf("install it where only root can change it (sudo install -m 0755 %s /usr/local/bin/sandboxed) and run setup from there", s.Executable)
-	p, err := filepath.EvalSymlinks(s.path(s.Executable))
+	return s.checkOnlyRootReplaces(what, s.Executable, fix)
+}
+
+// checkOnlyRootReplaces refuses exe (a host path) when someone other than
+// the user setup runs as could replace the file, with symlinks resolved,
+// or a directory above it; fix says what to do instead.
+func (s *System) checkOnlyRootReplaces(what, exe, fix string) error {
+	p, err := filepath.EvalSymlinks(s.path(exe))
 	if err != nil {
-		return fmt.Errorf("%s: %s: %w", what, s.Executable, err)
+		return fmt.Errorf("%s: %s: %w", what, exe, err)
 	}
 	root := filepath.Clean(s.path("/"))
 	me := os.Geteuid()
@@ -298,7 +305,7 @@ func (s *System) checkExecutableSafe(what string) error {
 	for {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", what, s.Executable, err)
+			return fmt.Errorf("%s: %s: %w", what, exe, err)
 		}
 		uid, _, ok := fileOwner(fi)
 		// A sticky directory (/tmp) may be writable by all: no one but
@@ -307,7 +314,7 @@ func (s *System) checkExecutableSafe(what string) error {
 		sticky := p != below && fi.IsDir() && fi.Mode()&fs.ModeSticky != 0
 		if !ok || !sticky && (uid != me || fi.Mode().Perm()&0o022 != 0) {
 			return fmt.Errorf("%s: %s could be replaced by uid %d or its group or others (%s is %v): root would run what they put there; %s",
-				what, s.Executable, uid, strings.TrimPrefix(p, strings.TrimSuffix(root, "/")), fi.Mode().Perm(), fix)
+				what, exe, uid, strings.TrimPrefix(p, strings.TrimSuffix(root, "/")), fi.Mode().Perm(), fix)
 		}
 		if p == root || len(p) <= len(root) {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // System is the host that setup changes and doctor probes. Every path it
@@ -31,6 +32,9 @@ type System struct {
 	Run func(ctx context.Context, name string, args ...string) ([]byte, error)
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Signal sends a signal to a host process (SIGHUP to dockerd); nil
+	// means syscall.Kill.
+	Signal func(pid int, sig syscall.Signal) error
 }
 
 // Cgroups is the cgroup layout of a host, as isolation/cgroup detects it.

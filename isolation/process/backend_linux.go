@@ -276,7 +276,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	// The config waits in the socketpair for the init to start, unless
 	// the init's namespace must be finished first (maps written by the
 	// setuid helpers, mounts idmapped with it): it waits for the config.
-	afterStart := m != nil && (m.helper || m.idmapGrants)
+	afterStart := m != nil && (m.helper || (m.idmapGrants && hasBinds(cfg.Setup)))
 	if !afterStart {
 		if err := cl.SendConfig(cfg); err != nil {
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
@@ -341,6 +341,19 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
 	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
+
+// hasBinds reports whether s binds anything of the host (grants).
+func hasBinds(s *sbinit.Setup) bool {
+	if s == nil {
+		return false
+	}
+	for _, m := range s.Mounts {
+		if m.Source != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // setInitPath makes exe the program cmd runs. An init in a memory file

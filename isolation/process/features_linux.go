@@ -139,7 +139,11 @@ func (f Features) Checks() []Check {
 	if cg != nil && errors.As(cg.NoDelegation, &ue) {
 		cgFix = ue.Fix
 	}
-	add("cgroups", cg != nil && cg.NoDelegation == nil, fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " ")), cgFix)
+	cgDetail := fmt.Sprintf("v%d: %s", f.CgroupVersion, strings.Join(f.Controllers, " "))
+	if len(f.Controllers) == 0 {
+		cgDetail = fmt.Sprintf("v%d: no controller this user may use", f.CgroupVersion)
+	}
+	add("cgroups", cg != nil && cg.NoDelegation == nil, cgDetail, cgFix)
 	if cg != nil {
 		for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
 			if ctl == "freezer" && cg.Version != 1 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -75,6 +77,21 @@ func start(t testing.TB, p *isolation.Plan) isolation.Sandbox {
 		assertNothingLeft(t, p.RunID)
 	})
 	return sb
+}
+
+// runProcsFile is the cgroup.procs file of run id's cgroup: in the v1 pids
+// hierarchy, or in the unified one on a cgroup v2 host.
+func runProcsFile(t testing.TB, runID string) string {
+	t.Helper()
+	h, err := cgroup.Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := h.V2
+	if h.Version == 1 {
+		root = h.V1["pids"]
+	}
+	return filepath.Join(root, cgroup.Parent, runID, "cgroup.procs")
 }
 
 // assertNothingLeft checks that no cgroup or host mount of the run remains.
@@ -342,7 +359,8 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 	}
 	// A crashed controller: its init is gone (and, in a pid namespace,
 	// everything with it), its cgroup is not.
-	procs, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs")
+	procsFile := runProcsFile(t, p.RunID)
+	procs, _ := os.ReadFile(procsFile)
 	for _, f := range strings.Fields(string(procs)) {
 		pid, _ := strconv.Atoi(f)
 		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(b), "sandboxed-init") {
@@ -350,7 +368,7 @@ func TestGCRemovesDeadRuns(t *testing.T) {
 		}
 	}
 	for i := 0; i < 500; i++ {
-		if b, _ := os.ReadFile("/sys/fs/cgroup/pids/sandboxed/" + p.RunID + "/cgroup.procs"); len(b) == 0 {
+		if b, _ := os.ReadFile(procsFile); len(b) == 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
