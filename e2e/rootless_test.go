@@ -272,11 +272,9 @@ true`, []string{"filesystem:write:./out"}, "  execution-privilege: same-as-user\
 // invoking user it runs as a mapped id, reduced as 65534, and the pipes
 // are the controller's.
 func TestToolReopensItsStdio(t *testing.T) {
-	begin(t)
-	for _, tier := range conformanceTiers {
+	forConformance(t, func(t *testing.T, tier string) {
 		for _, priv := range []string{"same-as-user", "reduced"} {
-			t.Run(tier+"/"+priv, func(t *testing.T) {
-				begin(t)
+			t.Run(priv, func(t *testing.T) {
 				dir := workdir(t, nil)
 				tool := toolYAML(t, dir, tier, "stdio", `
 echo to-stdout > /dev/stdout
@@ -288,5 +286,5 @@ cat /dev/stdin`, nil, "  execution-privilege: "+priv+"\ninput: from-stdin\n")
 				}
 			})
 		}
-	}
+	})
 }
