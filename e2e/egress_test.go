@@ -48,20 +48,6 @@ true`, testNet.caFile, testNet.caFile)
 		expect(t, r, c, "ok", 0)
 		wants := []string{"HTTP:" + strings.TrimSpace(webBody), "HTTPS:" + strings.TrimSpace(webBody),
 			"WGET:" + strings.TrimSpace(webBody), "WGETS:" + strings.TrimSpace(webBody), "OTHER-REFUSED", "HINT-NAMES-PERMISSION"}
-		if tier == runscTier {
-			// gVisor's enforcement of the engine's seccomp profile
-			// (--oci-seccomp, release 20221219) refuses a call GNU wget
-			// makes to write its request ("Failed writing HTTP request:
-			// Operation not permitted"), which runc allows: wget cannot
-			// fetch through the proxy there. It fails closed; curl's
-			// fetches above are the check of the proxy on this tier, and
-			// wget must not get through by any other way.
-			wants = wants[:2]
-			wants = append(wants, "OTHER-REFUSED", "HINT-NAMES-PERMISSION")
-			if strings.Contains(r.Stdout, "WGET") && !strings.Contains(r.Stdout, "WGET:missing") {
-				t.Logf("wget fetched under runsc (the gVisor seccomp difference is gone):\n%s", r.Stdout)
-			}
-		}
 		for _, want := range wants {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("want %q in:\n%s%s", want, r.Stdout, r.Stderr)

@@ -447,3 +447,35 @@ true`, []string{"filesystem:write:."}, "")
 		}
 	})
 }
+
+// TestNoMultipathTCPNoListening: in the process tier, where Landlock is the
+// second wall, no tool gets a Multipath TCP socket, which Landlock's TCP
+// rules do not cover (the seccomp filter refuses it with EPROTONOSUPPORT),
+// and no tool may bind a TCP port, even on its own loopback (EACCES). The
+// host itself opens a Multipath TCP socket: the refusal is the sandbox's,
+// not the kernel's. The container tier has neither wall (no Landlock, so
+// nothing for Multipath TCP to get around; its network is none): the probe
+// only has to run there.
+func TestNoMultipathTCPNoListening(t *testing.T) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
+	testenv.Need(t, "a kernel with Multipath TCP enabled (net.mptcp.enabled=1)", err)
+	syscall.Close(fd)
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "sockets", `
+perl -e 'use Socket; if (socket(my $s, PF_INET, SOCK_STREAM, 262)) { print "MPTCP-OPEN\n" } else { printf "mptcp=%d\n", $!+0 }'
+perl -e 'use Socket; socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!"; if (bind($s, pack_sockaddr_in(4000, inet_aton("127.0.0.1")))) { print "bind=ok\n" } else { printf "bind=%d\n", $!+0 }'
+`, nil, "")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if tier == "process" && !strings.Contains(r.Stdout, "mptcp=93\n") {
+			t.Errorf("Multipath TCP socket: want EPROTONOSUPPORT (93):\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if tier == "process" && !strings.Contains(r.Stdout, "bind=13\n") {
+			t.Errorf("TCP bind in the process tier: want EACCES (13) from Landlock:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+		if !strings.Contains(r.Stdout, "bind=") {
+			t.Errorf("the bind probe did not run:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+	})
+}

@@ -266,3 +266,25 @@ true`, []string{"filesystem:write:./out"}, "  execution-privilege: same-as-user\
 		}
 	}
 }
+
+// A tool reopens its standard descriptors by name (/dev/stdout,
+// /dev/stderr, /dev/stdin), whatever host id it runs as: as root with no
+// invoking user it runs as a mapped id, reduced as 65534, and the pipes
+// are the controller's.
+func TestToolReopensItsStdio(t *testing.T) {
+	forConformance(t, func(t *testing.T, tier string) {
+		for _, priv := range []string{"same-as-user", "reduced"} {
+			t.Run(priv, func(t *testing.T) {
+				dir := workdir(t, nil)
+				tool := toolYAML(t, dir, tier, "stdio", `
+echo to-stdout > /dev/stdout
+echo to-stderr > /dev/stderr
+cat /dev/stdin`, nil, "  execution-privilege: "+priv+"\ninput: from-stdin\n")
+				r, c := runJSON(t, dir, tool)
+				if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "to-stdout\nfrom-stdin" || r.Stderr != "to-stderr\n" {
+					t.Errorf("status %s, stdout %q, stderr %q (exit %d)\n%s", r.Status, r.Stdout, r.Stderr, c.code, c.stderr)
+				}
+			})
+		}
+	})
+}

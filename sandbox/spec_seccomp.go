@@ -141,7 +141,9 @@ func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 		// Multipath TCP is refused whatever the family: Landlock's TCP
 		// rules do not cover it, and Go since 1.24 asks for it by default
 		// (and falls back to TCP when refused). The protocol argument is
-		// an int: only its low 32 bits count.
+		// an int: only its low 32 bits count. The container tier's
+		// translation leaves refusals by argument to the engine, so there
+		// (no Landlock, network none) Multipath TCP stays open.
 		e := uint(errnoEPROTONOSUPPORT)
 		p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &e,
 			Args: []specs.LinuxSeccompArg{{Index: 2, Value: 0xffffffff, ValueTwo: ipprotoMPTCP, Op: specs.OpMaskedEqual}}})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -465,6 +466,7 @@ func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	addGVisorNames(prof)
 	js, err := json.Marshal(prof)
 	if err != nil {
 		return "", fmt.Errorf("translate seccomp profile: %w", err)
@@ -487,4 +489,27 @@ const (
 
 func runscHostPids(pids int64) int64 {
 	return runscBaseTasks + runscTasksPerProcess*pids
+}
+
+// gVisorNames are syscalls that gVisor's enforcement of an OCI seccomp
+// profile (runsc --oci-seccomp) knows by another name than Linux and
+// libseccomp: a profile that allows only the Linux name refuses the call
+// under runsc (pselect6, which glibc's select uses: GNU wget could not
+// write its request). runc and libseccomp skip names they do not know.
+var gVisorNames = map[string]string{"pselect6": "pselect"}
+
+// addGVisorNames adds, to every rule of prof that names a syscall of
+// gVisorNames, gVisor's name for it, with the same action and arguments.
+func addGVisorNames(prof *specs.LinuxSeccomp) {
+	if prof == nil {
+		return
+	}
+	for i := range prof.Syscalls {
+		r := &prof.Syscalls[i]
+		for linux, gv := range gVisorNames {
+			if slices.Contains(r.Names, linux) && !slices.Contains(r.Names, gv) {
+				r.Names = append(r.Names, gv)
+			}
+		}
+	}
 }

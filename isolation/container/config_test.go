@@ -310,3 +310,18 @@ func TestTranslateRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestAddGVisorNames(t *testing.T) {
+	prof := &specs.LinuxSeccomp{Syscalls: []specs.LinuxSyscall{
+		{Names: []string{"read", "pselect6"}, Action: specs.ActAllow},
+		{Names: []string{"write"}, Action: specs.ActAllow},
+	}}
+	addGVisorNames(prof)
+	addGVisorNames(prof) // once only
+	if got := prof.Syscalls[0].Names; len(got) != 3 || got[2] != "pselect" {
+		t.Errorf("names %q, want pselect added once", got)
+	}
+	if got := prof.Syscalls[1].Names; len(got) != 1 {
+		t.Errorf("names %q, want unchanged", got)
+	}
+}

@@ -25,7 +25,9 @@ import (
 //     the engine's profile already restricts its arguments;
 //   - rules that refuse a syscall for some arguments only (clone with
 //     namespace flags) are left to the engine's profile, which allows clone
-//     without namespace flags only (no CAP_SYS_ADMIN is ever granted).
+//     without namespace flags only (no CAP_SYS_ADMIN is ever granted); the
+//     refusal of Multipath TCP sockets is dropped: it serves the process
+//     tier's Landlock, which the container tier does not have.
 //
 // A plan profile that is not a denylist (default action other than allow)
 // is refused: intersecting two allowlists is not done here.

@@ -287,6 +287,9 @@ func newStdioPipes(s isolation.Stdio) (_ *stdioPipes, retErr error) {
 		if p.child[0], p.stdinW, err = os.Pipe(); err != nil {
 			return nil, fmt.Errorf("make stdin pipe: %w", err)
 		}
+		if err := openToAnyUID(p.stdinW); err != nil {
+			return nil, err
+		}
 	}
 	for i, w := range []io.Writer{s.Stdout, s.Stderr} {
 		fd := i + 1
@@ -299,8 +302,26 @@ func newStdioPipes(s isolation.Stdio) (_ *stdioPipes, retErr error) {
 		if p.outR[fd], p.child[fd], err = os.Pipe(); err != nil {
 			return nil, fmt.Errorf("make output pipe: %w", err)
 		}
+		if err := openToAnyUID(p.outR[fd]); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
+}
+
+// openToAnyUID lets the command reopen its pipe through /dev/stdout,
+// /dev/stderr or /dev/stdin (/proc/self/fd/N), which checks the pipe's
+// mode against the command's uid. A pipe is made 0600 for this process,
+// and the command often runs as another host id (a reduced user, or a
+// user namespace's id when root has no invoking user), so `echo x >
+// /dev/stderr` failed. Only processes that may read another's
+// /proc/PID/fd (its own uid, or root) can reach an anonymous pipe, so
+// 0666 shows it to nobody new. The mode is the pipe's, shared by both ends.
+func openToAnyUID(f *os.File) error {
+	if err := f.Chmod(0o666); err != nil {
+		return fmt.Errorf("open the command's pipe to its uid: %w", err)
+	}
+	return nil
 }
 
 func (p *stdioPipes) childFDs() []int {
