@@ -46,9 +46,12 @@ done
 [ "$fail" = 0 ] || exit 1
 
 # Local copies: the tests must not run their binaries from the 9p share.
-rm -rf /root/src /root/bin
-mkdir -p /root/src
-tar -xf /share/src.tar -C /root/src
+# The tree is readable by all: the rootless mode's user reads its examples.
+src=/srv/sandboxed-src
+rm -rf "$src" /root/bin
+mkdir -p "$src"
+chmod 755 /srv "$src"
+tar -xf /share/src.tar -C "$src"
 cp -r /share/bin /root/bin
 
 # Runs one test binary in its package's directory, as go test would, and
@@ -60,7 +63,7 @@ run_tests() {
 	shift 2
 	log "$name: start"
 	local t0=$SECONDS rc
-	(cd "/root/src/$pkg" && "$@" -test.v -test.count=1) 2>&1 | tee "/share/out/$name.log"
+	(cd "$src/$pkg" && "$@" -test.v -test.count=1) 2>&1 | tee "/share/out/$name.log"
 	rc=${PIPESTATUS[0]}
 	log "$name: exit $rc after $((SECONDS - t0))s"
 	if grep -q -- '--- SKIP' "/share/out/$name.log"; then
