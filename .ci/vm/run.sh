@@ -18,6 +18,8 @@
 #                              a KVM attempt gets 90 before falling back to TCG)
 #   SANDBOXED_VM_MEMORY        MiB (default 4096); SANDBOXED_VM_CPUS (default: the host's)
 #   SANDBOXED_VM_E2E_RUN       -run pattern of the e2e suite (default: all of it)
+#   SANDBOXED_VM_E2E_SKIP      -skip pattern of the e2e suite (default: none but the Docker test)
+#   SANDBOXED_VM_PROCESS_SKIP  -skip pattern of the process backend's tests (default: none)
 #   SANDBOXED_VM_CACHE         where images are kept (default /var/cache/sandboxed-vm)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,6 +33,8 @@ boot_timeout=${SANDBOXED_VM_BOOT_TIMEOUT:-300}
 memory=${SANDBOXED_VM_MEMORY:-4096}
 cpus=${SANDBOXED_VM_CPUS:-$(nproc)}
 e2e_run=${SANDBOXED_VM_E2E_RUN:-.}
+e2e_skip=${SANDBOXED_VM_E2E_SKIP:-}
+process_skip=${SANDBOXED_VM_PROCESS_SKIP:-}
 go=${GO:-go}
 
 [ "$(id -u)" = 0 ] || die "needs root (the image build uses debootstrap and chroot)"
@@ -68,10 +72,10 @@ cp .ci/vm/guest-run.sh "$share/"
 {
 	printf 'VM_USER=%q\n' "$(cat "$image/user")"
 	printf 'cgroup_args=()\n'
-	printf 'process_args=()\n'
+	printf 'process_args=(-test.skip %q)\n' "$process_skip"
 	# Tests that need a Docker engine, which the guest has not; the host's
 	# suite runs them.
-	printf 'e2e_args=(-test.run %q -test.skip %q)\n' "$e2e_run" '^TestDoctorInsideAnUnprivilegedContainer$'
+	printf 'e2e_args=(-test.run %q -test.skip %q)\n' "$e2e_run" "^TestDoctorInsideAnUnprivilegedContainer\$${e2e_skip:+|$e2e_skip}"
 } >"$share/env"
 t_bins=$SECONDS
 
