@@ -444,17 +444,29 @@ func (s *shScanner) step(f *frame, i int) int {
 	}
 }
 
-// braceStep reads src from i inside ${ }.
-func (s *shScanner) braceStep(f *frame, i int) int {
+// escapeOrQuote handles what means the same bare and inside ${ }: a
+// backslash escapes the next byte, and a quote opens a quoted frame. ok
+// is false for any other byte.
+func (s *shScanner) escapeOrQuote(i int) (next int, ok bool) {
 	switch s.src[i] {
 	case '\\':
-		return i + 2
+		return i + 2, true
 	case '\'':
 		s.push(frame{kind: fSingle})
-		return i + 1
+		return i + 1, true
 	case '"':
 		s.push(frame{kind: fDouble})
-		return i + 1
+		return i + 1, true
+	}
+	return 0, false
+}
+
+// braceStep reads src from i inside ${ }.
+func (s *shScanner) braceStep(f *frame, i int) int {
+	if next, ok := s.escapeOrQuote(i); ok {
+		return next
+	}
+	switch s.src[i] {
 	case '{':
 		f.depth++
 		return i + 1
@@ -538,15 +550,10 @@ func (s *shScanner) bare(i int) int {
 	src := s.src
 	f := s.top()
 	c := src[i]
+	if next, ok := s.escapeOrQuote(i); ok {
+		return next
+	}
 	switch c {
-	case '\\':
-		return i + 2
-	case '\'':
-		s.push(frame{kind: fSingle})
-		return i + 1
-	case '"':
-		s.push(frame{kind: fDouble})
-		return i + 1
 	case '$':
 		if i+1 < len(src) {
 			switch src[i+1] {
