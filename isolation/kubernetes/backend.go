@@ -208,8 +208,9 @@ var kinds = []struct{ group, resource string }{
 	{"networking.k8s.io/v1", "networkpolicies"},
 }
 
-// GC deletes the pods, ConfigMaps and NetworkPolicies of runs that keep
-// does not report live. With a nil keep it removes only pods that ended
+// GC deletes the pods, ConfigMaps and NetworkPolicies this host made for
+// runs that keep does not report live (other hosts' runs are theirs to
+// reap). With a nil keep it removes only pods that ended
 // (and the objects of their runs). A cluster that cannot be reached is
 // not an error here: there is nothing this host can reap.
 func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
@@ -222,7 +223,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	var errs []error
 	for _, k := range kinds {
 		var l objectList
-		if err := a.list(ctx, k.group, k.resource, isolation.AnnotationRunID, &l); err != nil {
+		if err := a.list(ctx, k.group, k.resource, isolation.AnnotationRunID+","+hostLabel+"="+thisHost(), &l); err != nil {
 			if errors.Is(err, ErrUnreachable) {
 				return nil, nil
 			}

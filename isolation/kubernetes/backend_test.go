@@ -190,7 +190,7 @@ func TestGCReapsByLabel(t *testing.T) {
 	s := startFake(t, f)
 	for _, id := range []string{"live-1", "dead-2"} {
 		for _, r := range []string{"/api/v1/namespaces/runs/pods/", "/api/v1/namespaces/runs/configmaps/", "/apis/networking.k8s.io/v1/namespaces/runs/networkpolicies/"} {
-			f.objects[r+"sbx-"+id] = map[string]any{"metadata": map[string]any{"name": "sbx-" + id, "labels": map[string]any{isolation.AnnotationRunID: id}}}
+			f.objects[r+"sbx-"+id] = map[string]any{"metadata": map[string]any{"name": "sbx-" + id, "labels": map[string]any{isolation.AnnotationRunID: id, hostLabel: thisHost()}}}
 		}
 	}
 	removed, err := New(s).GC(context.Background(), func(id string) bool { return id == "live-1" })

@@ -86,10 +86,24 @@ func labelValue(s string) string {
 	return strings.Trim(s, "-._")
 }
 
+// hostLabel names the host whose sandboxed made an object: gc reaps only
+// its own host's runs, since only this host knows which of them are live.
+const hostLabel = "dev.sandboxed.host"
+
+// thisHost is the host label value of this machine.
+func thisHost() string {
+	h, err := os.Hostname()
+	if err != nil || labelValue(h) == "" {
+		return "unknown"
+	}
+	return labelValue(h)
+}
+
 func runLabels(p *isolation.Plan) map[string]string {
 	return map[string]string{
 		isolation.AnnotationRunID: labelValue(p.RunID),
 		isolation.AnnotationTool:  labelValue(p.Tool),
+		hostLabel:                 thisHost(),
 	}
 }
 
