@@ -198,10 +198,16 @@ func (a *api) get(ctx context.Context, group, resource, name string, out any) er
 	return a.do(ctx, http.MethodGet, a.path(group, resource, name), nil, nil, out)
 }
 
-// remove deletes the object at once (no grace) and in the background;
-// an object already gone is not an error.
+// remove deletes the object; an object already gone is not an error. A
+// pod gets a grace of one second rather than none: a pod deleted with
+// none leaves the API at once, before the node has stopped its sandbox,
+// and a pod that is gone from the API must be gone from the node.
 func (a *api) remove(ctx context.Context, group, resource, name string) error {
-	body := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+	grace := 0
+	if resource == "pods" {
+		grace = 1
+	}
+	body := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": grace, "propagationPolicy": "Background"}
 	err := a.do(ctx, http.MethodDelete, a.path(group, resource, name), nil, body, nil)
 	if isNotFound(err) {
 		return nil

@@ -137,7 +137,7 @@ func podFailure(pod *corev1.Pod, image string) error {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return &isolation.UnsupportedError{What: "a node for the run's pod: " + c.Message,
-				Fix: "lower what the tool asks for (resources.max-memory, sandboxed.cpus) or the policy's caps, or add a node that has it (`kubectl describe nodes`)"}
+				Fix: "lower what the tool asks for (resources.max-memory, sandboxed.cpus) or the policy's caps, or make a node able to take it (`kubectl describe nodes` says why none can)"}
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
