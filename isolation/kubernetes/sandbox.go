@@ -190,11 +190,18 @@ func (s *sandbox) waitRunning(ctx context.Context) error {
 	t0 := time.Now()
 	lastEvents := time.Time{}
 	var warnings string
+	failures := 0
 	for {
 		var pod corev1.Pod
 		err := s.api.get(ctx, "", "pods", s.name, &pod)
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("watch the run's pod %s: %w", s.name, err)
+			// A connection the server closed (a restart, a GOAWAY) is
+			// tried again; an API server that stays away is not.
+			if failures++; failures >= 5 {
+				return fmt.Errorf("watch the run's pod %s: %w", s.name, err)
+			}
+		} else {
+			failures = 0
 		}
 		if err == nil {
 			if running(&pod) {
@@ -450,13 +457,13 @@ func (s *sandbox) teardown(ctx context.Context) error {
 	}
 	var errs []error
 	if s.made.pod {
-		errs = append(errs, s.api.remove(ctx, "", "pods", s.name))
+		errs = append(errs, s.removeRetrying(ctx, "", "pods"))
 	}
 	if s.made.configMap {
-		errs = append(errs, s.api.remove(ctx, "", "configmaps", s.name))
+		errs = append(errs, s.removeRetrying(ctx, "", "configmaps"))
 	}
 	if s.made.policy {
-		errs = append(errs, s.api.remove(ctx, networkingGroup, "networkpolicies", s.name))
+		errs = append(errs, s.removeRetrying(ctx, networkingGroup, "networkpolicies"))
 	}
 	if s.made.pod {
 		// Wait until the pod object is gone, so nothing of the run is
@@ -481,6 +488,23 @@ func (s *sandbox) teardown(ctx context.Context) error {
 		return fmt.Errorf("delete the run's objects (sandboxed gc retries): %w", err)
 	}
 	return nil
+}
+
+// removeRetrying deletes the run's object of resource, trying again a
+// few times when the API server drops the request.
+func (s *sandbox) removeRetrying(ctx context.Context, group, resource string) error {
+	var err error
+	for i := 0; i < 4; i++ {
+		if err = s.api.remove(ctx, group, resource, s.name); err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i+1) * 250 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // lockedBuffer keeps the first 4 KiB written to it.
