@@ -204,6 +204,9 @@ func hasOpt(opts []string, o string) bool {
 	return false
 }
 
+// EncodeProgram encodes prog as Setup.Seccomp and Config.Watch carry it.
+func EncodeProgram(prog []bpf.RawInstruction) []byte { return encodeBPF(prog) }
+
 func encodeBPF(prog []bpf.RawInstruction) []byte {
 	b := make([]byte, 8*len(prog))
 	for i, in := range prog {
