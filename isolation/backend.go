@@ -74,8 +74,10 @@ type Plan struct {
 	HostDir string `json:"host_dir"`
 	// Observe makes the backend record the paths the run's processes
 	// open, create, remove and execute (Stats.Accesses), for `permissions
-	// learn`. It observes and changes no verdict. Only the process tier
-	// can; the others refuse such a plan.
+	// learn`. It observes and changes no verdict. An observed run
+	// changes nothing on the host either: its read-only grants of
+	// directories take writes into a throwaway layer. Only the process
+	// tier can; the others refuse such a plan.
 	Observe bool `json:"observe,omitempty"`
 }
 

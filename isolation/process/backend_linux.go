@@ -496,6 +496,14 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 		if cfg.Watch, err = watchProgram(); err != nil {
 			return nil, fmt.Errorf("observe run: %w", err)
 		}
+		// An observed run changes nothing on the host: its read-only
+		// grants take writes into a throwaway layer, so a tool that
+		// writes where it reads runs on as it would with a write grant.
+		for i := range setup.Mounts {
+			if m := &setup.Mounts[i]; m.Source != "" && m.ReadOnly {
+				m.Scratch, m.ReadOnly = true, false
+			}
+		}
 	}
 	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}

@@ -33,7 +33,7 @@ func mk(p string) isolation.Access {
 	return isolation.Access{Op: isolation.AccessWrite, Path: p, Dir: true}
 }
 func ex(p string) isolation.Access { return isolation.Access{Op: isolation.AccessExec, Path: p} }
-func given(p string) bool {
+func sysGiven(p string) bool {
 	return within(p, "/usr") || within(p, "/tmp") || within(p, "/etc/ssl/certs")
 }
 func conn(h string, port int, v string) sandbox.EgressEntry {
@@ -47,7 +47,7 @@ func TestMakeDraft(t *testing.T) {
 		"/home/u/.ssh/id_rsa", "/usr/bin/cat", "/work/", "/work/notes.txt", "/work/bin/run",
 	}
 	params := []Param{{Name: "IN", Path: "/data/in"}, {Name: "OUT", Path: "/data/out"}, {Name: "SUB", Path: "/data/in/sub"}}
-	sc := Scene{View: []string{"/data/in", "/data/out", "/work"}, Params: params, Home: "/home/u", Given: given, Host: host}
+	sc := Scene{View: []string{"/data/in", "/data/out", "/work"}, Params: params, Home: "/home/u", Given: sysGiven, Host: host}
 	cases := []struct {
 		name    string
 		acc     []isolation.Access
