@@ -146,7 +146,7 @@ func renderLearned(out, errw io.Writer, rep *learn.Report, wrote bool) {
 	if rep.Run != nil {
 		fmt.Fprintf(errw, "sandboxed: learning run %s: %s, exit code %d\n", rep.Run.RunID, rep.Run.Status, rep.Run.ExitCode)
 	}
-	for _, a := range rep.Observed {
+	for _, a := range rep.Touched() {
 		dir := ""
 		if a.Dir {
 			dir = " (directory)"

@@ -289,6 +289,19 @@ func learningOnly(asked, approvals []string) bool {
 	return true
 }
 
+// Touched are the observed accesses of paths every sandbox does not show
+// anyway (the system directories, /proc, /dev, the sandbox's own /tmp):
+// what the draft was made from.
+func (r *Report) Touched() []isolation.Access {
+	var out []isolation.Access
+	for _, a := range r.Observed {
+		if !given(a.Path) || slices.ContainsFunc(r.View, func(v string) bool { return within(a.Path, v) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // describeView says in words what the learning sandbox shows.
 func (s *Session) describeView() string {
 	if len(s.view) == 0 {
@@ -301,7 +314,7 @@ func (s *Session) describeView() string {
 // user who approves it.
 func (s *Session) Describe() string {
 	return fmt.Sprintf("learning runs %s once, untrusted, in a process-tier sandbox: it sees %s read-only, "+
-		"its writes there fail (they are recorded, and nothing on the host changes), and it may reach any public host "+
+		"its writes there go to a throwaway layer (they are recorded, and nothing on the host changes), and it may reach any public host "+
 		"through a recording proxy — more than its permissions will give it later", s.req.Def.Name, s.describeView())
 }
 
