@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 
 	"github.com/docker/docker/api/types/mount"
@@ -149,33 +150,57 @@ func unstage(staged []string) error {
 }
 
 // gcStaged detaches staged binds left on the host by runs for which keep
-// is false (a controller that died before Close), so that removing their
-// host directories never reaches into a grant.
+// is false (a controller that died before Close), and the shared staging
+// directories of warm containers, so that removing their host directories
+// never reaches into a grant.
 func gcStaged(keep func(runID string) bool) ([]string, error) {
 	if keep == nil || unix.Geteuid() != 0 {
 		return nil, nil
 	}
 	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
-		return filepath.Base(filepath.Dir(i.Mountpoint)) != stagingDirName ||
-			!runIDPattern.MatchString(filepath.Base(filepath.Dir(filepath.Dir(i.Mountpoint)))), false
+		_, _, ok := stagedRun(i.Mountpoint)
+		return !ok, false
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the host's mount table: %w", err)
 	}
+	// The binds on a warm container's placeholders before the staging
+	// directory they are in.
+	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
 	var reaped []string
 	var errs []error
 	for _, m := range mounts {
-		run := filepath.Base(filepath.Dir(filepath.Dir(m.Mountpoint)))
+		run, root, _ := stagedRun(m.Mountpoint)
 		if keep(run) {
 			continue
 		}
-		if err := unstage([]string{m.Mountpoint}); err != nil {
+		undo := func() error { return unstage([]string{m.Mountpoint}) }
+		what := "staged bind "
+		if root {
+			undo = func() error { return unshareStagingRoot(m.Mountpoint) }
+			what = "staging directory "
+		}
+		if err := undo(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		reaped = append(reaped, "staged bind "+m.Mountpoint+" (run "+run+")")
+		reaped = append(reaped, what+m.Mountpoint+" (run "+run+")")
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// stagedRun tells whether mountpoint is a staged bind (RUN/.sandboxed-binds/N)
+// or a warm container's staging directory (RUN/.sandboxed-binds, root),
+// under the host directory of run id run.
+func stagedRun(mountpoint string) (run string, root, ok bool) {
+	dir, base := filepath.Dir(mountpoint), filepath.Base(mountpoint)
+	if base == stagingDirName && runIDPattern.MatchString(filepath.Base(dir)) {
+		return filepath.Base(dir), true, true
+	}
+	if filepath.Base(dir) == stagingDirName && runIDPattern.MatchString(filepath.Base(filepath.Dir(dir))) {
+		return filepath.Base(filepath.Dir(dir)), false, true
+	}
+	return "", false, false
 }
 
 // verifyBinds checks, through the container's init (pid, a host pid),

@@ -204,6 +204,7 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (_ i
 		}
 		return nil, b.engineErr("inspect image "+t.Config.Image, err)
 	}
+	b.sawImage(t.Config.Image, img.ID)
 
 	cfg, hc := t.Config, t.HostConfig
 	cfg.Image = img.ID
