@@ -39,7 +39,8 @@ func unshareStagingRoot(root string) error {
 	if err := unix.Unmount(root, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmount staging directory %s: %w", root, err)
 	}
-	if err := os.Remove(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Placeholders gc found are left to the host directory's removal.
+	if err := os.Remove(root); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) {
 		return fmt.Errorf("remove staging directory %s: %w", root, err)
 	}
 	return nil
