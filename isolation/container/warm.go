@@ -51,8 +51,9 @@ import (
 // masks and read-only root are the same.
 //
 // Staging needs root, so without root a plan with grants or egress starts
-// cold; so does every plan on runsc (its gofer serves the binds it opened
-// at start, and mounts propagated later do not reach the sandbox).
+// cold; so does every plan on runsc (its gofer serves the binds from what
+// it opened at start: mounts propagated later are not relied on to reach
+// the sandbox).
 
 // The idle floor of a warm container's limits, until a run claims it.
 const (
@@ -118,7 +119,7 @@ func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 		return nil, errors.New("no plan")
 	}
 	if p.Runtime == "runsc" {
-		return nil, errors.New("runsc does not see mounts propagated after start")
+		return nil, errors.New("runsc: binds at claim are not relied on to reach a gVisor sandbox")
 	}
 	// The init binary and HostDir are the same for every key: Prestart
 	// fills them in.
