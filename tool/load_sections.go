@@ -1063,7 +1063,7 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 				x.CPUs = f
 			}
 		},
-		"tmpfs-size": func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
+		"tmpfs-size":  func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
 		"exposed-as":  func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
 		"credentials": func(k, v *yaml.Node) { x.Credentials = l.credentials(v) },
 		"http":        func(k, v *yaml.Node) { x.HTTP = l.httpRules(v) },
