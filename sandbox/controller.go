@@ -230,6 +230,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		res.ExitCode = res.ProcessExitCode()
 	}
 	b := c.Backends[p.Tier]
+	if p.Backend != "" {
+		b = c.Backends[isolation.Tier(p.Backend)] // a run of a cluster
+	}
 	if b == nil {
 		fail(&runFailure{CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`"})
 		return nil

@@ -59,6 +59,8 @@ type Request struct {
 	// FindTool finds the tools of use-tool steps and dependencies; nil
 	// searches the standard scopes (ScopeFinder).
 	FindTool ToolFinder
+	// Cluster is the operator's backend choice (--backend, --runtime-class).
+	Cluster Cluster
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -141,7 +143,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
-		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs,
+		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs, Cluster: req.Cluster,
 	}
 	plan, steps, watches, err := buildPlan(in)
 	if err != nil {
