@@ -33,7 +33,7 @@ func TestObserveRecordsAccesses(t *testing.T) {
 	exit, err := sb.Exec(ctx, isolation.Command{
 		Args: []string{"/bin/sh", "-c", "cat /etc/os-release >/dev/null; cd /tmp && echo hi > made.txt && ls /usr >/dev/null && cat made.txt && " +
 			"cd " + dir + " && cat in.txt > out.txt && cat out.txt && rm in.txt"},
-		Env:  []string{"PATH=/usr/bin:/bin"}, Cwd: "/",
+		Env: []string{"PATH=/usr/bin:/bin"}, Cwd: "/",
 	}, isolation.Stdio{Stdout: &out})
 	if err != nil || exit.Code != 0 {
 		t.Fatalf("exec: %v, exit %d", err, exit.Code)
