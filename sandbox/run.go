@@ -59,6 +59,8 @@ type Request struct {
 	// FindTool finds the tools of use-tool steps and dependencies; nil
 	// searches the standard scopes (ScopeFinder).
 	FindTool ToolFinder
+	// Cluster is the operator's backend choice (--backend, --runtime-class).
+	Cluster Cluster
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -141,7 +143,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
-		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs,
+		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs, Cluster: req.Cluster,
 	}
 	plan, steps, watches, err := buildPlan(in)
 	if err != nil {
@@ -276,9 +278,10 @@ func refusalOf(d policy.Decision, resolveErr error, rf refuser) *PrepareError {
 // over isolation/egress so this package stays free of its details.
 type EgressStarter interface {
 	// Start starts the proxy the plan's egress section describes (its
-	// rules, on its socket) and returns a function that stops the proxy
-	// and returns its connection records.
-	Start(ctx context.Context, e *isolation.Egress) (stop func() []EgressEntry, err error)
+	// rules, on its socket), with the run's secrets (credential values,
+	// CA), and returns a function that stops the proxy and returns its
+	// connection records.
+	Start(ctx context.Context, e *isolation.Egress, secrets *RunSecrets) (stop func() []EgressEntry, err error)
 }
 
 // InvokingHome is the home directory of the user who asked for the run:

@@ -29,11 +29,11 @@ content; isError is set unless the run's status is ok.
 
 Definitions that fail to load are skipped with a line on stderr. Nothing
 but the protocol is ever written to stdout.`,
-	Flags: []cli.Flag{
+	Flags: append([]cli.Flag{
 		scopeFlag,
 		policyFlag,
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for every call (elevated, isolation-none, env-inherit, tier:TIER, a permission, all)"},
-	},
+	}, clusterFlags()...),
 	Action: mcpAction,
 }
 
@@ -62,7 +62,11 @@ func mcpAction(c *cli.Context) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	h := &mcpHandler{log: logw, ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve")}
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
+	h := &mcpHandler{log: logw, ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err
@@ -150,6 +154,7 @@ func mcpTool(def *tool.Definition) (*mcp.Tool, error) {
 type mcpHandler struct {
 	log       io.Writer // stderr: never the protocol stream
 	ctl       *sandbox.Controller
+	cluster   sandbox.Cluster // --backend and --runtime-class
 	pol       *policy.Policy
 	polPath   string
 	approvals []string
@@ -167,7 +172,7 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 		}
 		res, _, err := h.ctl.Run(ctx, &sandbox.Request{
 			Def: def, Input: in, Policy: h.pol, PolicyFile: h.polPath,
-			Approvals: h.approvals, Egress: newEgressStarter(),
+			Approvals: h.approvals, Egress: newEgressStarter(), Cluster: h.cluster,
 		})
 		if res == nil {
 			return errorResult("run "+def.Name+": "+err.Error(), nil), nil

@@ -28,7 +28,7 @@ var runCommand = &cli.Command{
 The tool gets exactly what its security.required-permissions declare, as far as
 the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure;
 126 denied by policy; 137 out of memory; 2 usage error or invalid definition.`,
-	Flags: []cli.Flag{
+	Flags: append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
 		policyFlag,
 		scopeFlag,
@@ -38,7 +38,7 @@ the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure
 		&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
 		&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
-	},
+	}, clusterFlags()...),
 	Action: runAction,
 }
 
@@ -62,8 +62,13 @@ func runAction(c *cli.Context) error {
 	if err := checkIsolationFlag(c); err != nil {
 		return err
 	}
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
 	req := &sandbox.Request{
-		Def: def, Input: input, Policy: pol, PolicyFile: polPath,
+		Cluster: where,
+		Def:     def, Input: input, Policy: pol, PolicyFile: polPath,
 		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
 		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
 		Egress: newEgressStarter(),
