@@ -258,3 +258,11 @@ func (c *Client) Ping(ctx context.Context) (types.Ping, error) {
 	}
 	return types.Ping{APIVersion: resp.Header.Get("Api-Version"), OSType: resp.Header.Get("Ostype")}, nil
 }
+
+// ContainerUpdate changes a container's resources (limits) and restart
+// policy.
+func (c *Client) ContainerUpdate(ctx context.Context, containerID string, updateConfig container.UpdateConfig) (container.UpdateResponse, error) {
+	var out container.UpdateResponse
+	err := c.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(containerID)+"/update", nil, updateConfig, &out)
+	return out, err
+}

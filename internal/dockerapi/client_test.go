@@ -60,6 +60,8 @@ func startFake(t *testing.T, version string) (*fakeEngine, string) {
 		case strings.HasSuffix(r.URL.Path, "/build"):
 			w.Header().Set("Ostype", "linux")
 			io.WriteString(w, `{"stream":"done"}`)
+		case strings.HasSuffix(r.URL.Path, "/update"):
+			io.WriteString(w, `{"Warnings":[]}`)
 		case r.Method == http.MethodGet:
 			io.WriteString(w, `{}`)
 		default:
@@ -105,6 +107,13 @@ func TestClientNegotiatesAndCreates(t *testing.T) {
 	}
 	if err := c.ContainerStart(ctx, "c0ffee", container.StartOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	mem := int64(64 << 20)
+	if _, err := c.ContainerUpdate(ctx, "c0ffee", container.UpdateConfig{Resources: container.Resources{Memory: mem}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, body := f.last(); r.URL.Path != "/v1.41/containers/c0ffee/update" || !strings.Contains(body, `"Memory":67108864`) {
+		t.Errorf("update sent %s %s", r.URL.Path, body)
 	}
 	if c.ClientVersion() != "1.41" || f.pings != 1 {
 		t.Errorf("version %s after %d pings, want 1.41 after 1", c.ClientVersion(), f.pings)
