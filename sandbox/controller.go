@@ -456,6 +456,7 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 	defer ccancel()
 	if st, err := sb.Stats(cctx); err == nil {
 		res.PeakMemoryBytes = st.PeakMemoryBytes
+		res.Observed = st.Accesses
 		if st.OOMKilled && res.Status != StatusTimeout {
 			res.Status = StatusOOM
 			res.ExitCode = ExitCodeFor(StatusOOM, 0, CodeQuota)

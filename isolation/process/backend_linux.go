@@ -340,7 +340,17 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 	}
-	return &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+	sb := &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}
+	if p.Observe {
+		fd := cl.TakeListener()
+		if fd < 0 {
+			return nil, fmt.Errorf("start sandbox %s: the init sent no watch listener: %w", p.RunID, ErrBadPlan)
+		}
+		if sb.obs, err = startObserver(fd); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: observe: %w", p.RunID, err)
+		}
+	}
+	return sb, nil
 }
 
 // hasBinds reports whether s binds anything of the host (grants).
@@ -482,6 +492,19 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 		NetworkUp:      true,
 		TmpfsBytes:     p.Limits.TmpfsBytes,
 	}
+	if p.Observe {
+		if cfg.Watch, err = watchProgram(); err != nil {
+			return nil, fmt.Errorf("observe run: %w", err)
+		}
+		// An observed run changes nothing on the host: its read-only
+		// grants take writes into a throwaway layer, so a tool that
+		// writes where it reads runs on as it would with a write grant.
+		for i := range setup.Mounts {
+			if m := &setup.Mounts[i]; m.Source != "" && m.ReadOnly {
+				m.Scratch, m.ReadOnly = true, false
+			}
+		}
+	}
 	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
@@ -509,6 +532,8 @@ type sandbox struct {
 	closed bool
 	peak   int64
 	final  *isolation.Stats // read just before the cgroup went away
+	// obs records what an observed run touches (Plan.Observe).
+	obs *observer
 }
 
 // Exec runs cmd through the init.
@@ -581,6 +606,15 @@ func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
 
 // Stats reads the cgroup's counters.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	st, err := s.counters(ctx)
+	if err == nil && s.obs != nil {
+		st.Accesses = s.obs.Accesses()
+	}
+	return st, err
+}
+
+// counters reads the cgroup's counters.
+func (s *sandbox) counters(ctx context.Context) (isolation.Stats, error) {
 	if s.cg == nil {
 		return isolation.Stats{}, nil
 	}
@@ -636,9 +670,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 		_ = s.cmd.Process.Kill()
 		<-s.waited
 	}
+	if s.obs != nil {
+		s.obs.Close()
+	}
 	if s.cg != nil {
 		// Stats stay readable after Close.
-		if st, err := s.Stats(ctx); err == nil {
+		if st, err := s.counters(ctx); err == nil {
 			s.mu.Lock()
 			s.final = &st
 			s.mu.Unlock()
