@@ -47,6 +47,7 @@ type Pool struct {
 
 	mu     sync.Mutex
 	keys   map[string]*keyPool
+	claims int // warm sandboxes handed to runs so far
 	closed bool
 	wg     sync.WaitGroup
 	stop   chan struct{}
@@ -120,6 +121,7 @@ func (p *Pool) take(b isolation.Prestarter, key string) *pooled {
 	if n := len(kp.ready); n > 0 {
 		got = kp.ready[n-1]
 		kp.ready = kp.ready[:n-1]
+		p.claims++
 	}
 	p.refillLocked(key, kp)
 	return got
@@ -220,8 +222,21 @@ func (p *Pool) expire() {
 	}
 }
 
+// Claims reports how many warm sandboxes were handed to runs so far.
+func (p *Pool) Claims() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.claims
+}
+
 // Ready reports how many warm sandboxes wait for a claim, over all keys.
 func (p *Pool) Ready() int {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0

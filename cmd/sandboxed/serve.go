@@ -300,6 +300,8 @@ func (s *server) handle(conn *net.UnixConn) {
 	if err != nil && !isSilent(err) {
 		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
 	}
+	fmt.Fprintf(s.log, "sandboxed: serve: call %s: exit %d (pool: %d warm claims so far, %d ready)\n",
+		strings.Join(req.Args, " "), code, s.ctl.Pool.Claims(), s.ctl.Pool.Ready())
 	out.send(serveFrame{Exit: &code})
 }
 
@@ -461,4 +463,23 @@ func absFrom(cwd, p string) string {
 		return p
 	}
 	return filepath.Join(cwd, p)
+}
+
+// staleServeSocket removes the default server socket when no server
+// answers on it (the server was killed) and returns its path; "" when
+// there is none or a server answers.
+func staleServeSocket() string {
+	path := defaultServeSocket()
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != os.ModeSocket {
+		return ""
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		conn.Close()
+		return ""
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) || os.Remove(path) != nil {
+		return ""
+	}
+	return path
 }
