@@ -22,6 +22,10 @@ const (
 	TierContainer = tier.Container
 )
 
+// BackendKubernetes names the Kubernetes backend (Plan.Backend), and is
+// its key among a controller's backends.
+const BackendKubernetes = "kubernetes"
+
 // Annotation keys every backend copies onto the host resources it makes
 // (Docker labels, cgroup paths, socket names), so gc can find leftovers.
 const (
@@ -56,9 +60,13 @@ type Plan struct {
 	// results; Spec.Linux.Resources holds the same values.
 	Limits Limits `json:"limits"`
 
-	// Container tier.
+	// Container tier, and every run of the Kubernetes backend (there
+	// Runtime is the pod's RuntimeClass, "" for the cluster's default).
 	Image   string `json:"image,omitempty"`
 	Runtime string `json:"runtime,omitempty"`
+	// Backend is "" for this host's tiers, or BackendKubernetes: the run
+	// is a pod of its own, whichever tier it asked for.
+	Backend string `json:"backend,omitempty"`
 
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`

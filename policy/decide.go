@@ -226,6 +226,9 @@ type Decision struct {
 	// Runtime is the container runtime the source's policy forces on a
 	// container-tier run ("" leaves the definition's).
 	Runtime string `json:"runtime,omitempty"`
+	// Backend is the backend the source's policy forces ("local" or
+	// "kubernetes"; "" leaves it to the operator).
+	Backend string `json:"backend,omitempty"`
 	// Tier is the tool's security tier (ToolTier).
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
@@ -259,6 +262,9 @@ func (p *Policy) Decide(req Request) Decision {
 		if req.Runtime != string(rt) {
 			d.Notes = append(d.Notes, fmt.Sprintf("container runtime %s: forced for %s definitions (%s.isolation.runtime)", rt, src.match.Scope, src.match.Rule))
 		}
+	}
+	if be := src.rule.Isolation.Backend; be == BackendLocal || be == BackendKubernetes {
+		d.Backend = string(be)
 	}
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))

@@ -39,6 +39,8 @@ version: 1
 # definition asks for, sandboxed.runtime) or runsc (every container-tier run
 # of the source runs under gVisor, registered by sudo sandboxed setup
 # --runtime runsc; with minimum: container, every run of the source does).
+# isolation.backend: operator (the default: where run --backend says), local
+# (this host) or kubernetes (every run of the source is a pod of its own).
 # Running with isolation none always needs approval (--approve isolation-none).
 # For example, to trust the tools of one directory, put first:
 #   - path: ~/work/tools/**
@@ -51,6 +53,7 @@ sources:
       minimum: none
       landlock: best-effort
       runtime: definition
+      backend: operator
   - scope: global
     trusted: true
     isolation:
@@ -58,6 +61,7 @@ sources:
       minimum: none
       landlock: best-effort
       runtime: definition
+      backend: operator
   # The working directory's tools (./.sandboxed/tools) come with whatever
   # repository was cloned: untrusted, like a file path, unless you say so.
   - scope: local
@@ -67,6 +71,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
   # never unsandboxed.
   - scope: path
@@ -76,6 +81,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
   - scope: unknown
     trusted: false
     isolation:
@@ -83,6 +89,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
 
 # Resource defaults (used when the tool asks for nothing) and caps (max: a
 # request above the cap is clamped to it, and the decision says so; 0 = no cap).

@@ -165,6 +165,13 @@ var validators = map[reflect.Type]func(string) error{
 		}
 		return fmt.Errorf("runtime %q: want definition or runsc", s)
 	},
+	reflect.TypeOf(BackendRule("")): func(s string) error {
+		switch BackendRule(s) {
+		case BackendOperator, BackendLocal, BackendKubernetes:
+			return nil
+		}
+		return fmt.Errorf("backend %q: want operator, local or kubernetes", s)
+	},
 	reflect.TypeOf(SourceScope("")): func(s string) error {
 		switch SourceScope(s) {
 		case SourceLocal, SourceUser, SourceGlobal, SourcePath, SourceUnknown, SourceAny:
@@ -312,6 +319,9 @@ func (p *Policy) validate() error {
 		}
 		if r.Isolation.Runtime == "" {
 			r.Isolation.Runtime = RuntimeDefinition
+		}
+		if r.Isolation.Backend == "" {
+			r.Isolation.Backend = BackendOperator
 		}
 	}
 	for _, l := range []struct {

@@ -79,7 +79,25 @@ type IsolationRule struct {
 	// source uses, whatever the definition asks for (RuntimeRunsc: gVisor);
 	// RuntimeDefinition, the default, leaves it to the definition.
 	Runtime RuntimeRule `yaml:"runtime"`
+	// Backend is where every run of the source goes, whatever the
+	// operator's --backend says: BackendKubernetes (a pod of its own) or
+	// BackendLocal (this host). BackendOperator, the default, leaves it to
+	// the operator's setting.
+	Backend BackendRule `yaml:"backend"`
 }
+
+// BackendRule is the backend a policy forces.
+type BackendRule string
+
+// Backend rules.
+const (
+	// BackendOperator runs where the operator's --backend says.
+	BackendOperator BackendRule = "operator"
+	// BackendLocal runs on this host (process, container or none tier).
+	BackendLocal BackendRule = "local"
+	// BackendKubernetes runs every run of the source as a pod of its own.
+	BackendKubernetes BackendRule = "kubernetes"
+)
 
 // RuntimeRule is the container runtime a policy forces.
 type RuntimeRule string
@@ -219,6 +237,7 @@ var UntrustedSource = SourceRule{
 		Minimum:  tool.IsolationProcess,
 		Landlock: LandlockBestEffort,
 		Runtime:  RuntimeDefinition,
+		Backend:  BackendOperator,
 	},
 }
 
@@ -240,6 +259,7 @@ func Default() *Policy {
 				Minimum:  tool.IsolationNone,
 				Landlock: LandlockBestEffort,
 				Runtime:  RuntimeDefinition,
+				Backend:  BackendOperator,
 			},
 		}
 	}

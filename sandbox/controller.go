@@ -233,6 +233,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		res.ExitCode = res.ProcessExitCode()
 	}
 	b := c.Backends[p.Tier]
+	if p.Backend != "" {
+		b = c.Backends[isolation.Tier(p.Backend)] // a run of a cluster
+	}
 	if w := job.warm; w != nil {
 		// Until setUpHost owns it: a run refused before that drops it.
 		defer func() {

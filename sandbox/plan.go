@@ -59,6 +59,18 @@ type PlanInput struct {
 	// SubTools are the bound sub-tools of use-tool steps, keyed by step
 	// path (STEP, STEP/SUBSTEP); Prepare fills it (compose.go).
 	SubTools map[string]*tool.Bound
+	// Cluster is the operator's Kubernetes backend setting (Request.Cluster).
+	Cluster Cluster
+}
+
+// Cluster is the operator's choice of backend for a run.
+type Cluster struct {
+	// Backend is "" or "local" (this host) or isolation.BackendKubernetes
+	// (a pod of its own); the policy may force either.
+	Backend string
+	// RuntimeClass is the pod's RuntimeClass on Kubernetes ("" for the
+	// cluster's default). A tool or policy that asks for runsc needs one.
+	RuntimeClass string
 }
 
 // BuildPlan turns a bound tool, the policy's decision and the host facts
@@ -265,6 +277,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		HostDir:   hostDir,
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,
+	}
+	if kubernetesRun(in) {
+		return planPod(p, in, ext.Image, ext.Runtime, d.Runtime, &sandboxPlan{env: env, cwd: cwd, watches: watches})
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage

@@ -276,7 +276,7 @@ func (p *Pool) Close() error {
 // controller's pool and re-plans the run with its run id. It returns the
 // run as prepared (and nil) when the run starts cold.
 func (c *Controller) warmFor(pr *Prepared) (*Prepared, *pooled) {
-	if c.Pool == nil || pr.Plan == nil || pr.Facts == nil || pr.Facts.RuntimeDir != c.Pool.runtimeDir {
+	if c.Pool == nil || pr.Plan == nil || pr.Plan.Backend != "" || pr.Facts == nil || pr.Facts.RuntimeDir != c.Pool.runtimeDir {
 		return pr, nil
 	}
 	b, ok := c.Backends[pr.Plan.Tier].(isolation.Prestarter)

@@ -63,6 +63,8 @@ type Request struct {
 	// environment read; nil is the process's own (a server passes its
 	// caller's).
 	Env []string
+	// Cluster is the operator's backend choice (--backend, --runtime-class).
+	Cluster Cluster
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -164,7 +166,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
-		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs,
+		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs, Cluster: req.Cluster,
 	}
 	plan, steps, watches, err := buildPlan(in)
 	if err != nil {

@@ -37,7 +37,7 @@ but the protocol is ever written to stdout.`,
 		scopeFlag,
 		policyFlag,
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for every call (elevated, isolation-none, env-inherit, tier:TIER, a permission, all)"},
-	}, poolFlags()...),
+	}, append(clusterFlags(), poolFlags()...)...),
 	Action: mcpAction,
 }
 
@@ -70,12 +70,16 @@ func mcpAction(c *cli.Context) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
 	ctl := residentController(settings, logw)
 	defer func() {
 		ctl.Behind.Wait()
 		ctl.Pool.Close()
 	}()
-	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve")}
+	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err
@@ -163,6 +167,7 @@ func mcpTool(def *tool.Definition) (*mcp.Tool, error) {
 type mcpHandler struct {
 	log       io.Writer // stderr: never the protocol stream
 	ctl       *sandbox.Controller
+	cluster   sandbox.Cluster // --backend and --runtime-class
 	pol       *policy.Policy
 	polPath   string
 	approvals []string
@@ -180,7 +185,7 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 		}
 		res, _, err := h.ctl.Run(ctx, &sandbox.Request{
 			Def: def, Input: in, Policy: h.pol, PolicyFile: h.polPath,
-			Approvals: h.approvals, Egress: newEgressStarter(),
+			Approvals: h.approvals, Egress: newEgressStarter(), Cluster: h.cluster,
 		})
 		if res == nil {
 			return errorResult("run "+def.Name+": "+err.Error(), nil), nil

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
@@ -63,7 +64,7 @@ type check struct {
 var doctorCommand = &cli.Command{
 	Name:  "doctor",
 	Usage: "say what this host can enforce, per isolation tier, and how to fix what is missing",
-	Flags: []cli.Flag{formatFlag("table", "table", "json")},
+	Flags: append([]cli.Flag{formatFlag("table", "table", "json")}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
 		format, err := checkFormat(c, "table", "json")
 		if err != nil {
@@ -72,6 +73,9 @@ var doctorCommand = &cli.Command{
 		checks := hostChecks(c)
 		checks = append(checks, processChecks(c)...)
 		checks = append(checks, containerChecks(c)...)
+		if cluster.backend == isolation.BackendKubernetes {
+			checks = append(checks, kubernetesChecks(c)...)
+		}
 		if format == "json" {
 			return writeJSON(c.App.Writer, checks)
 		}

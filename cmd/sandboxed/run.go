@@ -19,12 +19,19 @@ import (
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
-var runCommand = newRunCommand()
+var runCommand = newRunCommand(true)
 
 // newRunCommand makes the run command with flags of its own (a server
-// runs calls concurrently, each with its own).
-func newRunCommand() *cli.Command {
+// runs calls concurrently, each with its own). withCluster adds the
+// cluster flags (--backend, ...), whose values are the process's: a
+// server's run command goes without them, as a run for a cluster is never
+// sent to a server.
+func newRunCommand(withCluster bool) *cli.Command {
 	policy, scope := *policyFlag, *scopeFlag
+	var more []cli.Flag
+	if withCluster {
+		more = clusterFlags()
+	}
 	return &cli.Command{
 	Name:      "run",
 	Usage:     "run a tool in its sandbox",
@@ -35,7 +42,7 @@ func newRunCommand() *cli.Command {
 The tool gets exactly what its security.required-permissions declare, as far as
 the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure;
 126 denied by policy; 137 out of memory; 2 usage error or invalid definition.`,
-	Flags: []cli.Flag{
+	Flags: append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
 		&policy,
 		&scope,
@@ -46,7 +53,7 @@ the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure
 		&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
 		&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
 		&cli.BoolFlag{Name: "no-server", Usage: "run here even when `sandboxed serve` answers on its socket (also SANDBOXED_NO_SERVER=1)"},
-	},
+	}, more...),
 	Action: runAction,
 	}
 }
@@ -82,8 +89,13 @@ func runAction(c *cli.Context) error {
 	if err := checkIsolationFlag(c); err != nil {
 		return err
 	}
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
 	req := &sandbox.Request{
-		Def: def, Input: input, Policy: pol, PolicyFile: polPath,
+		Cluster: where,
+		Def:     def, Input: input, Policy: pol, PolicyFile: polPath,
 		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
 		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
 		Egress: newEgressStarter(),

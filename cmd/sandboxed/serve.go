@@ -321,7 +321,7 @@ func envMismatch(env []string) string {
 // command alone (its own flag values: calls run concurrently), writing
 // to the caller.
 func newServeApp(stdout, stderr io.Writer) *cli.App {
-	run := newRunCommand()
+	run := newRunCommand(false)
 	setUsageErrors(run)
 	return &cli.App{
 		Name: "sandboxed", Commands: []*cli.Command{run}, Writer: stdout, ErrWriter: stderr,
@@ -333,12 +333,16 @@ func newServeApp(stdout, stderr io.Writer) *cli.App {
 
 // runServed sends the run of c to a server when one answers on the
 // socket. done is false when the run is to run cold: no server answers,
-// --no-server (or SANDBOXED_NO_SERVER=1), a dry run, or the server
+// --no-server (or SANDBOXED_NO_SERVER=1), a dry run, a run for a cluster
+// (--backend kubernetes), or the server
 // declined before it ran anything. Once a server took the run, its
 // outcome is the run's (never run twice).
 func runServed(c *cli.Context) (done bool, err error) {
 	if c.Bool("no-server") || os.Getenv(noServerEnv) == "1" || c.Bool("dry-run") || c.Bool("dump-plan") {
 		return false, nil
+	}
+	if b := c.String("backend"); b != "" && b != "local" {
+		return false, nil // a cluster's run: the server runs this host's tiers
 	}
 	path := defaultServeSocket()
 	conn, err := net.DialTimeout("unix", path, 200*time.Millisecond)

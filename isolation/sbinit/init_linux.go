@@ -121,6 +121,9 @@ func runInit(args []string) int {
 
 func controlSocket(args []string) (*net.UnixConn, error) {
 	for _, a := range args {
+		if a == StreamArg {
+			return streamSocket()
+		}
 		if path, ok := strings.CutPrefix(a, connectFlag); ok {
 			c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 			if err != nil {
