@@ -62,6 +62,7 @@ type Job struct {
 	Audit func(*Result) error
 
 	watches []protectedWatch // protected globs under write grants (Prepare)
+	redact  *redactor        // the credentials' values (setUpHost)
 	create  *writeDirs       // missing directories of write grants (Prepare)
 	warm    *pooled          // the warm sandbox the run claims, nil: cold
 	// Notes are copied into the Result (e.g. "tier raised to process").
@@ -144,6 +145,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	outs := &outputs{}
 	if e := c.run(ctx, job, res, outs); e != nil {
 		res.Egress = e
+		res.Warnings = append(res.Warnings, credentialWarnings(e)...)
 	}
 	// Protected paths the tool created where none existed to protect.
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
@@ -154,7 +156,10 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	stdout, stderr := outs.join()
 	res.Stdout, res.Stderr = stdout.text, stderr.text
 	res.StdoutTruncated, res.StderrTruncated = stdout.truncated, stderr.truncated
-	err := c.finish(res, p, stdout.kept, stderr.kept, job.Audit)
+	// A credential's value never reaches a result, a record or the audit
+	// log, even when a server echoed it back to the tool.
+	job.redact.result(res)
+	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit)
 	c.Trace.Mark("run record and audit")
 	return res, err
 }
@@ -431,7 +436,12 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		if job.Proxy == nil {
 			return h, &runFailure{CodeInitFailed, "network permissions are not supported in this build", "remove the network: permissions"}
 		}
-		stop, err := job.Proxy.Start(ctx, p.Egress)
+		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout)
+		if err != nil {
+			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), ""}
+		}
+		job.redact = newRedactor(secrets.Values)
+		stop, err := job.Proxy.Start(ctx, p.Egress, secrets)
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), hintFor(err)}
 		}

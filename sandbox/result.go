@@ -81,12 +81,15 @@ type StepResult struct {
 
 // EgressEntry is one connection attempt through the run's proxy.
 type EgressEntry struct {
-	Host      string `json:"host"`
-	Port      int    `json:"port"`
-	Verdict   string `json:"verdict"`
-	Reason    string `json:"reason,omitempty"`
-	BytesUp   int64  `json:"bytes_up"`
-	BytesDown int64  `json:"bytes_down"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+	// Credentials name the credentials whose real values the proxy put
+	// into requests of this connection.
+	Credentials []string `json:"credentials,omitempty"`
+	BytesUp     int64    `json:"bytes_up"`
+	BytesDown   int64    `json:"bytes_down"`
 }
 
 // ErrorInfo explains a status other than ok/failed.

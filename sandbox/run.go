@@ -301,9 +301,10 @@ func refusalOf(d policy.Decision, resolveErr error, rf refuser) *PrepareError {
 // over isolation/egress so this package stays free of its details.
 type EgressStarter interface {
 	// Start starts the proxy the plan's egress section describes (its
-	// rules, on its socket) and returns a function that stops the proxy
-	// and returns its connection records.
-	Start(ctx context.Context, e *isolation.Egress) (stop func() []EgressEntry, err error)
+	// rules, on its socket), with the run's secrets (credential values,
+	// CA), and returns a function that stops the proxy and returns its
+	// connection records.
+	Start(ctx context.Context, e *isolation.Egress, secrets *RunSecrets) (stop func() []EgressEntry, err error)
 }
 
 // InvokingHome is the home directory of the user who asked for the run:
