@@ -151,6 +151,11 @@ func runAction(c *cli.Context) error {
 			err = pe.Declined()
 		}
 	}
+	if err == nil && inv.served && p.Plan.Egress != nil && len(p.Plan.Egress.Credentials) > 0 {
+		// Their values are read from the host as the caller's process
+		// would read them (its environment, its commands).
+		return errDecline("the run has credentials, read from the caller's own process")
+	}
 	var res *sandbox.Result
 	switch {
 	case errors.As(err, &pe):

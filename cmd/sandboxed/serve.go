@@ -332,7 +332,8 @@ func newServeApp(stdout, stderr io.Writer) *cli.App {
 }
 
 // runServed sends the run of c to a server when one answers on the
-// socket. done is false when the run is to run cold: no server answers,
+// socket. done is false when the run is to run cold: no server answers
+// (no socket, connection refused, the socket out of reach),
 // --no-server (or SANDBOXED_NO_SERVER=1), a dry run, a run for a cluster
 // (--backend kubernetes), or the server
 // declined before it ran anything. Once a server took the run, its
@@ -347,10 +348,9 @@ func runServed(c *cli.Context) (done bool, err error) {
 	path := defaultServeSocket()
 	conn, err := net.DialTimeout("unix", path, 200*time.Millisecond)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return false, nil
-		}
-		return true, &codeError{code: exitSandbox, err: fmt.Errorf("connect to the server on %s: %w (run with --no-server to run without it)", path, err)}
+		// No server took the run (none listens, the socket is out of
+		// reach, it does not accept in time): it runs here.
+		return false, nil
 	}
 	defer conn.Close()
 	req, err := serveRequestOf(c)
