@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,10 +23,18 @@ import (
 // received of the request, the credential places the proxy rewrites, and
 // the sha256 of the Authorization header, so a test can check the real
 // value arrived even where the answer itself is redacted.
+// With ?gzip in the query the answer is gzip-compressed.
 func echoRequest(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	sum := sha256.Sum256([]byte(auth))
-	fmt.Fprintf(w, "method=%s path=%s query=%s auth-sha=%s\nauth=%s\n", r.Method, r.URL.Path, r.URL.RawQuery, hex.EncodeToString(sum[:]), auth)
+	var out io.Writer = w
+	if r.URL.Query().Has("gzip") {
+		w.Header().Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		defer gz.Close()
+		out = gz
+	}
+	fmt.Fprintf(out, "method=%s path=%s query=%s auth-sha=%s\nauth=%s\n", r.Method, r.URL.Path, r.URL.RawQuery, hex.EncodeToString(sum[:]), auth)
 }
 
 // credSecret is the real value the tests hand sandboxed through its
@@ -110,6 +120,7 @@ env | grep -qF "$s" && echo SECRET-IN-ENV
 grep -rqsF "$s" /proc/self/environ /tmp /etc/ssl && echo SECRET-IN-SANDBOX
 curl -sS http://web.test/echo/plain -H "Authorization: Bearer $E2E_TOKEN" | sed 's/^/PLAIN:/'
 curl -sS "https://web.test/echo/tls?token=$E2E_TOKEN" -H "Authorization: Bearer $E2E_TOKEN" | sed 's/^/TLS:/'
+curl -sS --compressed "https://web.test/echo/gz?gzip" -H "Authorization: Bearer $E2E_TOKEN" | sed 's/^/GZIP:/'
 curl -sS -o /dev/null -w 'OTHER-PLAIN:%{''http_code}\n' http://other.test/echo/x -H "Authorization: Bearer $E2E_TOKEN"
 curl -sS --cacert ` + testNet.caFile + ` https://other.test/echo/x -H "Authorization: Bearer $E2E_TOKEN" | sed 's/^/OTHER-TLS:/'
 curl -sS -o /dev/null -w 'OTHER-NOCRED:%{''http_code}\n' http://other.test/echo/ok
@@ -130,13 +141,19 @@ true`
 			}
 		}
 		want := authSHA("Bearer " + credSecret)
-		for _, p := range []string{"PLAIN:", "TLS:"} {
+		for _, p := range []string{"PLAIN:", "TLS:", "GZIP:"} {
 			if !strings.Contains(out, p+"method=GET") || !strings.Contains(out, "auth-sha="+want) {
 				t.Errorf("%s the test host did not get the real value:\n%s%s", p, out, r.Stderr)
 			}
 		}
-		// The host echoed the value back: the result shows it redacted.
-		if !strings.Contains(out, "auth=Bearer [credential E2E_TOKEN redacted]") || !strings.Contains(out, "query=token=[credential E2E_TOKEN redacted]") {
+		// The host echoes the value back: the proxy puts the stand-in back
+		// in what it can read; a compressed answer it passes as it is, and
+		// the result shows the value redacted.
+		if !strings.Contains(out, "PLAIN:auth=Bearer sandboxed-stand-in-") || !strings.Contains(out, "TLS:auth=Bearer sandboxed-stand-in-") ||
+			!strings.Contains(out, "query=token=sandboxed-stand-in-") {
+			t.Errorf("the echoed value did not come back as the stand-in:\n%s", out)
+		}
+		if !strings.Contains(out, "GZIP:auth=Bearer [credential E2E_TOKEN redacted]") {
 			t.Errorf("the echoed value is not redacted in the result:\n%s", out)
 		}
 		// HTTPS to a host the credential is not for is an end-to-end
@@ -155,8 +172,8 @@ true`
 				sent++
 			}
 		}
-		if refused != 1 || sent != 2 {
-			t.Errorf("egress records: %d refused-credential to other.test (want 1), %d to web.test with the credential (want 2): %+v", refused, sent, r.Egress)
+		if refused != 1 || sent != 3 {
+			t.Errorf("egress records: %d refused-credential to other.test (want 1), %d to web.test with the credential (want 3): %+v", refused, sent, r.Egress)
 		}
 		if len(r.Warnings) != 1 || !strings.Contains(strings.Join(r.Warnings, "\n"), "stand-in") {
 			t.Errorf("no warning about the refused stand-in: %q", r.Warnings)

@@ -80,6 +80,13 @@ type Plan struct {
 	// the controller creates it when the run starts, before Start, and
 	// removes it after Close.
 	HostDir string `json:"host_dir"`
+	// Observe makes the backend record the paths the run's processes
+	// open, create, remove and execute (Stats.Accesses), for `permissions
+	// learn`. It observes and changes no verdict. An observed run
+	// changes nothing on the host either: its read-only grants of
+	// directories take writes into a throwaway layer. Only the process
+	// tier can; the others refuse such a plan.
+	Observe bool `json:"observe,omitempty"`
 }
 
 // Limits are the run's resource limits. Zero means "no limit" only where
@@ -201,6 +208,9 @@ type Stats struct {
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 	OOMKilled       bool  `json:"oom_killed"`
 	PidsLimitHit    bool  `json:"pids_limit_hit,omitempty"`
+	// Accesses are what an observed run (Plan.Observe) touched, in the
+	// order first seen, each path and operation once.
+	Accesses []Access `json:"accesses,omitempty"`
 }
 
 // Backend makes sandboxes of one tier.

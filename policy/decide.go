@@ -243,7 +243,7 @@ type Decision struct {
 	EgressDeny []string `json:"egress_deny,omitempty"`
 	// ExtraCA are the policy's network.extra-ca files.
 	ExtraCA []string `json:"extra_ca,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}

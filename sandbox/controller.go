@@ -535,6 +535,7 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 func (c *Controller) readStats(cctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result) {
 	if st, err := sb.Stats(cctx); err == nil {
 		res.PeakMemoryBytes = st.PeakMemoryBytes
+		res.Observed = st.Accesses
 		if st.OOMKilled && res.Status != StatusTimeout {
 			res.Status = StatusOOM
 			res.ExitCode = ExitCodeFor(StatusOOM, 0, CodeQuota)

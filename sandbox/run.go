@@ -345,6 +345,9 @@ func (c *Controller) Prepare(req *Request) (*Prepared, error) {
 	}
 	if !r.DryRun {
 		c.makeOwnDirs()
+		if c.StateDir != "" {
+			warmRecord()
+		}
 	}
 	return Prepare(&r, NewRunID(time.Now()))
 }

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -67,6 +70,18 @@ func NewRunID(now time.Time) string {
 func RunDir(stateDir, runID string) string {
 	return filepath.Join(stateDir, "runs", runID)
 }
+
+// warmRecord builds, once per process and beside the caller, encoding/json's
+// encoders for the run record's types. The first encoding of a plan builds
+// one for every type of the OCI runtime spec, about a millisecond of a CLI
+// run's time; a run starts this when it is prepared, so that writeRecord at
+// its end only encodes. The encoders are all it leaves behind.
+var warmRecord = sync.OnceFunc(func() {
+	go func() {
+		_, _ = json.Marshal(&isolation.Plan{Spec: &specs.Spec{}})
+		_, _ = json.Marshal(&Result{})
+	}()
+})
 
 // writeRecord stores result.json, stdout and stderr of a run, and
 // plan.json, the plan its backend was given (RecordedPlan), when it got

@@ -21,10 +21,10 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
-	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -42,7 +42,7 @@ type engine interface {
 	ContainerUpdate(ctx context.Context, containerID string, updateConfig container.UpdateConfig) (container.UpdateResponse, error)
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error)
 	Info(ctx context.Context) (system.Info, error)
 	ServerVersion(ctx context.Context) (types.Version, error)
 	ClientVersion() string
@@ -88,7 +88,7 @@ func WithInitBinary(path string) Option { return func(b *Backend) { b.initBinary
 
 // WithClient makes the backend use c instead of a client configured from
 // DOCKER_HOST. The caller keeps ownership of c.
-func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c } }
+func WithClient(c *dockerapi.Client) Option { return func(b *Backend) { b.api = c } }
 
 // New returns a container backend talking to the engine at DOCKER_HOST (the
 // default socket when unset), negotiating the API version. It makes no
@@ -141,7 +141,7 @@ func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
 // that cannot be reached is ErrUnsupported: the run is refused, never run
 // in a weaker tier.
 func (b *Backend) engineErr(op string, err error) error {
-	if client.IsErrConnectionFailed(err) {
+	if dockerapi.IsConnectionFailed(err) {
 		return fmt.Errorf("%s: %w", op, &isolation.UnsupportedError{
 			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " is unreachable",
 			Fix:  "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
@@ -229,6 +229,9 @@ func selinuxEnforcing() bool {
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
+	}
+	if p.Observe {
+		return isolation.ErrNoObserve(p.Tier)
 	}
 	// Check needs no host directory (a plan checked on its own may have
 	// none); translate only needs it absolute.

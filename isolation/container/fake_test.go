@@ -14,7 +14,6 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
-	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -106,7 +105,7 @@ func (f *fakeEngine) ContainerList(_ context.Context, _ container.ListOptions) (
 	return f.list, nil
 }
 
-func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+func (f *fakeEngine) ImageInspect(_ context.Context, ref string) (image.InspectResponse, error) {
 	f.record("image " + ref)
 	if f.imageErr != nil {
 		return image.InspectResponse{}, f.imageErr

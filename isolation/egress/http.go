@@ -196,7 +196,7 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 	}
 	fwd.rec.Credentials = addNames(fwd.rec.Credentials, names)
 	req.Host = u.Host // an absolute URI overrides any Host header (RFC 9112 3.2.2)
-	x := p.exchange(c, cw, req, fwd.br, fwd.bw)
+	x := p.exchange(c, cw, req, fwd.br, fwd.bw, p.scrubberFor(names))
 	if x.err != "" {
 		fwd.rec.Error = x.err
 	}

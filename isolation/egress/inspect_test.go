@@ -244,9 +244,15 @@ func TestTerminateTLS(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	base := "https://example.com:" + itoa(port)
-	if code, body := get("GET", base+"/a/x"); code != 200 || !strings.Contains(body, "auth=Bearer "+testSecret) {
+	// The upstream echoes the header: the sandbox sees the stand-in again.
+	if code, body := get("GET", base+"/a/x"); code != 200 || !strings.Contains(body, "auth=Bearer "+testStandIn) || strings.Contains(body, testSecret) {
 		t.Fatalf("GET /a/x = %d %q", code, body)
 	}
+	up.mu.Lock()
+	if len(up.auth) != 1 || up.auth[0] != "Bearer "+testSecret {
+		t.Errorf("upstream got Authorization %q, want the real value", up.auth)
+	}
+	up.mu.Unlock()
 	if code, body := get("POST", base+"/a/x"); code != 403 || !strings.Contains(body, "not allowed") {
 		t.Errorf("POST /a/x = %d %q", code, body)
 	}

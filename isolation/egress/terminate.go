@@ -151,7 +151,7 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			return
 		}
 		rec.Credentials = addNames(rec.Credentials, names)
-		x := p.exchange(client, cw, req, ubr, ubw)
+		x := p.exchange(client, cw, req, ubr, ubw, p.scrubberFor(names))
 		if x.err != "" {
 			rec.Error = x.err
 		}
@@ -202,7 +202,10 @@ type exchanged struct {
 
 // exchange sends req (hop-by-hop headers stripped) to the upstream and
 // relays its response (informational ones first) to the client.
-func (p *Proxy) exchange(c io.Writer, cw *bufio.Writer, req *http.Request, ubr *bufio.Reader, ubw *bufio.Writer) exchanged {
+//
+// scrub, when set, puts the stand-ins back where the response holds the
+// real values the request carried.
+func (p *Proxy) exchange(c io.Writer, cw *bufio.Writer, req *http.Request, ubr *bufio.Reader, ubw *bufio.Writer, scrub *scrubber) exchanged {
 	clientClose := req.Close
 	stripHopByHop(req.Header)
 	req.RequestURI = ""
@@ -253,6 +256,8 @@ func (p *Proxy) exchange(c io.Writer, cw *bufio.Writer, req *http.Request, ubr *
 	}
 	upstreamClose := resp.Close
 	stripHopByHop(resp.Header)
+	scrub.response(resp, req)
+	clientClose = clientClose || resp.Close // a scrubbed HTTP/1.0 body ends with the connection
 	resp.Close = clientClose
 	err = resp.Write(cw)
 	if err == nil {
@@ -263,4 +268,15 @@ func (p *Proxy) exchange(c io.Writer, cw *bufio.Writer, req *http.Request, ubr *
 	}
 	knownLength := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0
 	return exchanged{keepClient: !clientClose && knownLength, keepUpstream: !upstreamClose}
+}
+
+// scrubberFor is the scrubber of the credentials named, nil for none.
+func (p *Proxy) scrubberFor(names []string) *scrubber {
+	var creds []Credential
+	for _, c := range p.cfg.Credentials {
+		if slices.Contains(names, c.Name) {
+			creds = append(creds, c)
+		}
+	}
+	return newScrubber(creds)
 }

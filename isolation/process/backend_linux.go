@@ -369,7 +369,21 @@ func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sand
 		l.destroy(ctx)
 		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
 	}
-	return &sandbox{plan: p, cg: l.cg, cl: l.cl, cmd: l.cmd, waited: l.waited}, nil
+	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, cmd: l.cmd, waited: l.waited}
+	if p.Observe {
+		fd := l.cl.TakeListener()
+		var err error
+		if fd < 0 {
+			err = fmt.Errorf("the init sent no watch listener: %w", ErrBadPlan)
+		} else if sb.obs, err = startObserver(fd); err != nil {
+			err = fmt.Errorf("observe: %w", err)
+		}
+		if err != nil {
+			l.destroy(ctx)
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	}
+	return sb, nil
 }
 
 // destroy kills the init and everything in its cgroup, and removes the
@@ -525,6 +539,19 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 		NetworkUp:      true,
 		TmpfsBytes:     p.Limits.TmpfsBytes,
 	}
+	if p.Observe {
+		if cfg.Watch, err = watchProgram(); err != nil {
+			return nil, fmt.Errorf("observe run: %w", err)
+		}
+		// An observed run changes nothing on the host: its read-only
+		// grants take writes into a throwaway layer, so a tool that
+		// writes where it reads runs on as it would with a write grant.
+		for i := range setup.Mounts {
+			if m := &setup.Mounts[i]; m.Source != "" && m.ReadOnly {
+				m.Scratch, m.ReadOnly = true, false
+			}
+		}
+	}
 	if p.Egress != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
 	}
@@ -552,6 +579,8 @@ type sandbox struct {
 	closed bool
 	peak   int64
 	final  *isolation.Stats // read just before the cgroup went away
+	// obs records what an observed run touches (Plan.Observe).
+	obs *observer
 }
 
 // Exec runs cmd through the init.
@@ -624,6 +653,15 @@ func waitEmpty(ctx context.Context, cg cgroup.Group, except int) error {
 
 // Stats reads the cgroup's counters.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
+	st, err := s.counters(ctx)
+	if err == nil && s.obs != nil {
+		st.Accesses = s.obs.Accesses()
+	}
+	return st, err
+}
+
+// counters reads the cgroup's counters.
+func (s *sandbox) counters(ctx context.Context) (isolation.Stats, error) {
 	if s.cg == nil {
 		return isolation.Stats{}, nil
 	}
@@ -679,9 +717,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 		_ = s.cmd.Process.Kill()
 		<-s.waited
 	}
+	if s.obs != nil {
+		s.obs.Close()
+	}
 	if s.cg != nil {
 		// Stats stay readable after Close.
-		if st, err := s.Stats(ctx); err == nil {
+		if st, err := s.counters(ctx); err == nil {
 			s.mu.Lock()
 			s.final = &st
 			s.mu.Unlock()
