@@ -33,28 +33,28 @@ func newRunCommand(withCluster bool) *cli.Command {
 		more = clusterFlags()
 	}
 	return &cli.Command{
-	Name:      "run",
-	Usage:     "run a tool in its sandbox",
-	ArgsUsage: "TOOL [NAME=VALUE ...]",
-	Description: `TOOL is a path to a definition file or a tool name found in the scopes
+		Name:      "run",
+		Usage:     "run a tool in its sandbox",
+		ArgsUsage: "TOOL [NAME=VALUE ...]",
+		Description: `TOOL is a path to a definition file or a tool name found in the scopes
 (local ./.sandboxed/tools, user ~/.sandboxed/tools, global /etc/sandboxed/tools).
 
 The tool gets exactly what its security.required-permissions declare, as far as
 the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure;
 126 denied by policy; 137 out of memory; 2 usage error or invalid definition.`,
-	Flags: append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
-		&policy,
-		&scope,
-		&cli.StringFlag{Name: "isolation", Usage: "override the tier for this run: process, container or none (a weaker tier needs approval)"},
-		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for (elevated, isolation-none, env-inherit, a permission, all)"},
-		&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a parameter `NAME=VALUE` (same as a trailing NAME=VALUE)"},
-		&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
-		&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
-		&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
-		&cli.BoolFlag{Name: "no-server", Usage: "run here even when `sandboxed serve` answers on its socket (also SANDBOXED_NO_SERVER=1)"},
-	}, more...),
-	Action: runAction,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
+			&policy,
+			&scope,
+			&cli.StringFlag{Name: "isolation", Usage: "override the tier for this run: process, container or none (a weaker tier needs approval)"},
+			&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for (elevated, isolation-none, env-inherit, a permission, all)"},
+			&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a parameter `NAME=VALUE` (same as a trailing NAME=VALUE)"},
+			&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
+			&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
+			&cli.BoolFlag{Name: "no-server", Usage: "run here even when `sandboxed serve` answers on its socket (also SANDBOXED_NO_SERVER=1)"},
+		}, more...),
+		Action: runAction,
 	}
 }
 
