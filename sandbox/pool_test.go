@@ -24,7 +24,9 @@ type warmBackend struct {
 	failNext  bool
 }
 
-func (b *warmBackend) WarmKey(p *isolation.Plan) (string, bool) { return "k", p.Tier == isolation.TierProcess }
+func (b *warmBackend) WarmKey(p *isolation.Plan) (string, bool) {
+	return "k", p.Tier == isolation.TierProcess
+}
 
 func (b *warmBackend) Prestart(ctx context.Context, key, runID, hostDir string) (isolation.Warm, error) {
 	b.mu.Lock()
