@@ -265,7 +265,7 @@ func (s *Session) Run(ctx context.Context, ctl *sandbox.Controller) (*Report, er
 	}
 	rep.Egress = res.Egress
 	rep.Draft = MakeDraft(res.Observed, res.Egress, Scene{
-		View: s.view, Params: s.params, Home: s.home, Given: given, Host: osHost{},
+		View: s.view, Params: s.params, Cwd: s.cwd, Home: s.home, Given: given, Host: osHost{},
 	})
 	if res.Status == sandbox.StatusError || res.Status == sandbox.StatusDenied {
 		msg := string(res.Status)
