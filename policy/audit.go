@@ -64,12 +64,14 @@ type AuditDecision struct {
 
 // AuditEgress summarises the connections to one host and port.
 type AuditEgress struct {
-	Host        string `json:"host"`
-	Port        int    `json:"port"`
-	Verdict     string `json:"verdict"` // allow or deny
-	Connections int    `json:"connections"`
-	BytesUp     int64  `json:"bytes_up"`
-	BytesDown   int64  `json:"bytes_down"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Verdict string `json:"verdict"` // allow, deny or refused-credential
+	// Credentials name the credentials whose real values were sent.
+	Credentials []string `json:"credentials,omitempty"`
+	Connections int      `json:"connections"`
+	BytesUp     int64    `json:"bytes_up"`
+	BytesDown   int64    `json:"bytes_down"`
 }
 
 // NewAuditRecord fills the fields of a record that come from the request

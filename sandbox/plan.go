@@ -224,7 +224,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if eg != nil {
 		proxyEnv = append(egress.ProxyEnv(eg.ProxyPort), inspect.env...)
 	}
-	env := baseEnv(b, f, in.Grants, in.EnvDeny, proxyEnv)
+	// An inherited environment never carries a credential's real value.
+	envDeny := append(append([]string(nil), in.EnvDeny...), credentialSources(ext)...)
+	env := baseEnv(b, f, in.Grants, envDeny, proxyEnv)
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
 		WithPids(limits.Pids),

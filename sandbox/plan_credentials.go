@@ -111,3 +111,14 @@ func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, 
 	out.opts = append(out.opts, WithReadBind(eg.CABundle, isolation.SandboxCABundle))
 	return out, nil
 }
+
+// credentialSources are the host variables the credentials are read from.
+func credentialSources(ext *tool.SandboxedExt) []string {
+	var out []string
+	for _, c := range ext.Credentials {
+		if c.Env != "" {
+			out = append(out, c.Env)
+		}
+	}
+	return out
+}

@@ -58,6 +58,17 @@ func TestPlanCredentials(t *testing.T) {
 				t.Errorf("bundle %q mount %+v", e.CABundle, m)
 			}
 		}},
+		{"inherited environment without the source", head + grant + "environment:\n  inherit: true\nsandboxed:\n  credentials:\n    - name: OTHER\n      env: TOKEN\n      hosts: [api.example.com]\n",
+			tool.IsolationProcess, "", func(t *testing.T, p *isolation.Plan) {
+				for _, kv := range envOf(p) {
+					if strings.HasPrefix(kv, "TOKEN=") || strings.Contains(kv, "s3cret") {
+						t.Errorf("the credential's host variable was inherited: %s", kv)
+					}
+				}
+				if !slices.Contains(envOf(p), "LANG=fr_FR.UTF-8") {
+					t.Errorf("nothing inherited: %q", envOf(p))
+				}
+			}},
 		{"no credentials, no bundle", head + grant, tool.IsolationProcess, "", func(t *testing.T, p *isolation.Plan) {
 			if p.Egress.CABundle != "" || mountAt(p.Spec, isolation.SandboxCABundle) != nil {
 				t.Errorf("a bundle without credentials: %+v", p.Egress)

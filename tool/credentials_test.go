@@ -32,6 +32,8 @@ var credentialCases = []struct {
 		[]string{"7:7: credential T is declared twice"}},
 	{"also an env grant", "description: d\nbash: echo\nsecurity:\n  required-permissions: [\"env:T\"]\nsandboxed:\n  credentials:\n    - env: T\n      hosts: [a.test]\n",
 		[]string{"7:7: credential T is also granted as env:T"}},
+	{"source also an env grant", "description: d\nbash: echo\nsecurity:\n  required-permissions: [\"env:SRC\"]\nsandboxed:\n  credentials:\n    - name: T\n      env: SRC\n      hosts: [a.test]\n",
+		[]string{"7:7: credential T is also granted as env:SRC"}},
 	{"also a variable", "description: d\nbash: echo\nenvironment:\n  variables:\n    T: x\nsandboxed:\n  credentials:\n    - env: T\n      hosts: [a.test]\n",
 		[]string{"8:7: credential T is also set as an environment variable"}},
 	{"http rule bad method and path", "description: d\nbash: echo\nsandboxed:\n  http:\n    - host: a.test\n      methods: [get]\n      paths: [a/, /b/../c]\n",

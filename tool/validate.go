@@ -443,9 +443,12 @@ func (l *defLoader) checkCredentialVars() {
 		}
 		name := c.VarName()
 		for _, perm := range d.Security.RequiredPermissions {
-			if perm == "env:"+name {
-				l.errf(l.credNodes[i], "remove env:"+name+" from required-permissions: the credential gives the sandbox a stand-in, and the proxy the real value",
-					"credential %s is also granted as env:%s, which would put the real value in the sandbox", name, name)
+			for _, v := range []string{name, c.Env} {
+				if v != "" && perm == "env:"+v {
+					l.errf(l.credNodes[i], "remove env:"+v+" from required-permissions: the credential gives the sandbox a stand-in, and the proxy the real value",
+						"credential %s is also granted as env:%s, which would put the real value in the sandbox", name, v)
+					break
+				}
 			}
 		}
 		sets := false

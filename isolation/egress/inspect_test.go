@@ -390,3 +390,61 @@ func TestStartRefusesCredentialsWithoutCA(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A SOCKS5 tunnel to an inspected host is terminated like CONNECT: the
+// HTTP rules cannot be bypassed with ALL_PROXY.
+func TestSOCKS5IsInspected(t *testing.T) {
+	up := startTLSUpstream(t)
+	ca, err := NewCA("test-run", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upRoots := x509.NewCertPool()
+	upRoots.AddCert(up.srv.Certificate())
+	port := portOf(t, up.srv.URL)
+	p := startProxy(t, Config{
+		Rules:         mustRules(t, []string{"example.com:" + itoa(port)}, nil, nil),
+		Resolver:      hosts(t, "example.com 127.0.0.1"),
+		Credentials:   []Credential{{Name: "TOKEN", StandIn: testStandIn, Value: testSecret, Hosts: []string{"example.com"}}},
+		HTTPRules:     []HTTPRule{{Host: "example.com", Methods: []string{"GET"}}},
+		CA:            ca,
+		UpstreamRoots: upRoots,
+		allowAddrs:    []netip.Addr{loopback},
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	do := func(method, host string) (int, string) {
+		c := dialProxy(t, p)
+		if code := socksConnect(t, c, socksAtypDomain, []byte("example.com"), port); code != 0 {
+			t.Fatalf("SOCKS5 reply %d", code)
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: "example.com", RootCAs: pool})
+		raw := method + " /x HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + testStandIn + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+		if _, err := io.WriteString(tc, raw); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tc)
+		resp := string(b)
+		code := 0
+		if strings.HasPrefix(resp, "HTTP/1.1 ") && len(resp) > 12 {
+			code, _ = strconv.Atoi(resp[9:12])
+		}
+		return code, resp
+	}
+	if code, resp := do("GET", "example.com"); code != 200 || !strings.Contains(resp, "auth=Bearer "+testStandIn) {
+		t.Errorf("GET over SOCKS5 = %d %q", code, resp)
+	}
+	if code, resp := do("DELETE", "example.com"); code != 403 {
+		t.Errorf("DELETE over SOCKS5 = %d %q", code, resp)
+	}
+	// Another Host inside the tunnel would let a shared front end route
+	// the credential to another site.
+	if code, resp := do("GET", "other.example"); code != 403 || !strings.Contains(resp, "Host") {
+		t.Errorf("GET with another Host = %d %q", code, resp)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.auth) != 1 || up.auth[0] != "Bearer "+testSecret {
+		t.Errorf("upstream got %q", up.auth)
+	}
+}

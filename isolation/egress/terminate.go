@@ -145,6 +145,10 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			writeHTTPError(client, http.StatusBadRequest, "sandboxed egress proxy: CONNECT inside a tunnel is not forwarded")
 			return
 		}
+		if ref := hostHeaderRefusal(req, t, port); ref != nil {
+			p.refuseRequest(client, rec.Protocol, t, port, what, ref)
+			return
+		}
 		names, ref := p.inspectRequest(req, t)
 		if ref != nil {
 			p.refuseRequest(client, rec.Protocol, t, port, what, ref)
@@ -279,4 +283,22 @@ func (p *Proxy) scrubberFor(names []string) *scrubber {
 		}
 	}
 	return newScrubber(creds)
+}
+
+// hostHeaderRefusal refuses a request inside a tunnel to t:port whose
+// Host names another host: a front end shared by several sites routes by
+// Host, so it could carry a credential meant for t elsewhere.
+func hostHeaderRefusal(req *http.Request, t target, port int) *refusal {
+	h := req.Host
+	if h == "" {
+		return nil
+	}
+	name, p, err := net.SplitHostPort(h)
+	if err != nil {
+		name, p = h, ""
+	}
+	if ht, err := parseTarget(name); err == nil && ht == t && (p == "" || p == strconv.Itoa(port)) {
+		return nil
+	}
+	return &refusal{Deny, fmt.Sprintf("the Host header names %q, not %s, the host of the tunnel; refused", h, t.display())}
 }
