@@ -3,7 +3,6 @@ module github.com/sandboxed-dev/sandboxed
 go 1.26.8
 
 require (
-	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/containerd/errdefs v1.0.0
 	github.com/dlclark/regexp2/v2 v2.5.2

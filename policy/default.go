@@ -192,6 +192,10 @@ network:
     - fd00:ec2::254
   # network:localhost ports that need no approval (e.g. 5432); others do.
   localhost-allow: []
+  # Files of CA certificates (PEM) the egress proxy trusts, besides the
+  # host's system roots, for the servers of hosts whose TLS it terminates
+  # (the hosts of sandboxed.credentials and sandboxed.http).
+  extra-ca: []
 
 environment:
   # env: grants denied: the ssh agent and Docker daemon addresses (keys to
@@ -204,6 +208,18 @@ environment:
     - LD_AUDIT
     - SSH_AUTH_SOCK
     - DOCKER_HOST
+
+credentials:
+  # sandboxed.credentials, by the name of the variable that holds the
+  # stand-in (patterns as environment.deny). The sandbox never holds a
+  # credential's value: the egress proxy puts it in requests to the
+  # credential's hosts only. Credentials from env and file need no approval
+  # from trusted sources and credential:NAME from untrusted ones; one read by
+  # running a host command always needs approval.
+  # Credentials refused outright.
+  deny: []
+  # Credentials that need approval (--approve credential:NAME) from any source.
+  approve: []
 
 approval:
   # Tool-level rules on the security tier: tool:TAG (as cycod --auto-approve
@@ -221,7 +237,7 @@ approval:
   # Tools denied outright, e.g. tier:external_api or tool:deploy. Deny wins.
   auto-deny: []
   # Approvals given to every run, in the words of --approve: elevated,
-  # isolation-none, env-inherit, tier:TIER, a permission string
+  # isolation-none, env-inherit, tier:TIER, credential:NAME, a permission string
   # (filesystem:write:/x also covers paths under /x), or all.
   standing: []
 `

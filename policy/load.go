@@ -356,6 +356,21 @@ func (p *Policy) validate() error {
 			return err
 		}
 	}
+	for _, list := range []struct {
+		key  string
+		pats []string
+	}{{"credentials.deny", p.Credentials.Deny}, {"credentials.approve", p.Credentials.Approve}} {
+		for _, pat := range list.pats {
+			if err := checkNamePattern(list.key, pat); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range p.Network.ExtraCA {
+		if !filepath.IsAbs(f) {
+			return fmt.Errorf("network.extra-ca: %q is not an absolute path", f)
+		}
+	}
 	return nil
 }
 

@@ -210,6 +210,10 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
+	inspect, err := planInspection(in.RunID, ext, eg, d, f.Home)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+	}
 
 	cwd := f.Cwd
 	if wd := b.WorkingDirectory; wd != "" {
@@ -218,9 +222,11 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 
 	var proxyEnv []string
 	if eg != nil {
-		proxyEnv = egress.ProxyEnv(eg.ProxyPort)
+		proxyEnv = append(egress.ProxyEnv(eg.ProxyPort), inspect.env...)
 	}
-	env := baseEnv(b, f, in.Grants, in.EnvDeny, proxyEnv)
+	// An inherited environment never carries a credential's real value.
+	envDeny := append(append([]string(nil), in.EnvDeny...), credentialSources(ext)...)
+	env := baseEnv(b, f, in.Grants, envDeny, proxyEnv)
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
 		WithPids(limits.Pids),
@@ -255,6 +261,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 			opts = append(opts, WithReadBind(m.Resolved, m.Target))
 		}
 	}
+	opts = append(opts, inspect.opts...)
 	maskOpts, watches, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
 		return nil, nil, err

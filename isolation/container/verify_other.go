@@ -4,6 +4,7 @@ package container
 
 import (
 	"context"
+	"errors"
 
 	"github.com/docker/docker/api/types/mount"
 )
@@ -19,3 +20,17 @@ func unstage([]string) error { return nil }
 func gcStaged(func(string) bool) ([]string, error) { return nil, nil }
 
 func (b *Backend) verifyStarted(context.Context, string, []bindIdentity) error { return nil }
+
+func shareStagingRoot(string) error { return errNoStaging }
+
+func unshareStagingRoot(string) error { return nil }
+
+func makePlaceholder(string, bool) error { return errNoStaging }
+
+func stageOnto(string, string, string, bool, bool) (bindIdentity, error) {
+	return bindIdentity{}, errNoStaging
+}
+
+func verifyBinds([]bindIdentity, int) error { return errNoStaging }
+
+var errNoStaging = errors.New("staging binds needs Linux")

@@ -116,6 +116,9 @@ func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
 // guarantee that the pod has no direct route out. It reads the cluster
 // (the RuntimeClass) and the read grants' files, and changes nothing.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	if p.Observe {
+		return isolation.ErrNoObserve("kubernetes")
+	}
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")
 	}

@@ -44,7 +44,9 @@
 //	    |                                            | Landlock (process tier),
 //	    |                                            | rlimits, drop creds, caps,
 //	    |                                            | no_new_privs, seccomp
-//	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1)
+//	    |                                            | watch filter (Config.Watch)
+//	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1;
+//	    |        [+ the watch filter's listener]     |  with Config.Watch)
 //	    |                                            |
 //	    | ---- exec{id,args,env,cwd} + 3 fds ------> | fork+exec in own process
 //	    | <----------------------- started{id,pid} - | group (or exit{id,127}

@@ -114,7 +114,20 @@ func runInit(args []string) int {
 		return 1
 	}
 	st.landlock = landlockABI > 0
-	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}); err != nil {
+	var listener []int
+	if len(m.Config.Watch) > 0 {
+		// Last: from here on the watched syscalls of this thread, and of
+		// every command it forks, wait for the host's answer.
+		fd, err := loadWatch(m.Config.Watch)
+		if err != nil {
+			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+			return 1
+		}
+		listener = []int{fd}
+	}
+	err = st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}, listener...)
+	closeFDs(listener)
+	if err != nil {
 		return 1
 	}
 	go st.signals(sigs)
