@@ -43,6 +43,7 @@ func main() {
 	skipContainer := flag.Bool("no-container", false, "skip the container tier")
 	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
 	skipRunsc := flag.Bool("no-runsc", false, "skip the container tier under runsc")
+	onlyResident := flag.Bool("resident", false, "time only the resident controller (mcp, serve)")
 	rootlessUser := flag.String("user", os.Getenv("SANDBOXED_BENCH_USER"), "unprivileged user the rootless pair runs as (as root)")
 	flag.Parse()
 
@@ -121,6 +122,13 @@ sandboxed:
 		}
 	}
 
+	haveImage := !*skipContainer && exec.Command("docker", "image", "inspect", *image).Run() == nil
+	if err := residentBench(abs, work, benchEnv, *image, haveImage, *n); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: resident controller:", err)
+	}
+	if *onlyResident {
+		return
+	}
 	for _, g := range groups {
 		for _, p := range g { // warm caches, and fail early if a peer cannot run
 			if err := once(p); err != nil {
