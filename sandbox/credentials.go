@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -148,9 +149,10 @@ func startInspection(ctx context.Context, e *isolation.Egress, runID string, tim
 // systemBundles are where hosts keep their trust bundle, most common
 // first.
 var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine, Arch
-	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
-	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Alpine, Arch
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // Fedora, RHEL (what /etc/pki/tls/certs/ca-bundle.crt links to)
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem", // openSUSE
 	"/etc/ssl/cert.pem",
 }
 
@@ -163,6 +165,23 @@ func systemBundle() []byte {
 		}
 	}
 	return nil
+}
+
+// hostTrustBundle is the first of systemBundles that is a regular file
+// reached through no symlink: the process tier recreates the host's
+// symlinks in the sandbox's /etc and never mounts through one.
+func hostTrustBundle() string {
+next:
+	for _, p := range systemBundles {
+		for q := p; q != "/"; q = filepath.Dir(q) {
+			st, err := os.Lstat(q)
+			if err != nil || st.Mode()&os.ModeSymlink != 0 || (q == p && !st.Mode().IsRegular()) {
+				continue next
+			}
+		}
+		return p
+	}
+	return ""
 }
 
 // redactor replaces credential values with a marker naming them, for
