@@ -216,7 +216,7 @@ current-context: x
 	})
 }
 
-// TestKubernetesParallelRunsAreIndependent: sixteen runs at once, each
+// TestKubernetesParallelRunsAreIndependent: eight runs at once, each
 // with its own write grant, each gets its own result and files.
 func TestKubernetesParallelRunsAreIndependent(t *testing.T) {
 	kubeOnly(t, func(t *testing.T) {

@@ -362,8 +362,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 	return s.init.Exec(ctx, cmd, stdio)
 }
 
-// Kill sends SIGTERM to every process of the pod, waits up to grace for
-// the commands to end, then SIGKILL.
+// Kill sends SIGTERM to the commands' process groups, waits up to grace
+// for them to end, then SIGKILL. Not to every process of the pod: the
+// bridge that carries the stream is one of them, and the write grants
+// still have to come back. What the commands left in other groups dies
+// with the init when Close ends the stream.
 func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.killed = true
@@ -371,7 +374,7 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	if s.init == nil {
 		return nil
 	}
-	if grace > 0 && s.init.Signal(0, syscall.SIGTERM) == nil {
+	if grace > 0 && s.init.SignalCommands(syscall.SIGTERM) == nil {
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		for {
@@ -390,7 +393,7 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 			break
 		}
 	}
-	_ = s.init.Signal(0, syscall.SIGKILL)
+	_ = s.init.SignalCommands(syscall.SIGKILL)
 	return nil
 }
 
