@@ -34,6 +34,10 @@ type sandbox struct {
 	objs     *podObjects
 
 	made struct{ policy, configMap, pod bool }
+	// copied are the regular files each write grant had when they were
+	// copied in: those the sandbox no longer has are deleted on the way
+	// back.
+	copied [][]string
 
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
@@ -300,12 +304,18 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 
 // copyIn puts the write grants' files into their volumes.
 func (s *sandbox) copyIn(ctx context.Context) error {
-	for _, c := range s.objs.copies {
+	s.copied = make([][]string, len(s.objs.copies))
+	for i, c := range s.objs.copies {
+		files, err := regularFiles(c.Host, c.Skip)
+		if err != nil {
+			return fmt.Errorf("read the write grant %s: %w", c.Host, err)
+		}
+		s.copied[i] = files
 		pr, pw := io.Pipe()
 		go func() {
 			pw.CloseWithError(sbinit.WriteTar(pw, &sbinit.Transfer{Path: c.Host, Skip: c.Skip}))
 		}()
-		err := s.init.Put(ctx, sbinit.Transfer{Path: c.Target, MaxBytes: s.settings.maxWriteBytes()}, pr)
+		err = s.init.Put(ctx, sbinit.Transfer{Path: c.Target, MaxBytes: s.settings.maxWriteBytes()}, pr)
 		pr.Close()
 		if err != nil {
 			if errors.Is(err, sbinit.ErrTooLarge) || strings.Contains(err.Error(), "more than") {
@@ -320,11 +330,12 @@ func (s *sandbox) copyIn(ctx context.Context) error {
 // copyOut brings the write grants' files back to the host.
 func (s *sandbox) copyOut(ctx context.Context) error {
 	var errs []error
-	for _, c := range s.objs.copies {
+	for i, c := range s.objs.copies {
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
+		seen := map[string]bool{}
 		go func() {
-			err := extractInto(pr, c.Host, c.Skip, s.settings.maxWriteBytes())
+			err := extractInto(pr, c.Host, c.Skip, s.settings.maxWriteBytes(), seen)
 			pr.CloseWithError(err)
 			io.Copy(io.Discard, pr)
 			done <- err
@@ -333,6 +344,10 @@ func (s *sandbox) copyOut(ctx context.Context) error {
 		pw.CloseWithError(err)
 		if xerr := <-done; err == nil {
 			err = xerr
+		}
+		if err == nil && i < len(s.copied) {
+			// Only after a whole copy: a cut one says nothing of deletions.
+			err = removeGone(c.Host, s.copied[i], seen)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("copy the write grant %s back: %w", c.Host, err))
