@@ -489,7 +489,11 @@ func (s *sandbox) teardown(ctx context.Context) error {
 		for {
 			var pod corev1.Pod
 			err := s.api.get(ctx, "", "pods", s.name, &pod)
-			if isNotFound(err) || ctx.Err() != nil {
+			if isNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Errorf("pod %s is still being deleted: its node has not confirmed that it stopped", s.name))
 				break
 			}
 			if err != nil && errors.Is(err, ErrUnreachable) {
