@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // pollInterval is how often a starting or ending pod is looked at.
@@ -39,6 +40,9 @@ type sandbox struct {
 	// back.
 	copied [][]string
 
+	// filter is the plan's seccomp profile, compiled: the init loads it
+	// inside the pod, below the runtime's default profile.
+	filter     []byte
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
@@ -71,6 +75,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o, execDone: make(chan struct{}, 1)}
+	if s.filter, err = planFilter(p); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -106,6 +113,18 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	return s, nil
+}
+
+// planFilter compiles the plan's seccomp profile ("" when it has none).
+func planFilter(p *isolation.Plan) ([]byte, error) {
+	if p.Spec == nil || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+		return nil, nil
+	}
+	prog, err := seccomp.Compile(p.Spec.Linux.Seccomp)
+	if err != nil {
+		return nil, fmt.Errorf("compile the plan's seccomp profile: %w", err)
+	}
+	return sbinit.EncodeFilter(prog), nil
 }
 
 // waitSlot waits until fewer than Concurrency pods of runs are live in the
@@ -292,7 +311,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
-	cfg := &sbinit.Config{RunID: s.plan.RunID}
+	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter}
 	if eg := s.plan.Egress; eg != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 	}
