@@ -30,10 +30,15 @@
 #     nothing enforces them. A pod reaches the host only through a Unix
 #     socket on a hostPath volume (the runsc handlers run with --host-uds=open).
 #   - Container runtimes (containerd runtime handlers): runc, the default;
-#     runsc (gVisor: runsc --host-uds=open --oci-seccomp, gVisor's own network
-#     stack on the pod's interface); runsc-nonet (the same with
-#     --network=none: loopback only). RuntimeClasses gvisor (handler runsc)
-#     and gvisor-nonet (handler runsc-nonet).
+#     runsc and runsc-nonet, both Debian's runsc (gVisor) with the container
+#     tier's flags, --host-uds=open --network=none --oci-seccomp (loopback
+#     only: see runsc_flags for why runsc has no network stack of gVisor's
+#     either), run by containerd's runc shim through runsc.sh (which says
+#     why). RuntimeClasses gvisor (handler runsc) and gvisor-nonet (handler
+#     runsc-nonet); a run that must have no network names gvisor-nonet,
+#     which keeps that meaning whatever gvisor becomes.
+#   - The pods' oom_score_adj is never below containerd's (0): the host may
+#     deny lowering it.
 #   - Images in containerd (namespace k8s.io), imported from local files:
 #     the runner image sandboxed-runner:latest (docker.io/library/sandboxed-
 #     runner:latest; the container tier's, exported from Docker after
@@ -77,7 +82,15 @@ chain=SANDBOXED-K8S
 runner_image=sandboxed-runner:latest
 pause_image=localhost/sandboxed-pause:1
 test_namespace=sandboxed-e2e
-runsc_args="--host-uds=open --oci-seccomp"
+# gVisor's flags for every pod, the container tier's (sandboxed setup
+# --runtime runsc): a pod may dial a host Unix socket on a hostPath volume,
+# runsc applies the pod's seccomp profile, and there is no network but
+# loopback. Both runtime handlers, runsc and runsc-nonet, run with
+# --network=none: Debian 12's runsc (20221219) refuses its own network stack
+# in any network namespace on kernels that give each namespace
+# net.core.rmem_default (it takes that for the root namespace), and a pod
+# has no network to use anyway.
+runsc_flags=(--host-uds=open --network=none --oci-seccomp)
 
 # The host settings the kubelet sets (its kernel defaults); `down` puts back
 # what was there before.
@@ -254,7 +267,10 @@ make_pki() {
 		"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:127.0.0.1,IP:$service_ip"
 	cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 	cert admin "/O=system:masters/CN=sandboxed-admin"
-	cert controller-manager "/CN=system:kube-controller-manager"
+	# The controller manager runs every controller with its own identity
+	# (--use-service-account-credentials=false: no token per controller), so
+	# it needs more than the role system:kube-controller-manager grants.
+	cert controller-manager "/O=system:masters/CN=system:kube-controller-manager"
 	cert scheduler "/CN=system:kube-scheduler"
 	cert kubelet "/O=system:nodes/CN=system:node:$node" "DNS:$node,IP:$node_ip"
 	if [[ ! -f $pki/sa.key ]]; then
@@ -265,10 +281,7 @@ make_pki() {
 
 # kubeconfig FILE CERT: a kubeconfig for the identity of certificate CERT.
 kubeconfig() {
-	local tmp
-	tmp=$(mktemp "$1.XXXXXX")
-	chmod 0600 "$tmp"
-	cat >"$tmp" <<EOF
+	put "$1" 0600 <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -289,29 +302,33 @@ contexts:
     namespace: $test_namespace
 current-context: sandboxed
 EOF
-	mv "$tmp" "$1"
 }
 
 # --- the API, with curl ----------------------------------------------------
 
-# kapi METHOD PATH [JSON]: calls the API server as the admin; prints the
-# response body, then a line with the HTTP status.
+# kapi METHOD PATH [JSON [CONTENT_TYPE]]: calls the API server as the
+# admin; prints the response body, then a line with the HTTP status.
 kapi() {
 	curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-		-X "$1" -H 'Content-Type: application/json' ${3:+--data-binary "$3"} \
+		-X "$1" -H "Content-Type: ${4:-application/json}" ${3:+--data-binary "$3"} \
 		-w '\n%{http_code}\n' "$api$2"
 }
 
-# apply COLLECTION NAME JSON: creates the object, or replaces it if it exists.
+# apply PATH JSON: makes the object at PATH what JSON says (server-side
+# apply: created if missing).
 apply() {
 	local out code
-	out=$(kapi POST "$1" "$3")
+	out=$(kapi PATCH "$1?fieldManager=sandboxed-cluster&force=true" "$2" application/apply-patch+yaml)
 	code=$(tail -n1 <<<"$out")
-	if [[ $code == 409 ]]; then
-		out=$(kapi PUT "$1/$2" "$3")
-		code=$(tail -n1 <<<"$out")
-	fi
-	[[ $code == 20? ]] || die "apply $1/$2: HTTP $code: $(head -n -1 <<<"$out")"
+	[[ $code == 20? ]] || die "apply $1: HTTP $code: $(head -n -1 <<<"$out")"
+}
+
+# create COLLECTION JSON: creates the object.
+create() {
+	local out code
+	out=$(kapi POST "$1" "$2")
+	code=$(tail -n1 <<<"$out")
+	[[ $code == 20? ]] || die "create in $1: HTTP $code: $(head -n -1 <<<"$out")"
 }
 
 # get PATH: the object's JSON; fails unless it exists.
@@ -331,19 +348,33 @@ no_pods() { [[ $(get "/api/v1/namespaces/$1/pods?labelSelector=$2" | jq '.items 
 
 # --- configuration files ---------------------------------------------------
 
+# put FILE [MODE]: writes stdin to FILE unless FILE holds it already,
+# atomically (containerd watches the CNI directory and must never read half
+# a file), with MODE (0644 when not given).
+put() {
+	local tmp
+	tmp=$(mktemp "$1.XXXXXX")
+	cat >"$tmp"
+	chmod "${2:-0644}" "$tmp"
+	if cmp -s "$tmp" "$1" && [[ $(stat -c %a "$1") == "$(stat -c %a "$tmp")" ]]; then
+		rm -f "$tmp"
+	else
+		mv "$tmp" "$1"
+	fi
+}
+
 write_configs() {
 	mkdir -p "$state/containerd" "$state/cni/net.d" "$state/cni/networks" "$state/runtimes" \
 		"$state/kubelet" "$state/pod-logs" "$state/kubelet-plugins" "$state/kubeconfig" "$run/containerd"
 
-	local handler args
+	put "$state/runtimes/runsc.sh" 0755 <"$here/runsc.sh"
+	local handler
 	for handler in runsc runsc-nonet; do
-		args=$runsc_args
-		[[ $handler == runsc-nonet ]] && args="$args --network=none"
-		printf '#!/bin/sh\nexec /usr/bin/runsc %s "$@"\n' "$args" >"$state/runtimes/$handler"
-		chmod 0755 "$state/runtimes/$handler"
+		printf '#!/bin/sh\nexec /bin/bash %s %s %s -- "$@"\n' "$state/runtimes/runsc.sh" "$run/runsc-waiters" "${runsc_flags[*]}" |
+			put "$state/runtimes/$handler" 0755
 	done
 
-	cat >"$state/containerd/config.toml" <<EOF
+	put "$state/containerd/config.toml" <<EOF
 # The test cluster's containerd (.ci/cluster/cluster.sh): its own socket,
 # root and state, apart from the Docker engine's.
 version = 2
@@ -361,7 +392,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   sandbox_image = "$pause_image"
   disable_apparmor = true
   enable_selinux = false
-  restrict_oom_score_adj = false
+  # No score below containerd's own: where the host denies lowering one
+  # (no CAP_SYS_RESOURCE), runsc fails to start a pod's sandbox (-998).
+  restrict_oom_score_adj = true
 
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -373,8 +406,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         Root = "$run/runc"
         SystemdCgroup = false
 
-    # gVisor through containerd's runc shim: Debian's runsc package has no
-    # shim of its own, and runsc speaks runc's command line.
+    # gVisor through containerd's runc shim, as runsc.sh explains.
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
@@ -392,7 +424,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     conf_dir = "$state/cni/net.d"
 EOF
 
-	cat >"$state/cni/net.d/10-sandboxed-k8s.conflist" <<EOF
+	put "$state/cni/net.d/10-sandboxed-k8s.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "sandboxed-k8s",
@@ -414,7 +446,7 @@ EOF
 }
 EOF
 
-	cat >"$state/kubelet/config.yaml" <<EOF
+	put "$state/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $node_ip
@@ -455,7 +487,7 @@ EOF
 
 ctr_() { ctr -a "$sock" -n k8s.io "$@"; }
 
-has_image() { ctr_ images ls -q | grep -qx "$1"; }
+has_image() { timeout 20 ctr -a "$sock" -n k8s.io images ls -q | grep -qx "$1"; }
 
 # import_pause: builds the pause command and imports it as a one-layer image
 # (Docker's image archive format, made here: no registry, no Docker).
@@ -499,18 +531,18 @@ import_runner() {
 # --- objects ---------------------------------------------------------------
 
 apply_objects() {
-	apply /apis/node.k8s.io/v1/runtimeclasses gvisor \
+	apply /apis/node.k8s.io/v1/runtimeclasses/gvisor \
 		'{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"gvisor"},"handler":"runsc"}'
-	apply /apis/node.k8s.io/v1/runtimeclasses gvisor-nonet \
+	apply /apis/node.k8s.io/v1/runtimeclasses/gvisor-nonet \
 		'{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"gvisor-nonet"},"handler":"runsc-nonet"}'
-	apply /api/v1/namespaces "$test_namespace" \
+	apply "/api/v1/namespaces/$test_namespace" \
 		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$test_namespace\"}}"
 	local version
 	version=$(basename "$bin")
-	apply /api/v1/namespaces/kube-system/configmaps sandboxed-cluster "$(jq -nc \
+	apply /api/v1/namespaces/kube-system/configmaps/sandboxed-cluster "$(jq -nc \
 		--arg version "$version" --arg node "$node" --arg nodeIP "$node_ip" \
 		--arg podCIDR "$pod_cidr" --arg serviceCIDR "$service_cidr" \
-		--arg image "$runner_image" --arg ns "$test_namespace" --arg runsc "$runsc_args" '{
+		--arg image "$runner_image" --arg ns "$test_namespace" --arg runsc "${runsc_flags[*]}" '{
 		apiVersion: "v1", kind: "ConfigMap",
 		metadata: {name: "sandboxed-cluster", namespace: "kube-system"},
 		data: {
@@ -524,7 +556,7 @@ apply_objects() {
 			serviceDataPath: "false",
 			runtimeClass: "gvisor",
 			runtimeClassNoNetwork: "gvisor-nonet",
-			runscArgs: $runsc,
+			runscFlags: $runsc,
 			runnerImage: $image,
 			imagePullPolicy: "Never",
 			testNamespace: $ns
@@ -541,7 +573,7 @@ smoke() {
 	wait_for kube-controller-manager 60 "the default ServiceAccount" exists /api/v1/namespaces/default/serviceaccounts/default
 	wait_for kube-apiserver 60 "the old check pods to go" no_pods default app%3Dcluster-up
 	for rc in gvisor gvisor-nonet; do
-		apply /api/v1/namespaces/default/pods "cluster-up-$rc" "$(jq -nc --arg rc "$rc" --arg image "$runner_image" '{
+		create /api/v1/namespaces/default/pods "$(jq -nc --arg rc "$rc" --arg image "$runner_image" '{
 			apiVersion: "v1", kind: "Pod",
 			metadata: {name: ("cluster-up-" + $rc), labels: {app: "cluster-up"}},
 			spec: {runtimeClassName: $rc, restartPolicy: "Never", automountServiceAccountToken: false,
@@ -570,7 +602,7 @@ smoke() {
 	wait_for containerd 60 "the check pods' gVisor processes to exit" no_runsc
 }
 
-no_runsc() { ! pgrep -f -- "--root=$run/runsc|--root $run/runsc" >/dev/null; }
+no_runsc() { ! pgrep -f -- "$run/runsc" >/dev/null; }
 
 # --- up --------------------------------------------------------------------
 
@@ -578,7 +610,7 @@ up() {
 	[[ $(id -u) == 0 ]] || die "make cluster-up needs root (it starts a kubelet and a containerd)"
 	local t0=$SECONDS
 	install_packages
-	bin=$("$here/build.sh")
+	bin=$("$here/build.sh" k8s)
 	mkdir -p "$state" "$run" "$logs"
 
 	make_pki
@@ -666,23 +698,9 @@ kill_ours() {
 down() {
 	[[ $(id -u) == 0 ]] || die "make cluster-down needs root"
 	stop kubelet
-	# The pods' containers, through their runtime: their shims then exit
-	# and remove their sockets.
-	if alive containerd; then
-		local id
-		for id in $(ctr_ tasks ls -q 2>/dev/null); do
-			ctr_ tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
-		done
-		for id in $(ctr_ tasks ls -q 2>/dev/null); do
-			ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true
-		done
-		for id in $(ctr_ containers ls -q 2>/dev/null); do
-			ctr_ containers delete "$id" >/dev/null 2>&1 || true
-		done
-	fi
-	local d
-	for d in "${daemons[@]}"; do
-		stop "$d"
+	local d i
+	for ((i = ${#daemons[@]} - 1; i >= 0; i--)); do
+		stop "${daemons[i]}"
 	done
 	shopt -s globstar nullglob
 	for _ in 1 2 3; do
@@ -717,6 +735,16 @@ down() {
 		while $t -D FORWARD -o "$bridge" -j "$chain" 2>/dev/null; do :; done
 		$t -F "$chain" 2>/dev/null || true
 		$t -X "$chain" 2>/dev/null || true
+		# The kubelet's own chains (it makes them in every table it watches).
+		while $t -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+		while $t -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+		local table c
+		for table in filter nat mangle; do
+			for c in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+				$t -t "$table" -F "$c" 2>/dev/null || true
+				$t -t "$table" -X "$c" 2>/dev/null || true
+			done
+		done
 	done
 
 	# Cgroups, deepest first.
@@ -731,7 +759,19 @@ down() {
 	for l in /var/log/containers/*.log; do
 		[[ -L $l && $(readlink "$l") == "$state"/* ]] && rm -f "$l"
 	done
-	rm -f /var/lib/cni/results/sandboxed-k8s-*
+	local sb
+	for sb in "$state"/containerd/io.containerd.grpc.v1.cri/sandboxes/*; do
+		rm -f /var/lib/cni/results/*-"$(basename "$sb")"-*
+	done
+	rmdir /var/lib/cni/results /var/lib/cni /var/log/containers 2>/dev/null || true
+	# containerd's shims listen in /run/containerd/s whatever the daemon's
+	# state directory; a killed one leaves its socket. Remove the sockets
+	# nothing listens on (the Docker engine's shims listen on theirs).
+	local listening
+	listening=$(ss -xlH 2>/dev/null | awk '{print $5}')
+	for l in /run/containerd/s/*; do
+		[[ -S $l ]] && ! grep -qxF "$l" <<<"$listening" && rm -f "$l"
+	done
 
 	rm -rf "$state" "$run" "$checkout/.cluster"
 	local left=()
