@@ -215,9 +215,9 @@ done`
 	})
 }
 
-// TestHTTPRuleOnUngrantedHostIsRefusedAtLoad: a rule or credential for a
-// host no grant allows cannot be enforced and is refused before anything
-// runs.
+// TestHTTPRuleOnUngrantedHostIsRefused: a rule or credential for a
+// host no grant allows cannot be enforced and is refused when the run is
+// planned, before anything runs.
 func TestHTTPRuleOnUngrantedHostIsRefused(t *testing.T) {
 	forTierList(t, []string{"process"}, func(t *testing.T, tier string) {
 		dir := workdir(t, nil)

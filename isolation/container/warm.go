@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -151,6 +152,28 @@ func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 		m.Source = ""
 		m.BindOptions = &mount.BindOptions{Propagation: mount.PropagationRSlave}
 		t.Placeholders = append(t.Placeholders, placeholder{Mount: i, Dir: dir})
+	}
+	// A grant staged at claim covers its whole placeholder in the
+	// container, mounts the engine made inside it included: a bind or
+	// tmpfs beneath another grant would show the outer grant's files
+	// (writable, where the inner grant is read-only).
+	var targets []string
+	for _, m := range hc.Mounts {
+		targets = append(targets, m.Target)
+	}
+	for dst := range hc.Tmpfs {
+		targets = append(targets, dst)
+	}
+	for dst := range engineMounts {
+		targets = append(targets, dst)
+	}
+	for _, ph := range t.Placeholders {
+		outer := hc.Mounts[ph.Mount].Target
+		for _, dst := range targets {
+			if outer == "/" || strings.HasPrefix(dst, outer+"/") {
+				return nil, fmt.Errorf("mount %s is beneath grant %s", dst, outer)
+			}
+		}
 	}
 	return t, nil
 }
