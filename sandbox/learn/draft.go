@@ -37,6 +37,10 @@ type Scene struct {
 	// Params are the parameters naming paths: a path at or under one is
 	// written with the parameter ({OUT}/x).
 	Params []Param
+	// Cwd, when set, writes other paths under it relative to it (./x):
+	// permissions resolve relative paths against the run's working
+	// directory.
+	Cwd string
 	// Home, when set, writes other paths under it as ~/x.
 	Home string
 	// Given reports a path every sandbox shows anyway (the system
@@ -77,7 +81,9 @@ const minFold = 2
 //   - Reads (and executions) grant the file, or its directory when the run
 //     read minFold or more files of it, or listed it.
 //   - A path at or under a parameter's value is written with the
-//     parameter ({OUT}, {OUT}/x); the longest such value wins.
+//     parameter ({OUT}, {OUT}/x); the longest such value wins. Another
+//     path is relative to the working directory (./x) when under it, or
+//     under ~, or absolute.
 //   - A host reached through the proxy is network:external:HOST, with
 //     :PORT unless the port is 80 or 443.
 //
@@ -147,13 +153,16 @@ func MakeDraft(accesses []isolation.Access, conns []sandbox.EgressEntry, sc Scen
 	}
 	writes = dropCovered(writes, nil)
 	reads = dropCovered(reads, writes)
-	slices.Sort(reads)
-	slices.Sort(writes)
-	for _, r := range reads {
-		d.Permissions = append(d.Permissions, string(tool.PermFSRead)+":"+sc.name(r))
-	}
-	for _, w := range writes {
-		d.Permissions = append(d.Permissions, string(tool.PermFSWrite)+":"+sc.name(w))
+	for _, set := range []struct {
+		kind  tool.PermKind
+		paths []string
+	}{{tool.PermFSRead, reads}, {tool.PermFSWrite, writes}} {
+		var perms []string
+		for _, p := range set.paths {
+			perms = append(perms, string(set.kind)+":"+sc.name(p))
+		}
+		slices.Sort(perms)
+		d.Permissions = append(d.Permissions, perms...)
 	}
 	var hosts []string
 	for _, c := range conns {
@@ -186,7 +195,8 @@ func hostPort(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
-// name writes p with the parameter whose path holds it, else with ~.
+// name writes p with the parameter whose path holds it, else relative to
+// the working directory, else with ~.
 func (sc Scene) name(p string) string {
 	best := -1
 	for i, pp := range sc.Params {
@@ -197,6 +207,9 @@ func (sc Scene) name(p string) string {
 	if best >= 0 {
 		pp := sc.Params[best]
 		return "{" + pp.Name + "}" + strings.TrimPrefix(p, pp.Path)
+	}
+	if sc.Cwd != "" && sc.Cwd != "/" && within(p, sc.Cwd) {
+		return "." + strings.TrimPrefix(p, sc.Cwd)
 	}
 	if sc.Home != "" && sc.Home != "/" && within(p, sc.Home) {
 		return "~" + strings.TrimPrefix(p, sc.Home)

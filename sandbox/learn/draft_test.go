@@ -47,7 +47,7 @@ func TestMakeDraft(t *testing.T) {
 		"/home/u/.ssh/id_rsa", "/usr/bin/cat", "/work/", "/work/notes.txt", "/work/bin/run",
 	}
 	params := []Param{{Name: "IN", Path: "/data/in"}, {Name: "OUT", Path: "/data/out"}, {Name: "SUB", Path: "/data/in/sub"}}
-	sc := Scene{View: []string{"/data/in", "/data/out", "/work"}, Params: params, Home: "/home/u", Given: sysGiven, Host: host}
+	sc := Scene{View: []string{"/data/in", "/data/out", "/work", "/home/u/.config"}, Params: params, Cwd: "/work", Home: "/home/u", Given: sysGiven, Host: host}
 	cases := []struct {
 		name    string
 		acc     []isolation.Access
@@ -76,11 +76,12 @@ func TestMakeDraft(t *testing.T) {
 			acc: []isolation.Access{rd("/data/out/old.txt"), wr("/data/out/result.txt")}, want: []string{"filesystem:write:{OUT}"}},
 		{name: "system directories and /tmp need nothing",
 			acc: []isolation.Access{rd("/usr/lib/x.so"), wr("/tmp/scratch"), rd("/etc/ssl/certs/ca.pem"), rd("/proc/self/status")}, want: []string{}},
-		{name: "a path no parameter names is absolute, or under ~",
-			acc: []isolation.Access{rd("/work/notes.txt"), ex("/work/bin/run")}, want: []string{"filesystem:read:/work/bin/run", "filesystem:read:/work/notes.txt"}},
+		{name: "a path no parameter names is relative to the working directory, or under ~",
+			acc:  []isolation.Access{rd("/work/notes.txt"), ex("/work/bin/run"), rd("/home/u/.config/tool.conf")},
+			want: []string{"filesystem:read:./bin/run", "filesystem:read:./notes.txt", "filesystem:read:~/.config/tool.conf"}},
 		{name: "a path the sandbox did not show is hidden, a missing one ignored",
-			acc:  []isolation.Access{rd("/home/u/.config/tool.conf"), rd("/home/u/.cache/nothing"), rd("/data/in/missing")},
-			want: []string{}, hidden: []string{"/home/u/.config/tool.conf"}},
+			acc:  []isolation.Access{rd("/home/u/.ssh/id_rsa"), rd("/home/u/.cache/nothing"), rd("/data/in/missing")},
+			want: []string{}, hidden: []string{"/home/u/.ssh/id_rsa"}},
 		{name: "hosts: 80 and 443 without a port, others with, refused listed apart",
 			conns: []sandbox.EgressEntry{conn("api.example.com", 443, "allow"), conn("api.example.com", 80, "allow"),
 				conn("files.example.org", 8443, "allow"), conn("10.0.0.1", 80, "deny")},

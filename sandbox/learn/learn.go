@@ -217,28 +217,30 @@ func (s *Session) Run(ctx context.Context, ctl *sandbox.Controller) (*Report, er
 	def.Security.RequiredPermissions = nil
 	def.Pos.Permissions = nil
 	// The policy knows nothing of learning: it decides on the learning
-	// view's grants, which the learning approval covers.
+	// view's grants, which the learning approval answers (Answered: the
+	// audit line does not list them as --approve flags).
 	approvals := slices.DeleteFunc(slices.Clone(req.Approvals), func(a string) bool { return a == ApproveLearn })
+	var answered []string
 	for _, v := range s.view {
 		perm := string(tool.PermFSRead) + ":" + v
 		def.Security.RequiredPermissions = append(def.Security.RequiredPermissions, perm)
-		approvals = append(approvals, perm)
+		answered = append(answered, perm)
 	}
 	def.Security.RequiredPermissions = append(def.Security.RequiredPermissions, anyHost)
-	approvals = append(approvals, anyHost)
+	answered = append(answered, anyHost)
 
 	sreq := &sandbox.Request{
 		Def: &def, Input: req.Input, Policy: req.Policy, PolicyFile: req.PolicyFile,
-		Approvals: approvals, Stdout: req.Stdout, Stderr: req.Stderr, Egress: req.Egress, Cwd: s.cwd,
+		Approvals: approvals, Answered: answered, Stdout: req.Stdout, Stderr: req.Stderr, Egress: req.Egress, Cwd: s.cwd,
 	}
 	rep := &Report{Tool: def.Name, File: def.Source.Path, View: s.view, Parameters: s.params,
 		Observed: []isolation.Access{}, Egress: []sandbox.EgressEntry{}}
 	p, err := ctl.Prepare(sreq)
 	var pe *sandbox.PrepareError
-	if errors.As(err, &pe) && len(pe.Approvals) > 0 && learningOnly(pe.Approvals, approvals) {
-		// What the policy asks approval for is the learning run itself
-		// (its grants, or running a tool of its tier): approved.
-		sreq.Answered = pe.Approvals
+	if errors.As(err, &pe) && len(pe.Approvals) > 0 && learningOnly(pe.Approvals, answered) {
+		// What the policy still asks approval for is the learning run
+		// itself (running a tool of its tier): answered too.
+		sreq.Answered = append(slices.Clone(answered), pe.Approvals...)
 		p, err = ctl.Prepare(sreq)
 	}
 	if errors.As(err, &pe) {
@@ -265,7 +267,7 @@ func (s *Session) Run(ctx context.Context, ctl *sandbox.Controller) (*Report, er
 	}
 	rep.Egress = res.Egress
 	rep.Draft = MakeDraft(res.Observed, res.Egress, Scene{
-		View: s.view, Params: s.params, Home: s.home, Given: given, Host: osHost{},
+		View: s.view, Params: s.params, Cwd: s.cwd, Home: s.home, Given: given, Host: osHost{},
 	})
 	if res.Status == sandbox.StatusError || res.Status == sandbox.StatusDenied {
 		msg := string(res.Status)
@@ -278,11 +280,11 @@ func (s *Session) Run(ctx context.Context, ctl *sandbox.Controller) (*Report, er
 }
 
 // learningOnly reports whether every approval asked for is one the
-// learning approval covers: a grant of the learning view (in approvals
+// learning approval covers: a grant of the learning view (in answered
 // already) or the tool's security tier (tier:TIER).
-func learningOnly(asked, approvals []string) bool {
+func learningOnly(asked, answered []string) bool {
 	for _, a := range asked {
-		if !slices.Contains(approvals, a) && !strings.HasPrefix(a, "tier:") {
+		if !slices.Contains(answered, a) && !strings.HasPrefix(a, "tier:") {
 			return false
 		}
 	}
