@@ -92,6 +92,9 @@ type Job struct {
 	warm    *pooled          // the warm sandbox the run claims, nil: cold
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
+	// hostEnv is the environment credentials are read from (the caller's
+	// when a server runs the job); nil is this process's.
+	hostEnv []string
 }
 
 // writeDirs are the write grants whose missing directories the run
@@ -463,7 +466,7 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		if job.Proxy == nil {
 			return h, &runFailure{CodeInitFailed, "network permissions are not supported in this build", "remove the network: permissions"}
 		}
-		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout)
+		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout, job.hostEnv)
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), ""}
 		}
