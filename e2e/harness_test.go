@@ -170,11 +170,12 @@ type result struct {
 	PeakMemoryBytes int64    `json:"peak_memory_bytes"`
 	Warnings        []string `json:"warnings"`
 	Egress          []struct {
-		Host      string `json:"host"`
-		Port      int    `json:"port"`
-		Verdict   string `json:"verdict"`
-		BytesUp   int64  `json:"bytes_up"`
-		BytesDown int64  `json:"bytes_down"`
+		Host        string   `json:"host"`
+		Port        int      `json:"port"`
+		Verdict     string   `json:"verdict"`
+		Credentials []string `json:"credentials"`
+		BytesUp     int64    `json:"bytes_up"`
+		BytesDown   int64    `json:"bytes_down"`
 	} `json:"egress"`
 	Error *struct {
 		Code    string `json:"code"`

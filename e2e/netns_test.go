@@ -78,6 +78,7 @@ func serveIfAsked() {
 	mux.HandleFunc("/1k", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("x", bigBodyLen)))
 	})
+	mux.HandleFunc("/echo/", echoRequest)
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(200 * time.Millisecond)
 		fmt.Fprintf(w, "slow ok\n")

@@ -171,6 +171,9 @@ func TestParallelBuildExample(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "dist", "docs", "guide.md")); err != nil {
 			t.Error(err)
 		}
+		if len(r.Steps) == 0 {
+			t.Fatalf("no steps reported: %+v", r.result)
+		}
 		last := r.Steps[len(r.Steps)-1]
 		if !last.Cleanup || last.Status != "ok" {
 			t.Errorf("last step %+v: want the cleanup command", last)
@@ -223,7 +226,7 @@ steps:
   - name: never
     bash: echo never > out/never
 resources:
-  timeout: 1000
+  timeout: 3000
   cleanup:
     - final-command: "echo cleaned > out/cleanup-ran"
 security:
@@ -237,6 +240,9 @@ tags: [write]
 		}
 		if _, err := os.Stat(filepath.Join(dir, "out", "never")); err == nil {
 			t.Error("a step after the timeout ran")
+		}
+		if len(r.Steps) == 0 {
+			t.Fatalf("no steps reported: %+v", r.result)
 		}
 		last := r.Steps[len(r.Steps)-1]
 		if !last.Cleanup || last.Status != "ok" {

@@ -14,9 +14,9 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
 	sandboxed "github.com/sandboxed-dev/sandboxed"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 )
 
 // DefaultImage is the runner image the container tier uses when a plan
@@ -117,7 +117,7 @@ type Image struct {
 
 // engine is the part of the Docker client this package uses.
 type engine interface {
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error)
 	ImageList(ctx context.Context, opts image.ListOptions) ([]image.Summary, error)
 	ImageImport(ctx context.Context, src image.ImportSource, ref string, opts image.ImportOptions) (io.ReadCloser, error)
 	ImageBuild(ctx context.Context, buildContext io.Reader, opts build.ImageBuildOptions) (build.ImageBuildResponse, error)
@@ -126,8 +126,8 @@ type engine interface {
 
 // Connect returns a Docker client for DOCKER_HOST (and the other DOCKER_*
 // variables) with API version negotiation. It makes no request.
-func Connect() (*client.Client, error) {
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+func Connect() (*dockerapi.Client, error) {
+	c, err := dockerapi.FromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("configure docker client: %w", err)
 	}
@@ -140,8 +140,8 @@ func EngineError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if client.IsErrConnectionFailed(err) {
-		host := client.DefaultDockerHost
+	if dockerapi.IsConnectionFailed(err) {
+		host := dockerapi.DefaultHost
 		return fmt.Errorf("%s: %w at %s: start the Docker engine (systemctl start docker) or set DOCKER_HOST: %v", op, ErrEngine, host, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)

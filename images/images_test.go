@@ -15,7 +15,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 
 	sandboxed "github.com/sandboxed-dev/sandboxed"
@@ -149,7 +148,7 @@ type fakeEngine struct {
 
 func (f *fakeEngine) record(s string) { f.mu.Lock(); f.calls = append(f.calls, s); f.mu.Unlock() }
 
-func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+func (f *fakeEngine) ImageInspect(_ context.Context, ref string) (image.InspectResponse, error) {
 	f.record("inspect " + ref)
 	if ii, ok := f.images[ref]; ok {
 		return ii, nil

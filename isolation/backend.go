@@ -22,6 +22,10 @@ const (
 	TierContainer = tier.Container
 )
 
+// BackendKubernetes names the Kubernetes backend (Plan.Backend), and is
+// its key among a controller's backends.
+const BackendKubernetes = "kubernetes"
+
 // Annotation keys every backend copies onto the host resources it makes
 // (Docker labels, cgroup paths, socket names), so gc can find leftovers.
 const (
@@ -56,9 +60,13 @@ type Plan struct {
 	// results; Spec.Linux.Resources holds the same values.
 	Limits Limits `json:"limits"`
 
-	// Container tier.
+	// Container tier, and every run of the Kubernetes backend (there
+	// Runtime is the pod's RuntimeClass, "" for the cluster's default).
 	Image   string `json:"image,omitempty"`
 	Runtime string `json:"runtime,omitempty"`
+	// Backend is "" for this host's tiers, or BackendKubernetes: the run
+	// is a pod of its own, whichever tier it asked for.
+	Backend string `json:"backend,omitempty"`
 
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`
@@ -72,6 +80,13 @@ type Plan struct {
 	// the controller creates it when the run starts, before Start, and
 	// removes it after Close.
 	HostDir string `json:"host_dir"`
+	// Observe makes the backend record the paths the run's processes
+	// open, create, remove and execute (Stats.Accesses), for `permissions
+	// learn`. It observes and changes no verdict. An observed run
+	// changes nothing on the host either: its read-only grants of
+	// directories take writes into a throwaway layer. Only the process
+	// tier can; the others refuse such a plan.
+	Observe bool `json:"observe,omitempty"`
 }
 
 // Limits are the run's resource limits. Zero means "no limit" only where
@@ -102,6 +117,63 @@ type Egress struct {
 	// the proxy from these fields.
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+
+	// Credentials are the run's credentials: the variable inside the
+	// sandbox that holds the stand-in, the stand-in, where the real value
+	// comes from on the host and the hosts it may go to. The real value is
+	// never in the plan: the controller reads it from Source when the run
+	// starts and gives it to the proxy alone.
+	Credentials []Credential `json:"credentials,omitempty"`
+	// HTTP are the method and path rules of hosts.
+	HTTP []HTTPRule `json:"http,omitempty"`
+	// CABundle, set when the proxy terminates TLS (for the hosts of
+	// Credentials and HTTP), is the host path, in HostDir, of the trust
+	// bundle the controller writes when the run starts: the host's system
+	// bundle and the run CA's certificate. The spec binds it read-only at
+	// the sandbox's system bundle path (SandboxCABundle in a container;
+	// the host's own in the process tier).
+	CABundle string `json:"ca_bundle,omitempty"`
+	// ExtraCA are files of CA certificates (the policy's network.extra-ca)
+	// the proxy trusts, besides the host's system roots, when it verifies
+	// the servers of the hosts whose TLS it terminates.
+	ExtraCA []string `json:"extra_ca,omitempty"`
+}
+
+// SandboxCABundle is where a run's trust bundle appears inside a
+// container: the system bundle path of Debian and its derivatives (the
+// runner image's); SSL_CERT_FILE and the like point at it too.
+const SandboxCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// Credential is one credential of a run (see Egress.Credentials).
+type Credential struct {
+	// Name is the variable that holds StandIn inside the sandbox.
+	Name    string `json:"name"`
+	StandIn string `json:"stand_in"`
+	// Source is where the real value comes from: exactly one field is set.
+	Source CredentialSource `json:"source"`
+	// Hosts are the host patterns whose requests may carry the value.
+	Hosts []string `json:"hosts"`
+}
+
+// CredentialSource is where a credential's real value is read when the
+// run starts.
+type CredentialSource struct {
+	// Env is a variable of sandboxed's own environment.
+	Env string `json:"env,omitempty"`
+	// File is an absolute host path; its content, one trailing newline
+	// removed.
+	File string `json:"file,omitempty"`
+	// Command is run on the host as the invoking user (argv, no shell);
+	// its standard output, one trailing newline removed.
+	Command []string `json:"command,omitempty"`
+}
+
+// HTTPRule admits requests to Host with one of Methods (any when empty)
+// on a path under one of Paths (any when empty).
+type HTTPRule struct {
+	Host    string   `json:"host"`
+	Methods []string `json:"methods,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
 }
 
 // SandboxSocket is where the egress socket appears inside every sandbox.
@@ -137,6 +209,9 @@ type Stats struct {
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 	OOMKilled       bool  `json:"oom_killed"`
 	PidsLimitHit    bool  `json:"pids_limit_hit,omitempty"`
+	// Accesses are what an observed run (Plan.Observe) touched, in the
+	// order first seen, each path and operation once.
+	Accesses []Access `json:"accesses,omitempty"`
 }
 
 // Backend makes sandboxes of one tier.

@@ -664,6 +664,7 @@ func (x *explainer) network() {
 		x.e.Network = append(x.e.Network, p)
 	}
 	x.e.Network = append(x.e.Network, x.templated(tool.PermNetExternal, tool.PermNetLocalhost)...)
+	x.inspection()
 	base := Point{Subject: "network", Requested: "(not requested)", Verdict: VerdictAllow, Risk: "low", Rule: "default: no network"}
 	switch {
 	case x.unsandboxed():
@@ -987,6 +988,17 @@ func (x *explainer) risks() {
 		x.risk("high", RiskCommandInjection, "parameter "+p.Name,
 			"escape-shell: false on a free string parameter (no enum, no pattern): a value such as '; curl …' runs as a command")
 	}
+	if def.Sandboxed != nil {
+		for _, c := range def.Sandboxed.Credentials {
+			subject := "credential:" + c.VarName()
+			if c.SourceKind() == "command" {
+				x.risk("high", RiskHostRoot, subject, fmt.Sprintf("the value is read by running %q on the host, as you, outside any sandbox, when the run starts",
+					strings.Join(c.Command, " ")))
+			}
+			x.risk("medium", RiskSecretLeak, subject, fmt.Sprintf("the tool can use the secret against %s as it likes (any request the HTTP rules of those hosts allow), though it never holds the value",
+				strings.Join(c.Hosts, ", ")))
+		}
+	}
 	if def.Environment != nil && def.Environment.Inherit {
 		x.risk("high", RiskSecretLeak, "environment.inherit", "the whole host environment is passed in: tokens, keys and passwords in it are readable by the tool")
 	}
@@ -1197,4 +1209,63 @@ func shellQuote(s string) string {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	return s
+}
+
+// inspection adds a point for each credential and HTTP rule of the
+// definition: what the proxy does with the requests to their hosts.
+func (x *explainer) inspection() {
+	def := x.in.Def
+	if def.Sandboxed == nil {
+		return
+	}
+	for _, c := range def.Sandboxed.Credentials {
+		name := c.VarName()
+		src := "env " + c.Env
+		switch c.SourceKind() {
+		case "file":
+			src = "file " + c.File
+		case "command":
+			src = "command " + strings.Join(c.Command, " ")
+		}
+		p := Point{Subject: "credential:" + name, Requested: fmt.Sprintf("sandboxed.credentials: %s from %s for %s", name, src, strings.Join(c.Hosts, ", "))}
+		switch it, decided := x.item("credential", p.Subject, -1); {
+		case decided && it.Verdict == VerdictDeny:
+			p.decide(it)
+			p.Mechanisms = []Mechanism{denied()}
+		case x.unsandboxed():
+			p.Mechanisms = []Mechanism{x.notEnforced()}
+			if decided {
+				p.decide(it)
+			}
+		default:
+			if decided {
+				p.decide(it)
+			}
+			p.Mechanisms = []Mechanism{
+				{Kind: MechEnv, Value: name, Detail: "the sandbox holds a per-run stand-in in " + name + ", never the real value"},
+				{Kind: MechProxy, Value: strings.Join(c.Hosts, ","), Detail: "the egress proxy terminates TLS for " + strings.Join(c.Hosts, ", ") +
+					" with a per-run CA the sandbox trusts, puts the real value where the stand-in is (request headers, Basic credentials, path and query; not bodies), and refuses and records a request that carries the stand-in to any other host"},
+			}
+		}
+		x.e.Network = append(x.e.Network, p)
+	}
+	for _, r := range def.Sandboxed.HTTP {
+		methods, paths := "any method", "any path"
+		if len(r.Methods) > 0 {
+			methods = strings.Join(r.Methods, ", ")
+		}
+		if len(r.Paths) > 0 {
+			paths = "paths under " + strings.Join(r.Paths, ", ")
+		}
+		p := Point{Subject: "http:" + r.Host, Requested: "sandboxed.http: " + r.Host,
+			Meaning: fmt.Sprintf("requests to %s only with %s on %s", r.Host, methods, paths),
+			Verdict: VerdictAllow, Risk: "low", Rule: "sandboxed.http", Reason: "the definition narrows its own grant"}
+		if x.unsandboxed() {
+			p.Mechanisms = []Mechanism{x.notEnforced()}
+		} else {
+			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: r.Host, Detail: "the egress proxy reads each request to " + r.Host +
+				" (plain HTTP, or HTTPS it terminates with the run CA) and refuses and records one whose method or path no rule of the host allows; a path with . or .. segments or escaped slashes is refused"}}
+		}
+		x.e.Network = append(x.e.Network, p)
+	}
 }

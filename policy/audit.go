@@ -64,12 +64,14 @@ type AuditDecision struct {
 
 // AuditEgress summarises the connections to one host and port.
 type AuditEgress struct {
-	Host        string `json:"host"`
-	Port        int    `json:"port"`
-	Verdict     string `json:"verdict"` // allow or deny
-	Connections int    `json:"connections"`
-	BytesUp     int64  `json:"bytes_up"`
-	BytesDown   int64  `json:"bytes_down"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Verdict string `json:"verdict"` // allow, deny or refused-credential
+	// Credentials name the credentials whose real values were sent.
+	Credentials []string `json:"credentials,omitempty"`
+	Connections int      `json:"connections"`
+	BytesUp     int64    `json:"bytes_up"`
+	BytesDown   int64    `json:"bytes_down"`
 }
 
 // NewAuditRecord fills the fields of a record that come from the request
@@ -146,12 +148,17 @@ func MaskText(s string, values []string) string {
 }
 
 // AppendAudit appends rec as one line to the audit log at path, creating
-// the file (0600) and its directory (0700) when missing. The line is
-// written with one write under an exclusive flock, after a newline if a
-// crashed writer left a torn line, and the file is fsync'd (and its
-// directory, when the file was created) before AppendAudit returns. It is
-// safe across processes, and against a concurrent PruneAudit.
-// A zero rec.Time is set to now (UTC).
+// the file (0600) and its directory (0700) when missing, and returns once
+// the line is on disk. A zero rec.Time is set to now (UTC).
+//
+// Lines appended at the same time by the goroutines of one process are
+// group-committed (see auditCommitter): one locked write and one fsync for
+// the lot, and each caller returns only after the fsync that covers its line
+// has returned; when it fails, every caller whose line it covered gets the
+// error. Each group is written with one write under an exclusive flock, after
+// a newline if a crashed writer left a torn line, so lines of other
+// processes interleave whole. It is safe across processes, and against a
+// concurrent PruneAudit.
 func AppendAudit(path string, rec AuditRecord) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
@@ -160,40 +167,7 @@ func AppendAudit(path string, rec AuditRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode audit record: %w", err)
 	}
-	line = append(line, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create audit directory: %w", err)
-	}
-	f, created, err := openLocked(path, os.O_RDWR|os.O_APPEND)
-	if err != nil {
-		return err
-	}
-	defer closeLocked(f)
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat audit log %s: %w", path, err)
-	}
-	if fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
-			return fmt.Errorf("read audit log %s: %w", path, err)
-		}
-		if last[0] != '\n' {
-			line = append([]byte{'\n'}, line...)
-		}
-	}
-	if _, err := f.Write(line); err != nil {
-		return fmt.Errorf("append to audit log %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync audit log %s: %w", path, err)
-	}
-	if created {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return committerFor(path).append(append(line, '\n'))
 }
 
 // openLocked opens (creating when missing) the file at path and takes an

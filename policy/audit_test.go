@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,11 +237,25 @@ func TestAppendAuditConcurrent(t *testing.T) {
 // binary re-executed) to check the flock between processes.
 func TestAppendAuditAcrossProcesses(t *testing.T) {
 	if p := os.Getenv("SANDBOXED_AUDIT_CHILD"); p != "" {
-		for i := 0; i < 50; i++ {
-			if err := AppendAudit(p, AuditRecord{Tool: "child", Output: strings.Repeat("y", 8<<10)}); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
+		// Five goroutines at once, so group commits of several lines
+		// interleave with the other processes' ones.
+		var wg sync.WaitGroup
+		failed := atomic.Bool{}
+		for g := 0; g < 5; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					if err := AppendAudit(p, AuditRecord{Tool: "child", Output: strings.Repeat("y", 8<<10)}); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						failed.Store(true)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() {
+			os.Exit(1)
 		}
 		os.Exit(0)
 	}

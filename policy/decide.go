@@ -41,6 +41,7 @@ const (
 	ItemEnvironment ItemKind = "environment" // environment.inherit
 	ItemGrant       ItemKind = "grant"       // one required permission
 	ItemLimit       ItemKind = "limit"       // a resource request above its cap
+	ItemCredential  ItemKind = "credential"  // one of sandboxed.credentials
 )
 
 // Request is everything Decide looks at. Build it with NewRequest and set
@@ -80,6 +81,8 @@ type Request struct {
 	// HomeResolved is Home with symlinks resolved, when the caller knows
 	// it and it differs; the ~ rules then match under both.
 	HomeResolved string
+	// Credentials are the definition's sandboxed.credentials.
+	Credentials []tool.Credential
 	// Approvals are the --approve values.
 	Approvals []string
 }
@@ -118,6 +121,7 @@ func NewRequest(def *tool.Definition, grants []permissions.Grant, cwd, home stri
 	}
 	if def.Sandboxed != nil {
 		r.Pids = def.Sandboxed.PidsLimit
+		r.Credentials = def.Sandboxed.Credentials
 	}
 	for _, s := range def.Steps {
 		if s.Output != nil && s.Output.BufferLimit > r.Output {
@@ -226,6 +230,9 @@ type Decision struct {
 	// Runtime is the container runtime the source's policy forces on a
 	// container-tier run ("" leaves the definition's).
 	Runtime string `json:"runtime,omitempty"`
+	// Backend is the backend the source's policy forces ("local" or
+	// "kubernetes"; "" leaves it to the operator).
+	Backend string `json:"backend,omitempty"`
 	// Tier is the tool's security tier (ToolTier).
 	Tier   Tier      `json:"tier"`
 	Limits Effective `json:"limits"`
@@ -234,7 +241,9 @@ type Decision struct {
 	// EgressDeny are host patterns the egress proxy must refuse even when
 	// a grant covers them (deny wins).
 	EgressDeny []string `json:"egress_deny,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+	// ExtraCA are the policy's network.extra-ca files.
+	ExtraCA []string `json:"extra_ca,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}
@@ -259,6 +268,9 @@ func (p *Policy) Decide(req Request) Decision {
 		if req.Runtime != string(rt) {
 			d.Notes = append(d.Notes, fmt.Sprintf("container runtime %s: forced for %s definitions (%s.isolation.runtime)", rt, src.match.Scope, src.match.Rule))
 		}
+	}
+	if be := src.rule.Isolation.Backend; be == BackendLocal || be == BackendKubernetes {
+		d.Backend = string(be)
 	}
 	d.Notes = append(d.Notes, notes...)
 	d.Items = append(d.Items, isoItem, decidePrivilege(req, iso))
@@ -296,9 +308,13 @@ func (p *Policy) Decide(req Request) Decision {
 		d.Items = append(d.Items, it)
 		d.Masks = append(d.Masks, masks...)
 	}
+	for _, c := range req.Credentials {
+		d.Items = append(d.Items, p.decideCredential(src, c))
+	}
 	for _, h := range p.Network.Deny {
 		d.EgressDeny = append(d.EgressDeny, string(h))
 	}
+	d.ExtraCA = append(d.ExtraCA, p.Network.ExtraCA...)
 	var limitItems []Item
 	d.Limits, limitItems = p.decideLimits(req)
 	d.Items = append(d.Items, limitItems...)
@@ -989,4 +1005,59 @@ func hasMounts(gs []permissions.Grant) bool {
 		}
 	}
 	return false
+}
+
+// decideCredential decides one of sandboxed.credentials. The sandbox never
+// holds the value, but the tool may use it against its hosts: from an
+// untrusted source that needs approval; a value read by running a host
+// command needs approval whatever the source, as the command runs outside
+// any sandbox.
+func (p *Policy) decideCredential(src sourceRule, c tool.Credential) Item {
+	name := c.VarName()
+	it := Item{Subject: ApproveCredentialPrefix + name, Kind: ItemCredential, Verdict: Allow, Risk: RiskMedium,
+		Description: CredentialDescription(c)}
+	if i := EnvDenied(p.Credentials.Deny, name); i >= 0 {
+		it.Verdict, it.Risk = Deny, RiskHigh
+		it.Rule = fmt.Sprintf("credentials.deny[%d] %s", i, p.Credentials.Deny[i])
+		it.Reason = "the policy denies the credential " + name
+		return it
+	}
+	ask := func(risk Risk, rule, reason, fix string) Item {
+		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, risk, it.Subject
+		it.Rule, it.Reason, it.PolicyFix = rule, reason, fix
+		return it
+	}
+	if c.SourceKind() == "command" {
+		return ask(RiskHigh, "default: a credential read by running a host command needs approval",
+			fmt.Sprintf("%s runs on the host as you, outside any sandbox, when the run starts", shellQuote(strings.Join(c.Command, " "))),
+			"approval.standing: ["+it.Subject+"]")
+	}
+	if i := EnvDenied(p.Credentials.Approve, name); i >= 0 {
+		return ask(RiskMedium, fmt.Sprintf("credentials.approve[%d] %s", i, p.Credentials.Approve[i]),
+			"the policy asks for approval of the credential "+name, "approval.standing: ["+it.Subject+"]")
+	}
+	if !src.match.Trusted {
+		return ask(RiskMedium, "default: credentials of untrusted sources need approval",
+			"the definition's source is untrusted; the tool could use the credential against "+strings.Join(c.Hosts, ", ")+" as it likes",
+			"sources: trust the definition's source, or approval.standing: ["+it.Subject+"]")
+	}
+	it.Rule = "default: credentials are allowed for trusted sources"
+	it.Reason = "the sandbox holds a stand-in; the real value goes only to " + strings.Join(c.Hosts, ", ")
+	return it
+}
+
+// CredentialDescription says in plain words what a credential lets the
+// tool do.
+func CredentialDescription(c tool.Credential) string {
+	var from string
+	switch c.SourceKind() {
+	case "file":
+		from = "the file " + c.File
+	case "command":
+		from = "the output of the host command " + shellQuote(strings.Join(c.Command, " "))
+	default:
+		from = "the host variable " + c.Env
+	}
+	return fmt.Sprintf("%s holds a stand-in; the egress proxy swaps in the real value (from %s) in requests to %s only",
+		c.VarName(), from, strings.Join(c.Hosts, ", "))
 }

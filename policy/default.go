@@ -39,6 +39,8 @@ version: 1
 # definition asks for, sandboxed.runtime) or runsc (every container-tier run
 # of the source runs under gVisor, registered by sudo sandboxed setup
 # --runtime runsc; with minimum: container, every run of the source does).
+# isolation.backend: operator (the default: where run --backend says), local
+# (this host) or kubernetes (every run of the source is a pod of its own).
 # Running with isolation none always needs approval (--approve isolation-none).
 # For example, to trust the tools of one directory, put first:
 #   - path: ~/work/tools/**
@@ -51,6 +53,7 @@ sources:
       minimum: none
       landlock: best-effort
       runtime: definition
+      backend: operator
   - scope: global
     trusted: true
     isolation:
@@ -58,6 +61,7 @@ sources:
       minimum: none
       landlock: best-effort
       runtime: definition
+      backend: operator
   # The working directory's tools (./.sandboxed/tools) come with whatever
   # repository was cloned: untrusted, like a file path, unless you say so.
   - scope: local
@@ -67,6 +71,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
   # never unsandboxed.
   - scope: path
@@ -76,6 +81,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
   - scope: unknown
     trusted: false
     isolation:
@@ -83,6 +89,7 @@ sources:
       minimum: process
       landlock: best-effort
       runtime: definition
+      backend: operator
 
 # Resource defaults (used when the tool asks for nothing) and caps (max: a
 # request above the cap is clamped to it, and the decision says so; 0 = no cap).
@@ -185,6 +192,10 @@ network:
     - fd00:ec2::254
   # network:localhost ports that need no approval (e.g. 5432); others do.
   localhost-allow: []
+  # Files of CA certificates (PEM) the egress proxy trusts, besides the
+  # host's system roots, for the servers of hosts whose TLS it terminates
+  # (the hosts of sandboxed.credentials and sandboxed.http).
+  extra-ca: []
 
 environment:
   # env: grants denied: the ssh agent and Docker daemon addresses (keys to
@@ -197,6 +208,18 @@ environment:
     - LD_AUDIT
     - SSH_AUTH_SOCK
     - DOCKER_HOST
+
+credentials:
+  # sandboxed.credentials, by the name of the variable that holds the
+  # stand-in (patterns as environment.deny). The sandbox never holds a
+  # credential's value: the egress proxy puts it in requests to the
+  # credential's hosts only. Credentials from env and file need no approval
+  # from trusted sources and credential:NAME from untrusted ones; one read by
+  # running a host command always needs approval.
+  # Credentials refused outright.
+  deny: []
+  # Credentials that need approval (--approve credential:NAME) from any source.
+  approve: []
 
 approval:
   # Tool-level rules on the security tier: tool:TAG (as cycod --auto-approve
@@ -214,7 +237,7 @@ approval:
   # Tools denied outright, e.g. tier:external_api or tool:deploy. Deny wins.
   auto-deny: []
   # Approvals given to every run, in the words of --approve: elevated,
-  # isolation-none, env-inherit, tier:TIER, a permission string
+  # isolation-none, env-inherit, tier:TIER, credential:NAME, a permission string
   # (filesystem:write:/x also covers paths under /x), or all.
   standing: []
 `

@@ -12,8 +12,9 @@
 //     and the exact --approve value or policy line that would allow it; the
 //     effective isolation tier and resource limits; the paths the sandbox
 //     must mask inside granted mounts; the egress deny list;
-//   - the audit log: AppendAudit (one fsync'd JSON line under flock),
-//     PruneAudit, ReadAudit, and masking of sensitive values.
+//   - the audit log: AppendAudit (a JSON line on disk before it returns;
+//     concurrent appends of one process share one locked write and one
+//     fsync), PruneAudit, ReadAudit, and masking of sensitive values.
 //
 // It is pure: its only syscalls read the policy file and read and write the
 // audit log. It never prompts (the CLI does, from MissingApprovals), never

@@ -165,6 +165,13 @@ var validators = map[reflect.Type]func(string) error{
 		}
 		return fmt.Errorf("runtime %q: want definition or runsc", s)
 	},
+	reflect.TypeOf(BackendRule("")): func(s string) error {
+		switch BackendRule(s) {
+		case BackendOperator, BackendLocal, BackendKubernetes:
+			return nil
+		}
+		return fmt.Errorf("backend %q: want operator, local or kubernetes", s)
+	},
 	reflect.TypeOf(SourceScope("")): func(s string) error {
 		switch SourceScope(s) {
 		case SourceLocal, SourceUser, SourceGlobal, SourcePath, SourceUnknown, SourceAny:
@@ -313,6 +320,9 @@ func (p *Policy) validate() error {
 		if r.Isolation.Runtime == "" {
 			r.Isolation.Runtime = RuntimeDefinition
 		}
+		if r.Isolation.Backend == "" {
+			r.Isolation.Backend = BackendOperator
+		}
 	}
 	for _, l := range []struct {
 		name string
@@ -344,6 +354,21 @@ func (p *Policy) validate() error {
 	for _, pat := range p.Environment.Deny {
 		if err := checkEnvPattern(pat); err != nil {
 			return err
+		}
+	}
+	for _, list := range []struct {
+		key  string
+		pats []string
+	}{{"credentials.deny", p.Credentials.Deny}, {"credentials.approve", p.Credentials.Approve}} {
+		for _, pat := range list.pats {
+			if err := checkNamePattern(list.key, pat); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range p.Network.ExtraCA {
+		if !filepath.IsAbs(f) {
+			return fmt.Errorf("network.extra-ca: %q is not an absolute path", f)
 		}
 	}
 	return nil

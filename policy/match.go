@@ -71,22 +71,29 @@ const (
 	ApproveElevated      = string(tool.PrivilegeElevated)
 	ApproveIsolationNone = "isolation-none"
 	ApproveEnvInherit    = "env-inherit"
+	// ApproveCredentialPrefix starts the approval of one credential:
+	// credential:NAME.
+	ApproveCredentialPrefix = "credential:"
 )
 
 // ValidateApprovals checks --approve values: all, elevated, isolation-none,
-// env-inherit, tier:TIER, or a permission string. The CLI calls it before
+// env-inherit, tier:TIER, credential:NAME, or a permission string. The CLI calls it before
 // Decide, which ignores (and notes) values it does not understand.
 func ValidateApprovals(approvals []string) error {
 	for _, a := range approvals {
 		switch {
 		case a == ApproveAll, a == ApproveElevated, a == ApproveIsolationNone, a == ApproveEnvInherit:
+		case strings.HasPrefix(a, ApproveCredentialPrefix):
+			if !validVarName(strings.TrimPrefix(a, ApproveCredentialPrefix)) {
+				return fmt.Errorf("approval %q: want credential:NAME, NAME the credential's variable: %w", a, ErrInvalidApproval)
+			}
 		case strings.HasPrefix(a, "tier:"):
 			if !validTier(strings.TrimPrefix(a, "tier:")) {
 				return fmt.Errorf("approval %q: unknown tier (want read_only, write, execute, external_api or unknown): %w", a, ErrInvalidApproval)
 			}
 		default:
 			if _, err := tool.ParsePermission(a); err != nil {
-				return fmt.Errorf("approval %q: want all, elevated, isolation-none, env-inherit, tier:TIER or a permission (%s): %w",
+				return fmt.Errorf("approval %q: want all, elevated, isolation-none, env-inherit, tier:TIER, credential:NAME or a permission (%s): %w",
 					a, tool.PermissionGrammar, ErrInvalidApproval)
 			}
 		}
@@ -181,13 +188,17 @@ func EnvDenied(patterns []string, name string) int {
 // '_', '*' and '?'. Anything else would be read by some glob grammar as
 // syntax ('[' as a class), and a deny that means less than it says is a
 // hole.
-func checkEnvPattern(s string) error {
+func checkEnvPattern(s string) error { return checkNamePattern("environment.deny", s) }
+
+// checkNamePattern checks a variable-name pattern of the policy key key
+// (environment.deny, credentials.deny, credentials.approve).
+func checkNamePattern(key, s string) error {
 	if s == "" {
-		return fmt.Errorf("environment.deny: empty pattern")
+		return fmt.Errorf("%s: empty pattern", key)
 	}
 	for _, c := range s {
 		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '*' || c == '?') {
-			return fmt.Errorf("environment.deny: pattern %q: write a variable name, with * for any run of characters and ? for one", s)
+			return fmt.Errorf("%s: pattern %q: write a variable name, with * for any run of characters and ? for one", key, s)
 		}
 	}
 	return nil
@@ -376,4 +387,17 @@ func compileGlob(s, home string) *pathglob.Pattern {
 // globMatch matches a SourceRule path glob against a definition path.
 func globMatch(g Glob, p, home string) bool {
 	return p != "" && compileGlob(string(g), home).Match(p)
+}
+
+// validVarName reports whether s is an environment variable name.
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || (i > 0 && c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
 }

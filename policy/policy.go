@@ -27,6 +27,8 @@ type Policy struct {
 	Network NetworkRules `yaml:"network"`
 	// Environment are the rules for env: grants.
 	Environment EnvRules `yaml:"environment"`
+	// Credentials are the rules for sandboxed.credentials.
+	Credentials CredentialRules `yaml:"credentials"`
 	// Approval are the tool-level auto-approve/auto-deny rules and the
 	// standing approvals.
 	Approval ApprovalRules `yaml:"approval"`
@@ -79,7 +81,25 @@ type IsolationRule struct {
 	// source uses, whatever the definition asks for (RuntimeRunsc: gVisor);
 	// RuntimeDefinition, the default, leaves it to the definition.
 	Runtime RuntimeRule `yaml:"runtime"`
+	// Backend is where every run of the source goes, whatever the
+	// operator's --backend says: BackendKubernetes (a pod of its own) or
+	// BackendLocal (this host). BackendOperator, the default, leaves it to
+	// the operator's setting.
+	Backend BackendRule `yaml:"backend"`
 }
+
+// BackendRule is the backend a policy forces.
+type BackendRule string
+
+// Backend rules.
+const (
+	// BackendOperator runs where the operator's --backend says.
+	BackendOperator BackendRule = "operator"
+	// BackendLocal runs on this host (process, container or none tier).
+	BackendLocal BackendRule = "local"
+	// BackendKubernetes runs every run of the source as a pod of its own.
+	BackendKubernetes BackendRule = "kubernetes"
+)
 
 // RuntimeRule is the container runtime a policy forces.
 type RuntimeRule string
@@ -159,6 +179,20 @@ type NetworkRules struct {
 	Deny []HostPattern `yaml:"deny"`
 	// LocalhostAllow: network:localhost ports that need no approval.
 	LocalhostAllow []int `yaml:"localhost-allow"`
+	// ExtraCA: files of CA certificates (PEM) the egress proxy trusts,
+	// besides the host's system roots, when it verifies the servers of
+	// hosts whose TLS it terminates (credentials, HTTP rules).
+	ExtraCA []string `yaml:"extra-ca"`
+}
+
+// CredentialRules are the rules for sandboxed.credentials, by the name of
+// the variable that holds the stand-in (patterns as environment.deny).
+type CredentialRules struct {
+	// Deny: these credentials are refused.
+	Deny []string `yaml:"deny"`
+	// Approve: these credentials need an approval (credential:NAME) even
+	// from a trusted source.
+	Approve []string `yaml:"approve"`
 }
 
 // EnvRules are the rules for env: grants.
@@ -219,6 +253,7 @@ var UntrustedSource = SourceRule{
 		Minimum:  tool.IsolationProcess,
 		Landlock: LandlockBestEffort,
 		Runtime:  RuntimeDefinition,
+		Backend:  BackendOperator,
 	},
 }
 
@@ -240,6 +275,7 @@ func Default() *Policy {
 				Minimum:  tool.IsolationNone,
 				Landlock: LandlockBestEffort,
 				Runtime:  RuntimeDefinition,
+				Backend:  BackendOperator,
 			},
 		}
 	}
@@ -290,10 +326,12 @@ func Default() *Policy {
 			Allow:          []HostPattern{},
 			Deny:           []HostPattern{"metadata.google.internal", "169.254.169.254", "fd00:ec2::254"},
 			LocalhostAllow: []int{},
+			ExtraCA:        []string{},
 		},
 		Environment: EnvRules{
 			Deny: []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "SSH_AUTH_SOCK", "DOCKER_HOST"},
 		},
+		Credentials: CredentialRules{Deny: []string{}, Approve: []string{}},
 		Approval: ApprovalRules{
 			AutoApprove: []Matcher{"tier:read_only", "tier:write", "tier:execute", "tier:external_api"},
 			AutoDeny:    []Matcher{},

@@ -81,7 +81,7 @@ func (c *Controller) audit(req *Request, p *Prepared, d *policy.Decision, res *R
 		rec.Error = policy.MaskText(rec.Error, secrets)
 	}
 	for _, e := range res.Egress {
-		rec.Egress = append(rec.Egress, policy.AuditEgress{Host: e.Host, Port: e.Port, Verdict: e.Verdict, Connections: 1, BytesUp: e.BytesUp, BytesDown: e.BytesDown})
+		rec.Egress = append(rec.Egress, policy.AuditEgress{Host: e.Host, Port: e.Port, Verdict: e.Verdict, Credentials: e.Credentials, Connections: 1, BytesUp: e.BytesUp, BytesDown: e.BytesDown})
 	}
 	path := AuditPath(c.StateDir)
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {

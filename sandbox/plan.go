@@ -59,6 +59,18 @@ type PlanInput struct {
 	// SubTools are the bound sub-tools of use-tool steps, keyed by step
 	// path (STEP, STEP/SUBSTEP); Prepare fills it (compose.go).
 	SubTools map[string]*tool.Bound
+	// Cluster is the operator's Kubernetes backend setting (Request.Cluster).
+	Cluster Cluster
+}
+
+// Cluster is the operator's choice of backend for a run.
+type Cluster struct {
+	// Backend is "" or "local" (this host) or isolation.BackendKubernetes
+	// (a pod of its own); the policy may force either.
+	Backend string
+	// RuntimeClass is the pod's RuntimeClass on Kubernetes ("" for the
+	// cluster's default). A tool or policy that asks for runsc needs one.
+	RuntimeClass string
 }
 
 // BuildPlan turns a bound tool, the policy's decision and the host facts
@@ -198,6 +210,10 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
+	inspect, err := planInspection(in.RunID, ext, eg, d, f, kubernetesRun(in))
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
+	}
 
 	cwd := f.Cwd
 	if wd := b.WorkingDirectory; wd != "" {
@@ -206,9 +222,11 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 
 	var proxyEnv []string
 	if eg != nil {
-		proxyEnv = egress.ProxyEnv(eg.ProxyPort)
+		proxyEnv = append(egress.ProxyEnv(eg.ProxyPort), inspect.env...)
 	}
-	env := baseEnv(b, f, in.Grants, in.EnvDeny, proxyEnv)
+	// An inherited environment never carries a credential's real value.
+	envDeny := append(append([]string(nil), in.EnvDeny...), credentialSources(ext)...)
+	env := baseEnv(b, f, in.Grants, envDeny, proxyEnv)
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
 		WithPids(limits.Pids),
@@ -243,6 +261,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 			opts = append(opts, WithReadBind(m.Resolved, m.Target))
 		}
 	}
+	opts = append(opts, inspect.opts...)
 	maskOpts, watches, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
 		return nil, nil, err
@@ -265,6 +284,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		HostDir:   hostDir,
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,
+	}
+	if kubernetesRun(in) {
+		return planPod(p, in, ext.Image, ext.Runtime, d.Runtime, &sandboxPlan{env: env, cwd: cwd, watches: watches})
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = DefaultImage

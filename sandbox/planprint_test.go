@@ -17,7 +17,7 @@ import (
 // to start.
 type recordingProxy struct{ got *isolation.Egress }
 
-func (r *recordingProxy) Start(_ context.Context, e *isolation.Egress) (func() []EgressEntry, error) {
+func (r *recordingProxy) Start(_ context.Context, e *isolation.Egress, _ *RunSecrets) (func() []EgressEntry, error) {
 	r.got = e
 	return func() []EgressEntry { return nil }, nil
 }

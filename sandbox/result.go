@@ -1,6 +1,10 @@
 package sandbox
 
-import "time"
+import (
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
 
 // Status is how a run ended. The values are stable: they appear in
 // `run --json`, run records, audit lines and MCP results.
@@ -53,6 +57,9 @@ type Result struct {
 	// protected path the tool created where none existed to protect.
 	Warnings []string   `json:"warnings,omitempty"`
 	Error    *ErrorInfo `json:"error,omitempty"`
+	// Observed is what an observed run (permissions learn) read, wrote
+	// and executed; absent from every other run.
+	Observed []isolation.Access `json:"observed,omitempty"`
 
 	StartedAt time.Time `json:"started_at"`
 }
@@ -81,12 +88,15 @@ type StepResult struct {
 
 // EgressEntry is one connection attempt through the run's proxy.
 type EgressEntry struct {
-	Host      string `json:"host"`
-	Port      int    `json:"port"`
-	Verdict   string `json:"verdict"`
-	Reason    string `json:"reason,omitempty"`
-	BytesUp   int64  `json:"bytes_up"`
-	BytesDown int64  `json:"bytes_down"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+	// Credentials name the credentials whose real values the proxy put
+	// into requests of this connection.
+	Credentials []string `json:"credentials,omitempty"`
+	BytesUp     int64    `json:"bytes_up"`
+	BytesDown   int64    `json:"bytes_down"`
 }
 
 // ErrorInfo explains a status other than ok/failed.

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -68,11 +71,30 @@ func RunDir(stateDir, runID string) string {
 	return filepath.Join(stateDir, "runs", runID)
 }
 
+// warmRecord builds, once per process and beside the caller, encoding/json's
+// encoders for the run record's types. The first encoding of a plan builds
+// one for every type of the OCI runtime spec, about a millisecond of a CLI
+// run's time; a run starts this when it is prepared, so that writeRecord at
+// its end only encodes. The encoders are all it leaves behind.
+var warmRecord = sync.OnceFunc(func() {
+	go func() {
+		_, _ = json.Marshal(&isolation.Plan{Spec: &specs.Spec{}})
+		_, _ = json.Marshal(&Result{})
+	}()
+})
+
+// stagingDir is where run records are written before they are renamed
+// into place (writeRecord): a directory of its own, so that gc looks for
+// the leftovers of a crash there without reading every record's name (the
+// runs directory keeps one per run, and a scan of ten thousand costs a run
+// about 10 ms).
+func stagingDir(stateDir string) string { return filepath.Join(stateDir, "runs", ".staging") }
+
 // writeRecord stores result.json, stdout and stderr of a run, and
 // plan.json, the plan its backend was given (RecordedPlan), when it got
-// that far. The files are written into a hidden directory that is renamed
-// into place, so a record that is visible is whole. They are not
-// fsync'd: the record is a convenience, and the audit log (fsync'd) is
+// that far. The files are written into a directory under stagingDir that
+// is renamed into place, so a record that is visible is whole. They are
+// not fsync'd: the record is a convenience, and the audit log (fsync'd) is
 // what survives a crash.
 func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stderr []byte) error {
 	dir := RunDir(stateDir, r.RunID)
@@ -88,10 +110,11 @@ func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stder
 		}
 		files["plan.json"] = append(pj, '\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return fmt.Errorf("create run records dir %s: %w", filepath.Dir(dir), err)
+	staging := stagingDir(stateDir)
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		return fmt.Errorf("create run records dir %s: %w", staging, err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+r.RunID+"-")
+	tmp, err := os.MkdirTemp(staging, r.RunID+"-")
 	if err != nil {
 		return fmt.Errorf("create run record %s: %w", dir, err)
 	}

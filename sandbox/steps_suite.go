@@ -44,6 +44,8 @@ type SuiteRequest struct {
 	Approvals  []string
 	Egress     EgressStarter
 	FindTool   ToolFinder
+	// Cluster is the operator's backend choice for every run of the suite.
+	Cluster Cluster
 	// Progress, when set, is told when a case starts (done false) and ends.
 	Progress func(c *CaseResult, done bool)
 }
@@ -190,7 +192,7 @@ func (c *Controller) runCase(ctx context.Context, req *SuiteRequest, tc tool.Tes
 	}
 	res, _, err := c.Run(ctx, &Request{
 		Def: def, Input: in, Policy: req.Policy, PolicyFile: req.PolicyFile, Isolation: req.Isolation,
-		Approvals: req.Approvals, Egress: req.Egress, FindTool: req.FindTool, Cwd: scratch,
+		Approvals: req.Approvals, Egress: req.Egress, FindTool: req.FindTool, Cwd: scratch, Cluster: req.Cluster,
 	})
 	cr.Run = res
 	if res == nil {
@@ -265,7 +267,7 @@ func (c *Controller) runHelper(ctx context.Context, req *SuiteRequest, what stri
 			Exec: &tool.Exec{Kind: tool.ExecBash, Command: cmd}, ContinueOnError: what == "cleanup"})
 	}
 	res, _, err := c.Run(ctx, &Request{Def: def, Input: tool.Input{}, Policy: req.Policy, PolicyFile: req.PolicyFile,
-		Isolation: req.Isolation, Approvals: req.Approvals, Cwd: scratch})
+		Isolation: req.Isolation, Approvals: req.Approvals, Cwd: scratch, Cluster: req.Cluster})
 	if res == nil {
 		return nil, err
 	}

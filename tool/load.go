@@ -131,6 +131,8 @@ type defLoader struct {
 	testParams map[*yaml.Node][]*yaml.Node // test parameters key nodes
 	// exposedParams is sandboxed.exposed-as.parameters.
 	exposedParams *yaml.Node
+	// credNodes are the sandboxed.credentials items (index = credential).
+	credNodes []*yaml.Node
 }
 
 // textSite is a string that is substituted at run time, with what may be

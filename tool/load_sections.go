@@ -1063,8 +1063,10 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 				x.CPUs = f
 			}
 		},
-		"tmpfs-size": func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
-		"exposed-as": func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
+		"tmpfs-size":  func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
+		"exposed-as":  func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
+		"credentials": func(k, v *yaml.Node) { x.Credentials = l.credentials(v) },
+		"http":        func(k, v *yaml.Node) { x.HTTP = l.httpRules(v) },
 	}, map[string]string{"memory": "memory is CYCOD's resources.max-memory", "timeout": "timeouts are CYCOD's timeout or resources.timeout", "network": "network access is requested with security.required-permissions"})
 	return x
 }
@@ -1109,4 +1111,137 @@ func validExposedParam(s string) bool {
 		}
 	}
 	return true
+}
+
+// credentials reads sandboxed.credentials. That no env: grant or
+// environment variable names a credential's variable is checked in
+// validate, once the whole definition is read.
+func (l *defLoader) credentials(n *yaml.Node) []Credential {
+	var out []Credential
+	seen := map[string]bool{}
+	const hint = "write credentials: [- env: NAME / hosts: [api.example.com]] (or file: PATH or command: [ARGV] with name: NAME)"
+	for _, item := range l.items(n, "sandboxed.credentials", hint) {
+		var c Credential
+		var sources []*yaml.Node
+		ok := l.mapping(item, "a credential", map[string]fieldFn{
+			"name": func(k, v *yaml.Node) {
+				c.Name, _ = l.str(v, "credential name")
+				if !validEnvName(c.Name) {
+					l.errf(v, "a variable name is letters, digits and _, not starting with a digit", "credential name %q is not a variable name", c.Name)
+				}
+			},
+			"env": func(k, v *yaml.Node) {
+				sources = append(sources, k)
+				c.Env, _ = l.str(v, "credential env")
+				if !validEnvName(c.Env) {
+					l.errf(v, "name a variable of the host environment", "credential env %q is not a variable name", c.Env)
+				}
+			},
+			"file": func(k, v *yaml.Node) {
+				sources = append(sources, k)
+				c.File, _ = l.str(v, "credential file")
+				if !strings.HasPrefix(c.File, "/") && !strings.HasPrefix(c.File, "~/") {
+					l.errf(v, "write an absolute path or ~/PATH", "credential file %q is not an absolute path", c.File)
+				}
+			},
+			"command": func(k, v *yaml.Node) {
+				sources = append(sources, k)
+				if v.Kind != yaml.SequenceNode {
+					l.errf(v, "write the command as a list, run without a shell: command: [pass, show, api-token]", "credential command must be a list")
+					return
+				}
+				c.Command, _ = l.strList(v, "credential command", false)
+				if len(c.Command) == 0 || c.Command[0] == "" {
+					l.errf(v, "name the program first: command: [pass, show, api-token]", "credential command is empty")
+				}
+			},
+			"hosts": func(k, v *yaml.Node) {
+				c.Hosts, _ = l.strList(v, "credential hosts", false)
+				for i, h := range c.Hosts {
+					if err := checkCredentialHost(h); err != nil {
+						at := v
+						if v.Kind == yaml.SequenceNode && i < len(v.Content) {
+							at = v.Content[i]
+						}
+						l.errf(at, "name the hosts the credential is for: api.example.com or *.example.com", "%v", err)
+					}
+				}
+			},
+		}, map[string]string{"value": "a credential's value never appears in a definition: name where it comes from (env, file or command)", "host": "did you mean hosts?"})
+		if !ok {
+			continue
+		}
+		switch {
+		case len(sources) == 0:
+			l.errf(item, "add env: NAME, file: PATH or command: [ARGV]", "credential has no source")
+		case len(sources) > 1:
+			l.errf(sources[1], "keep one of env, file and command", "credential has two sources (%s and %s)", sources[0].Value, sources[1].Value)
+		}
+		if c.Env == "" && c.Name == "" && len(sources) > 0 {
+			l.errf(item, "add name: VARIABLE, the variable that holds the stand-in inside the sandbox", "a credential from a %s needs a name", c.SourceKind())
+		}
+		if len(c.Hosts) == 0 {
+			l.errf(item, "add hosts: [api.example.com], the only hosts whose requests may carry it", "credential has no hosts")
+		}
+		if name := c.VarName(); name != "" {
+			if seen[name] {
+				l.errf(item, "give each credential its own name", "credential %s is declared twice", name)
+			}
+			seen[name] = true
+		}
+		l.credNodes = append(l.credNodes, item)
+		out = append(out, c)
+	}
+	return out
+}
+
+// checkCredentialHost accepts the hosts of credentials and HTTP rules: a
+// name, "*.suffix" or an IP literal, without parameters; not "*", which
+// would send the secret (or terminate the TLS of) every host.
+func checkCredentialHost(h string) error {
+	if h == "" || h == "*" {
+		return fmt.Errorf("host %q: name a host or *.example.com; a credential or HTTP rule never covers every host", h)
+	}
+	if strings.ContainsAny(h, "{}") {
+		return fmt.Errorf("host %q: parameters are not substituted here; name the host", h)
+	}
+	return checkHostPattern(h)
+}
+
+// httpRules reads sandboxed.http.
+func (l *defLoader) httpRules(n *yaml.Node) []HTTPRule {
+	var out []HTTPRule
+	const hint = "write http: [- host: api.example.com / methods: [GET] / paths: [/repos/]]"
+	for _, item := range l.items(n, "sandboxed.http", hint) {
+		var r HTTPRule
+		ok := l.mapping(item, "an HTTP rule", map[string]fieldFn{
+			"host": func(k, v *yaml.Node) {
+				r.Host, _ = l.str(v, "http rule host")
+				if err := checkCredentialHost(r.Host); err != nil {
+					l.errf(v, "name the host the rule narrows", "%v", err)
+				}
+			},
+			"methods": func(k, v *yaml.Node) {
+				r.Methods, _ = l.strList(v, "http rule methods", false)
+				for _, m := range r.Methods {
+					if m == "" || strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+						l.errf(v, "write upper-case HTTP methods: [GET, HEAD]", "http rule method %q is not an HTTP method", m)
+					}
+				}
+			},
+			"paths": func(k, v *yaml.Node) {
+				r.Paths, _ = l.strList(v, "http rule paths", false)
+				for _, p := range r.Paths {
+					if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%\\?#") || strings.Contains(p+"/", "/../") || strings.Contains(p+"/", "/./") {
+						l.errf(v, "write path prefixes such as /repos/: starting with /, without escapes, query, . or .. segments", "http rule path %q is not a plain path prefix", p)
+					}
+				}
+			},
+		}, map[string]string{"method": "did you mean methods?", "path": "did you mean paths?", "hosts": "one host per rule: host: NAME"})
+		if ok && r.Host == "" {
+			l.errf(item, "add host: api.example.com", "HTTP rule has no host")
+		}
+		out = append(out, r)
+	}
+	return out
 }

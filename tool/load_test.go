@@ -2,6 +2,7 @@ package tool
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -488,7 +489,7 @@ sandboxed:
 		t.Errorf("file-contains list = %+v", fc)
 	}
 	want := SandboxedExt{Image: "sandboxed-runner:latest", Runtime: "runsc", PidsLimit: 64, CPUs: 0.5, TmpfsSize: 512 << 20}
-	if *def.Sandboxed != want {
+	if !reflect.DeepEqual(*def.Sandboxed, want) {
 		t.Errorf("sandboxed = %+v", def.Sandboxed)
 	}
 	checkRoundTrip(t, "shapes", def)

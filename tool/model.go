@@ -395,6 +395,61 @@ type SandboxedExt struct {
 	// ExposedAs holds the names agents call the tool and its parameters
 	// by, where CYCOD cannot spell them (a discovered script's own names).
 	ExposedAs *ExposedAs `json:"exposed-as,omitempty" yaml:"exposed-as,omitempty"`
+	// Credentials are host secrets the tool may use only through the egress
+	// proxy: the sandbox sees a stand-in, the proxy puts the real value in
+	// requests to the credential's hosts.
+	Credentials []Credential `json:"credentials,omitempty" yaml:"credentials,omitempty"`
+	// HTTP narrows the requests the proxy lets through to a host to some
+	// methods and path prefixes.
+	HTTP []HTTPRule `json:"http,omitempty" yaml:"http,omitempty"`
+}
+
+// Credential is one entry of `sandboxed: credentials:`. Exactly one of
+// Env, File and Command says where the real value comes from on the host;
+// Name is the variable that holds the stand-in inside the sandbox (Env
+// when not given). Nothing in it is substituted from parameters: the
+// caller of a tool cannot choose which secret it gets.
+type Credential struct {
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Env is a variable of the host environment of sandboxed.
+	Env string `json:"env,omitempty" yaml:"env,omitempty"`
+	// File is a file on the host (absolute, or ~/…); its content, one
+	// trailing newline removed.
+	File string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Command is run on the host as the invoking user, without a shell
+	// (argv); its standard output, one trailing newline removed.
+	Command []string `json:"command,omitempty" yaml:"command,omitempty,flow"`
+	// Hosts are the hosts whose requests may carry the real value: names,
+	// "*.example.com" (subdomains) or IP literals; never "*".
+	Hosts []string `json:"hosts" yaml:"hosts,flow"`
+}
+
+// VarName is the variable inside the sandbox that holds the stand-in.
+func (c Credential) VarName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Env
+}
+
+// SourceKind is "env", "file" or "command".
+func (c Credential) SourceKind() string {
+	switch {
+	case c.File != "":
+		return "file"
+	case len(c.Command) > 0:
+		return "command"
+	}
+	return "env"
+}
+
+// HTTPRule is one entry of `sandboxed: http:`: requests to Host must use
+// one of Methods (any when empty) on a path under one of Paths (any when
+// empty). Several rules of one host add up.
+type HTTPRule struct {
+	Host    string   `json:"host" yaml:"host"`
+	Methods []string `json:"methods,omitempty" yaml:"methods,omitempty,flow"`
+	Paths   []string `json:"paths,omitempty" yaml:"paths,omitempty,flow"`
 }
 
 // ExposedAs is `sandboxed: exposed-as:`: the names a tool and its

@@ -107,3 +107,67 @@ func TestPrereleaseOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestConstraintForms(t *testing.T) {
+	tests := []struct {
+		c, v string
+		want bool
+	}{
+		{"=>1.2", "1.2.0", true},
+		{"=<1.2", "1.2.5", true},
+		{"~>1.2", "1.2.9", true},
+		{"~>1.2", "1.3.0", false},
+		{"^0", "0.9.0", true},
+		{"^0", "1.0.0", false},
+		{"^0.0", "0.0.9", true},
+		{"^0.0", "0.1.0", false},
+		{"^1.x", "1.9.0", true},
+		{"!=1.2", "1.2.7", false},
+		{"!=1.2", "1.3.0", true},
+		{"<1.2", "1.1.9", true},
+		{"<1.2", "1.2.0", false},
+		{"x", "4.0.0", true},
+		{"*", "1.0.0-rc.1", false},
+		{"1.2.3+build.5", "1.2.3", true},
+		{"v1.2.3", "1.2.3", true},
+		{"<2 || >=3.1", "3.0.5", false},
+	}
+	for _, tt := range tests {
+		c, err := ParseConstraint(tt.c)
+		if err != nil {
+			t.Errorf("%q: %v", tt.c, err)
+			continue
+		}
+		v, err := ParseVersion(tt.v)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.v, err)
+		}
+		if got := c.Check(v); got != tt.want {
+			t.Errorf("%q matches %s = %v, want %v", tt.c, tt.v, got, tt.want)
+		}
+	}
+	for _, c := range []string{"1.x.3", "1.x-rc", ">=1.0 ||", "1.2.3-", "1.2.3-a..b", "1.2.3-a_b", "~", "1.-2"} {
+		if _, err := ParseConstraint(c); !errors.Is(err, ErrVersion) {
+			t.Errorf("%q: err %v, want ErrVersion", c, err)
+		}
+	}
+}
+
+// FuzzParseVersion: a version that parses prints as one that parses to
+// the same version.
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"1.2.3", "v1", "1.0.0-alpha.10+b.1", "0.0.0-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseVersion(s)
+		if err != nil {
+			return
+		}
+		w, err := ParseVersion(v.String())
+		if err != nil || w.Compare(v) != 0 || w.String() != v.String() {
+			t.Errorf("%q printed as %q, which parses to %v, %v", s, v.String(), w, err)
+		}
+		_, _ = ParseConstraint(s)
+	})
+}

@@ -113,6 +113,7 @@ func (l *defLoader) validate() {
 		}
 	}
 	l.checkExposedParams(params, paramNames)
+	l.checkCredentialVars()
 	if l.def.Type != "alias" {
 		for cn, keys := range l.testParams {
 			for _, k := range keys {
@@ -426,4 +427,48 @@ func (l *defLoader) checkExposedParams(params map[string]bool, paramNames []stri
 		}
 		seen[v.Value] = k.Value
 	}
+}
+
+// checkCredentialVars refuses a credential whose variable the definition
+// also sets or grants: the sandbox would hold the real value (env:NAME)
+// or the stand-in would be lost (environment variables).
+func (l *defLoader) checkCredentialVars() {
+	d := l.def
+	if d.Sandboxed == nil {
+		return
+	}
+	for i, c := range d.Sandboxed.Credentials {
+		if i >= len(l.credNodes) {
+			break
+		}
+		name := c.VarName()
+		for _, perm := range d.Security.RequiredPermissions {
+			for _, v := range []string{name, c.Env} {
+				if v != "" && perm == "env:"+v {
+					l.errf(l.credNodes[i], "remove env:"+v+" from required-permissions: the credential gives the sandbox a stand-in, and the proxy the real value",
+						"credential %s is also granted as env:%s, which would put the real value in the sandbox", name, v)
+					break
+				}
+			}
+		}
+		sets := false
+		for _, st := range d.Steps {
+			_, inStep := st.Environment[name]
+			sets = sets || inStep
+		}
+		if _, ok := d.Environment.varsOrNil()[name]; ok {
+			sets = true
+		}
+		if sets {
+			l.errf(l.credNodes[i], "remove "+name+" from environment variables: the sandbox gets the credential's stand-in under that name",
+				"credential %s is also set as an environment variable", name)
+		}
+	}
+}
+
+func (e *Environment) varsOrNil() map[string]string {
+	if e == nil {
+		return nil
+	}
+	return e.Variables
 }

@@ -22,6 +22,8 @@ func backends() map[isolation.Tier]isolation.Backend {
 		isolation.TierProcess: process.New(),
 		isolation.TierNone:    none.New(),
 	}
+	// Runs whose plan names the Kubernetes backend go there (a pod each).
+	m[isolation.Tier(isolation.BackendKubernetes)] = kubernetesBackend()
 	if cb, err := container.New(); err == nil {
 		m[isolation.TierContainer] = cb
 	} else {

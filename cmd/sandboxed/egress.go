@@ -31,7 +31,7 @@ func newEgressStarter() sandbox.EgressStarter {
 }
 
 // Start starts the proxy the plan's egress section describes.
-func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress) (func() []sandbox.EgressEntry, error) {
+func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress, secrets *sandbox.RunSecrets) (func() []sandbox.EgressEntry, error) {
 	if s.err != nil {
 		return nil, fmt.Errorf("%s: %w", testHostsEnv, s.err)
 	}
@@ -39,7 +39,23 @@ func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress) (func() 
 	if err != nil {
 		return nil, fmt.Errorf("egress rules: %w", err)
 	}
-	p, err := egress.Start(ctx, egress.Config{SocketPath: e.ProxySocket, Rules: rules, Resolver: s.resolver})
+	cfg := egress.Config{SocketPath: e.ProxySocket, Rules: rules, Resolver: s.resolver}
+	if len(e.Credentials) > 0 || len(e.HTTP) > 0 {
+		if secrets == nil || secrets.CA == nil {
+			return nil, fmt.Errorf("the run has credentials or HTTP rules but no CA")
+		}
+		cfg.CA = secrets.CA
+		if cfg.UpstreamRoots, err = egress.UpstreamRoots(e.ExtraCA...); err != nil {
+			return nil, fmt.Errorf("network.extra-ca: %w", err)
+		}
+		for _, c := range e.Credentials {
+			cfg.Credentials = append(cfg.Credentials, egress.Credential{Name: c.Name, StandIn: c.StandIn, Value: secrets.Values[c.Name], Hosts: c.Hosts})
+		}
+		for _, r := range e.HTTP {
+			cfg.HTTPRules = append(cfg.HTTPRules, egress.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
+		}
+	}
+	p, err := egress.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start egress proxy: %w", err)
 	}
@@ -48,7 +64,7 @@ func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress) (func() 
 		var out []sandbox.EgressEntry
 		for _, r := range p.Records() {
 			out = append(out, sandbox.EgressEntry{Host: r.Host, Port: r.Port, Verdict: string(r.Verdict),
-				Reason: r.Reason, BytesUp: r.BytesUp, BytesDown: r.BytesDown})
+				Reason: r.Reason, Credentials: r.Credentials, BytesUp: r.BytesUp, BytesDown: r.BytesDown})
 		}
 		return out
 	}

@@ -27,13 +27,17 @@ no terminal to ask: a call that needs approval is refused with the reason
 carries the tool's stdout as text and the whole run result as structured
 content; isError is set unless the run's status is ok.
 
+Calls claim sandboxes started ahead of time (a warm pool, as 'sandboxed
+serve' keeps; --pool-size 0 turns it off): each serves one call and is
+destroyed after it, its teardown running behind the call's result.
+
 Definitions that fail to load are skipped with a line on stderr. Nothing
 but the protocol is ever written to stdout.`,
-	Flags: []cli.Flag{
+	Flags: append([]cli.Flag{
 		scopeFlag,
 		policyFlag,
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for every call (elevated, isolation-none, env-inherit, tier:TIER, a permission, all)"},
-	},
+	}, append(clusterFlags(), poolFlags()...)...),
 	Action: mcpAction,
 }
 
@@ -59,10 +63,23 @@ func mcpAction(c *cli.Context) error {
 	if err := policy.ValidateApprovals(c.StringSlice("approve")); err != nil {
 		return usageError(err)
 	}
+	settings, err := poolSettings(c)
+	if err != nil {
+		return err
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	h := &mcpHandler{log: logw, ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve")}
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
+	ctl := residentController(settings, logw)
+	defer func() {
+		ctl.Behind.Wait()
+		ctl.Pool.Close()
+	}()
+	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err
@@ -150,6 +167,7 @@ func mcpTool(def *tool.Definition) (*mcp.Tool, error) {
 type mcpHandler struct {
 	log       io.Writer // stderr: never the protocol stream
 	ctl       *sandbox.Controller
+	cluster   sandbox.Cluster // --backend and --runtime-class
 	pol       *policy.Policy
 	polPath   string
 	approvals []string
@@ -167,7 +185,7 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 		}
 		res, _, err := h.ctl.Run(ctx, &sandbox.Request{
 			Def: def, Input: in, Policy: h.pol, PolicyFile: h.polPath,
-			Approvals: h.approvals, Egress: newEgressStarter(),
+			Approvals: h.approvals, Egress: newEgressStarter(), Cluster: h.cluster,
 		})
 		if res == nil {
 			return errorResult("run "+def.Name+": "+err.Error(), nil), nil

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
@@ -22,6 +23,9 @@ so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does 
 	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
 	Action: func(c *cli.Context) error {
 		reaped, err := newController().GC(c.Context)
+		if sock := staleServeSocket(); sock != "" {
+			reaped = append(reaped, "socket of a server that is gone "+sock)
+		}
 		if dir, derr := xdg.CacheDir(); derr == nil {
 			stale, serr := initbin.RemoveStale(dir)
 			for _, s := range stale {
@@ -60,7 +64,7 @@ type check struct {
 var doctorCommand = &cli.Command{
 	Name:  "doctor",
 	Usage: "say what this host can enforce, per isolation tier, and how to fix what is missing",
-	Flags: []cli.Flag{formatFlag("table", "table", "json")},
+	Flags: append([]cli.Flag{formatFlag("table", "table", "json")}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
 		format, err := checkFormat(c, "table", "json")
 		if err != nil {
@@ -69,6 +73,9 @@ var doctorCommand = &cli.Command{
 		checks := hostChecks(c)
 		checks = append(checks, processChecks(c)...)
 		checks = append(checks, containerChecks(c)...)
+		if cluster.backend == isolation.BackendKubernetes {
+			checks = append(checks, kubernetesChecks(c)...)
+		}
 		if format == "json" {
 			return writeJSON(c.App.Writer, checks)
 		}

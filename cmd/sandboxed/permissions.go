@@ -42,6 +42,7 @@ against OLD (permissions, tier, privilege, limits, network, risks).`,
 			},
 			Action: explainAction,
 		},
+		learnCommand,
 	},
 }
 

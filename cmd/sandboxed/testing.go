@@ -26,7 +26,7 @@ assertions (output and files, relative to the scratch directory), then the
 case's and the suite's cleanup commands, whatever happened.
 
 Exit status: 0 when every case passed, 1 when one failed, 2 on usage errors.`,
-	Flags: []cli.Flag{
+	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "test", Usage: "run only the test `NAME`"},
 		&cli.StringFlag{Name: "junit", Usage: "also write a JUnit XML report to `FILE`"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show every case's output"},
@@ -35,7 +35,7 @@ Exit status: 0 when every case passed, 1 when one failed, 2 on usage errors.`,
 		policyFlag,
 		&cli.StringFlag{Name: "isolation", Usage: "override the tier for the tool's runs: process, container or none"},
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for"},
-	},
+	}, clusterFlags()...),
 	Action: toolTestAction,
 }
 
@@ -70,9 +70,14 @@ func toolTestAction(c *cli.Context) error {
 	if err := checkIsolationFlag(c); err != nil {
 		return err
 	}
+	where, err := clusterChoice()
+	if err != nil {
+		return err
+	}
 	w, ew := c.App.Writer, c.App.ErrWriter
 	req := &sandbox.SuiteRequest{
-		Def: def, Only: c.String("test"), Policy: pol, PolicyFile: polPath,
+		Cluster: where,
+		Def:     def, Only: c.String("test"), Policy: pol, PolicyFile: polPath,
 		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"), Egress: newEgressStarter(),
 	}
 	if isTerminal(os.Stderr) && !c.Bool("json") {

@@ -21,10 +21,10 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
-	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -39,9 +39,10 @@ type engine interface {
 	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
 	ContainerKill(ctx context.Context, containerID, signal string) error
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerUpdate(ctx context.Context, containerID string, updateConfig container.UpdateConfig) (container.UpdateResponse, error)
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageInspect(ctx context.Context, ref string) (image.InspectResponse, error)
 	Info(ctx context.Context) (system.Info, error)
 	ServerVersion(ctx context.Context) (types.Version, error)
 	ClientVersion() string
@@ -60,6 +61,13 @@ type Backend struct {
 	// gone (gcStaged; tests with a fake engine replace it, so that they
 	// never unmount what real runs on the host staged).
 	gcStaged func(keep func(runID string) bool) ([]string, error)
+	// await waits for a warm container's init to dial in (awaitInit;
+	// tests with a fake engine replace it).
+	await awaitFunc
+
+	warmMu    sync.Mutex
+	templates map[string][]byte // warm key -> its warmTemplate, as JSON
+	imageIDs  map[string]string // image name -> the id Check last found
 
 	ownClient bool // Close closes api
 
@@ -80,13 +88,13 @@ func WithInitBinary(path string) Option { return func(b *Backend) { b.initBinary
 
 // WithClient makes the backend use c instead of a client configured from
 // DOCKER_HOST. The caller keeps ownership of c.
-func WithClient(c *client.Client) Option { return func(b *Backend) { b.api = c } }
+func WithClient(c *dockerapi.Client) Option { return func(b *Backend) { b.api = c } }
 
 // New returns a container backend talking to the engine at DOCKER_HOST (the
 // default socket when unset), negotiating the API version. It makes no
 // request: an engine that is down shows in Check and Start.
 func New(opts ...Option) (*Backend, error) {
-	b := &Backend{connect: connectInit, gcStaged: gcStaged}
+	b := &Backend{connect: connectInit, gcStaged: gcStaged, await: awaitInit}
 	for _, o := range opts {
 		o(b)
 	}
@@ -133,7 +141,7 @@ func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
 // that cannot be reached is ErrUnsupported: the run is refused, never run
 // in a weaker tier.
 func (b *Backend) engineErr(op string, err error) error {
-	if client.IsErrConnectionFailed(err) {
+	if dockerapi.IsConnectionFailed(err) {
 		return fmt.Errorf("%s: %w", op, &isolation.UnsupportedError{
 			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " is unreachable",
 			Fix:  "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
@@ -222,6 +230,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p == nil {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
 	}
+	if p.Observe {
+		return isolation.ErrNoObserve(p.Tier)
+	}
 	// Check needs no host directory (a plan checked on its own may have
 	// none); translate only needs it absolute.
 	cp := *p
@@ -250,12 +261,14 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 			return err
 		}
 	}
-	if _, err := b.api.ImageInspect(ctx, imageOf(p)); err != nil {
+	img, err := b.api.ImageInspect(ctx, imageOf(p))
+	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return imageErr(imageOf(p), err)
 		}
 		return b.engineErr("inspect image "+imageOf(p), err)
 	}
+	b.sawImage(imageOf(p), img.ID)
 	return nil
 }
 
@@ -358,8 +371,33 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			_ = s.Close(cctx)
 		}
 	}()
+	alive, err := b.launch(ctx, s, cfg, hc, p.HostDir, p.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	init, err := b.connect(ctx, s.ln, p, alive)
+	if err != nil {
+		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
+	}
+	s.init = init
+	// Under runsc the container's files are not visible through the host's
+	// /proc/PID/root; the staging mounts, made from descriptors opened
+	// without following symlinks, stand in for the check there.
+	if p.Runtime == "runsc" {
+		pins = nil
+	}
+	if err := b.verifyStarted(ctx, s.id, pins); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	sock := filepath.Join(p.HostDir, controlSocketName)
+// launch listens on the control socket in hostDir, then creates and
+// starts s's container from cfg and hc. It returns the check that the
+// container still runs, for the wait on its init. What it made is s's, for
+// s.Close, even on error.
+func (b *Backend) launch(ctx context.Context, s *sandbox, cfg *container.Config, hc *container.HostConfig, hostDir, runtime string) (alive func(context.Context) error, err error) {
+	sock := filepath.Join(hostDir, controlSocketName)
 	_ = os.Remove(sock) // a leftover of a crashed run with this id
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
@@ -381,7 +419,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		case cerrdefs.IsNotFound(err):
 			return nil, imageErr(cfg.Image, err)
 		case cerrdefs.IsConflict(err):
-			return nil, fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, p.RunID)
+			return nil, fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, cfg.Labels[isolation.AnnotationRunID])
 		}
 		return nil, b.engineErr("create container "+s.name, err)
 	}
@@ -389,36 +427,21 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := b.api.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
 		return nil, b.engineErr("start container "+s.name, err)
 	}
-	alive := func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		ins, err := b.api.ContainerInspect(ctx, s.id)
 		if err != nil {
 			return b.engineErr("inspect container "+s.name, err)
 		}
 		if ins.State != nil && !ins.State.Running {
 			hint := "check that " + b.initBinary + " is the static sandboxed binary and runs in image " + cfg.Image
-			if p.Runtime == "runsc" {
+			if runtime == "runsc" {
 				hint = "runsc must let the sandbox dial host Unix sockets: add --host-uds=open to its runtimeArgs in /etc/docker/daemon.json"
 			}
 			return fmt.Errorf("%w: container %s exited (code %d%s) before its init connected: %s",
 				isolation.ErrUnsupported, s.name, ins.State.ExitCode, suffix(ins.State.Error), hint)
 		}
 		return nil
-	}
-	init, err := b.connect(ctx, ln, p, alive)
-	if err != nil {
-		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
-	}
-	s.init = init
-	// Under runsc the container's files are not visible through the host's
-	// /proc/PID/root; the staging mounts, made from descriptors opened
-	// without following symlinks, stand in for the check there.
-	if p.Runtime == "runsc" {
-		pins = nil
-	}
-	if err := b.verifyStarted(ctx, s.id, pins); err != nil {
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 // GC removes containers labelled with a run id for which keep is false,

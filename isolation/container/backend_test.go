@@ -15,8 +15,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/system"
-	"github.com/docker/docker/client"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
@@ -129,7 +129,7 @@ func TestImageMissingSaysHowToFix(t *testing.T) {
 // TestEngineUnreachable uses a real client on a socket nobody listens on.
 func TestEngineUnreachable(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "docker.sock")
-	c, err := client.NewClientWithOpts(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
+	c, err := dockerapi.New("unix://"+sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,10 @@ const (
 	ControlSocket = "/.sandboxed/init.sock"
 	// controlSocketName is the control socket's name in Plan.HostDir.
 	controlSocketName = "init.sock"
+	// stagingDirName is the directory, in a run's host directory, where
+	// the grants' sources are staged; GC finds leftovers by it and by the
+	// run id of the directory above.
+	stagingDirName = ".sandboxed-binds"
 )
 
 // nobody is the uid and gid of reduced runs.

@@ -36,6 +36,13 @@
 // pids limit bounds the sandbox's host tasks (see runscHostPids), and an
 // OOM kill of the Sentry is read from the engine once the container stops.
 //
+// Warm containers (Backend.WarmKey, Prestart; warm.go) are started ahead
+// of their run with everything a container fixes at start and nothing of
+// a run; a claim stages the grants and the egress socket on placeholders
+// bound with rslave propagation, sets the run's limits and hands the init
+// its configuration. Not under runsc, and without root only for plans
+// with no grant and no egress.
+//
 // It owns the translation of an isolation.Plan into the engine's Config
 // and HostConfig, the sandbox lifecycle and gc of containers labelled with
 // a run id. It makes no policy decision: it enforces the plan and refuses,

@@ -14,7 +14,6 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
-	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -26,10 +25,12 @@ type fakeEngine struct {
 	mu    sync.Mutex
 	calls []string
 
-	createErr, startErr, removeErr, killErr, imageErr, infoErr error
-	info                                                       system.Info
-	state                                                      container.State
-	list                                                       []container.Summary
+	createErr, startErr, removeErr, killErr, imageErr, infoErr, updateErr error
+	imageID                                                               string // "sha256:img" when empty
+	updated                                                               []container.Resources
+	info                                                                  system.Info
+	state                                                                 container.State
+	list                                                                  []container.Summary
 
 	created struct {
 		cfg  *container.Config
@@ -104,12 +105,25 @@ func (f *fakeEngine) ContainerList(_ context.Context, _ container.ListOptions) (
 	return f.list, nil
 }
 
-func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+func (f *fakeEngine) ImageInspect(_ context.Context, ref string) (image.InspectResponse, error) {
 	f.record("image " + ref)
 	if f.imageErr != nil {
 		return image.InspectResponse{}, f.imageErr
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.imageID != "" {
+		return image.InspectResponse{ID: f.imageID}, nil
+	}
 	return image.InspectResponse{ID: "sha256:img"}, nil
+}
+
+func (f *fakeEngine) ContainerUpdate(_ context.Context, id string, u container.UpdateConfig) (container.UpdateResponse, error) {
+	f.record("update " + id)
+	f.mu.Lock()
+	f.updated = append(f.updated, u.Resources)
+	f.mu.Unlock()
+	return container.UpdateResponse{}, f.updateErr
 }
 
 func (f *fakeEngine) Info(context.Context) (system.Info, error) {
@@ -199,7 +213,19 @@ func newTestBackend(t *testing.T, f *fakeEngine, in *fakeInit, connectErr error)
 		}
 		return in, nil
 	}
+	b.await = func(context.Context, *net.UnixListener, func(context.Context) error) (pendingInit, error) {
+		if connectErr != nil {
+			return nil, connectErr
+		}
+		return fakePending{in}, nil
+	}
 	return b
 }
+
+// fakePending is a fake init that dialled in, waiting for its handshake.
+type fakePending struct{ in *fakeInit }
+
+func (p fakePending) handshake(context.Context, *isolation.Plan) (initConn, error) { return p.in, nil }
+func (p fakePending) Close() error                                                 { return p.in.Close() }
 
 var errNotFound = fmt.Errorf("no such image: %w", cerrdefs.ErrNotFound)

@@ -34,6 +34,37 @@ func connectInit(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, a
 	return cl, nil
 }
 
+// awaitFunc waits for the init of a warm container to dial ln; its
+// handshake waits for the run that claims it.
+type awaitFunc func(ctx context.Context, ln *net.UnixListener, alive func(context.Context) error) (pendingInit, error)
+
+// pendingInit is an init that dialled in and waits for its configuration.
+type pendingInit interface {
+	// handshake hands it p's configuration (see handshake).
+	handshake(ctx context.Context, p *isolation.Plan) (initConn, error)
+	// Close closes the channel: the init exits, and its container stops.
+	Close() error
+}
+
+// awaitInit accepts the init's connection on ln.
+func awaitInit(ctx context.Context, ln *net.UnixListener, alive func(context.Context) error) (pendingInit, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	conn, err := accept(ctx, ln, alive)
+	if err != nil {
+		return nil, err
+	}
+	return pendingConn{conn}, nil
+}
+
+type pendingConn struct{ c *net.UnixConn }
+
+func (pc pendingConn) handshake(ctx context.Context, p *isolation.Plan) (initConn, error) {
+	return handshake(ctx, pc.c, p)
+}
+
+func (pc pendingConn) Close() error { return pc.c.Close() }
+
 // accept waits for one connection on ln, until ctx ends or alive reports
 // the container gone.
 func accept(ctx context.Context, ln *net.UnixListener, alive func(context.Context) error) (*net.UnixConn, error) {

@@ -44,6 +44,12 @@ type sandbox struct {
 	// staged are the staging mounts of the grants' sources (root only),
 	// detached by Close.
 	staged []string
+	// stagingRoot is a warm container's shared mount of the staging
+	// directory, detached by Close after staged.
+	stagingRoot string
+	// cwd is the working directory of a command that names none: a warm
+	// container's init runs in /, a cold one's in the plan's.
+	cwd string
 
 	mu     sync.Mutex
 	active int // Execs running
@@ -85,6 +91,9 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		default:
 		}
 	}()
+	if cmd.Cwd == "" {
+		cmd.Cwd = s.cwd
+	}
 	ex, err := s.init.Exec(ctx, cmd, stdio)
 	if errors.Is(err, sbinit.ErrInitGone) {
 		s.mu.Lock()
@@ -224,6 +233,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 		// The staged binds go once the container that used them is gone
 		// (or could not be removed: the engine holds its own mounts).
 		if err := unstage(s.staged); err != nil {
+			errs = append(errs, err)
+		}
+		if err := unshareStagingRoot(s.stagingRoot); err != nil {
 			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 
 	"github.com/docker/docker/api/types/mount"
@@ -22,11 +23,6 @@ type bindIdentity struct {
 	source, target string
 	dev, ino       uint64
 }
-
-// stagingDirName is the directory, in a run's host directory, where the
-// grants' sources are staged; GC finds leftovers by it and by the run id
-// of the directory above.
-const stagingDirName = ".sandboxed-binds"
 
 // runIDPattern is the shape of a run id (sandbox.NewRunID), which names a
 // run's host directory.
@@ -58,18 +54,11 @@ func pinBinds(ms []mount.Mount, ours func(source string) bool, hostDir string, s
 		if m.Type != mount.TypeBind || ours(m.Source) {
 			continue
 		}
-		fd, err := unix.Openat2(unix.AT_FDCWD, m.Source, &unix.OpenHow{
-			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
-		})
+		fd, st, err := openPinned(m.Source)
 		if errors.Is(err, unix.ENOSYS) {
 			return nil, nil, nil // kernels before 5.6: the lstat check in translate is all there is
 		}
 		if err != nil {
-			return ids, staged, fmt.Errorf("check bind source %s: %w (a symlink on the way?)", m.Source, err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
 			return ids, staged, fmt.Errorf("check bind source %s: %w", m.Source, err)
 		}
 		ids = append(ids, bindIdentity{source: m.Source, target: m.Target, dev: uint64(st.Dev), ino: st.Ino})
@@ -88,34 +77,54 @@ func pinBinds(ms []mount.Mount, ours func(source string) bool, hostDir string, s
 	return ids, staged, nil
 }
 
+// openPinned opens source without following any symlink, as an O_PATH
+// descriptor, and stats it.
+func openPinned(source string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat2(unix.AT_FDCWD, source, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return -1, st, fmt.Errorf("%w (a symlink on the way?)", err)
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err
+	}
+	return fd, st, nil
+}
+
 // stageOne mounts a clone of the tree at fd (recursively, as Docker binds)
 // on p, made as an empty directory or file to match; read-only when ro.
 func stageOne(fd int, dir, ro bool, p string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	if dir {
-		if err := os.Mkdir(p, 0o700); err != nil {
-			return err
-		}
-	} else if err := os.WriteFile(p, nil, 0o600); err != nil {
+	if err := makePlaceholder(p, dir); err != nil {
 		return err
 	}
+	if err := mountTree(fd, ro, p); err != nil {
+		os.Remove(p)
+		return err
+	}
+	return nil
+}
+
+// mountTree mounts a clone of the tree at fd (recursively) on p;
+// read-only when ro.
+func mountTree(fd int, ro bool, p string) error {
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
-		os.Remove(p)
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(tree)
 	if ro {
 		err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
 		if err != nil && !errors.Is(err, unix.ENOSYS) {
-			os.Remove(p)
 			return fmt.Errorf("make read-only: %w", err)
 		}
 	}
 	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		os.Remove(p)
 		return fmt.Errorf("move_mount to %s: %w", p, err)
 	}
 	return nil
@@ -141,33 +150,57 @@ func unstage(staged []string) error {
 }
 
 // gcStaged detaches staged binds left on the host by runs for which keep
-// is false (a controller that died before Close), so that removing their
-// host directories never reaches into a grant.
+// is false (a controller that died before Close), and the shared staging
+// directories of warm containers, so that removing their host directories
+// never reaches into a grant.
 func gcStaged(keep func(runID string) bool) ([]string, error) {
 	if keep == nil || unix.Geteuid() != 0 {
 		return nil, nil
 	}
 	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
-		return filepath.Base(filepath.Dir(i.Mountpoint)) != stagingDirName ||
-			!runIDPattern.MatchString(filepath.Base(filepath.Dir(filepath.Dir(i.Mountpoint)))), false
+		_, _, ok := stagedRun(i.Mountpoint)
+		return !ok, false
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the host's mount table: %w", err)
 	}
+	// The binds on a warm container's placeholders before the staging
+	// directory they are in.
+	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
 	var reaped []string
 	var errs []error
 	for _, m := range mounts {
-		run := filepath.Base(filepath.Dir(filepath.Dir(m.Mountpoint)))
+		run, root, _ := stagedRun(m.Mountpoint)
 		if keep(run) {
 			continue
 		}
-		if err := unstage([]string{m.Mountpoint}); err != nil {
+		undo := func() error { return unstage([]string{m.Mountpoint}) }
+		what := "staged bind "
+		if root {
+			undo = func() error { return unshareStagingRoot(m.Mountpoint) }
+			what = "staging directory "
+		}
+		if err := undo(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		reaped = append(reaped, "staged bind "+m.Mountpoint+" (run "+run+")")
+		reaped = append(reaped, what+m.Mountpoint+" (run "+run+")")
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// stagedRun tells whether mountpoint is a staged bind (RUN/.sandboxed-binds/N)
+// or a warm container's staging directory (RUN/.sandboxed-binds, root),
+// under the host directory of run id run.
+func stagedRun(mountpoint string) (run string, root, ok bool) {
+	dir, base := filepath.Dir(mountpoint), filepath.Base(mountpoint)
+	if base == stagingDirName && runIDPattern.MatchString(filepath.Base(dir)) {
+		return filepath.Base(dir), true, true
+	}
+	if filepath.Base(dir) == stagingDirName && runIDPattern.MatchString(filepath.Base(filepath.Dir(dir))) {
+		return filepath.Base(filepath.Dir(dir)), false, true
+	}
+	return "", false, false
 }
 
 // verifyBinds checks, through the container's init (pid, a host pid),

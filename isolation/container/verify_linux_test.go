@@ -19,3 +19,26 @@ func TestRunIDPatternMatchesRunIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestStagedRun: gc knows staged binds and warm staging directories by
+// their place under a run's host directory.
+func TestStagedRun(t *testing.T) {
+	const id = "20261123T220000-0123456789ab"
+	for _, c := range []struct {
+		mp       string
+		run      string
+		root, ok bool
+	}{
+		{"/run/sandboxed/" + id + "/.sandboxed-binds/3", id, false, true},
+		{"/run/sandboxed/" + id + "/.sandboxed-binds", id, true, true},
+		{"/run/sandboxed/" + id + "/.sandboxed-binds/3/sub", "", false, false},
+		{"/run/sandboxed/not-a-run/.sandboxed-binds/3", "", false, false},
+		{"/home/u/.sandboxed-binds", "", false, false},
+		{"/", "", false, false},
+	} {
+		run, root, ok := stagedRun(c.mp)
+		if run != c.run || root != c.root || ok != c.ok {
+			t.Errorf("stagedRun(%q) = %q, %v, %v; want %q, %v, %v", c.mp, run, root, ok, c.run, c.root, c.ok)
+		}
+	}
+}

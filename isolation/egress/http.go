@@ -120,6 +120,11 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 		writeHTTPError(c, http.StatusBadRequest, "sandboxed egress proxy: "+rec.Reason)
 		return
 	}
+	if ref := p.standInTarget(host); ref != nil {
+		rec.Host, rec.Port, rec.Verdict, rec.Reason = t.display(), port, ref.verdict, ref.reason
+		writeHTTPError(c, http.StatusForbidden, "sandboxed egress proxy: refused CONNECT "+req.RequestURI+"\nreason: "+ref.reason)
+		return
+	}
 	up, cerr := p.connect(t, port, &rec)
 	if cerr != nil {
 		writeConnectError(c, "CONNECT "+req.RequestURI, cerr)
@@ -127,6 +132,10 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 	}
 	defer p.release(up, &rec)
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if p.inspects(t) {
+		p.serveInspected(c, br, up, t, port, &rec)
 		return
 	}
 	relay.Splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
@@ -158,6 +167,16 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 		writeHTTPError(c, http.StatusBadRequest, "sandboxed egress proxy: "+why)
 		return false
 	}
+	var names []string
+	if v, _ := p.cfg.Rules.decide(t, port); v == Allow {
+		// A granted host: the request itself may still be refused (a
+		// stand-in not meant for it, a method or path its rules refuse).
+		var ref *refusal
+		if names, ref = p.inspectRequest(req, t); ref != nil {
+			p.refuseRequest(c, ProtoHTTP, t, port, req.Method+" "+u.String(), ref)
+			return false
+		}
+	}
 	key := t.display() + " " + strconv.Itoa(port)
 	fwd := *fwdp
 	if fwd != nil && fwd.key != key {
@@ -175,78 +194,17 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 		fwd = &forwardUpstream{key: key, up: up, br: bufio.NewReader(up), bw: bufio.NewWriter(up), rec: rec}
 		*fwdp = fwd
 	}
-
-	clientClose := req.Close
-	stripHopByHop(req.Header)
-	req.RequestURI = ""
+	fwd.rec.Credentials = addNames(fwd.rec.Credentials, names)
 	req.Host = u.Host // an absolute URI overrides any Host header (RFC 9112 3.2.2)
-	req.Close = false
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{""} // keep Go from adding its own
+	x := p.exchange(c, cw, req, fwd.br, fwd.bw, p.scrubberFor(names))
+	if x.err != "" {
+		fwd.rec.Error = x.err
 	}
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
-		// Answer for the origin, so the client sends its body now.
-		req.Header.Del("Expect")
-		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return false
-		}
-	}
-	err = req.Write(fwd.bw)
-	if err == nil {
-		err = fwd.bw.Flush()
-	}
-	if err != nil {
-		fwd.rec.Error = "send request: " + err.Error()
-		p.closeForward(fwd)
-		*fwdp = nil
-		writeHTTPError(c, http.StatusBadGateway, "sandboxed egress proxy: "+fwd.rec.Error)
-		return false
-	}
-	var resp *http.Response
-	for {
-		resp, err = http.ReadResponse(fwd.br, req)
-		if err != nil {
-			fwd.rec.Error = "read response: " + err.Error()
-			p.closeForward(fwd)
-			*fwdp = nil
-			writeHTTPError(c, http.StatusBadGateway, "sandboxed egress proxy: "+fwd.rec.Error)
-			return false
-		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			// Informational (103 Early Hints): pass on, then read the final one.
-			stripHopByHop(resp.Header)
-			if err := resp.Write(c); err != nil {
-				return false
-			}
-			continue
-		}
-		break
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// Upgrade is hop-by-hop and was not forwarded; an origin that
-		// switches anyway cannot be relayed as HTTP.
-		p.closeForward(fwd)
-		*fwdp = nil
-		writeHTTPError(c, http.StatusBadGateway, "sandboxed egress proxy: protocol upgrades are not forwarded; use CONNECT")
-		return false
-	}
-	upstreamClose := resp.Close
-	stripHopByHop(resp.Header)
-	resp.Close = clientClose
-	err = resp.Write(cw)
-	if err == nil {
-		err = cw.Flush()
-	}
-	if upstreamClose || err != nil {
+	if !x.keepUpstream || x.err != "" {
 		p.closeForward(fwd)
 		*fwdp = nil
 	}
-	if err != nil {
-		return false
-	}
-	knownLength := resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0
-	return !clientClose && knownLength
+	return x.keepClient
 }
 
 // writeConnectError answers a refused or failed CONNECT or forward.

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,19 @@ type Config struct {
 	// MaxRecords caps the records kept; later attempts are only counted
 	// (Proxy.Dropped).
 	MaxRecords int
+
+	// Credentials are put into requests to their hosts in place of their
+	// stand-ins; a stand-in on its way anywhere else is refused.
+	Credentials []Credential
+	// HTTPRules narrow the methods and paths of requests to their hosts.
+	HTTPRules []HTTPRule
+	// CA signs the certificates the proxy shows the sandbox for the hosts
+	// of Credentials and HTTPRules, whose TLS it terminates to read the
+	// requests. Start refuses credentials or rules without it.
+	CA *CA
+	// UpstreamRoots verify the certificates of those hosts' servers; nil
+	// means the host's system roots.
+	UpstreamRoots *x509.CertPool
 
 	// allowAddrs are addresses the address checks let through. Tests only:
 	// it is unexported so that no caller outside the package can set it.
@@ -128,6 +142,9 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		if p < 1 || p > 65535 {
 			return nil, fmt.Errorf("start egress proxy: localhost port %d: %w", p, ErrBadRule)
 		}
+	}
+	if err := checkInspection(&cfg); err != nil {
+		return nil, fmt.Errorf("start egress proxy: %w", err)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.SocketPath, Net: "unix"})
 	if err != nil {

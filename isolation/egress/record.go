@@ -35,10 +35,13 @@ type Record struct {
 	// BytesUp and BytesDown count bytes written to and read from the
 	// upstream connection (for plain HTTP, request and response heads
 	// included).
-	BytesUp    int64     `json:"bytes_up"`
-	BytesDown  int64     `json:"bytes_down"`
-	Start      time.Time `json:"start"`
-	DurationMS int64     `json:"duration_ms"`
+	// Credentials name the credentials whose real values the proxy put
+	// into requests of this connection.
+	Credentials []string  `json:"credentials,omitempty"`
+	BytesUp     int64     `json:"bytes_up"`
+	BytesDown   int64     `json:"bytes_down"`
+	Start       time.Time `json:"start"`
+	DurationMS  int64     `json:"duration_ms"`
 }
 
 // addRecord stores a finished record, up to the configured limit.

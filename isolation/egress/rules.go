@@ -341,3 +341,18 @@ func (rs Rules) localhostAllowed(port int) bool {
 	}
 	return false
 }
+
+// AllowsHost reports whether a grant covers the host name or IP literal
+// h on some port.
+func (rs Rules) AllowsHost(h string) bool {
+	t, err := parseTarget(h)
+	if err != nil {
+		return false
+	}
+	for _, r := range rs.Allow {
+		if r.matchHost(t, false) {
+			return true
+		}
+	}
+	return false
+}

@@ -119,6 +119,11 @@ func (p *Proxy) serveSOCKS(c *deadlineConn, br *bufio.Reader) {
 		refuse(socksNotAllowed, "invalid target: "+err.Error())
 		return
 	}
+	if ref := p.standInTarget(host); ref != nil {
+		refuse(socksNotAllowed, ref.reason)
+		rec.Verdict = ref.verdict
+		return
+	}
 	up, cerr := p.connect(t, port, &rec)
 	if cerr != nil {
 		_ = socksReply(c, socksCode(cerr))
@@ -129,6 +134,10 @@ func (p *Proxy) serveSOCKS(c *deadlineConn, br *bufio.Reader) {
 		return
 	}
 	c.setDeadlineMode(p.cfg.IdleTimeout)
+	if p.inspects(t) {
+		p.serveInspected(c, br, up, t, port, &rec)
+		return
+	}
 	relay.Splice(c, br, up, up, p.cfg.IdleTimeout, &p.wg)
 }
 

@@ -37,6 +37,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.RunID == "" {
 		return fmt.Errorf("check plan: no run id: %w", ErrBadPlan)
 	}
+	if p.Observe {
+		return isolation.ErrNoObserve(p.Tier)
+	}
 	r := cgroup.Resources{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUs: p.Limits.CPUs}
 	if r == (cgroup.Resources{}) {
 		return nil

@@ -78,6 +78,15 @@
 // cover, is refused by the seccomp profile, and the relay listens with
 // plain TCP.
 //
+// An observed plan (Plan.Observe, for permissions learn) also gets the
+// watch filter (seccomp.WatchProfile): the init loads it last and sends
+// its user-notification listener with ready, and an observer here
+// (observe_linux.go) answers every notification with CONTINUE after
+// recording the path; Stats.Accesses returns what it saw. Its read-only
+// grants of directories become scratch mounts (sbinit.Mount.Scratch): an
+// overlay whose upper layer is a tmpfs, so the run's writes never reach
+// the host.
+//
 // Exec's exit is 128+n for a signal n. A command that cannot start exits
 // 127 (not found) or 126 with the reason on its stderr. When the OOM killer
 // takes the whole sandbox (memory no process owns, like a full /tmp, makes

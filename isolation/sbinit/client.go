@@ -41,6 +41,9 @@ type Client struct {
 	initPid int
 	// landlock is the Landlock ABI the init reported enforcing.
 	landlock int
+	// listener is the watch filter's listener the init sent with ready
+	// (Config.Watch); 0 when none.
+	listener int
 }
 
 // NewClient wraps a connected control socket. The Client owns sock and
@@ -115,6 +118,21 @@ func (cl *Client) Landlock() int {
 	return cl.landlock
 }
 
+// TakeListener returns the seccomp user-notification listener of the
+// watch filter (Config.Watch) the init sent with ready, and forgets it:
+// the caller owns it and must answer its notifications, or the sandbox's
+// commands wait forever. It returns -1 when there is none.
+func (cl *Client) TakeListener() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	fd := cl.listener
+	cl.listener = 0
+	if fd == 0 {
+		return -1
+	}
+	return fd
+}
+
 // Done is closed when the control channel is gone (init exited or Close).
 func (cl *Client) Done() <-chan struct{} { return cl.dead }
 
@@ -127,8 +145,15 @@ func (cl *Client) readLoop() {
 		if err != nil {
 			break
 		}
+		if m.Type == MsgReady && len(fds) == 1 {
+			// The watch filter's listener (Config.Watch).
+			cl.mu.Lock()
+			cl.listener = fds[0]
+			cl.mu.Unlock()
+			fds = nil
+		}
 		for _, fd := range fds {
-			syscall.Close(fd) // init never sends descriptors
+			syscall.Close(fd) // init sends no other descriptors
 		}
 		switch m.Type {
 		case MsgReady, MsgError:

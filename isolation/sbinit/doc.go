@@ -44,7 +44,9 @@
 //	    |                                            | Landlock (process tier),
 //	    |                                            | rlimits, drop creds, caps,
 //	    |                                            | no_new_privs, seccomp
-//	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1)
+//	    |                                            | watch filter (Config.Watch)
+//	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1;
+//	    |        [+ the watch filter's listener]     |  with Config.Watch)
 //	    |                                            |
 //	    | ---- exec{id,args,env,cwd} + 3 fds ------> | fork+exec in own process
 //	    | <----------------------- started{id,pid} - | group (or exit{id,127}
@@ -60,6 +62,15 @@
 // it forks inherits it across exec. ready says which Landlock ABI was
 // enforced (0: none). The container tier sends none: there the init is
 // the container's PID 1 and the engine built the root.
+//
+// # Stream mode
+//
+// Where no descriptor can be passed (a Kubernetes pod, reached only
+// through an API stream), the protocol rides one byte stream (stream.go):
+// a bridge makes each command's pipes itself and multiplexes control,
+// stdio, file transfers and egress connections as frames. The bridge
+// runs in the init's process (StreamArgs) or in a process of its own that
+// the init dials (BridgeArgs, ConnectArgs); the host side is StreamClient.
 //
 // Every exec carries three descriptors, stdin, stdout and stderr, made by the
 // host (pipes or /dev/null). Exec requests may overlap: ids are chosen by the

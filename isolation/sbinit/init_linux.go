@@ -61,6 +61,12 @@ type spawnRequest struct {
 }
 
 func runInit(args []string) int {
+	for _, a := range args {
+		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+			return runBridge(path)
+		}
+	}
 	// Nothing of the init may be read or written through /proc/1 by the
 	// commands it runs, whichever tier (the process tier drops privileges
 	// later and says so again).
@@ -108,7 +114,20 @@ func runInit(args []string) int {
 		return 1
 	}
 	st.landlock = landlockABI > 0
-	if err := st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}); err != nil {
+	var listener []int
+	if len(m.Config.Watch) > 0 {
+		// Last: from here on the watched syscalls of this thread, and of
+		// every command it forks, wait for the host's answer.
+		fd, err := loadWatch(m.Config.Watch)
+		if err != nil {
+			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+			return 1
+		}
+		listener = []int{fd}
+	}
+	err = st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}, listener...)
+	closeFDs(listener)
+	if err != nil {
 		return 1
 	}
 	go st.signals(sigs)
@@ -121,6 +140,9 @@ func runInit(args []string) int {
 
 func controlSocket(args []string) (*net.UnixConn, error) {
 	for _, a := range args {
+		if a == StreamArg {
+			return streamSocket()
+		}
 		if path, ok := strings.CutPrefix(a, connectFlag); ok {
 			c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 			if err != nil {

@@ -118,6 +118,13 @@ type Config struct {
 	// namespace whose maps an unprivileged user wrote, setgroups is
 	// denied, and the groups are that user's own.
 	KeepGroups bool `json:"keep_groups,omitempty"`
+	// Watch, when set, is a seccomp filter (encoded like Setup.Seccomp)
+	// whose watched syscalls go to a user-notification listener: the init
+	// loads it on the thread that forks every command, once every other
+	// step of its setup is done, and sends the listener's descriptor with
+	// ready. Whoever holds it must answer every notification (permissions
+	// learn observes; it never refuses).
+	Watch []byte `json:"watch,omitempty"`
 }
 
 // ID is a uid and gid.

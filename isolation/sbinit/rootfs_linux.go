@@ -192,7 +192,8 @@ func (o mountOpts) flags() (attr uint64, ms uintptr) {
 // MountAttr is the MOUNT_ATTR_* flags a bind of m gets in the root: what
 // the host sets on the binds it prepares itself (Mount.Tree).
 func MountAttr(m Mount) uint64 {
-	attr, _ := mountOpts{ro: m.ReadOnly, noexec: m.NoExec}.flags()
+	// A scratch mount's source is its read-only lower layer.
+	attr, _ := mountOpts{ro: m.ReadOnly || m.Scratch, noexec: m.NoExec}.flags()
 	return attr
 }
 
@@ -341,6 +342,12 @@ func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 	}()
 	for i, m := range p.mounts {
 		if b, ok := grants[i]; ok {
+			if m.scratch {
+				if err := scratchInto(root, b, i, p.tmpfsBytes); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := bindInto(root, b); err != nil {
 				return err
 			}
@@ -432,6 +439,68 @@ func bindInto(root string, b plannedBind) error {
 		return fmt.Errorf("remount %s: %w", b.target, err)
 	}
 	return nil
+}
+
+// scratchInto mounts b at its target as an overlay: b's source, bound
+// read-only, is the lower layer; the upper layer and overlayfs's work
+// directory live on a tmpfs of size bytes. Both are staged in a directory
+// of the new root, which is detached and removed once the overlay holds
+// them (overlayfs keeps private clones of its layers), so the sandbox
+// never sees them.
+func scratchInto(root string, b plannedBind, n int, size int64) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(b.src.fd, &st); err != nil {
+		return fmt.Errorf("stat bind source %s: %w", b.src.path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		// A file has no layers: it stays read-only.
+		ro := b
+		ro.opts.ro = true
+		return bindInto(root, ro)
+	}
+	stage := fmt.Sprintf("/.sandboxed-scratch-%d", n)
+	dir := filepath.Join(root, stage)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("scratch layer of %s: %w", b.target, err)
+	}
+	if err := mount("sandbox-scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=0700,size=%d", size)); err != nil {
+		return err
+	}
+	for _, d := range []string{"lower", "upper", "work"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("scratch layer of %s: %w", b.target, err)
+		}
+	}
+	lower := b
+	lower.target, lower.inGrant = stage+"/lower", false
+	lower.opts.ro = true
+	if err := bindInto(root, lower); err != nil {
+		return err
+	}
+	tfd, err := mountpoint(root, b.target, true, !b.inGrant)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tfd)
+	_, ms := mountOpts{noexec: b.opts.noexec}.flags()
+	data := "lowerdir=" + filepath.Join(dir, "lower") + ",upperdir=" + filepath.Join(dir, "upper") + ",workdir=" + filepath.Join(dir, "work")
+	// In a user namespace overlayfs keeps its metadata in user.* xattrs;
+	// kernels before 5.11 know no userxattr, and outside one it is not
+	// needed.
+	err = mount("overlay", "/proc/self/fd/"+strconv.Itoa(tfd), "overlay", ms, data+",userxattr")
+	if err != nil {
+		err = mount("overlay", "/proc/self/fd/"+strconv.Itoa(tfd), "overlay", ms, data)
+	}
+	if err != nil {
+		return fmt.Errorf("scratch layer of %s: %w", b.target, err)
+	}
+	if err := unix.Unmount(filepath.Join(dir, "lower"), unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("scratch layer of %s: detach its lower layer: %w", b.target, err)
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("scratch layer of %s: detach its staging: %w", b.target, err)
+	}
+	return os.Remove(dir)
 }
 
 // tmpfsInto mounts a tmpfs at m.dst below root, on a mountpoint

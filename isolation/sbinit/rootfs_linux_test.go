@@ -1,6 +1,10 @@
 package sbinit
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -23,5 +27,25 @@ func TestMountOptsFlags(t *testing.T) {
 		if attr != tc.attr || ms != tc.ms {
 			t.Errorf("%+v: got attr %#x ms %#x, want %#x %#x", tc.opts, attr, ms, tc.attr, tc.ms)
 		}
+	}
+}
+
+func TestWriteEtcWritesGeneratedEtc(t *testing.T) {
+	root := t.TempDir()
+	if err := writeEtc(root, &Setup{UID: 1000, GID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "etc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	want := append([]string(nil), generatedEtc...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("writeEtc wrote %q; generatedEtc (GivenPaths) lists %q", got, want)
 	}
 }

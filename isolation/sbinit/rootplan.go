@@ -42,6 +42,26 @@ func systemPaths() []string {
 	return paths
 }
 
+// generatedEtc are the files of /etc the init writes itself (writeEtc).
+var generatedEtc = []string{"passwd", "group", "hosts", "nsswitch.conf", "hostname"}
+
+// GivenPaths are the paths every process-tier sandbox shows whatever its
+// grants: the system directories and /etc entries (from the host,
+// read-only), the files the init writes into /etc, and the skeleton it
+// builds (/proc, /dev, /sys, a private /tmp). A tool needs no permission
+// for them.
+func GivenPaths() []string {
+	paths := systemPaths()
+	for _, f := range generatedEtc {
+		paths = append(paths, "/etc/"+f)
+	}
+	for dst := range skeleton {
+		paths = append(paths, dst)
+	}
+	sort.Strings(paths)
+	return paths
+}
+
 // hostEntry is what the host has at one system path, read before planning.
 type hostEntry struct {
 	path   string
@@ -77,6 +97,8 @@ type rootMount struct {
 	inGrant bool // tree is Mount.Tree: the host prepared this bind (0: the init binds
 	// source itself).
 	tree int
+	// scratch: see Mount.Scratch.
+	scratch bool
 }
 
 // rootPlan is the whole root, computed before anything is mounted.
@@ -159,6 +181,7 @@ func orderMounts(ms []Mount) []rootMount {
 				opts:    mountOpts{ro: m.ReadOnly, noexec: m.NoExec},
 				inGrant: insideGrant(m.Destination),
 				tree:    m.Tree,
+				scratch: m.Scratch && m.Source != "",
 			})
 		}
 	}

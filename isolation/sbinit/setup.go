@@ -58,6 +58,11 @@ type Mount struct {
 	// the n-th descriptor of the config frame; 0 when the init binds
 	// Source.
 	Tree int `json:"tree,omitempty"`
+	// Scratch, for a bind, keeps Source read-only underneath and lays a
+	// writable layer on top (overlayfs, its upper layer on a tmpfs the
+	// size of /tmp): the sandbox may write there, and every write is
+	// thrown away with it. ReadOnly is false: the mount is writable.
+	Scratch bool `json:"scratch,omitempty"`
 }
 
 // capNames maps capability names to numbers (linux/capability.h).
@@ -203,6 +208,9 @@ func hasOpt(opts []string, o string) bool {
 	}
 	return false
 }
+
+// EncodeProgram encodes prog as Setup.Seccomp and Config.Watch carry it.
+func EncodeProgram(prog []bpf.RawInstruction) []byte { return encodeBPF(prog) }
 
 func encodeBPF(prog []bpf.RawInstruction) []byte {
 	b := make([]byte, 8*len(prog))

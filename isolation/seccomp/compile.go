@@ -16,6 +16,7 @@ const (
 	retTrap        = 0x00030000
 	retErrno       = 0x00050000
 	retLog         = 0x7ffc0000
+	retUserNotif   = 0x7fc00000
 	retAllow       = 0x7fff0000
 
 	eperm  = 1
@@ -43,6 +44,10 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("compile seccomp profile: %v: %w", err, ErrUnsupported)
+	}
+	if p.DefaultAction == specs.ActNotify {
+		// Every syscall, the listener's own answers included, would wait.
+		return nil, fmt.Errorf("compile seccomp profile: a default action of %s: %w", p.DefaultAction, ErrUnsupported)
 	}
 	def, err := action(p.DefaultAction, p.DefaultErrnoRet)
 	if err != nil {
@@ -145,6 +150,8 @@ func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 		return retTrap, nil
 	case specs.ActLog:
 		return retLog, nil
+	case specs.ActNotify:
+		return retUserNotif, nil
 	}
 	return 0, fmt.Errorf("action %q: %w", a, ErrUnsupported)
 }

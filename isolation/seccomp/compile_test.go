@@ -144,7 +144,8 @@ func TestCompileDefaultErrno(t *testing.T) {
 func TestCompileRejects(t *testing.T) {
 	cases := map[string]*specs.LinuxSeccomp{
 		"nil":         nil,
-		"bad action":  {DefaultAction: "SCMP_ACT_NOTIFY"},
+		"bad action":  {DefaultAction: "SCMP_ACT_BOGUS"},
+		"notify all":  {DefaultAction: specs.ActNotify},
 		"errno zero":  {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActErrno, ErrnoRet: uptr(0)}}},
 		"bad arg idx": {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActErrno, Args: []specs.LinuxSeccompArg{{Index: 6, Op: specs.OpEqualTo}}}}},
 		"bad op":      {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActErrno, Args: []specs.LinuxSeccompArg{{Index: 0, Op: "SCMP_CMP_XX"}}}}},
@@ -152,6 +153,29 @@ func TestCompileRejects(t *testing.T) {
 	for name, p := range cases {
 		if _, err := Compile(p); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}
+
+func TestWatchProfileNotifiesWatchedSyscalls(t *testing.T) {
+	info := native(t)
+	prog, err := Compile(WatchProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		want uint32
+	}{
+		{"openat", retUserNotif}, {"execve", retUserNotif}, {"unlinkat", retUserNotif}, {"renameat2", retUserNotif},
+		{"read", retAllow}, {"write", retAllow}, {"newfstatat", retAllow}, {"sendmsg", retAllow}, {"ioctl", retAllow},
+	} {
+		nr, ok := info.SyscallNames[tc.name]
+		if !ok {
+			t.Fatalf("%s: not a syscall of this architecture", tc.name)
+		}
+		if got := Run(t, prog, uint32(info.ID), nr|info.SeccompMask); got != tc.want {
+			t.Errorf("%s: action %#x, want %#x", tc.name, got, tc.want)
 		}
 	}
 }

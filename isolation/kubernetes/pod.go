@@ -1,0 +1,513 @@
+package kubernetes
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+)
+
+const (
+	// containerName is the one container of a run's pod.
+	containerName = "sandbox"
+	// initDir is where the init binary and the egress socket live in the
+	// pod (a memory-backed emptyDir over the image's /.sandboxed).
+	initDir  = "/.sandboxed"
+	initPath = initDir + "/init"
+	// MaxReadBytes caps the files of the read grants of one run: they
+	// travel in one ConfigMap, which the API server keeps under 1 MiB.
+	MaxReadBytes = 900 << 10
+	// DefaultMaxWriteBytes caps each write grant's files, both ways.
+	DefaultMaxWriteBytes = 256 << 20
+	// nobody is the pod's uid when the plan's is root: a pod never runs
+	// as root.
+	nobody = 65534
+	// startSlack is added to the run's timeout for activeDeadlineSeconds,
+	// the cluster's backstop should sandboxed vanish: the pod's start,
+	// the copies and teardown.
+	startSlack = 120
+)
+
+// podObjects are the API objects of one run and the file copies its
+// write grants need.
+type podObjects struct {
+	pod       *corev1.Pod
+	policy    *networkingv1.NetworkPolicy
+	configMap *corev1.ConfigMap // nil when no file travels read-only
+	// copies are the write grants: their files go in before the first
+	// command and come back after the last.
+	copies []grantCopy
+}
+
+// grantCopy is one write grant carried through the init's protocol.
+type grantCopy struct {
+	Host   string   // directory on the host (resolved)
+	Target string   // the same directory in the pod
+	Skip   []string // relative paths that are other mounts or masked
+}
+
+// skeleton destinations are the runtime's own (proc, dev, sys); the pod
+// gets the container runtime's, which mask and protect the same paths.
+var skeleton = map[string]bool{
+	"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true,
+	"/sys": true, "/sys/fs/cgroup": true,
+}
+
+// objectName is the name of every object of a run: DNS-1123, from the run id.
+func objectName(runID string) string {
+	return "sbx-" + strings.ToLower(runID)
+}
+
+var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// labelValue makes s a valid label value: at most 63 of [A-Za-z0-9._-],
+// starting and ending alphanumeric.
+func labelValue(s string) string {
+	s = labelUnsafe.ReplaceAllString(s, "-")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "-._")
+}
+
+// hostLabel names the host whose sandboxed made an object: gc reaps only
+// its own host's runs, since only this host knows which of them are live.
+const hostLabel = "dev.sandboxed.host"
+
+// thisHost is the host label value of this machine.
+func thisHost() string {
+	h, err := os.Hostname()
+	if err != nil || labelValue(h) == "" {
+		return "unknown"
+	}
+	return labelValue(h)
+}
+
+func runLabels(p *isolation.Plan) map[string]string {
+	return map[string]string{
+		isolation.AnnotationRunID: labelValue(p.RunID),
+		isolation.AnnotationTool:  labelValue(p.Tool),
+		hostLabel:                 thisHost(),
+	}
+}
+
+// podUID is the uid the pod runs as: the plan's, never root.
+func podUID(p *isolation.Plan) (int64, int64) {
+	uid, gid := int64(nobody), int64(nobody)
+	if p.Spec != nil && p.Spec.Process != nil {
+		if u := p.Spec.Process.User; u.UID != 0 {
+			uid, gid = int64(u.UID), int64(u.GID)
+		}
+	}
+	if p.Privilege == privilege.Reduced {
+		uid, gid = nobody, nobody
+	}
+	return uid, gid
+}
+
+// buildObjects turns a plan into the API objects of its run. It reads the
+// read grants' files (they travel in the ConfigMap) and nothing else of
+// the host. It refuses, wrapping isolation.ErrUnsupported, what a pod
+// cannot honour.
+func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
+	if p.Privilege == privilege.Elevated {
+		return nil, unsupported("an elevated run (root inside a user namespace) on Kubernetes",
+			"run it on the local backend (--backend local): a pod never runs as root")
+	}
+	if p.Spec == nil || p.Spec.Process == nil {
+		return nil, fmt.Errorf("plan %s has no spec: %w", p.RunID, isolation.ErrUnsupported)
+	}
+	name := objectName(p.RunID)
+	labels := runLabels(p)
+	uid, gid := podUID(p)
+	o := &podObjects{}
+	mv, err := planMounts(p, s, name)
+	if err != nil {
+		return nil, err
+	}
+	o.copies = mv.copies
+	if len(mv.data) > 0 {
+		o.configMap = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			BinaryData: mv.data,
+			Immutable:  ptr(true),
+		}
+	}
+
+	res := corev1.ResourceList{}
+	if p.Limits.MemoryBytes > 0 {
+		res[corev1.ResourceMemory] = *resource.NewQuantity(p.Limits.MemoryBytes, resource.BinarySI)
+	}
+	if p.Limits.CPUs > 0 {
+		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Ceil(p.Limits.CPUs*1000)), resource.DecimalSI)
+	}
+	deadline := int64(p.Limits.Timeout.Seconds()) + startSlack
+	volumes := append([]corev1.Volume{{
+		Name:         "init",
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(64<<20, resource.BinarySI)}},
+	}}, mv.volumes...)
+	mounts := append([]corev1.VolumeMount{{Name: "init", MountPath: initDir}}, mv.mounts...)
+
+	env := []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
+	o.pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  ptr(false),
+			EnableServiceLinks:            ptr(false),
+			TerminationGracePeriodSeconds: ptr(int64(1)),
+			ActiveDeadlineSeconds:         &deadline,
+			HostNetwork:                   false,
+			HostPID:                       false,
+			HostIPC:                       false,
+			Hostname:                      "sandbox",
+			// No resolver: names are the proxy's to resolve.
+			DNSPolicy: corev1.DNSNone,
+			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser:      &uid,
+				RunAsGroup:     &gid,
+				RunAsNonRoot:   ptr(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: volumes,
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           p.Image,
+				ImagePullPolicy: corev1.PullPolicy(s.pullPolicy()),
+				// PID 1 waits for the init to arrive (bridgeCommand)
+				// and becomes it.
+				Command:      []string{"/bin/sh", "-c", pid1Script},
+				Env:          env,
+				VolumeMounts: mounts,
+				Resources:    corev1.ResourceRequirements{Limits: res, Requests: res},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser:                &uid,
+					RunAsGroup:               &gid,
+					RunAsNonRoot:             ptr(true),
+					ReadOnlyRootFilesystem:   ptr(true),
+					AllowPrivilegeEscalation: ptr(false),
+					Privileged:               ptr(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+			}},
+		},
+	}
+	if p.Runtime != "" {
+		o.pod.Spec.RuntimeClassName = ptr(p.Runtime)
+	}
+	// No ingress or egress rule: nothing in, nothing out.
+	o.policy = &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{isolation.AnnotationRunID: labels[isolation.AnnotationRunID]}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	return o, nil
+}
+
+// The init reaches the pod through an exec session (a container's attach
+// stream does not carry stdin under every runtime: gVisor's shim drops
+// it). The session's shell reads the init binary from its stdin into the
+// memory-backed init directory and becomes the bridge (sbinit.BridgeArgs),
+// which listens on controlSocket; the container's PID 1 waits for that
+// socket and becomes the init, dialling it (sbinit.ConnectArgs). head
+// reads no further than it is told, and the host sends nothing more until
+// the bridge said hello.
+const (
+	controlSocket = initDir + "/control.sock"
+	pid1Script    = `while [ ! -S ` + controlSocket + ` ]; do sleep 0.02; done; exec ` + initPath + ` ` + sbinit.InitArg + ` --connect=` + controlSocket
+	bridgeScript  = `set -e; head -c "$1" > ` + initPath + `.part; chmod 0500 ` + initPath + `.part; mv ` + initPath + `.part ` + initPath + `; exec ` + initPath + ` ` + sbinit.InitArg + ` --bridge=` + controlSocket
+)
+
+// bridgeCommand is the exec session's argv for an init binary of size bytes.
+func bridgeCommand(size int64) []string {
+	return []string{"/bin/sh", "-c", bridgeScript, "sh", strconv.FormatInt(size, 10)}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func unsupported(what, fix string) error {
+	return &isolation.UnsupportedError{What: what, Fix: fix}
+}
+
+// mountPlan is the pod's side of the spec's mounts.
+type mountPlan struct {
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+	data    map[string][]byte // ConfigMap binary data
+	copies  []grantCopy
+	bytes   int64 // read-only bytes in data
+}
+
+// planned is one spec mount as the pod has it.
+type planned struct {
+	dst   string
+	kind  int    // one of the kinds below
+	host  string // bind source
+	items []corev1.KeyToPath
+	skip  []string // (write grants) relative paths not to copy
+	vol   string
+}
+
+const (
+	kindTmpfs = iota // an emptyDir
+	kindRead         // a ConfigMap directory or file
+	kindWrite        // an emptyDir carried both ways
+)
+
+// planMounts maps the spec's mounts on volumes. Nested mounts stay nested
+// (the runtime makes their mount points in the parent volume), except
+// inside a read-only ConfigMap volume, where nothing can be made: there a
+// mask is a file left out, a read-only bind of the same tree is already
+// read-only, and a write grant is refused.
+func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error) {
+	mp := &mountPlan{data: map[string][]byte{}}
+	var done []*planned
+	parent := func(dst string) *planned {
+		var best *planned
+		for _, q := range done {
+			if strings.HasPrefix(dst, q.dst+"/") && (best == nil || len(q.dst) > len(best.dst)) {
+				best = q
+			}
+		}
+		return best
+	}
+	for _, m := range p.Spec.Mounts {
+		dst := filepath.Clean(m.Destination)
+		if skeleton[dst] {
+			continue
+		}
+		if !filepath.IsAbs(dst) || dst == "/" || dst == initDir || strings.HasPrefix(dst, initDir+"/") {
+			return nil, unsupported(fmt.Sprintf("a mount at %s", m.Destination), "grant another path")
+		}
+		bind := m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
+		ro := hasOpt(m.Options, "ro")
+		par := parent(dst)
+		if par != nil && par.kind == kindRead {
+			rel, _ := filepath.Rel(par.dst, dst)
+			switch {
+			case bind && !ro && m.Source != "/dev/null":
+				return nil, unsupported(fmt.Sprintf("the write grant %s inside the read grant %s on Kubernetes", dst, par.dst),
+					"grant the outer path for writing too, or run with --backend local")
+			case bind && m.Source != "/dev/null" && m.Source != filepath.Join(par.host, rel):
+				return nil, unsupported(fmt.Sprintf("a read-only mount of %s over %s inside the read grant %s", m.Source, dst, par.dst),
+					"run with --backend local")
+			}
+			// A mask or a read-only view of the same tree: leave the
+			// path out of the parent's files.
+			par.items = dropItems(par.items, rel)
+			continue
+		}
+		q := &planned{dst: dst, vol: fmt.Sprintf("m%d", len(done))}
+		switch {
+		case !bind && m.Type == "tmpfs":
+			q.kind = kindTmpfs
+			size := tmpfsSize(m.Options)
+			if dst == "/tmp" {
+				size = p.Limits.TmpfsBytes
+			}
+			ed := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+			if size > 0 {
+				ed.SizeLimit = resource.NewQuantity(size, resource.BinarySI)
+			}
+			mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, ReadOnly: ro})
+		case bind && m.Source == "/dev/null":
+			// A masked file: an empty, read-only file.
+			q.kind = kindRead
+			key := fmt.Sprintf("f%d", len(mp.data))
+			mp.data[key] = []byte{}
+			mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(int32(0o444))}}))
+			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
+		case bind && ro:
+			q.kind, q.host = kindRead, m.Source
+			fi, err := os.Stat(m.Source)
+			if err != nil {
+				return nil, fmt.Errorf("read grant %s: %w", m.Source, err)
+			}
+			if !fi.IsDir() {
+				key, err := mp.add(m.Source, fi)
+				if err != nil {
+					return nil, err
+				}
+				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(fileMode(fi))}}))
+				mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
+				break
+			}
+			if q.items, err = mp.addTree(m.Source); err != nil {
+				return nil, err
+			}
+			// Volumes are finished below, once nested masks took
+			// their files out.
+		case bind:
+			q.kind, q.host = kindWrite, m.Source
+			fi, err := os.Stat(m.Source)
+			if err != nil {
+				return nil, fmt.Errorf("write grant %s: %w", m.Source, err)
+			}
+			if !fi.IsDir() {
+				return nil, unsupported(fmt.Sprintf("the write grant of the single file %s on Kubernetes", m.Source),
+					"grant its directory for writing, or run with --backend local")
+			}
+			ed := &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(s.maxWriteBytes(), resource.BinarySI)}
+			mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst})
+		default:
+			return nil, unsupported(fmt.Sprintf("a %s mount at %s on Kubernetes", m.Type, dst), "run with --backend local")
+		}
+		if par != nil && par.kind == kindWrite {
+			rel, _ := filepath.Rel(par.dst, dst)
+			par.skip = append(par.skip, rel)
+		}
+		done = append(done, q)
+	}
+	for _, q := range done {
+		switch {
+		case q.kind == kindRead && q.items != nil:
+			if len(q.items) == 0 {
+				// An empty directory: ConfigMap items must not be
+				// empty (that would project every key).
+				mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(4096, resource.BinarySI)}}})
+			} else {
+				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, q.items))
+			}
+			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: q.dst, ReadOnly: true})
+		case q.kind == kindWrite:
+			sort.Strings(q.skip)
+			mp.copies = append(mp.copies, grantCopy{Host: q.host, Target: q.dst, Skip: q.skip})
+		}
+	}
+	if len(mp.data) == 0 {
+		mp.data = nil
+	}
+	return mp, nil
+}
+
+func configMapVolume(vol, name string, items []corev1.KeyToPath) corev1.Volume {
+	return corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		Items:                items,
+		DefaultMode:          ptr(int32(0o444)),
+	}}}
+}
+
+// fileMode is a read-only file's mode in the pod: readable by all, and
+// executable where it was.
+func fileMode(fi fs.FileInfo) int32 {
+	return int32(0o444 | fi.Mode().Perm()&0o111)
+}
+
+// add puts the regular file at path into the ConfigMap and returns its key.
+func (mp *mountPlan) add(path string, fi fs.FileInfo) (string, error) {
+	if !fi.Mode().IsRegular() {
+		return "", unsupported(fmt.Sprintf("the read grant %s (not a regular file or directory) on Kubernetes", path), "grant a regular file or a directory")
+	}
+	mp.bytes += fi.Size()
+	if mp.bytes > MaxReadBytes {
+		return "", unsupported(fmt.Sprintf("read grants of more than %d KiB on Kubernetes (they travel in one ConfigMap)", MaxReadBytes>>10),
+			"grant narrower paths, or run with --backend local")
+	}
+	b, err := readNoFollow(path)
+	if err != nil {
+		return "", fmt.Errorf("read grant %s: %w", path, err)
+	}
+	key := fmt.Sprintf("f%d", len(mp.data))
+	mp.data[key] = b
+	return key, nil
+}
+
+// addTree puts every regular file under dir into the ConfigMap. Symlinks
+// and special files are left out: a read grant carries the tree's own
+// files, never what a link points at.
+func (mp *mountPlan) addTree(dir string) ([]corev1.KeyToPath, error) {
+	items := []corev1.KeyToPath{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		key, err := mp.add(path, fi)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		items = append(items, corev1.KeyToPath{Key: key, Path: filepath.ToSlash(rel), Mode: ptr(fileMode(fi))})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// dropItems leaves rel, and what is under it, out of items.
+func dropItems(items []corev1.KeyToPath, rel string) []corev1.KeyToPath {
+	rel = filepath.ToSlash(rel)
+	out := items[:0]
+	for _, it := range items {
+		if it.Path != rel && !strings.HasPrefix(it.Path, rel+"/") {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func tmpfsSize(opts []string) int64 {
+	for _, o := range opts {
+		if v, ok := strings.CutPrefix(o, "size="); ok {
+			v = strings.TrimSuffix(v, "k")
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil && strings.HasSuffix(strings.TrimPrefix(o, "size="), "k") {
+				n <<= 10
+			}
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func hasOpt(opts []string, o string) bool {
+	for _, x := range opts {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// readNoFollow reads the regular file at path, refusing a symlink.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
+}

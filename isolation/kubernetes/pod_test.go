@@ -1,0 +1,205 @@
+package kubernetes
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+func testPlan(mounts ...specs.Mount) *isolation.Plan {
+	base := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc"},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
+		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=67108864"}},
+	}
+	return &isolation.Plan{
+		RunID: "20261123T220826-8669E25d69a7", Tool: "my tool/v2!", Tier: isolation.TierContainer,
+		Privilege: privilege.SameAsUser, Image: "sandboxed-runner:latest", Runtime: "gvisor",
+		Spec:   &specs.Spec{Process: &specs.Process{User: specs.User{UID: 1000, GID: 1000}}, Mounts: append(base, mounts...)},
+		Limits: isolation.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 32 << 20, Timeout: 30 * time.Second},
+	}
+}
+
+func bindMount(src, dst string, ro bool) specs.Mount {
+	o := "rw"
+	if ro {
+		o = "ro"
+	}
+	return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"bind", o}}
+}
+
+func TestBuildObjectsSecurity(t *testing.T) {
+	o, err := buildObjects(testPlan(), &Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := o.pod
+	if pod.Name != "sbx-20261123t220826-8669e25d69a7" {
+		t.Errorf("name %q", pod.Name)
+	}
+	if got := pod.Labels[isolation.AnnotationTool]; got != "my-tool-v2" {
+		t.Errorf("tool label %q", got)
+	}
+	spec := pod.Spec
+	if *spec.AutomountServiceAccountToken || *spec.EnableServiceLinks || spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Errorf("pod reaches the node or the API: %+v", spec)
+	}
+	if spec.RestartPolicy != corev1.RestartPolicyNever || *spec.RuntimeClassName != "gvisor" || *spec.ActiveDeadlineSeconds != 30+startSlack {
+		t.Errorf("restart %s runtime %s deadline %d", spec.RestartPolicy, *spec.RuntimeClassName, *spec.ActiveDeadlineSeconds)
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	if *sc.RunAsUser != 1000 || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("security context %+v", sc)
+	}
+	if c.Resources.Limits.Memory().Value() != 64<<20 || c.Resources.Requests.Memory().Value() != 64<<20 || c.Resources.Limits.Cpu().MilliValue() != 500 {
+		t.Errorf("resources %+v", c.Resources)
+	}
+	if c.Stdin || c.TTY || !strings.Contains(c.Command[2], "--connect=/.sandboxed/control.sock") {
+		t.Errorf("stdin %v tty %v command %v", c.Stdin, c.TTY, c.Command)
+	}
+	if argv := bridgeCommand(1234); argv[4] != "1234" || !strings.Contains(argv[2], "--bridge=/.sandboxed/control.sock") {
+		t.Errorf("bridge command %v", argv)
+	}
+	var tmp *corev1.Volume
+	for i, v := range spec.Volumes {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == "/tmp" && m.Name == v.Name {
+				tmp = &spec.Volumes[i]
+			}
+		}
+	}
+	if tmp == nil || tmp.EmptyDir.Medium != corev1.StorageMediumMemory || tmp.EmptyDir.SizeLimit.Value() != 32<<20 {
+		t.Errorf("/tmp volume %+v", tmp)
+	}
+	np := o.policy.Spec
+	if len(np.Ingress) != 0 || len(np.Egress) != 0 || len(np.PolicyTypes) != 2 || np.PodSelector.MatchLabels[isolation.AnnotationRunID] != pod.Labels[isolation.AnnotationRunID] {
+		t.Errorf("network policy %+v", np)
+	}
+	if o.configMap != nil {
+		t.Errorf("a ConfigMap without read grants")
+	}
+}
+
+func TestBuildObjectsRootRunsAsNobody(t *testing.T) {
+	p := testPlan()
+	p.Spec.Process.User = specs.User{}
+	o, err := buildObjects(p, &Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := *o.pod.Spec.Containers[0].SecurityContext.RunAsUser; u != nobody {
+		t.Errorf("uid %d", u)
+	}
+}
+
+func TestBuildObjectsGrants(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"w/a.txt": "A", "w/.git/config": "[core]", "w/.git/HEAD": "ref", "w/secret.env": "S", "r/x.txt": "X", "r/sub/y.txt": "Y", "r/hidden": "H"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(dir, "r/link"))
+	w, r := filepath.Join(dir, "w"), filepath.Join(dir, "r")
+	p := testPlan(
+		bindMount(w, "/work", false),
+		bindMount(filepath.Join(w, ".git"), "/work/.git", false),
+		bindMount(filepath.Join(w, ".git/config"), "/work/.git/config", true),
+		specs.Mount{Destination: "/work/secret.env", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro"}},
+		bindMount(r, "/data", true),
+		specs.Mount{Destination: "/data/hidden", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro"}},
+	)
+	o, err := buildObjects(p, &Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write grants: the outer one skips the nested mounts.
+	if len(o.copies) != 2 || o.copies[0].Target != "/work" || strings.Join(o.copies[0].Skip, ",") != ".git,secret.env" || o.copies[1].Target != "/work/.git" || strings.Join(o.copies[1].Skip, ",") != "config" {
+		t.Errorf("copies %+v", o.copies)
+	}
+	// Read grant: its files, without the masked one or the symlink.
+	var data *corev1.Volume
+	for i, v := range o.pod.Spec.Volumes {
+		for _, m := range o.pod.Spec.Containers[0].VolumeMounts {
+			if m.MountPath == "/data" && m.Name == v.Name {
+				data = &o.pod.Spec.Volumes[i]
+				if !m.ReadOnly {
+					t.Errorf("/data is writable")
+				}
+			}
+		}
+	}
+	if data == nil || data.ConfigMap == nil {
+		t.Fatalf("/data volume %+v", data)
+	}
+	var paths []string
+	for _, it := range data.ConfigMap.Items {
+		paths = append(paths, it.Path)
+		if string(o.configMap.BinaryData[it.Key]) == "" {
+			t.Errorf("%s is empty", it.Path)
+		}
+	}
+	if strings.Join(paths, ",") != "sub/y.txt,x.txt" {
+		t.Errorf("read grant carries %v", paths)
+	}
+	// The protected file and the mask are read-only single files.
+	for _, dst := range []string{"/work/.git/config", "/work/secret.env"} {
+		found := false
+		for _, m := range o.pod.Spec.Containers[0].VolumeMounts {
+			if m.MountPath == dst {
+				found = m.ReadOnly && m.SubPath == "f"
+			}
+		}
+		if !found {
+			t.Errorf("%s is not a read-only file mount", dst)
+		}
+	}
+}
+
+func TestBuildObjectsRefuses(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	big := filepath.Join(dir, "big")
+	os.Mkdir(big, 0o755)
+	os.WriteFile(filepath.Join(big, "blob"), make([]byte, MaxReadBytes+1), 0o644)
+	os.Mkdir(filepath.Join(dir, "r"), 0o755)
+	os.Mkdir(filepath.Join(dir, "r", "w"), 0o755)
+	elevated := testPlan()
+	elevated.Privilege = privilege.Elevated
+	for name, p := range map[string]*isolation.Plan{
+		"elevated":          elevated,
+		"single-file write": testPlan(bindMount(filepath.Join(dir, "file"), "/f", false)),
+		"read too large":    testPlan(bindMount(big, "/big", true)),
+		"write inside read": testPlan(bindMount(filepath.Join(dir, "r"), "/r", true), bindMount(filepath.Join(dir, "r", "w"), "/r/w", false)),
+		"over the init":     testPlan(bindMount(dir, "/.sandboxed", true)),
+	} {
+		if _, err := buildObjects(p, &Settings{}); !errors.Is(err, isolation.ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+		}
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"weather":                 "weather",
+		"-x/y z.":                 "x-y-z",
+		strings.Repeat("a", 70):   strings.Repeat("a", 63),
+		"ünïcode tool":            "n-code-tool",
+		"20261123T220826-8669e25": "20261123T220826-8669e25",
+	} {
+		if got := labelValue(in); got != want {
+			t.Errorf("labelValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
