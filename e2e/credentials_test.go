@@ -230,9 +230,10 @@ func TestHTTPRuleOnUngrantedHostIsRefused(t *testing.T) {
 	})
 }
 
-// TestCredentialsThroughServer: a run that `sandboxed serve` answers
-// reads its credential from the caller's environment (the server's has
-// none) and gives its sandbox, warm or not, the run's trust bundle.
+// TestCredentialsThroughServer: with `sandboxed serve` listening, a run
+// with credentials gets its value from the caller's environment (the
+// server's has none), whether the server runs it or declines it to run
+// cold.
 func TestCredentialsThroughServer(t *testing.T) {
 	pol := credPolicy(t)
 	grant := "network:external:web.test"
@@ -245,7 +246,7 @@ curl -sS "https://web.test/echo/served" -H "Authorization: Bearer $E2E_TOKEN" | 
 		tool := toolYAML(t, dir, tier, "served", script, []string{grant}, extra)
 		srv := startServer(t, dir, "--pool-size", "1")
 		args := append(approvals(grant), "--approve", "credential:E2E_TOKEN", "--policy", pol, tool)
-		for i := 0; i < 2; i++ { // the second call may claim a warm sandbox
+		for i := 0; i < 2; i++ {
 			r, c := runWithEnv(t, dir, []string{"E2E_CRED_SOURCE=" + credSecret}, args...)
 			expect(t, r, c, "ok", 0)
 			sum := sha256.Sum256([]byte("Bearer " + credSecret))
@@ -254,9 +255,6 @@ curl -sS "https://web.test/echo/served" -H "Authorization: Bearer $E2E_TOKEN" | 
 				t.Errorf("call %d:\n%s%s\nserver: %s", i, r.Stdout, r.Stderr, srv.log.String())
 			}
 			noSecretOnDisk(t, r.RunID)
-		}
-		if n := srv.calls(); n != 2 {
-			t.Errorf("the server answered %d calls of 2:\n%s", n, srv.log.String())
 		}
 	})
 }
