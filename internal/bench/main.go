@@ -7,6 +7,7 @@
 //	rootless process tier vs bubblewrap, both run as an unprivileged user
 //	container tier vs docker run --rm --network none of the same image
 //	container tier under runsc vs docker run --runtime runsc (when the engine has runsc)
+//	Kubernetes backend: per-run latency, and throughput with 4 and 16 runs at once (kubernetes.go)
 //
 // The rootless pair runs as -user (default $SANDBOXED_BENCH_USER, else
 // none: the pair is skipped and says so) when
@@ -148,6 +149,7 @@ sandboxed:
 		}
 		report(g, times, *n)
 	}
+	kubernetesRows(abs, work, benchEnv, tool)
 }
 
 // ensureBwrap installs bubblewrap from Debian's packages when it is
