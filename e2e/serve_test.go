@@ -19,7 +19,7 @@ import (
 
 // warmTiers are the tiers whose backend keeps warm sandboxes: a served
 // run of these tiers must claim one from the pool.
-var warmTiers = map[string]bool{"process": true}
+var warmTiers = map[string]bool{"process": true, "container": true}
 
 // freshScript fails when it finds any mark an earlier call left: a file
 // in /tmp, the working directory or $HOME, a process, an environment

@@ -41,6 +41,31 @@ type Controller struct {
 	// Behind, when set, tears sandboxes down behind the results
 	// (behind.go); nil tears down before Execute returns.
 	Behind *Behind
+	// GCEvery, when set, is how often a run also reaps what crashed runs
+	// of its tier left (a resident controller's runs come many a second);
+	// 0: every run does.
+	GCEvery time.Duration
+
+	gcMu   sync.Mutex
+	lastGC map[isolation.Tier]time.Time
+}
+
+// gcDue reports whether a run of tier reaps crashed runs' leftovers
+// as it starts, and if so notes that it does.
+func (c *Controller) gcDue(tier isolation.Tier) bool {
+	if c.GCEvery <= 0 {
+		return true
+	}
+	c.gcMu.Lock()
+	defer c.gcMu.Unlock()
+	if time.Since(c.lastGC[tier]) < c.GCEvery {
+		return false
+	}
+	if c.lastGC == nil {
+		c.lastGC = map[isolation.Tier]time.Time{}
+	}
+	c.lastGC[tier] = time.Now()
+	return true
 }
 
 // Job is one run to execute: its plan and the commands of its steps.
@@ -67,6 +92,9 @@ type Job struct {
 	warm    *pooled          // the warm sandbox the run claims, nil: cold
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
+	// hostEnv is the environment credentials are read from (the caller's
+	// when a server runs the job); nil is this process's.
+	hostEnv []string
 }
 
 // writeDirs are the write grants whose missing directories the run
@@ -424,19 +452,21 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 	}
 	// Reap what crashed runs of this tier left, alongside this run's start
 	// (`sandboxed gc` covers every tier).
-	gcDone := make(chan struct{})
-	go func() {
-		defer close(gcDone)
-		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer gcancel()
-		_, _ = c.gc(gctx, b)
-	}()
-	h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+	if c.gcDue(b.Tier()) {
+		gcDone := make(chan struct{})
+		go func() {
+			defer close(gcDone)
+			gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer gcancel()
+			_, _ = c.gc(gctx, b)
+		}()
+		h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+	}
 	if p.Egress != nil {
 		if job.Proxy == nil {
 			return h, &runFailure{CodeInitFailed, "network permissions are not supported in this build", "remove the network: permissions"}
 		}
-		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout)
+		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout, job.hostEnv)
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), ""}
 		}

@@ -135,8 +135,7 @@ func TestReadCredential(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(file, []byte("from-file\n"), 0o600))
-	t.Setenv("SBX_TEST_CRED", "from-env")
-	t.Setenv("SBX_TEST_EMPTY", "")
+	env := []string{"SBX_TEST_CRED=from-env", "SBX_TEST_EMPTY=", "SBX_TEST_CRED=second", "PATH=" + os.Getenv("PATH")}
 	multi := filepath.Join(dir, "multi")
 	must(os.WriteFile(multi, []byte("a\nb\n"), 0o600))
 	tests := []struct {
@@ -147,6 +146,7 @@ func TestReadCredential(t *testing.T) {
 		{isolation.CredentialSource{Env: "SBX_TEST_CRED"}, "from-env", ""},
 		{isolation.CredentialSource{File: file}, "from-file", ""},
 		{isolation.CredentialSource{Command: []string{"printf", "from-cmd\\n"}}, "from-cmd", ""},
+		{isolation.CredentialSource{Command: []string{"sh", "-c", "echo \"$SBX_TEST_CRED\""}}, "from-env", ""}, // the caller's environment
 		{isolation.CredentialSource{Env: "SBX_TEST_UNSET_X"}, "", "is not set"},
 		{isolation.CredentialSource{Env: "SBX_TEST_EMPTY"}, "", "empty"},
 		{isolation.CredentialSource{File: multi}, "", "control characters"},
@@ -154,7 +154,7 @@ func TestReadCredential(t *testing.T) {
 		{isolation.CredentialSource{Command: []string{"false"}}, "", "run false"},
 	}
 	for _, tt := range tests {
-		v, err := readCredential(context.Background(), isolation.Credential{Name: "T", StandIn: "stand-in-x", Source: tt.src})
+		v, err := readCredential(context.Background(), isolation.Credential{Name: "T", StandIn: "stand-in-x", Source: tt.src}, env)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%+v: err = %v, want %q", tt.src, err, tt.wantErr)

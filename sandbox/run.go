@@ -362,7 +362,7 @@ func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
 func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared) (*Result, error) {
 	p, warm := c.warmFor(p)
 	job := &Job{warm: warm, Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
-		Notes: p.Notes, Proxy: req.Egress, watches: p.watches,
+		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
 		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
 	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
 	c.Trace.Mark("prepare (bind, policy, plan)")

@@ -134,10 +134,13 @@ func serveAction(c *cli.Context) error {
 }
 
 // residentController is the controller of a long-lived process (serve,
-// mcp): warm pools of the given settings, teardown behind the results.
+// mcp): warm pools of the given settings, teardown behind the results,
+// and crashed runs' leftovers reaped every few seconds rather than by
+// every run.
 func residentController(s sandbox.PoolSettings, logw io.Writer) *sandbox.Controller {
 	ctl := newController()
 	ctl.Behind = sandbox.NewBehind(logw)
+	ctl.GCEvery = 10 * time.Second
 	if s.Size > 0 {
 		ctl.Pool = sandbox.NewPool(s, ctl.RuntimeDir, logw)
 	}

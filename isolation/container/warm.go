@@ -249,7 +249,9 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (_ i
 	w.s = &sandbox{api: b.api, name: containerName(runID), execDone: make(chan struct{}, 1)}
 	defer func() {
 		if retErr != nil {
-			_ = w.Discard(context.WithoutCancel(ctx))
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = w.Discard(cctx)
 		}
 	}()
 	if len(t.Placeholders) > 0 {
