@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -24,12 +23,11 @@ import (
 const kubeTier = "kubernetes"
 
 // The test cluster's facts (.ci/cluster/cluster.sh): the namespace for
-// test runs, and the gVisor RuntimeClass whose handler has no network.
+// test runs, and a gVisor RuntimeClass whose handler has no network (it
+// says so with the backend's annotation, sandboxed.dev/no-network).
 const (
 	kubeNamespace    = "sandboxed-e2e"
 	kubeRuntimeClass = "gvisor-nonet"
-	// noNetworkAnnotation is the backend's (kubernetes.NoNetworkAnnotation).
-	noNetworkAnnotation = "sandboxed.dev/no-network"
 )
 
 // cluster is the test cluster, when there is one.
@@ -40,30 +38,12 @@ var cluster struct {
 	err        error // why there is none
 }
 
-// clusterKubeconfig is SANDBOXED_E2E_KUBECONFIG, else the checkout's
-// .cluster/kubeconfig (make cluster-up writes it); "" when neither exists.
-func clusterKubeconfig() string {
-	if p := os.Getenv("SANDBOXED_E2E_KUBECONFIG"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../.cluster/kubeconfig")
-	if err != nil {
-		return ""
-	}
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-// setupCluster finds the test cluster and says, on the RuntimeClass
-// without network, that it has none (the backend refuses a pod that
-// might have a direct route out). Without a cluster the kubernetes tier's
-// tests fail under CI and are skipped otherwise (useCluster).
+// setupCluster finds the test cluster (clusterKubeconfig). Without one
+// the kubernetes tier's tests fail under CI and are skipped otherwise
+// (useCluster).
 func setupCluster() {
-	cluster.kubeconfig = clusterKubeconfig()
-	if cluster.kubeconfig == "" {
-		cluster.err = errors.New("no test cluster: run `make cluster-up` (or set SANDBOXED_E2E_KUBECONFIG)")
+	cluster.kubeconfig, cluster.err = clusterKubeconfig()
+	if cluster.err != nil {
 		return
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.kubeconfig)
@@ -75,10 +55,6 @@ func setupCluster() {
 		return
 	}
 	cluster.host = strings.TrimSuffix(cfg.Host, "/")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, noNetworkAnnotation)
-	if err := kubeRequest(http.MethodPatch, "/apis/node.k8s.io/v1/runtimeclasses/"+kubeRuntimeClass, patch, nil); err != nil {
-		cluster.err = fmt.Errorf("test cluster: mark RuntimeClass %s as having no network: %w", kubeRuntimeClass, err)
-	}
 }
 
 // kubeRequest sends one request to the test cluster's API server.
@@ -88,9 +64,6 @@ func kubeRequest(method, path, body string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, cluster.host+path, strings.NewReader(body))
 	if err != nil {
 		return err
-	}
-	if method == http.MethodPatch {
-		req.Header.Set("Content-Type", "application/merge-patch+json")
 	}
 	resp, err := cluster.hc.Do(req)
 	if err != nil {
@@ -109,7 +82,7 @@ func kubeRequest(method, path, body string, out any) error {
 // useCluster points every sandboxed the test starts at the test cluster.
 func useCluster(t *testing.T) {
 	t.Helper()
-	testenv.Need(t, "a Kubernetes test cluster (make cluster-up)", cluster.err)
+	testenv.Need(t, "the Kubernetes test cluster", cluster.err)
 	t.Setenv("SANDBOXED_BACKEND", "kubernetes")
 	t.Setenv("SANDBOXED_KUBECONFIG", cluster.kubeconfig)
 	t.Setenv("SANDBOXED_NAMESPACE", kubeNamespace)
