@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"slices"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 )
