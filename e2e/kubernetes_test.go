@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,4 +246,53 @@ func runJSONNoFatal(dir string, args ...string) (result, cli) {
 	var r result
 	_ = json.Unmarshal([]byte(c.stdout), &r)
 	return r, c
+}
+
+// TestKubernetesKilledControllerIsReapedByGC kills sandboxed with SIGKILL
+// while its pod runs, then checks that `sandboxed gc` removes the pod,
+// its ConfigMap and its NetworkPolicy (the leak check).
+func TestKubernetesKilledControllerIsReapedByGC(t *testing.T) {
+	kubeOnly(t, func(t *testing.T) {
+		dir := workdir(t, map[string]string{"data/in.txt": "x"})
+		tool := toolYAML(t, dir, kubeTier, "victim", `sleep 300`, []string{"filesystem:read:./data"}, "timeout: 600000\n")
+		cmd := command("run", tool)
+		cmd.Dir = dir
+		cmd.Env = runEnv()
+		must(t, cmd.Start())
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			var l struct {
+				Items []struct {
+					Status struct {
+						Phase string `json:"phase"`
+					} `json:"status"`
+				} `json:"items"`
+			}
+			err := kubeRequest(http.MethodGet, "/api/v1/namespaces/"+kubeNamespace+"/pods?labelSelector=dev.sandboxed.run-id", "", &l)
+			if err == nil && len(l.Items) == 1 && l.Items[0].Status.Phase == "Running" {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the run's pod did not run within 90s (%v)", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the init is up and the command started
+		must(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+		c := sandboxed(t, dir, "gc")
+		if c.code != 0 {
+			t.Fatalf("gc: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+		}
+		if !strings.Contains(c.stdout, "pods/sbx-") || !strings.Contains(c.stdout, "networkpolicies/sbx-") || !strings.Contains(c.stdout, "configmaps/sbx-") {
+			t.Errorf("gc did not remove the run's objects:\n%s%s", c.stdout, c.stderr)
+		}
+		// The pod goes once its node has stopped it: the leak check waits
+		// only a second, so wait for that here.
+		for i := 0; i < 100 && len(kubeLeaks()) > 0; i++ {
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 }
