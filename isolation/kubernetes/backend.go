@@ -44,6 +44,10 @@ type Settings struct {
 	Concurrency int
 	// StartTimeout bounds a pod's way to running (default 2 minutes).
 	StartTimeout time.Duration
+
+	// checking: the plan is checked before the run starts, when files
+	// the run makes in its host directory do not exist yet.
+	checking bool
 }
 
 func (s *Settings) pullPolicy() string {
@@ -123,7 +127,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")
 	}
-	if _, err := buildObjects(p, &b.settings); err != nil {
+	check := b.settings
+	check.checking = true
+	if _, err := buildObjects(p, &check); err != nil {
 		return err
 	}
 	a, err := b.client()

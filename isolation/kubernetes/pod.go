@@ -347,6 +347,11 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 		case bind && ro:
 			q.kind, q.host = kindRead, m.Source
 			fi, err := os.Stat(m.Source)
+			if err != nil && s.checking && p.HostDir != "" && strings.HasPrefix(m.Source, p.HostDir+"/") {
+				// The run's own file (a trust bundle), made when the run
+				// starts: Check cannot read it yet.
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read grant %s: %w", m.Source, err)
 			}
