@@ -35,8 +35,9 @@
 #     only: see runsc_flags for why runsc has no network stack of gVisor's
 #     either), run by containerd's runc shim through runsc.sh (which says
 #     why). RuntimeClasses gvisor (handler runsc) and gvisor-nonet (handler
-#     runsc-nonet); a run that must have no network names gvisor-nonet,
-#     which keeps that meaning whatever gvisor becomes.
+#     runsc-nonet), both annotated sandboxed.dev/no-network: "true"; a run
+#     that must have no network names gvisor-nonet, which keeps that meaning
+#     whatever gvisor becomes.
 #   - The pods' oom_score_adj is never below containerd's (0): the host may
 #     deny lowering it.
 #   - Images in containerd (namespace k8s.io), imported from local files:
@@ -531,10 +532,15 @@ import_runner() {
 # --- objects ---------------------------------------------------------------
 
 apply_objects() {
-	apply /apis/node.k8s.io/v1/runtimeclasses/gvisor \
-		'{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"gvisor"},"handler":"runsc"}'
-	apply /apis/node.k8s.io/v1/runtimeclasses/gvisor-nonet \
-		'{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"gvisor-nonet"},"handler":"runsc-nonet"}'
+	# sandboxed.dev/no-network says a RuntimeClass's pods have no network
+	# (the Kubernetes backend reads it); both handlers run --network=none.
+	local rc
+	for rc in gvisor:runsc gvisor-nonet:runsc-nonet; do
+		apply "/apis/node.k8s.io/v1/runtimeclasses/${rc%%:*}" "$(jq -nc --arg name "${rc%%:*}" --arg handler "${rc#*:}" '{
+			apiVersion: "node.k8s.io/v1", kind: "RuntimeClass",
+			metadata: {name: $name, annotations: {"sandboxed.dev/no-network": "true"}},
+			handler: $handler}')"
+	done
 	apply "/api/v1/namespaces/$test_namespace" \
 		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$test_namespace\"}}"
 	local version
