@@ -130,7 +130,8 @@ type Egress struct {
 	// Credentials and HTTP), is the host path, in HostDir, of the trust
 	// bundle the controller writes when the run starts: the host's system
 	// bundle and the run CA's certificate. The spec binds it read-only at
-	// SandboxCABundle.
+	// the sandbox's system bundle path (SandboxCABundle in a container;
+	// the host's own in the process tier).
 	CABundle string `json:"ca_bundle,omitempty"`
 	// ExtraCA are files of CA certificates (the policy's network.extra-ca)
 	// the proxy trusts, besides the host's system roots, when it verifies
@@ -138,8 +139,8 @@ type Egress struct {
 	ExtraCA []string `json:"extra_ca,omitempty"`
 }
 
-// SandboxCABundle is where a run's trust bundle appears inside the
-// sandbox: the system bundle path of Debian and its derivatives (the
+// SandboxCABundle is where a run's trust bundle appears inside a
+// container: the system bundle path of Debian and its derivatives (the
 // runner image's); SSL_CERT_FILE and the like point at it too.
 const SandboxCABundle = "/etc/ssl/certs/ca-certificates.crt"
 

@@ -36,6 +36,36 @@ type Controller struct {
 	Record func(*Result) error
 	// Trace, when set, is told when each phase of a run ends.
 	Trace *Tracer
+	// Pool, when set, holds warm sandboxes runs claim (pool.go).
+	Pool *Pool
+	// Behind, when set, tears sandboxes down behind the results
+	// (behind.go); nil tears down before Execute returns.
+	Behind *Behind
+	// GCEvery, when set, is how often a run also reaps what crashed runs
+	// of its tier left (a resident controller's runs come many a second);
+	// 0: every run does.
+	GCEvery time.Duration
+
+	gcMu   sync.Mutex
+	lastGC map[isolation.Tier]time.Time
+}
+
+// gcDue reports whether a run of tier reaps crashed runs' leftovers
+// as it starts, and if so notes that it does.
+func (c *Controller) gcDue(tier isolation.Tier) bool {
+	if c.GCEvery <= 0 {
+		return true
+	}
+	c.gcMu.Lock()
+	defer c.gcMu.Unlock()
+	if time.Since(c.lastGC[tier]) < c.GCEvery {
+		return false
+	}
+	if c.lastGC == nil {
+		c.lastGC = map[isolation.Tier]time.Time{}
+	}
+	c.lastGC[tier] = time.Now()
+	return true
 }
 
 // Job is one run to execute: its plan and the commands of its steps.
@@ -59,8 +89,12 @@ type Job struct {
 	watches []protectedWatch // protected globs under write grants (Prepare)
 	redact  *redactor        // the credentials' values (setUpHost)
 	create  *writeDirs       // missing directories of write grants (Prepare)
+	warm    *pooled          // the warm sandbox the run claims, nil: cold
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
+	// hostEnv is the environment credentials are read from (the caller's
+	// when a server runs the job); nil is this process's.
+	hostEnv []string
 }
 
 // writeDirs are the write grants whose missing directories the run
@@ -143,6 +177,8 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	}
 	// Protected paths the tool created where none existed to protect.
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
+	// What the teardown of earlier runs could not remove.
+	res.Warnings = append(res.Warnings, c.Behind.takeLeaks()...)
 	c.Trace.Mark("teardown (stats, close, gc wait)")
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdout, stderr := outs.join()
@@ -233,6 +269,14 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	if p.Backend != "" {
 		b = c.Backends[isolation.Tier(p.Backend)] // a run of a cluster
 	}
+	if w := job.warm; w != nil {
+		// Until setUpHost owns it: a run refused before that drops it.
+		defer func() {
+			if !w.owned {
+				w.drop()
+			}
+		}()
+	}
 	if b == nil {
 		fail(&runFailure{CodeInitFailed, fmt.Sprintf("isolation tier %q is not available in this build", p.Tier), "run `sandboxed doctor`"})
 		return nil
@@ -259,7 +303,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	}
 
 	c.Trace.Mark("prepare (run dir, proxy)")
-	sb, err := b.Start(runCtx, p)
+	sb, err := c.start(runCtx, b, job)
 	c.Trace.Mark("start sandbox")
 	if ll, ok := sb.(interface{ Landlock() int }); ok && err == nil {
 		c.Trace.Note("landlock abi %d", ll.Landlock())
@@ -293,11 +337,56 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		c.cleanupFresh(ctx, b, p, cleanups, live, res, outs)
 	case len(cleanups) > 0:
 		c.runCleanup(ctx, sb, cleanups, live, res, outs, oc.outputs)
-		c.closeSandbox(ctx, sb, p, res)
+		return c.closeLast(ctx, sb, p, res, host)
 	default:
-		c.closeSandbox(ctx, sb, p, res)
+		return c.closeLast(ctx, sb, p, res, host)
 	}
 	return host.stopEgress()
+}
+
+// closeLast closes the run's sandbox after its last command and stops its
+// egress proxy, returning the proxy's records. With c.Behind the sandbox
+// and the host setup are torn down behind the result: what the result
+// needs of them (peak memory, the OOM verdict, the egress records) is
+// read first.
+func (c *Controller) closeLast(ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result, host *hostSetup) []EgressEntry {
+	if c.Behind == nil {
+		c.closeSandbox(ctx, sb, p, res)
+		return host.stopEgress()
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	c.readStats(cctx, sb, p, res)
+	ccancel()
+	eg := host.stopEgress()
+	undo := host.undo
+	host.undo = nil
+	c.Behind.goTeardown(p.RunID, func() error {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer ccancel()
+		err := sb.Close(cctx)
+		(&hostSetup{undo: undo}).tearDown()
+		return err
+	})
+	return eg
+}
+
+// start starts the job's sandbox: it claims the job's warm sandbox, and
+// starts one cold when there is none or the claim failed (a warm sandbox
+// is destroyed by a failed claim; the cold start under the same run id
+// checks and builds everything again).
+func (c *Controller) start(ctx context.Context, b isolation.Backend, job *Job) (isolation.Sandbox, error) {
+	if w := job.warm; w != nil {
+		sb, err := w.w.Claim(ctx, job.Plan)
+		if err == nil {
+			c.Trace.Note("warm sandbox claimed")
+			return sb, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		c.Trace.Note("claim of the warm sandbox failed, starting cold: %v", err)
+	}
+	return b.Start(ctx, job.Plan)
 }
 
 // runFailure is why a run could not start: an error code, a message and
@@ -345,30 +434,39 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 	if err := ensurePrivateDir(filepath.Dir(p.HostDir)); err != nil {
 		return h, &runFailure{CodeInitFailed, err.Error(), "set SANDBOXED_RUNTIME_DIR to a directory only you can write"}
 	}
-	release, err := holdRun(p.RunID)
-	if err != nil {
-		return h, &runFailure{CodeInitFailed, err.Error(), ""}
+	if w := job.warm; w != nil {
+		w.owned = true
+		// The pool made the run's live hold and host directory with the
+		// warm sandbox; the run owns them now.
+		h.undo = append(h.undo, w.drop)
+	} else {
+		release, err := holdRun(p.RunID)
+		if err != nil {
+			return h, &runFailure{CodeInitFailed, err.Error(), ""}
+		}
+		h.undo = append(h.undo, release)
+		if err := os.Mkdir(p.HostDir, 0o700); err != nil {
+			return h, &runFailure{CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), ""}
+		}
+		h.undo = append([]func(){func() { os.RemoveAll(p.HostDir) }}, h.undo...)
 	}
-	h.undo = append(h.undo, release)
-	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
-		return h, &runFailure{CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), ""}
-	}
-	h.undo = append([]func(){func() { os.RemoveAll(p.HostDir) }}, h.undo...)
 	// Reap what crashed runs of this tier left, alongside this run's start
 	// (`sandboxed gc` covers every tier).
-	gcDone := make(chan struct{})
-	go func() {
-		defer close(gcDone)
-		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer gcancel()
-		_, _ = c.gc(gctx, b)
-	}()
-	h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+	if c.gcDue(b.Tier()) {
+		gcDone := make(chan struct{})
+		go func() {
+			defer close(gcDone)
+			gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer gcancel()
+			_, _ = c.gc(gctx, b)
+		}()
+		h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+	}
 	if p.Egress != nil {
 		if job.Proxy == nil {
 			return h, &runFailure{CodeInitFailed, "network permissions are not supported in this build", "remove the network: permissions"}
 		}
-		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout)
+		secrets, err := startInspection(ctx, p.Egress, p.RunID, p.Limits.Timeout, job.hostEnv)
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, "prepare run: " + err.Error(), ""}
 		}
@@ -454,6 +552,17 @@ func settle(res *Result, hardFail *StepResult) {
 func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result) {
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer ccancel()
+	c.readStats(cctx, sb, p, res)
+	if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
+		res.Status = StatusError
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUnexpected)
+		res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
+	}
+}
+
+// readStats reads the sandbox's peak memory and whether the OOM killer
+// struck into res.
+func (c *Controller) readStats(cctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result) {
 	if st, err := sb.Stats(cctx); err == nil {
 		res.PeakMemoryBytes = st.PeakMemoryBytes
 		res.Observed = st.Accesses
@@ -466,11 +575,6 @@ func (c *Controller) closeSandbox(ctx context.Context, sb isolation.Sandbox, p *
 				Hint:    "raise resources.max-memory in the definition (and the policy's memory cap) if the tool needs more",
 			}
 		}
-	}
-	if err := sb.Close(cctx); err != nil && res.Status == StatusOK {
-		res.Status = StatusError
-		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUnexpected)
-		res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "clean up sandbox: " + err.Error()}
 	}
 }
 

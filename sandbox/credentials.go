@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,11 +34,15 @@ const (
 	maxCredentialBytes       = 64 << 10
 )
 
-// readCredentials reads the real value of every credential of e.
-func readCredentials(ctx context.Context, e *isolation.Egress) (map[string]string, error) {
+// readCredentials reads the real value of every credential of e; env is
+// the environment of env sources and of commands (nil: this process's).
+func readCredentials(ctx context.Context, e *isolation.Egress, env []string) (map[string]string, error) {
+	if env == nil {
+		env = os.Environ()
+	}
 	out := map[string]string{}
 	for _, c := range e.Credentials {
-		v, err := readCredential(ctx, c)
+		v, err := readCredential(ctx, c, env)
 		if err != nil {
 			return nil, fmt.Errorf("credential %s: %w", c.Name, err)
 		}
@@ -46,7 +51,7 @@ func readCredentials(ctx context.Context, e *isolation.Egress) (map[string]strin
 	return out, nil
 }
 
-func readCredential(ctx context.Context, c isolation.Credential) (string, error) {
+func readCredential(ctx context.Context, c isolation.Credential, env []string) (string, error) {
 	var raw []byte
 	switch s := c.Source; {
 	case s.File != "":
@@ -61,13 +66,13 @@ func readCredential(ctx context.Context, c isolation.Credential) (string, error)
 		}
 		raw = buf.Bytes()
 	case len(s.Command) > 0:
-		out, err := runCredentialCommand(ctx, s.Command)
+		out, err := runCredentialCommand(ctx, s.Command, env)
 		if err != nil {
 			return "", err
 		}
 		raw = out
 	default:
-		v, ok := os.LookupEnv(s.Env)
+		v, ok := lookupIn(env, s.Env)
 		if !ok {
 			return "", fmt.Errorf("the host variable %s is not set; set it in sandboxed's environment", s.Env)
 		}
@@ -91,10 +96,11 @@ func readCredential(ctx context.Context, c isolation.Credential) (string, error)
 
 // runCredentialCommand runs argv on the host, as the invoking user (under
 // sudo, SUDO_USER), without a shell, and returns its standard output.
-func runCredentialCommand(ctx context.Context, argv []string) ([]byte, error) {
+func runCredentialCommand(ctx context.Context, argv, env []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, credentialCommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = firstOfEach(env)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if os.Geteuid() == 0 && os.Getenv("SUDO_USER") != "" {
@@ -115,14 +121,14 @@ func runCredentialCommand(ctx context.Context, argv []string) ([]byte, error) {
 	return out, nil
 }
 
-// startInspection reads the credentials' values, makes the run's CA and
-// writes the sandbox's trust bundle (the host's system bundle, then the
+// startInspection reads the credentials' values (env as readCredentials),
+// makes the run's CA and writes the sandbox's trust bundle (the host's system bundle, then the
 // run CA) at e.CABundle. Call it after the run's host directory exists.
-func startInspection(ctx context.Context, e *isolation.Egress, runID string, timeout time.Duration) (*RunSecrets, error) {
+func startInspection(ctx context.Context, e *isolation.Egress, runID string, timeout time.Duration, env []string) (*RunSecrets, error) {
 	if e.CABundle == "" {
 		return &RunSecrets{}, nil
 	}
-	values, err := readCredentials(ctx, e)
+	values, err := readCredentials(ctx, e, env)
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +154,10 @@ func startInspection(ctx context.Context, e *isolation.Egress, runID string, tim
 // systemBundles are where hosts keep their trust bundle, most common
 // first.
 var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine, Arch
-	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
-	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Alpine, Arch
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // Fedora, RHEL (what /etc/pki/tls/certs/ca-bundle.crt links to)
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem", // openSUSE
 	"/etc/ssl/cert.pem",
 }
 
@@ -163,6 +170,23 @@ func systemBundle() []byte {
 		}
 	}
 	return nil
+}
+
+// hostTrustBundle is the first of systemBundles that is a regular file
+// reached through no symlink: the process tier recreates the host's
+// symlinks in the sandbox's /etc and never mounts through one.
+func hostTrustBundle() string {
+next:
+	for _, p := range systemBundles {
+		for q := p; q != "/"; q = filepath.Dir(q) {
+			st, err := os.Lstat(q)
+			if err != nil || st.Mode()&os.ModeSymlink != 0 || (q == p && !st.Mode().IsRegular()) {
+				continue next
+			}
+		}
+		return p
+	}
+	return ""
 }
 
 // redactor replaces credential values with a marker naming them, for
@@ -227,6 +251,31 @@ func credentialWarnings(entries []EgressEntry) []string {
 	for _, e := range entries {
 		if e.Verdict == string(egress.RefusedCredential) {
 			out = append(out, fmt.Sprintf("the tool sent a credential's stand-in to %s:%d, where it may not go; the request was refused (%s)", e.Host, e.Port, e.Reason))
+		}
+	}
+	return out
+}
+
+// lookupIn is os.LookupEnv in env: the first of a name.
+func lookupIn(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// firstOfEach keeps the first of each name of env, as os.Getenv reads it
+// (exec would keep the last).
+func firstOfEach(env []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, kv)
 		}
 	}
 	return out

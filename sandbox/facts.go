@@ -56,6 +56,12 @@ type HostFacts struct {
 	// decision.
 	Masks map[policy.PathMask]MaskMatch
 	Files map[string]FileFact
+
+	// TrustBundle is the host's system trust bundle at a path the process
+	// tier can bind the run's bundle over (a regular file, no symlink on
+	// the way): where the sandbox's TLS stacks look. "" when the host has
+	// none.
+	TrustBundle string
 }
 
 // GatherFacts reads the host facts of a run: cwd "" means the process's
@@ -86,6 +92,7 @@ func GatherFacts(cwd, runtimeDir string, ownDirs []string) (*HostFacts, error) {
 	if r, err := filepath.EvalSymlinks(f.Home); err == nil && r != f.Home {
 		f.HomeResolved = r
 	}
+	f.TrustBundle = hostTrustBundle()
 	return f, nil
 }
 

@@ -49,7 +49,16 @@ func (c *Controller) GC(ctx context.Context) ([]string, error) {
 	for _, b := range c.Backends {
 		bs = append(bs, b)
 	}
-	return c.gc(ctx, bs...)
+	reaped, err := c.gc(ctx, bs...)
+	// Records half-written by versions that staged them beside the
+	// records (runs/.RUNID-*): only here, as every name must be read.
+	if c.StateDir != "" {
+		legacy, _ := filepath.Glob(filepath.Join(c.StateDir, "runs", ".*"))
+		r, lerr := removeHalfRecords(legacy, filepath.Base(stagingDir(c.StateDir)))
+		reaped = append(reaped, r...)
+		err = errors.Join(err, lerr)
+	}
+	return reaped, err
 }
 
 func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]string, error) {
@@ -80,21 +89,36 @@ func (c *Controller) gc(ctx context.Context, backends ...isolation.Backend) ([]s
 		reaped = append(reaped, "run dir "+dir)
 	}
 	// Run records half-written when a controller died (writeRecord's
-	// hidden directories); a live one is being renamed within moments.
+	// staging directories); a live one is being renamed within moments.
 	if c.StateDir != "" {
-		runs := filepath.Join(c.StateDir, "runs")
-		half, _ := filepath.Glob(filepath.Join(runs, ".*"))
-		for _, dir := range half {
-			fi, err := os.Lstat(dir)
-			if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < halfRecordAge {
-				continue
-			}
-			if err := os.RemoveAll(dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove half-written run record %s: %w", dir, err))
-				continue
-			}
-			reaped = append(reaped, "half-written run record "+dir)
+		half, _ := filepath.Glob(filepath.Join(stagingDir(c.StateDir), "*"))
+		r, err := removeHalfRecords(half, "")
+		reaped = append(reaped, r...)
+		if err != nil {
+			errs = append(errs, err)
 		}
+	}
+	return reaped, errors.Join(errs...)
+}
+
+// removeHalfRecords removes the directories of dirs older than
+// halfRecordAge, but the one named keep.
+func removeHalfRecords(dirs []string, keep string) ([]string, error) {
+	var reaped []string
+	var errs []error
+	for _, dir := range dirs {
+		if filepath.Base(dir) == keep {
+			continue
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < halfRecordAge {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove half-written run record %s: %w", dir, err))
+			continue
+		}
+		reaped = append(reaped, "half-written run record "+dir)
 	}
 	return reaped, errors.Join(errs...)
 }

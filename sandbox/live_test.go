@@ -16,29 +16,59 @@ import (
 func TestGCRemovesHalfWrittenRecords(t *testing.T) {
 	state := t.TempDir()
 	runs := filepath.Join(state, "runs")
-	old := filepath.Join(runs, ".20260101T000000-aaaaaaaaaaaa-123")
-	fresh := filepath.Join(runs, ".20260101T000000-bbbbbbbbbbbb-456")
+	staging := stagingDir(state)
+	old := filepath.Join(staging, "20260101T000000-aaaaaaaaaaaa-123")
+	fresh := filepath.Join(staging, "20260101T000000-bbbbbbbbbbbb-456")
 	whole := filepath.Join(runs, "20260101T000000-cccccccccccc")
-	for _, d := range []string{old, fresh, whole} {
+	legacy := filepath.Join(runs, ".20260101T000000-dddddddddddd-789") // staged beside the records
+	for _, d := range []string{old, fresh, whole, legacy} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	past := time.Now().Add(-2 * halfRecordAge)
-	os.Chtimes(old, past, past)
-	os.Chtimes(whole, past, past)
+	for _, d := range []string{old, whole, legacy, staging} {
+		os.Chtimes(d, past, past)
+	}
 	c := &Controller{StateDir: state, RuntimeDir: filepath.Join(state, "run")}
-	reaped, err := c.GC(context.Background())
+
+	// A run's own gc reads only the staging directory.
+	reaped, err := c.gc(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(reaped) != 1 || !strings.Contains(reaped[0], old) {
-		t.Errorf("reaped %v, want only %s", reaped, old)
+		t.Errorf("a run's gc reaped %v, want only %s", reaped, old)
 	}
-	for _, d := range []string{fresh, whole} {
+	// sandboxed gc also reads the records' names for older leftovers.
+	if reaped, err = c.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(reaped) != 1 || !strings.Contains(reaped[0], legacy) {
+		t.Errorf("gc reaped %v, want only %s", reaped, legacy)
+	}
+	for _, d := range []string{fresh, whole, staging} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s removed: %v", d, err)
 		}
+	}
+}
+
+// TestWriteRecordStages: a record is whole where it lands, and nothing of
+// it stays in the staging directory.
+func TestWriteRecordStages(t *testing.T) {
+	state := t.TempDir()
+	r := &Result{RunID: "20260101T000000-eeeeeeeeeeee", Status: StatusOK}
+	if err := writeRecord(state, r, nil, []byte("out"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"result.json", "stdout", "stderr"} {
+		if _, err := os.Stat(filepath.Join(RunDir(state, r.RunID), name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if left, _ := os.ReadDir(stagingDir(state)); len(left) != 0 {
+		t.Errorf("left in staging: %v", left)
 	}
 }
 

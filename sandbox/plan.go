@@ -210,7 +210,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
-	inspect, err := planInspection(in.RunID, ext, eg, d, f.Home)
+	inspect, err := planInspection(in.RunID, ext, eg, d, f, kubernetesRun(in))
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}

@@ -40,7 +40,13 @@ func StandIn(runID string, i int, name string) string {
 // trust bundle from the definition's sandboxed section and the decision,
 // and returns what the sandbox gets of them. Hosts are checked as the
 // proxy will check them, so a plan the proxy would refuse is refused here.
-func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, d *policy.Decision, home string) (*inspection, error) {
+//
+// The run's trust bundle replaces the system bundle the sandbox's TLS
+// stacks read: in a container (and a pod) the runner image's
+// (isolation.SandboxCABundle); in the process tier, whose /etc is the
+// host's, the host's (HostFacts.TrustBundle).
+func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, d *policy.Decision, f *HostFacts, pod bool) (*inspection, error) {
+	home := f.Home
 	out := &inspection{}
 	if len(ext.Credentials) == 0 && len(ext.HTTP) == 0 {
 		return out, nil
@@ -103,12 +109,20 @@ func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, 
 		}
 		eg.HTTP = append(eg.HTTP, isolation.HTTPRule{Host: hr.Host, Methods: hr.Methods, Paths: hr.Paths})
 	}
+	inSandbox := isolation.SandboxCABundle
+	if d.Isolation == tool.IsolationProcess && !pod {
+		if f.TrustBundle == "" {
+			return nil, fmt.Errorf("the process tier cannot give the sandbox the run's trust bundle: this host has no system trust bundle at %s reached through no symlink; run the tool in the container tier: %w",
+				strings.Join(systemBundles, ", "), ErrPlan)
+		}
+		inSandbox = f.TrustBundle
+	}
 	eg.CABundle = filepath.Join(filepath.Dir(eg.ProxySocket), caBundleName)
 	eg.ExtraCA = append([]string(nil), d.ExtraCA...)
 	for _, k := range trustEnv {
-		out.env = append(out.env, k+"="+isolation.SandboxCABundle)
+		out.env = append(out.env, k+"="+inSandbox)
 	}
-	out.opts = append(out.opts, WithReadBind(eg.CABundle, isolation.SandboxCABundle))
+	out.opts = append(out.opts, WithReadBind(eg.CABundle, inSandbox))
 	return out, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
+const fedoraBundle = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"
+
 func TestPlanCredentials(t *testing.T) {
 	const head = "name: t\ndescription: d\nbash: echo hi\n"
 	grant := "security:\n  required-permissions: [network:external:api.example.com]\n"
@@ -20,6 +22,7 @@ func TestPlanCredentials(t *testing.T) {
 		name    string
 		yaml    string
 		tier    tool.Isolation
+		bundle  string // HostFacts.TrustBundle
 		wantErr string
 		check   func(t *testing.T, p *isolation.Plan)
 	}{
@@ -32,7 +35,7 @@ func TestPlanCredentials(t *testing.T) {
       hosts: [api.example.com]
   http:
     - {host: api.example.com, methods: [GET], paths: [/repos/]}
-`, tool.IsolationProcess, "", func(t *testing.T, p *isolation.Plan) {
+`, tool.IsolationProcess, fedoraBundle, "", func(t *testing.T, p *isolation.Plan) {
 			e := p.Egress
 			if len(e.Credentials) != 2 || e.Credentials[0].Name != "TOKEN" || e.Credentials[0].Hosts[0] != "api.example.com" ||
 				e.Credentials[1].Source.File != "/home/ada/k" || e.Credentials[1].Source.Env != "" {
@@ -45,7 +48,7 @@ func TestPlanCredentials(t *testing.T) {
 				t.Errorf("http %+v", e.HTTP)
 			}
 			env := envOf(p)
-			if !slices.Contains(env, "TOKEN="+e.Credentials[0].StandIn) || !slices.Contains(env, "SSL_CERT_FILE="+isolation.SandboxCABundle) {
+			if !slices.Contains(env, "TOKEN="+e.Credentials[0].StandIn) || !slices.Contains(env, "SSL_CERT_FILE="+fedoraBundle) {
 				t.Errorf("env %q", env)
 			}
 			for _, kv := range env {
@@ -53,13 +56,13 @@ func TestPlanCredentials(t *testing.T) {
 					t.Errorf("the host value of TOKEN is in the plan: %s", kv)
 				}
 			}
-			m := mountAt(p.Spec, isolation.SandboxCABundle)
+			m := mountAt(p.Spec, fedoraBundle)
 			if e.CABundle != "/run/sandboxed/RUN/ca-bundle.crt" || m == nil || m.Source != e.CABundle || !slices.Contains(m.Options, "ro") {
 				t.Errorf("bundle %q mount %+v", e.CABundle, m)
 			}
 		}},
 		{"inherited environment without the source", head + grant + "environment:\n  inherit: true\nsandboxed:\n  credentials:\n    - name: OTHER\n      env: TOKEN\n      hosts: [api.example.com]\n",
-			tool.IsolationProcess, "", func(t *testing.T, p *isolation.Plan) {
+			tool.IsolationProcess, fedoraBundle, "", func(t *testing.T, p *isolation.Plan) {
 				for _, kv := range envOf(p) {
 					if strings.HasPrefix(kv, "TOKEN=") || strings.Contains(kv, "s3cret") {
 						t.Errorf("the credential's host variable was inherited: %s", kv)
@@ -69,22 +72,31 @@ func TestPlanCredentials(t *testing.T) {
 					t.Errorf("nothing inherited: %q", envOf(p))
 				}
 			}},
-		{"no credentials, no bundle", head + grant, tool.IsolationProcess, "", func(t *testing.T, p *isolation.Plan) {
+		{"container tier: the image's bundle", head + grant + "sandboxed:\n  credentials:\n    - env: TOKEN\n      hosts: [api.example.com]\n",
+			tool.IsolationContainer, "", "", func(t *testing.T, p *isolation.Plan) {
+				if m := mountAt(p.Spec, isolation.SandboxCABundle); m == nil || !slices.Contains(envOf(p), "CURL_CA_BUNDLE="+isolation.SandboxCABundle) {
+					t.Errorf("no bundle at %s: %q", isolation.SandboxCABundle, envOf(p))
+				}
+			}},
+		{"process tier on a host without a bundle", head + grant + "sandboxed:\n  credentials:\n    - env: TOKEN\n      hosts: [api.example.com]\n",
+			tool.IsolationProcess, "", "no system trust bundle", nil},
+		{"no credentials, no bundle", head + grant, tool.IsolationProcess, fedoraBundle, "", func(t *testing.T, p *isolation.Plan) {
 			if p.Egress.CABundle != "" || mountAt(p.Spec, isolation.SandboxCABundle) != nil {
 				t.Errorf("a bundle without credentials: %+v", p.Egress)
 			}
 		}},
 		{"host without a grant", head + grant + "sandboxed:\n  credentials:\n    - env: TOKEN\n      hosts: [other.example.com]\n",
-			tool.IsolationProcess, "no network:external grant allows", nil},
-		{"no network at all", head + "sandboxed:\n  http:\n    - {host: a.example.com}\n", tool.IsolationProcess, "need network:external grants", nil},
+			tool.IsolationProcess, fedoraBundle, "no network:external grant allows", nil},
+		{"no network at all", head + "sandboxed:\n  http:\n    - {host: a.example.com}\n", tool.IsolationProcess, fedoraBundle, "need network:external grants", nil},
 		{"isolation none", head + grant + "sandboxed:\n  credentials:\n    - env: TOKEN\n      hosts: [api.example.com]\n",
-			tool.IsolationNone, "isolation none has none", nil},
+			tool.IsolationNone, fedoraBundle, "isolation none has none", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, grants, f := planFixture(t, tt.yaml)
 			d := allow(64<<20, 0)
 			d.Isolation = tt.tier
+			f.TrustBundle = tt.bundle
 			p, _, err := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrPlan) {
@@ -123,8 +135,7 @@ func TestReadCredential(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(file, []byte("from-file\n"), 0o600))
-	t.Setenv("SBX_TEST_CRED", "from-env")
-	t.Setenv("SBX_TEST_EMPTY", "")
+	env := []string{"SBX_TEST_CRED=from-env", "SBX_TEST_EMPTY=", "SBX_TEST_CRED=second", "PATH=" + os.Getenv("PATH")}
 	multi := filepath.Join(dir, "multi")
 	must(os.WriteFile(multi, []byte("a\nb\n"), 0o600))
 	tests := []struct {
@@ -135,6 +146,7 @@ func TestReadCredential(t *testing.T) {
 		{isolation.CredentialSource{Env: "SBX_TEST_CRED"}, "from-env", ""},
 		{isolation.CredentialSource{File: file}, "from-file", ""},
 		{isolation.CredentialSource{Command: []string{"printf", "from-cmd\\n"}}, "from-cmd", ""},
+		{isolation.CredentialSource{Command: []string{"sh", "-c", "echo \"$SBX_TEST_CRED\""}}, "from-env", ""}, // the caller's environment
 		{isolation.CredentialSource{Env: "SBX_TEST_UNSET_X"}, "", "is not set"},
 		{isolation.CredentialSource{Env: "SBX_TEST_EMPTY"}, "", "empty"},
 		{isolation.CredentialSource{File: multi}, "", "control characters"},
@@ -142,7 +154,7 @@ func TestReadCredential(t *testing.T) {
 		{isolation.CredentialSource{Command: []string{"false"}}, "", "run false"},
 	}
 	for _, tt := range tests {
-		v, err := readCredential(context.Background(), isolation.Credential{Name: "T", StandIn: "stand-in-x", Source: tt.src})
+		v, err := readCredential(context.Background(), isolation.Credential{Name: "T", StandIn: "stand-in-x", Source: tt.src}, env)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%+v: err = %v, want %q", tt.src, err, tt.wantErr)

@@ -59,6 +59,10 @@ type Request struct {
 	// FindTool finds the tools of use-tool steps and dependencies; nil
 	// searches the standard scopes (ScopeFinder).
 	FindTool ToolFinder
+	// Env is the environment the run's env: grants and inherited
+	// environment read; nil is the process's own (a server passes its
+	// caller's).
+	Env []string
 	// Cluster is the operator's backend choice (--backend, --runtime-class).
 	Cluster Cluster
 }
@@ -75,6 +79,22 @@ type Prepared struct {
 	Notes    []string
 
 	watches []protectedWatch // looked at again after the run
+	input   PlanInput        // what the plan was built from (withRunID)
+}
+
+// withRunID is the run planned again under another run id (that of the
+// warm sandbox it claims): the run record, the plan, its cgroup and host
+// directory all carry the one id.
+func (p *Prepared) withRunID(runID string) (*Prepared, error) {
+	in := p.input
+	in.RunID = runID
+	plan, steps, watches, err := buildPlan(in)
+	if err != nil {
+		return nil, err
+	}
+	cp := *p
+	cp.RunID, cp.Plan, cp.Steps, cp.watches, cp.input = runID, plan, steps, watches, in
+	return &cp, nil
 }
 
 // PrepareError is a run that was refused or could not be prepared; the
@@ -127,6 +147,9 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err != nil {
 		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, nil)
 	}
+	if req.Env != nil {
+		facts.Env = req.Env
+	}
 	pol := ProtectOwnDirs(req.Policy, facts.OwnDirs)
 	br, perr := bindRun(req, facts, rf)
 	if perr != nil {
@@ -154,7 +177,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}
-	return &Prepared{RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches}, nil
+	return &Prepared{RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches, input: in}, nil
 }
 
 // refuser makes the refusals of one run's preparation.
@@ -337,8 +360,9 @@ func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
 
 // RunPrepared executes a prepared run of req and returns its Result.
 func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared) (*Result, error) {
-	job := &Job{Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
-		Notes: p.Notes, Proxy: req.Egress, watches: p.watches,
+	p, warm := c.warmFor(p)
+	job := &Job{warm: warm, Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
+		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
 		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
 	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
 	c.Trace.Mark("prepare (bind, policy, plan)")

@@ -53,7 +53,7 @@ func loadTool(c *cli.Context, arg string) (*tool.Definition, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
-	s := scopes()
+	s := sandbox.ToolScopes(invocationOf(c).workDir(), sandbox.InvokingHome())
 	def, err := s.Resolve(arg, scope)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ func newApp() *cli.App {
 			gcCommand,
 			discoverCommand,
 			mcpCommand,
+			serveCommand,
 			versionCommand,
 		},
 		// Usage errors exit 2, through exitCode.

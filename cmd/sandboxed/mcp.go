@@ -27,13 +27,17 @@ no terminal to ask: a call that needs approval is refused with the reason
 carries the tool's stdout as text and the whole run result as structured
 content; isError is set unless the run's status is ok.
 
+Calls claim sandboxes started ahead of time (a warm pool, as 'sandboxed
+serve' keeps; --pool-size 0 turns it off): each serves one call and is
+destroyed after it, its teardown running behind the call's result.
+
 Definitions that fail to load are skipped with a line on stderr. Nothing
 but the protocol is ever written to stdout.`,
 	Flags: append([]cli.Flag{
 		scopeFlag,
 		policyFlag,
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for every call (elevated, isolation-none, env-inherit, tier:TIER, a permission, all)"},
-	}, clusterFlags()...),
+	}, append(clusterFlags(), poolFlags()...)...),
 	Action: mcpAction,
 }
 
@@ -59,6 +63,10 @@ func mcpAction(c *cli.Context) error {
 	if err := policy.ValidateApprovals(c.StringSlice("approve")); err != nil {
 		return usageError(err)
 	}
+	settings, err := poolSettings(c)
+	if err != nil {
+		return err
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -66,7 +74,12 @@ func mcpAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	h := &mcpHandler{log: logw, ctl: newController(), pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
+	ctl := residentController(settings, logw)
+	defer func() {
+		ctl.Behind.Wait()
+		ctl.Pool.Close()
+	}()
+	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err

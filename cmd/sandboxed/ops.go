@@ -23,6 +23,9 @@ so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does 
 	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
 	Action: func(c *cli.Context) error {
 		reaped, err := newController().GC(c.Context)
+		if sock := staleServeSocket(); sock != "" {
+			reaped = append(reaped, "socket of a server that is gone "+sock)
+		}
 		if dir, derr := xdg.CacheDir(); derr == nil {
 			stale, serr := initbin.RemoveStale(dir)
 			for _, s := range stale {

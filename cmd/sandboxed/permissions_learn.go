@@ -56,7 +56,7 @@ func learnAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	input, err := runInput(c)
+	input, err := runInput(c, os.Stdin)
 	if err != nil {
 		return err
 	}

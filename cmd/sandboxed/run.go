@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,40 +19,66 @@ import (
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
-var runCommand = &cli.Command{
-	Name:      "run",
-	Usage:     "run a tool in its sandbox",
-	ArgsUsage: "TOOL [NAME=VALUE ...]",
-	Description: `TOOL is a path to a definition file or a tool name found in the scopes
+var runCommand = newRunCommand(true)
+
+// newRunCommand makes the run command with flags of its own (a server
+// runs calls concurrently, each with its own). withCluster adds the
+// cluster flags (--backend, ...), whose values are the process's: a
+// server's run command goes without them, as a run for a cluster is never
+// sent to a server.
+func newRunCommand(withCluster bool) *cli.Command {
+	policy, scope := *policyFlag, *scopeFlag
+	var more []cli.Flag
+	if withCluster {
+		more = clusterFlags()
+	}
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a tool in its sandbox",
+		ArgsUsage: "TOOL [NAME=VALUE ...]",
+		Description: `TOOL is a path to a definition file or a tool name found in the scopes
 (local ./.sandboxed/tools, user ~/.sandboxed/tools, global /etc/sandboxed/tools).
 
 The tool gets exactly what its security.required-permissions declare, as far as
 the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure;
 126 denied by policy; 137 out of memory; 2 usage error or invalid definition.`,
-	Flags: append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
-		policyFlag,
-		scopeFlag,
-		&cli.StringFlag{Name: "isolation", Usage: "override the tier for this run: process, container or none (a weaker tier needs approval)"},
-		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for (elevated, isolation-none, env-inherit, a permission, all)"},
-		&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a parameter `NAME=VALUE` (same as a trailing NAME=VALUE)"},
-		&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
-		&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
-		&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
-	}, clusterFlags()...),
-	Action: runAction,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object instead of the tool's output"},
+			&policy,
+			&scope,
+			&cli.StringFlag{Name: "isolation", Usage: "override the tier for this run: process, container or none (a weaker tier needs approval)"},
+			&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` the policy asks approval for (elevated, isolation-none, env-inherit, a permission, all)"},
+			&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a parameter `NAME=VALUE` (same as a trailing NAME=VALUE)"},
+			&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
+			&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
+			&cli.BoolFlag{Name: "no-server", Usage: "run here even when `sandboxed serve` answers on its socket (also SANDBOXED_NO_SERVER=1)"},
+		}, more...),
+		Action: runAction,
+	}
 }
 
 func runAction(c *cli.Context) error {
-	tuneGC()
+	inv := invocationOf(c)
+	if !inv.served {
+		tuneGC()
+	}
 	if c.NArg() < 1 {
 		return usageError(errors.New("run: which tool? usage: sandboxed run [flags] TOOL [NAME=VALUE ...]"))
+	}
+	if !inv.served {
+		if done, err := runServed(c); done {
+			return err
+		}
 	}
 	def, err := loadTool(c, c.Args().First())
 	if err != nil {
 		return err
 	}
-	input, err := runInput(c)
+	if inv.served && def.Interactive && inv.stdinTerminal {
+		return errDecline("an interactive tool talks to the caller's terminal")
+	}
+	input, err := runInput(c, inv.in)
 	if err != nil {
 		return err
 	}
@@ -72,6 +99,7 @@ func runAction(c *cli.Context) error {
 		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
 		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
 		Egress: newEgressStarter(),
+		Cwd:    inv.cwd, Env: inv.env,
 	}
 	if req.DryRun {
 		return printPlan(c, req)
@@ -79,20 +107,37 @@ func runAction(c *cli.Context) error {
 	if !c.Bool("json") {
 		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
 	}
-	if def.Interactive && isTerminal(os.Stdin) {
+	if def.Interactive && inv.stdinTerminal && !inv.served {
 		req.Stdin = os.Stdin // an interactive tool talks to the user
 	}
-	canAsk := isTerminal(os.Stdin) && isTerminal(os.Stderr) && c.String("params-json") != "-"
+	canAsk := inv.canAsk && c.String("params-json") != "-"
 
-	ctx, stop := signalContext(c.Context)
-	defer stop()
-	ctl := newController()
-	if os.Getenv("SANDBOXED_TRACE") == "1" {
-		ctl.Trace = sandbox.NewTracer(c.App.ErrWriter, processStart)
+	ctx := c.Context
+	if !inv.served {
+		var stop func()
+		ctx, stop = signalContext(c.Context)
+		defer stop()
+	}
+	ctl := inv.ctl
+	if ctl == nil {
+		ctl = newController()
+		ctl.Behind = sandbox.NewBehind(c.App.ErrWriter)
+		// The output first, then the teardown, then the exit.
+		defer ctl.Behind.Wait()
+	}
+	if inv.getenv("SANDBOXED_TRACE") == "1" {
+		start := processStart
+		if inv.served {
+			start = time.Now()
+		}
+		ctl.Trace = sandbox.NewTracer(c.App.ErrWriter, start)
 		ctl.Trace.Mark("load tool and policy")
 	}
 	p, err := ctl.Prepare(req)
 	var pe *sandbox.PrepareError
+	if errors.As(err, &pe) && len(pe.Approvals) > 0 && canAsk && inv.served {
+		return errDecline("the run needs approval and the caller can be asked")
+	}
 	if errors.As(err, &pe) && len(pe.Approvals) > 0 && canAsk {
 		// The policy asks for approval and there is someone to ask.
 		ok, aerr := promptApproval(c.App.ErrWriter, os.Stdin, def, pe.Decision)
@@ -105,6 +150,11 @@ func runAction(c *cli.Context) error {
 		default:
 			err = pe.Declined()
 		}
+	}
+	if err == nil && inv.served && p.Plan.Egress != nil && len(p.Plan.Egress.Credentials) > 0 {
+		// Their values are read from the host as the caller's process
+		// would read them (its environment, its commands).
+		return errDecline("the run has credentials, read from the caller's own process")
 	}
 	var res *sandbox.Result
 	switch {
@@ -144,7 +194,7 @@ func indent(s string) string {
 }
 
 // runInput gathers NAME=VALUE arguments, --param and --params-json.
-func runInput(c *cli.Context) (tool.Input, error) {
+func runInput(c *cli.Context, stdin io.Reader) (tool.Input, error) {
 	pairs := append(c.Args().Tail(), c.StringSlice("param")...)
 	in, err := tool.ParseArgs(pairs)
 	if err != nil {
@@ -153,7 +203,7 @@ func runInput(c *cli.Context) (tool.Input, error) {
 	if pj := c.String("params-json"); pj != "" {
 		var data []byte
 		if pj == "-" {
-			data, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+			data, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
 		} else {
 			data = []byte(pj)
 		}

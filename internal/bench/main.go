@@ -7,6 +7,7 @@
 //	rootless process tier vs bubblewrap, both run as an unprivileged user
 //	container tier vs docker run --rm --network none of the same image
 //	container tier under runsc vs docker run --runtime runsc (when the engine has runsc)
+//	Kubernetes backend: per-run latency, and throughput with 4 and 16 runs at once (kubernetes.go)
 //
 // The rootless pair runs as -user (default $SANDBOXED_BENCH_USER, else
 // none: the pair is skipped and says so) when
@@ -43,6 +44,7 @@ func main() {
 	skipContainer := flag.Bool("no-container", false, "skip the container tier")
 	skipProxy := flag.Bool("no-proxy", false, "skip the egress proxy latency")
 	skipRunsc := flag.Bool("no-runsc", false, "skip the container tier under runsc")
+	onlyResident := flag.Bool("resident", false, "time only the resident controller (mcp, serve)")
 	rootlessUser := flag.String("user", os.Getenv("SANDBOXED_BENCH_USER"), "unprivileged user the rootless pair runs as (as root)")
 	flag.Parse()
 
@@ -121,6 +123,13 @@ sandboxed:
 		}
 	}
 
+	haveImage := !*skipContainer && exec.Command("docker", "image", "inspect", *image).Run() == nil
+	if err := residentBench(abs, work, benchEnv, *image, haveImage, *n); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: resident controller:", err)
+	}
+	if *onlyResident {
+		return
+	}
 	for _, g := range groups {
 		for _, p := range g { // warm caches, and fail early if a peer cannot run
 			if err := once(p); err != nil {
@@ -140,6 +149,7 @@ sandboxed:
 		}
 		report(g, times, *n)
 	}
+	kubernetesRows(abs, work, benchEnv, tool)
 }
 
 // ensureBwrap installs bubblewrap from Debian's packages when it is

@@ -104,6 +104,7 @@ func New(host string, tlsConf *tls.Config) (*Client, error) {
 			scheme = "https"
 		}
 		c.base = scheme + "://" + u.Host
+		tr.Proxy = http.ProxyFromEnvironment // as the docker CLI does for a TCP engine
 	default:
 		return nil, fmt.Errorf("docker host %q: scheme %s is not supported (want unix:// or tcp://)", host, u.Scheme)
 	}

@@ -59,6 +59,10 @@ type Group interface {
 	// Delete removes the (empty) group. Deleting a missing group is not an
 	// error.
 	Delete() error
+	// Update sets the group's limits to r, as New would have set them (a
+	// warm sandbox's group gets its run's limits when the run claims it).
+	// A zero field leaves that limit as it is.
+	Update(r Resources) error
 }
 
 // SelfMover is implemented by groups (cgroup v1) into which the calling

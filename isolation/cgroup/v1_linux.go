@@ -75,13 +75,19 @@ func v1Resources(r Resources, memswAvailable bool) *specs.LinuxResources {
 	return res
 }
 
-func newV1(h *Host, p string, r Resources) (Group, error) {
-	memsw := false
-	if root, ok := h.V1["memory"]; ok {
-		_, err := os.Stat(filepath.Join(root, "memory.memsw.limit_in_bytes"))
-		memsw = err == nil
+// memswAvailable reports whether the kernel accounts swap in the memory
+// controller (memory.memsw.*).
+func (h *Host) memswAvailable() bool {
+	root, ok := h.V1["memory"]
+	if !ok {
+		return false
 	}
-	cg, err := cgroup1.New(cgroup1.StaticPath(p), v1Resources(r, memsw), cgroup1.WithHierarchy(h.v1Hierarchy()))
+	_, err := os.Stat(filepath.Join(root, "memory.memsw.limit_in_bytes"))
+	return err == nil
+}
+
+func newV1(h *Host, p string, r Resources) (Group, error) {
+	cg, err := cgroup1.New(cgroup1.StaticPath(p), v1Resources(r, h.memswAvailable()), cgroup1.WithHierarchy(h.v1Hierarchy()))
 	if err != nil {
 		// Creation may have made some of the directories.
 		if old, lerr := cgroup1.Load(cgroup1.StaticPath(p), cgroup1.WithHierarchy(h.v1Hierarchy())); lerr == nil {
@@ -104,6 +110,13 @@ func loadV1(h *Host, p string) (Group, error) {
 }
 
 func (g *v1Group) Version() int { return 1 }
+
+func (g *v1Group) Update(r Resources) error {
+	if err := g.cg.Update(v1Resources(r, g.h.memswAvailable())); err != nil {
+		return fmt.Errorf("set limits of cgroup %s: %w", g.path, err)
+	}
+	return nil
+}
 func (g *v1Group) Path() string { return g.path }
 
 func (g *v1Group) AddProc(pid int) error {

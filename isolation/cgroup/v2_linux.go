@@ -50,15 +50,35 @@ func newV2(h *Host, p string, r Resources) (_ Group, retErr error) {
 			os.Remove(g.dir)
 		}
 	}()
-	if r.MemoryBytes > 0 {
-		swap := filepath.Join(g.dir, "memory.swap.max")
-		if _, err := os.Stat(swap); err == nil {
-			if err := os.WriteFile(swap, []byte("0"), 0); err != nil {
-				return nil, fmt.Errorf("set %s: %w", swap, err)
-			}
-		}
+	if err := g.noSwap(r); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// noSwap turns swapping off for a group with a memory limit, where the
+// kernel accounts swap.
+func (g *v2Group) noSwap(r Resources) error {
+	if r.MemoryBytes <= 0 {
+		return nil
+	}
+	swap := filepath.Join(g.dir, "memory.swap.max")
+	if _, err := os.Stat(swap); err == nil {
+		if err := os.WriteFile(swap, []byte("0"), 0); err != nil {
+			return fmt.Errorf("set %s: %w", swap, err)
+		}
+	}
+	return nil
+}
+
+func (g *v2Group) Update(r Resources) error {
+	if err := g.noSwap(r); err != nil {
+		return err
+	}
+	if err := g.m.Update(v2Resources(r)); err != nil {
+		return fmt.Errorf("set limits of cgroup %s: %w", g.path, err)
+	}
+	return nil
 }
 
 func loadV2(h *Host, p string) (Group, error) {

@@ -4,9 +4,11 @@ package container
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/docker/docker/api/types/mount"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 type bindIdentity struct{}
@@ -33,4 +35,4 @@ func stageOnto(string, string, string, bool, bool) (bindIdentity, error) {
 
 func verifyBinds([]bindIdentity, int) error { return errNoStaging }
 
-var errNoStaging = errors.New("staging binds needs Linux")
+var errNoStaging = fmt.Errorf("stage binds: %w: needs Linux", isolation.ErrUnsupported)

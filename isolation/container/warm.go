@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,6 +153,28 @@ func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 		m.BindOptions = &mount.BindOptions{Propagation: mount.PropagationRSlave}
 		t.Placeholders = append(t.Placeholders, placeholder{Mount: i, Dir: dir})
 	}
+	// A grant staged at claim covers its whole placeholder in the
+	// container, mounts the engine made inside it included: a bind or
+	// tmpfs beneath another grant would show the outer grant's files
+	// (writable, where the inner grant is read-only).
+	var targets []string
+	for _, m := range hc.Mounts {
+		targets = append(targets, m.Target)
+	}
+	for dst := range hc.Tmpfs {
+		targets = append(targets, dst)
+	}
+	for dst := range engineMounts {
+		targets = append(targets, dst)
+	}
+	for _, ph := range t.Placeholders {
+		outer := hc.Mounts[ph.Mount].Target
+		for _, dst := range targets {
+			if outer == "/" || strings.HasPrefix(dst, outer+"/") {
+				return nil, fmt.Errorf("mount %s is beneath grant %s", dst, outer)
+			}
+		}
+	}
 	return t, nil
 }
 
@@ -226,7 +249,9 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (_ i
 	w.s = &sandbox{api: b.api, name: containerName(runID), execDone: make(chan struct{}, 1)}
 	defer func() {
 		if retErr != nil {
-			_ = w.Discard(context.WithoutCancel(ctx))
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = w.Discard(cctx)
 		}
 	}()
 	if len(t.Placeholders) > 0 {

@@ -124,6 +124,22 @@ func TestWarmKeyBinds(t *testing.T) {
 			t.Errorf("%s: key %q, %v; want another than %q", name, k, ok, k1)
 		}
 	}
+	nested := basePlan()
+	nested.Spec.Mounts = []specs.Mount{
+		{Destination: "/data", Type: "bind", Source: d1, Options: []string{"rw"}},
+		{Destination: "/data/sub", Type: "bind", Source: d2, Options: []string{"ro"}},
+	}
+	if k, ok := b.WarmKey(nested); ok {
+		t.Errorf("a grant beneath another: key %q, want none (the outer grant would cover it)", k)
+	}
+	tmpfs := basePlan()
+	tmpfs.Spec.Mounts = []specs.Mount{
+		{Destination: "/data", Type: "bind", Source: d1, Options: []string{"ro"}},
+		{Destination: "/data/cache", Type: "tmpfs"},
+	}
+	if k, ok := b.WarmKey(tmpfs); ok {
+		t.Errorf("a tmpfs beneath a grant: key %q, want none", k)
+	}
 	eg := basePlan()
 	eg.Egress = &isolation.Egress{ProxySocket: "/run/sandboxed/r1/egress.sock", ProxyPort: 3128}
 	if k, ok := b.WarmKey(eg); !ok || k == k1 {

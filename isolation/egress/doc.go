@@ -45,6 +45,20 @@
 //
 // Every connection attempt becomes a Record, available from Proxy.Records.
 //
+// Inspected hosts (Config.Credentials and Config.HTTPRules; see
+// inspect.go and terminate.go): the proxy reads every request to the hosts
+// of a credential or an HTTP rule. Plain HTTP it reads as it forwards; a
+// CONNECT or SOCKS5 tunnel to such a host is terminated: the client's TLS
+// with a certificate the run's CA (Config.CA) signs for the host, the
+// upstream's TLS verified against Config.UpstreamRoots. Each request must
+// name the tunnel's host, pass the host's HTTP rules, and carry only the
+// stand-ins of credentials meant for the host, which are replaced with
+// the real values (headers, Basic credentials, path and query); the
+// response gets the stand-ins back. A stand-in on its way to any other
+// host, in a request the proxy reads or in a tunnel's target name, is
+// refused (verdict RefusedCredential). Tunnels to other hosts stay end to
+// end: what a stand-in does there, it does as a meaningless string.
+//
 // This package must not import tool, permissions, policy or sandbox: the
 // caller turns grants and policy into Rules. It never reads the
 // environment: the test resolver (ParseHostsFile) is wired in by the

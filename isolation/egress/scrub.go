@@ -33,6 +33,17 @@ func newScrubber(creds []Credential) *scrubber {
 	return s
 }
 
+// text puts the stand-ins back in s.
+func (s *scrubber) text(t string) string {
+	if s == nil {
+		return t
+	}
+	for j, o := range s.old {
+		t = strings.ReplaceAll(t, string(o), string(s.new[j]))
+	}
+	return t
+}
+
 // response scrubs the header and wraps the body of resp. A body whose
 // length changes is sent chunked (HTTP/1.1) or ended by closing the
 // connection (HTTP/1.0).
@@ -42,10 +53,7 @@ func (s *scrubber) response(resp *http.Response, req *http.Request) {
 	}
 	for name, vs := range resp.Header {
 		for i, v := range vs {
-			for j, o := range s.old {
-				v = strings.ReplaceAll(v, string(o), string(s.new[j]))
-			}
-			vs[i] = v
+			vs[i] = s.text(v)
 		}
 		resp.Header[name] = vs
 	}

@@ -225,6 +225,7 @@ func (p *Proxy) exchange(c io.Writer, cw *bufio.Writer, req *http.Request, ubr *
 		}
 	}
 	fail := func(msg string) exchanged {
+		msg = scrub.text(msg) // an error may quote what the server sent
 		writeHTTPError(c, http.StatusBadGateway, "sandboxed egress proxy: "+msg)
 		return exchanged{err: msg}
 	}

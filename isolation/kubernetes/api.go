@@ -21,7 +21,7 @@ import (
 // not answer fails the run fast.
 const dialTimeout = 5 * time.Second
 
-// requestTimeout bounds one API request (not the attach stream).
+// requestTimeout bounds one API request (not the exec stream).
 const requestTimeout = 30 * time.Second
 
 // ErrAPI wraps an answer of the API server other than success.
@@ -164,6 +164,10 @@ func (a *api) do(ctx context.Context, method, path string, query url.Values, bod
 		}
 		return ae
 	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = b // a log, not JSON
+		return nil
+	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
 			return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
@@ -198,10 +202,16 @@ func (a *api) get(ctx context.Context, group, resource, name string, out any) er
 	return a.do(ctx, http.MethodGet, a.path(group, resource, name), nil, nil, out)
 }
 
-// remove deletes the object at once (no grace) and in the background;
-// an object already gone is not an error.
+// remove deletes the object; an object already gone is not an error. A
+// pod gets a grace of one second rather than none: a pod deleted with
+// none leaves the API at once, before the node has stopped its sandbox,
+// and a pod that is gone from the API must be gone from the node.
 func (a *api) remove(ctx context.Context, group, resource, name string) error {
-	body := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+	grace := 0
+	if resource == "pods" {
+		grace = 1
+	}
+	body := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": grace, "propagationPolicy": "Background"}
 	err := a.do(ctx, http.MethodDelete, a.path(group, resource, name), nil, body, nil)
 	if isNotFound(err) {
 		return nil
@@ -214,8 +224,9 @@ func (a *api) list(ctx context.Context, group, resource, sel string, out any) er
 	return a.do(ctx, http.MethodGet, a.path(group, resource, ""), url.Values{"labelSelector": {sel}}, nil, out)
 }
 
-// attachURL is the pod's attach subresource with every stream but a tty.
-func (a *api) attachURL(name string) (*url.URL, error) {
-	q := url.Values{"container": {containerName}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}}
-	return url.Parse(a.base + a.path("", "pods", name) + "/attach?" + q.Encode())
+// execURL is the pod's exec subresource running argv, with every stream
+// but a tty.
+func (a *api) execURL(name string, argv []string) (*url.URL, error) {
+	q := url.Values{"container": {containerName}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}, "command": argv}
+	return url.Parse(a.base + a.path("", "pods", name) + "/exec?" + q.Encode())
 }

@@ -122,7 +122,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")
 	}
-	if _, err := buildObjects(p, &b.settings, 0); err != nil {
+	if _, err := buildObjects(p, &b.settings); err != nil {
 		return err
 	}
 	a, err := b.client()
@@ -161,7 +161,7 @@ func (b *Backend) apiFailure(what string, err error) error {
 	var ae *apiError
 	if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusForbidden) {
 		return &isolation.UnsupportedError{What: what + ": " + err.Error(),
-			Fix: "give the kubeconfig's user the right to create, read and delete pods (with attach), configmaps and networkpolicies in namespace " + b.Namespace() + ", and to read runtimeclasses"}
+			Fix: "give the kubeconfig's user the right to create, read and delete pods (with pods/exec), configmaps and networkpolicies in namespace " + b.Namespace() + ", and to read runtimeclasses"}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -5,16 +5,23 @@
 //	host (Backend, sandbox)                     pod sbx-<run id> (one container)
 //	  create NetworkPolicy (no rule: nothing in or out)
 //	  create ConfigMap (the read grants' files, masks)
-//	  create Pod ------------------------------> /bin/sh -c 'head -c N > /.sandboxed/init;
-//	  wait Running (fail fast: unschedulable,      exec /.sandboxed/init __sandboxed-init --stdio'
+//	  create Pod ------------------------------> PID 1: /bin/sh waits for
+//	  wait Running (fail fast: unschedulable,      /.sandboxed/control.sock
 //	    image missing, sandbox not made)
-//	  attach (SPDY): stdin, stdout, stderr
-//	  the init binary (N bytes) --------------> written into a memory emptyDir
-//	  stream protocol (sbinit.StreamClient) <--> bridge in PID 1 <-> the init's loop
-//	    config, put (write grants in), exec, stdio, signal, egress channels,
+//	  exec (SPDY) /bin/sh -c 'head -c N > /.sandboxed/init;
+//	      exec /.sandboxed/init __sandboxed-init --bridge=/.sandboxed/control.sock'
+//	  the init binary (N bytes) --------------> written into a memory emptyDir;
+//	                                            the bridge listens, PID 1 execs the
+//	                                            init with --connect and dials it
+//	  stream protocol (sbinit.StreamClient) <--> bridge <-> init (PID 1, the
+//	    config, put (write grants in), exec,       ordinary control protocol)
+//	    stdio, signal, egress channels,
 //	    stats, get (write grants out)
 //	  Close: copy back, end the stream (the init kills everything), delete
-//	    pod, ConfigMap and NetworkPolicy with no grace, wait until the pod is gone
+//	    pod, ConfigMap and NetworkPolicy, wait until the pod is gone
+//
+// The stream rides an exec session rather than the container's attach:
+// under gVisor's containerd shim an attach carries no stdin.
 //
 // What the pod gets: the plan's image and RuntimeClass (Plan.Runtime), a
 // non-root uid (the plan's; root's runs take 65534), a read-only root
@@ -39,7 +46,7 @@
 // cluster enforces NetworkPolicy (Settings.NetworkPolicyEnforced). Egress
 // goes through the run's proxy on the host: the init's relay dials the
 // egress socket in the pod, the bridge carries each connection over the
-// attach stream, and the host dials the proxy's socket.
+// exec stream, and the host dials the proxy's socket.
 //
 // It makes no policy decision and never falls back: what a pod cannot
 // honour (an elevated run, a write grant of a single file, a write grant

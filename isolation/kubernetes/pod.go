@@ -125,7 +125,7 @@ func podUID(p *isolation.Plan) (int64, int64) {
 // read grants' files (they travel in the ConfigMap) and nothing else of
 // the host. It refuses, wrapping isolation.ErrUnsupported, what a pod
 // cannot honour.
-func buildObjects(p *isolation.Plan, s *Settings, initSize int64) (*podObjects, error) {
+func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 	if p.Privilege == privilege.Elevated {
 		return nil, unsupported("an elevated run (root inside a user namespace) on Kubernetes",
 			"run it on the local backend (--backend local): a pod never runs as root")
@@ -177,6 +177,9 @@ func buildObjects(p *isolation.Plan, s *Settings, initSize int64) (*podObjects, 
 			HostPID:                       false,
 			HostIPC:                       false,
 			Hostname:                      "sandbox",
+			// No resolver: names are the proxy's to resolve.
+			DNSPolicy: corev1.DNSNone,
+			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser:      &uid,
 				RunAsGroup:     &gid,
@@ -188,12 +191,9 @@ func buildObjects(p *isolation.Plan, s *Settings, initSize int64) (*podObjects, 
 				Name:            containerName,
 				Image:           p.Image,
 				ImagePullPolicy: corev1.PullPolicy(s.pullPolicy()),
-				// The init arrives on stdin (InitScript), then runs as
-				// PID 1 and speaks the stream protocol there.
-				Command:      []string{"/bin/sh", "-c", initScript},
-				Args:         []string{"sh", strconv.FormatInt(initSize, 10)},
-				Stdin:        true,
-				StdinOnce:    true,
+				// PID 1 waits for the init to arrive (bridgeCommand)
+				// and becomes it.
+				Command:      []string{"/bin/sh", "-c", pid1Script},
 				Env:          env,
 				VolumeMounts: mounts,
 				Resources:    corev1.ResourceRequirements{Limits: res, Requests: res},
@@ -224,11 +224,24 @@ func buildObjects(p *isolation.Plan, s *Settings, initSize int64) (*podObjects, 
 	return o, nil
 }
 
-// initScript reads the init binary of $1 bytes from stdin into the
-// memory-backed init directory and executes it as the container's PID 1.
-// head reads no further than it was told, and the host sends nothing
-// more until the init said hello.
-const initScript = `set -e; head -c "$1" > ` + initPath + `; chmod 0500 ` + initPath + `; exec ` + initPath + ` ` + sbinit.InitArg + ` ` + sbinit.StreamArg
+// The init reaches the pod through an exec session (a container's attach
+// stream does not carry stdin under every runtime: gVisor's shim drops
+// it). The session's shell reads the init binary from its stdin into the
+// memory-backed init directory and becomes the bridge (sbinit.BridgeArgs),
+// which listens on controlSocket; the container's PID 1 waits for that
+// socket and becomes the init, dialling it (sbinit.ConnectArgs). head
+// reads no further than it is told, and the host sends nothing more until
+// the bridge said hello.
+const (
+	controlSocket = initDir + "/control.sock"
+	pid1Script    = `while [ ! -S ` + controlSocket + ` ]; do sleep 0.02; done; exec ` + initPath + ` ` + sbinit.InitArg + ` --connect=` + controlSocket
+	bridgeScript  = `set -e; head -c "$1" > ` + initPath + `.part; chmod 0500 ` + initPath + `.part; mv ` + initPath + `.part ` + initPath + `; exec ` + initPath + ` ` + sbinit.InitArg + ` --bridge=` + controlSocket
+)
+
+// bridgeCommand is the exec session's argv for an init binary of size bytes.
+func bridgeCommand(size int64) []string {
+	return []string{"/bin/sh", "-c", bridgeScript, "sh", strconv.FormatInt(size, 10)}
+}
 
 func ptr[T any](v T) *T { return &v }
 

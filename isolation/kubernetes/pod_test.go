@@ -38,7 +38,7 @@ func bindMount(src, dst string, ro bool) specs.Mount {
 }
 
 func TestBuildObjectsSecurity(t *testing.T) {
-	o, err := buildObjects(testPlan(), &Settings{}, 1234)
+	o, err := buildObjects(testPlan(), &Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,11 @@ func TestBuildObjectsSecurity(t *testing.T) {
 	if c.Resources.Limits.Memory().Value() != 64<<20 || c.Resources.Requests.Memory().Value() != 64<<20 || c.Resources.Limits.Cpu().MilliValue() != 500 {
 		t.Errorf("resources %+v", c.Resources)
 	}
-	if !c.Stdin || !c.StdinOnce || c.TTY || c.Args[1] != "1234" {
-		t.Errorf("stdin %v once %v tty %v args %v", c.Stdin, c.StdinOnce, c.TTY, c.Args)
+	if c.Stdin || c.TTY || !strings.Contains(c.Command[2], "--connect=/.sandboxed/control.sock") {
+		t.Errorf("stdin %v tty %v command %v", c.Stdin, c.TTY, c.Command)
+	}
+	if argv := bridgeCommand(1234); argv[4] != "1234" || !strings.Contains(argv[2], "--bridge=/.sandboxed/control.sock") {
+		t.Errorf("bridge command %v", argv)
 	}
 	var tmp *corev1.Volume
 	for i, v := range spec.Volumes {
@@ -91,7 +94,7 @@ func TestBuildObjectsSecurity(t *testing.T) {
 func TestBuildObjectsRootRunsAsNobody(t *testing.T) {
 	p := testPlan()
 	p.Spec.Process.User = specs.User{}
-	o, err := buildObjects(p, &Settings{}, 1)
+	o, err := buildObjects(p, &Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +120,7 @@ func TestBuildObjectsGrants(t *testing.T) {
 		bindMount(r, "/data", true),
 		specs.Mount{Destination: "/data/hidden", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro"}},
 	)
-	o, err := buildObjects(p, &Settings{}, 1)
+	o, err := buildObjects(p, &Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +184,7 @@ func TestBuildObjectsRefuses(t *testing.T) {
 		"write inside read": testPlan(bindMount(filepath.Join(dir, "r"), "/r", true), bindMount(filepath.Join(dir, "r", "w"), "/r/w", false)),
 		"over the init":     testPlan(bindMount(dir, "/.sandboxed", true)),
 	} {
-		if _, err := buildObjects(p, &Settings{}, 1); !errors.Is(err, isolation.ErrUnsupported) {
+		if _, err := buildObjects(p, &Settings{}); !errors.Is(err, isolation.ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", name, err)
 		}
 	}

@@ -38,7 +38,7 @@ type sandbox struct {
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
-	stderr     lockedBuffer // the attach stream's stderr: the init's complaints
+	stderr     lockedBuffer // the exec stream's stderr: the bridge's complaints
 
 	mu       sync.Mutex
 	active   int
@@ -50,7 +50,7 @@ type sandbox struct {
 }
 
 // Start makes the run's NetworkPolicy, ConfigMap and Pod, waits for the
-// pod to run, sends the init over the attach stream, hands it the plan and
+// pod to run, sends the init over an exec stream, hands it the plan and
 // copies the write grants in. On error everything made is deleted.
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
 	a, err := b.client()
@@ -62,7 +62,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	defer img.Close()
-	o, err := buildObjects(p, &b.settings, size)
+	o, err := buildObjects(p, &b.settings)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := s.waitRunning(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.attach(ctx, img); err != nil {
+	if err := s.attach(ctx, img, size); err != nil {
 		return nil, err
 	}
 	if err := s.copyIn(ctx); err != nil {
@@ -137,7 +137,7 @@ func podFailure(pod *corev1.Pod, image string) error {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return &isolation.UnsupportedError{What: "a node for the run's pod: " + c.Message,
-				Fix: "lower what the tool asks for (resources.max-memory, sandboxed.cpus) or the policy's caps, or add a node that has it (`kubectl describe nodes`)"}
+				Fix: "lower what the tool asks for (resources.max-memory, sandboxed.cpus) or the policy's caps, or make a node able to take it (`kubectl describe nodes` says why none can)"}
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -190,11 +190,18 @@ func (s *sandbox) waitRunning(ctx context.Context) error {
 	t0 := time.Now()
 	lastEvents := time.Time{}
 	var warnings string
+	failures := 0
 	for {
 		var pod corev1.Pod
 		err := s.api.get(ctx, "", "pods", s.name, &pod)
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("watch the run's pod %s: %w", s.name, err)
+			// A connection the server closed (a restart, a GOAWAY) is
+			// tried again; an API server that stays away is not.
+			if failures++; failures >= 5 {
+				return fmt.Errorf("watch the run's pod %s: %w", s.name, err)
+			}
+		} else {
+			failures = 0
 		}
 		if err == nil {
 			if running(&pod) {
@@ -240,10 +247,10 @@ func (s *sandbox) waitRunning(ctx context.Context) error {
 	}
 }
 
-// attach opens the pod's attach stream, sends the init binary down it
+// attach opens an exec session in the pod, sends the init binary down it
 // and hands the init the plan.
-func (s *sandbox) attach(ctx context.Context, img io.Reader) error {
-	u, err := s.api.attachURL(s.name)
+func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
+	u, err := s.api.execURL(s.name, bridgeCommand(size))
 	if err != nil {
 		return err
 	}
@@ -279,14 +286,14 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader) error {
 	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()
 	if err := cl.WaitHello(hctx); err != nil {
-		return fmt.Errorf("start the init in the run's pod: %w%s", err, s.stderr.note())
+		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
 	cfg := &sbinit.Config{RunID: s.plan.RunID}
 	if eg := s.plan.Egress; eg != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 	}
 	if err := cl.Handshake(hctx, cfg); err != nil {
-		return fmt.Errorf("hand the plan to the init: %w%s", err, s.stderr.note())
+		return fmt.Errorf("hand the plan to the init: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
 	return nil
 }
@@ -450,13 +457,13 @@ func (s *sandbox) teardown(ctx context.Context) error {
 	}
 	var errs []error
 	if s.made.pod {
-		errs = append(errs, s.api.remove(ctx, "", "pods", s.name))
+		errs = append(errs, s.removeRetrying(ctx, "", "pods"))
 	}
 	if s.made.configMap {
-		errs = append(errs, s.api.remove(ctx, "", "configmaps", s.name))
+		errs = append(errs, s.removeRetrying(ctx, "", "configmaps"))
 	}
 	if s.made.policy {
-		errs = append(errs, s.api.remove(ctx, networkingGroup, "networkpolicies", s.name))
+		errs = append(errs, s.removeRetrying(ctx, networkingGroup, "networkpolicies"))
 	}
 	if s.made.pod {
 		// Wait until the pod object is gone, so nothing of the run is
@@ -481,6 +488,47 @@ func (s *sandbox) teardown(ctx context.Context) error {
 		return fmt.Errorf("delete the run's objects (sandboxed gc retries): %w", err)
 	}
 	return nil
+}
+
+// podNote says how the pod's container ended, and the end of its log,
+// for an error about an init that went away.
+func (s *sandbox) podNote(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var note string
+	var pod corev1.Pod
+	if s.api.get(ctx, "", "pods", s.name, &pod) == nil {
+		for _, cs := range pod.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				note += fmt.Sprintf(" (the container ended: %s, exit %d %s)", t.Reason, t.ExitCode, strings.TrimSpace(t.Message))
+			}
+		}
+	}
+	var log []byte
+	q := map[string][]string{"container": {containerName}, "tailLines": {"20"}}
+	if s.api.do(ctx, "GET", s.api.path("", "pods", s.name)+"/log", q, nil, &log) == nil {
+		if t := strings.TrimSpace(string(log)); t != "" {
+			note += " (its log: " + t + ")"
+		}
+	}
+	return note
+}
+
+// removeRetrying deletes the run's object of resource, trying again a
+// few times when the API server drops the request.
+func (s *sandbox) removeRetrying(ctx context.Context, group, resource string) error {
+	var err error
+	for i := 0; i < 4; i++ {
+		if err = s.api.remove(ctx, group, resource, s.name); err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i+1) * 250 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // lockedBuffer keeps the first 4 KiB written to it.

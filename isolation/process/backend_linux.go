@@ -180,8 +180,45 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 // process tier (namespaces, new root, dropped credentials) over the none
 // tier. host is nil when the run needs no cgroup (none tier without
 // limits); m is the run's user namespace, nil for none.
-func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (_ isolation.Sandbox, retErr error) {
-	confined := cfg.BuildRoot
+func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
+	// The config waits in the socketpair for the init to start, unless
+	// the init's namespace must be finished first (maps written by the
+	// setuid helpers, mounts idmapped with it): it waits for the config.
+	afterStart := m != nil && (m.helper || (m.idmapGrants && hasBinds(cfg.Setup)))
+	early := cfg
+	if afterStart {
+		early = nil
+	}
+	l, err := launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, early)
+	if err != nil {
+		return nil, err
+	}
+	l.cl.KillGrace = p.Limits.KillGrace
+	if afterStart {
+		if err := finishUserns(l.cmd.Process.Pid, m, cfg, l.cl); err != nil {
+			l.destroy(ctx)
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+	}
+	return l.ready(ctx, p)
+}
+
+// launched is a sandbox's init started in its cgroup and namespaces. It
+// runs no command before it got its config and reported ready (ready).
+type launched struct {
+	runID  string
+	cg     cgroup.Group // nil: no cgroup
+	cl     *sbinit.Client
+	cmd    *exec.Cmd
+	waited chan struct{}
+}
+
+// launch starts the init of run runID: its cgroup (with limits r) made
+// first, then the init, born in it, in new namespaces when confined (with
+// the user namespace m, nil for none). cfg, when set, is sent at once;
+// otherwise the init waits for it. host is nil when the run needs no
+// cgroup. On error nothing is left behind.
+func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, cfg *sbinit.Config) (_ *launched, retErr error) {
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -197,8 +234,8 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	var cg cgroup.Group
 	if host != nil {
 		var err error
-		if cg, err = host.New(p.RunID, resources(p.Limits)); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		if cg, err = host.New(runID, r); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 		}
 		undo = append(undo, func() {
 			c, cancel := cleanCtx()
@@ -221,7 +258,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		// The small init this build carries, else this very binary.
 		path, release, err := initbin.Exec(initCacheDir())
 		if err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 		}
 		defer release()
 		exe = cmp.Or(path, "/proc/self/exe")
@@ -241,7 +278,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	}
 	closeExe, err := setInitPath(cmd, exe)
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 	}
 	defer closeExe()
 	if confined {
@@ -272,14 +309,9 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
 	}
-	cl.KillGrace = p.Limits.KillGrace
-	// The config waits in the socketpair for the init to start, unless
-	// the init's namespace must be finished first (maps written by the
-	// setuid helpers, mounts idmapped with it): it waits for the config.
-	afterStart := m != nil && (m.helper || (m.idmapGrants && hasBinds(cfg.Setup)))
-	if !afterStart {
+	if cfg != nil {
 		if err := cl.SendConfig(cfg); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 		}
 	}
 	dropGroups := m != nil && m.dropGroups
@@ -291,7 +323,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		// the sealed memory file is its other home.
 		f, oerr := initbin.Open()
 		if oerr != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w (and from a memory file: %w)", p.RunID, err, oerr)
+			return nil, fmt.Errorf("start sandbox %s: %w (and from a memory file: %w)", runID, err, oerr)
 		}
 		defer f.Close()
 		first := err
@@ -299,7 +331,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
 		closeMem, perr := setInitPath(cmd, initbin.ExecPath(f))
 		if perr != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, perr)
+			return nil, fmt.Errorf("start sandbox %s: %w", runID, perr)
 		}
 		defer closeMem()
 		if err = startInit(cmd, mover, dropGroups); err != nil {
@@ -315,42 +347,57 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 	}
 	waited := make(chan struct{})
 	go func() { cmd.Wait(); close(waited) }()
-	undo = append(undo, func() {
-		_ = cmd.Process.Kill()
-		<-waited
-	})
 	child.Close()
+	return &launched{runID: runID, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+}
 
-	if afterStart {
-		if err := finishUserns(cmd.Process.Pid, m, cfg, cl); err != nil {
+// ready waits until the init, configured, reports it is ready, and
+// returns the started sandbox of p. On error the init is destroyed.
+func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	if _, err := l.cl.WaitReady(ctx); err != nil {
+		if errors.Is(err, sbinit.ErrInitGone) {
+			_ = l.cmd.Process.Kill()
+			<-l.waited
+			if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
+				err = fmt.Errorf("%w: %s", err, tail)
+			}
+		}
+		l.destroy(ctx)
+		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
+	}
+	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, cmd: l.cmd, waited: l.waited}
+	if p.Observe {
+		fd := l.cl.TakeListener()
+		var err error
+		if fd < 0 {
+			err = fmt.Errorf("the init sent no watch listener: %w", ErrBadPlan)
+		} else if sb.obs, err = startObserver(fd); err != nil {
+			err = fmt.Errorf("observe: %w", err)
+		}
+		if err != nil {
+			l.destroy(ctx)
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 		}
 	}
-	if _, err := cl.WaitReady(ctx); err != nil {
-		if errors.Is(err, sbinit.ErrInitGone) {
-			_ = cmd.Process.Kill()
-			<-waited
-			if tail := cmd.Stderr.(*tailBuffer).String(); tail != "" {
-				return nil, fmt.Errorf("start sandbox %s: %w: %s", p.RunID, err, tail)
-			}
-		}
-		return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
-	}
-	sb := &sandbox{plan: p, cg: cg, cl: cl, cmd: cmd, waited: waited}
-	if p.Observe {
-		fd := cl.TakeListener()
-		if fd < 0 {
-			return nil, fmt.Errorf("start sandbox %s: the init sent no watch listener: %w", p.RunID, ErrBadPlan)
-		}
-		if sb.obs, err = startObserver(fd); err != nil {
-			return nil, fmt.Errorf("start sandbox %s: observe: %w", p.RunID, err)
-		}
-	}
 	return sb, nil
+}
+
+// destroy kills the init and everything in its cgroup, and removes the
+// cgroup. It runs on a context of its own.
+func (l *launched) destroy(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = l.cmd.Process.Kill()
+	<-l.waited
+	l.cl.Close()
+	if l.cg != nil {
+		_ = l.cg.Kill(cctx)
+		_ = l.cg.Delete()
+	}
 }
 
 // hasBinds reports whether s binds anything of the host (grants).

@@ -41,7 +41,8 @@ type egressConn struct {
 }
 
 // streamSocket starts the bridge on the process's standard input and
-// output and returns the init's end of its socketpair.
+// output and returns the init's end of its socketpair: the init and its
+// bridge in one process (an init started with StreamArg).
 func streamSocket() (*net.UnixConn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -57,21 +58,61 @@ func streamSocket() (*net.UnixConn, error) {
 		mine.Close()
 		return nil, err
 	}
+	if err := startBridge(mine); err != nil {
+		mine.Close()
+		theirs.Close()
+		return nil, err
+	}
+	return theirs, nil
+}
+
+// runBridge is a bridge in a process of its own (BridgeArgs): it listens
+// on the Unix socket path, takes the one connection of the init that
+// dials it (the sandbox's PID 1, started with ConnectArgs), then carries
+// the stream on its standard input and output to it. It exits when
+// either side is gone.
+func runBridge(path string) int {
+	_ = os.Remove(path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxed bridge:", err)
+		return 1
+	}
+	_ = ln.SetDeadline(time.Now().Add(bridgeAcceptTimeout))
+	c, err := ln.AcceptUnix()
+	// One connection only: nothing else may reach the init's channel.
+	ln.Close()
+	_ = os.Remove(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxed bridge: the init did not connect:", err)
+		return 1
+	}
+	if err := startBridge(c); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxed bridge:", err)
+		return 1
+	}
+	select {} // the bridge's goroutines exit the process
+}
+
+// bridgeAcceptTimeout bounds the wait for the init to dial the bridge.
+const bridgeAcceptTimeout = 30 * time.Second
+
+// startBridge greets the host on standard output and starts carrying
+// frames between the stream and the init's channel c.
+func startBridge(c *net.UnixConn) error {
 	b := &bridge{
 		out:    &framer{w: os.Stdout},
-		init:   newConn(mine),
+		init:   newConn(c),
 		execs:  make(map[uint64]*bridgeExec),
 		egress: make(map[uint32]*egressConn),
 		files:  make(map[uint32]*inbox),
 	}
 	if err := b.out.ctrl(&streamMsg{Message: Message{Type: MsgHello}}); err != nil {
-		mine.Close()
-		theirs.Close()
-		return nil, fmt.Errorf("greet the host: %w", err)
+		return fmt.Errorf("greet the host: %w", err)
 	}
 	go b.fromHost(os.Stdin)
 	go b.fromInit()
-	return theirs, nil
+	return nil
 }
 
 func fdConn(fd int) (*net.UnixConn, error) {

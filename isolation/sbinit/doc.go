@@ -63,6 +63,15 @@
 // enforced (0: none). The container tier sends none: there the init is
 // the container's PID 1 and the engine built the root.
 //
+// # Stream mode
+//
+// Where no descriptor can be passed (a Kubernetes pod, reached only
+// through an API stream), the protocol rides one byte stream (stream.go):
+// a bridge makes each command's pipes itself and multiplexes control,
+// stdio, file transfers and egress connections as frames. The bridge
+// runs in the init's process (StreamArgs) or in a process of its own that
+// the init dials (BridgeArgs, ConnectArgs); the host side is StreamClient.
+//
 // Every exec carries three descriptors, stdin, stdout and stderr, made by the
 // host (pipes or /dev/null). Exec requests may overlap: ids are chosen by the
 // host and are unique per channel. Init reaps every process (orphans

@@ -61,6 +61,12 @@ type spawnRequest struct {
 }
 
 func runInit(args []string) int {
+	for _, a := range args {
+		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+			return runBridge(path)
+		}
+	}
 	// Nothing of the init may be read or written through /proc/1 by the
 	// commands it runs, whichever tier (the process tier drops privileges
 	// later and says so again).

@@ -62,6 +62,16 @@ const StreamArg = "--stdio"
 // stream protocol on its standard input and output.
 func StreamArgs() []string { return []string{InitArg, StreamArg} }
 
+// bridgeFlag selects a bridge in a process of its own (BridgeArgs).
+const bridgeFlag = "--bridge="
+
+// BridgeArgs is the argv (after the binary) of a bridge that speaks the
+// stream protocol on its standard input and output to an init that dials
+// the Unix socket path (ConnectArgs(path)), where the init must be
+// another process: a pod's PID 1, while the stream is a later exec
+// session in the pod.
+func BridgeArgs(path string) []string { return []string{InitArg, bridgeFlag + path} }
+
 // Stream message types (ctrl frames only).
 const (
 	MsgHello   = "hello"    // pod -> host: the bridge is up

@@ -54,6 +54,63 @@ func startStreamInit(t *testing.T, cfg *Config, dial func() (net.Conn, error)) *
 	return cl
 }
 
+// startBridgedInit starts a bridge speaking the stream protocol and an init
+// of its own that dials it, as in a pod: the init is another process.
+func startBridgedInit(t *testing.T, cfg *Config) *StreamClient {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	br := exec.Command(os.Args[0], BridgeArgs(sock)...)
+	stdin, err := br.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := br.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Stderr = os.Stderr
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	in := exec.Command(os.Args[0], ConnectArgs(sock)...)
+	in.Stderr = os.Stderr
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cl := NewStreamClient(stdout, stdin)
+	cl.KillGrace = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.WaitHello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Handshake(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cl.Close()
+		br.Wait()
+		in.Wait()
+	})
+	return cl
+}
+
+func TestBridgedInit(t *testing.T) {
+	cl := startBridgedInit(t, &Config{RunID: "t"})
+	var out bytes.Buffer
+	exit, err := cl.Exec(context.Background(), isolation.Command{Args: []string{"sh", "-c", "cat; exit 4"}, Env: testEnv},
+		isolation.Stdio{Stdin: strings.NewReader("through the bridge"), Stdout: &out})
+	if err != nil || exit.Code != 4 || out.String() != "through the bridge" {
+		t.Fatalf("exit %+v err %v out %q", exit, err, out.String())
+	}
+}
+
 func TestStreamExec(t *testing.T) {
 	cl := startStreamInit(t, &Config{RunID: "t"}, nil)
 	ctx := context.Background()

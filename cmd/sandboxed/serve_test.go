@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A tool named by a path the server must find from another working
+// directory is made absolute; a name, or what only looks like a file in
+// the caller's directory without naming a path, stays as it is.
+func TestAbsToolArg(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, f := range []string{"tool.yaml", "sub/other.yml", "plain"} {
+		p := filepath.Join(cwd, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ arg, want string }{
+		{"tool.yaml", filepath.Join(cwd, "tool.yaml")},
+		{"sub/other.yml", filepath.Join(cwd, "sub/other.yml")},
+		{"./tool.yaml", filepath.Join(cwd, "tool.yaml")},
+		{"/abs/x.yaml", "/abs/x.yaml"},
+		{"plain", "plain"},               // a name, even with a file of that name here
+		{"missing.yaml", "missing.yaml"}, // the server reports it missing as a cold run would look it up
+		{"weather-lookup", "weather-lookup"},
+	}
+	for _, tt := range tests {
+		if got := absToolArg(cwd, tt.arg); got != tt.want {
+			t.Errorf("absToolArg(%q) = %q, want %q", tt.arg, got, tt.want)
+		}
+	}
+}
+
+// A caller whose directories or identity variables differ from the
+// server's is declined (it runs cold); the rest of its environment is its
+// own business.
+func TestEnvMismatch(t *testing.T) {
+	t.Setenv("SANDBOXED_STATE_DIR", "/state")
+	t.Setenv("HOME", "/home/u")
+	base := []string{"SANDBOXED_STATE_DIR=/state", "HOME=/home/u", "TOKEN=x"}
+	for _, name := range serverEnv {
+		if name != "SANDBOXED_STATE_DIR" && name != "HOME" {
+			if v, ok := os.LookupEnv(name); ok {
+				base = append(base, name+"="+v)
+			}
+		}
+	}
+	if why := envMismatch(base); why != "" {
+		t.Errorf("the server's own environment is declined: %s", why)
+	}
+	if why := envMismatch(append([]string{"SANDBOXED_STATE_DIR=/other"}, base...)); why == "" {
+		t.Error("another state directory is served")
+	}
+	if why := envMismatch(append([]string{"TOKEN=y"}, base...)); why != "" {
+		t.Errorf("a variable of the run's own is declined: %s", why)
+	}
+}

@@ -1,0 +1,197 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+)
+
+var _ isolation.Prestarter = (*Backend)(nil)
+
+// WarmKey names what a process-tier sandbox fixes when its init starts:
+// the tier, the init binary, and the user namespace (the privilege and
+// the ids it maps, from the invoking user's ids). The namespaces, the
+// cgroup and the network namespace (with or without an egress relay,
+// which the init starts from its config) are the same for every plan.
+func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
+	if p == nil || p.Tier != isolation.TierProcess || p.Spec == nil || p.Spec.Process == nil {
+		return "", false
+	}
+	ids, err := probeHostIDs()
+	if err != nil {
+		return "", false
+	}
+	u := p.Spec.Process.User
+	m, err := planIDMapping(ids, p.Privilege, u.UID, u.GID)
+	if err != nil {
+		return "", false
+	}
+	return warmKeyOf(b.Exe, ids, p.Privilege, u.UID, u.GID, m), true
+}
+
+// warmKey is what a process-tier key holds, encoded as JSON.
+type warmKey struct {
+	Tier      isolation.Tier      `json:"tier"`
+	Exe       string              `json:"exe"`
+	EUID      int                 `json:"euid"`
+	EGID      int                 `json:"egid"`
+	Privilege privilege.Privilege `json:"privilege"`
+	UID       uint32              `json:"uid"`
+	GID       uint32              `json:"gid"`
+	// Userns is the user namespace the init starts in ("" for none).
+	Userns string `json:"userns"`
+}
+
+// warmKeyOf is the key of a sandbox started with mapping m. Everything the
+// init's start depends on is in it, and nothing of a run.
+func warmKeyOf(exe string, ids hostIDs, priv privilege.Privilege, uid, gid uint32, m *idMapping) string {
+	k := warmKey{Tier: isolation.TierProcess, Exe: exe, EUID: ids.euid, EGID: ids.egid, Privilege: priv, UID: uid, GID: gid}
+	if m != nil {
+		k.Userns = fmt.Sprintf("%v/%v helper=%t become=%v keep=%t idmap=%t drop=%t",
+			m.uids, m.gids, m.helper, m.become, m.keepGroups, m.idmapGrants, m.dropGroups)
+	}
+	js, _ := json.Marshal(k)
+	return string(js)
+}
+
+// Prestart starts the init of a sandbox for plans of key, in its cgroup
+// (no limit yet: nothing of a run runs before the claim sets them) and
+// its namespaces, with the user namespace's maps written; the init waits
+// for its config.
+func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (isolation.Warm, error) {
+	f := b.features(ctx)
+	if f.cgroups == nil {
+		return nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
+	}
+	m, err := b.mappingOf(key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cgroupRunID(runID); err != nil {
+		return nil, err
+	}
+	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil && m.helper {
+		if err := writeIDMaps(l.cmd.Process.Pid, m); err != nil {
+			l.destroy(ctx)
+			return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
+		}
+	}
+	return &warm{b: b, key: key, runID: runID, hostDir: hostDir, m: m, l: l}, nil
+}
+
+// mappingOf is the user namespace of key, computed again for this host
+// now: a key that this host would not make today is refused.
+func (b *Backend) mappingOf(key string) (*idMapping, error) {
+	bad := fmt.Errorf("prestart: %q is not a process-tier key of this host: %w", key, ErrBadPlan)
+	var k warmKey
+	if err := json.Unmarshal([]byte(key), &k); err != nil || k.Tier != isolation.TierProcess {
+		return nil, bad
+	}
+	ids, err := probeHostIDs()
+	if err != nil {
+		return nil, err
+	}
+	m, err := planIDMapping(ids, k.Privilege, k.UID, k.GID)
+	if err != nil {
+		return nil, err
+	}
+	if warmKeyOf(b.Exe, ids, k.Privilege, k.UID, k.GID, m) != key {
+		return nil, bad
+	}
+	return m, nil
+}
+
+// warm is a process-tier sandbox whose init waits for its config.
+type warm struct {
+	b       *Backend
+	key     string
+	runID   string
+	hostDir string
+	m       *idMapping
+
+	mu sync.Mutex
+	l  *launched // nil once claimed or discarded
+}
+
+func (w *warm) RunID() string { return w.runID }
+func (w *warm) Key() string   { return w.key }
+
+// take hands the launched init to one caller.
+func (w *warm) take() *launched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.l
+	w.l = nil
+	return l
+}
+
+// Claim sets the run's limits on the cgroup, then sends the init the
+// run's config (with its grants idmapped where the namespace needs it)
+// and waits until the init built the root and is ready.
+func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	l := w.take()
+	if l == nil {
+		return nil, fmt.Errorf("claim sandbox %s: already claimed or discarded: %w", w.runID, isolation.ErrClosed)
+	}
+	fail := func(err error) (isolation.Sandbox, error) {
+		l.destroy(ctx)
+		return nil, fmt.Errorf("claim sandbox %s: %w", w.runID, err)
+	}
+	if p.RunID != w.runID || p.HostDir != w.hostDir {
+		return fail(fmt.Errorf("plan of run %s (host dir %s): %w", p.RunID, p.HostDir, ErrBadPlan))
+	}
+	if key, ok := w.b.WarmKey(p); !ok || key != w.key {
+		return fail(fmt.Errorf("the plan's pool is not this sandbox's: %w", ErrBadPlan))
+	}
+	cfg, m, err := w.b.check(ctx, p)
+	if err != nil {
+		return fail(err)
+	}
+	if l.cg != nil {
+		if err := l.cg.Update(resources(p.Limits)); err != nil {
+			return fail(err)
+		}
+	}
+	l.cl.KillGrace = p.Limits.KillGrace
+	if m != nil && m.idmapGrants {
+		err = finishUserns(l.cmd.Process.Pid, &idMapping{idmapGrants: true}, cfg, l.cl)
+	} else {
+		err = l.cl.SendConfig(cfg)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return l.ready(ctx, p)
+}
+
+// Discard kills the init and removes its cgroup.
+func (w *warm) Discard(ctx context.Context) error {
+	l := w.take()
+	if l == nil {
+		return nil
+	}
+	l.destroy(ctx)
+	if l.cg != nil {
+		if pids, err := l.cg.Procs(); err == nil && len(pids) > 0 {
+			return fmt.Errorf("discard sandbox %s: processes left in cgroup %s", w.runID, l.cg.Path())
+		}
+	}
+	if err := unmountLeftovers(w.hostDir); err != nil {
+		return fmt.Errorf("discard sandbox %s: %w", w.runID, err)
+	}
+	if _, err := os.Stat(w.hostDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("discard sandbox %s: %w", w.runID, err)
+	}
+	return nil
+}

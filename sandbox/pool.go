@@ -1,0 +1,300 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+)
+
+// Pool settings' defaults: a couple of sandboxes per key, given back after
+// a minute without a claim.
+const (
+	DefaultPoolSize = 2
+	DefaultPoolIdle = time.Minute
+)
+
+// PoolSettings are the settings of a warm pool.
+type PoolSettings struct {
+	// Size is how many warm sandboxes each key keeps ready; 0 turns the
+	// pool off.
+	Size int
+	// Idle is how long a key's sandboxes wait for a claim before they are
+	// discarded (the pool of that key shrinks to zero until a run of the
+	// key comes again).
+	Idle time.Duration
+}
+
+// Pool keeps warm sandboxes (isolation.Prestarter) for the runs of a
+// resident controller (sandboxed mcp, sandboxed serve). A key's pool is
+// made by the first run of the key, which starts cold; later runs of the
+// key claim a warm sandbox when one is ready, else start cold (a burst
+// larger than the pool never waits), and each claim refills the pool in
+// the background.
+//
+// Each warm sandbox is born with a run id that is held live (holdRun)
+// and a host directory, like a run in progress: when the controller dies
+// the kernel drops the hold, its init dies with it (parent-death
+// signal), and `sandboxed gc` reaps the rest like any crashed run's.
+type Pool struct {
+	settings   PoolSettings
+	runtimeDir string
+	log        io.Writer
+
+	mu     sync.Mutex
+	keys   map[string]*keyPool
+	claims int // warm sandboxes handed to runs so far
+	closed bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
+// keyPool is the warm sandboxes of one key.
+type keyPool struct {
+	b        isolation.Prestarter
+	ready    []*pooled
+	starting int
+	lastUse  time.Time
+	failing  bool // the last prestart failed: no refill until the next claim
+}
+
+// pooled is one warm sandbox and what the pool made on the host for it.
+type pooled struct {
+	w       isolation.Warm
+	hostDir string
+	release func() // the run id's live hold
+	owned   bool   // a run's host setup owns it (Controller.setUpHost)
+	once    sync.Once
+}
+
+// drop discards the warm sandbox if no run claimed it, then removes what
+// the pool made for it. It is idempotent; after a claim the sandbox's
+// Close has destroyed it.
+func (w *pooled) drop() {
+	w.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		_ = w.w.Discard(ctx)
+		os.RemoveAll(w.hostDir)
+		w.release()
+	})
+}
+
+// NewPool returns a pool of the given settings whose sandboxes' host
+// directories are under runtimeDir; log receives what goes wrong behind
+// the runs (nil: discarded). Close it when the controller stops.
+func NewPool(s PoolSettings, runtimeDir string, log io.Writer) *Pool {
+	if log == nil {
+		log = io.Discard
+	}
+	p := &Pool{settings: s, runtimeDir: runtimeDir, log: log, keys: map[string]*keyPool{}, stop: make(chan struct{})}
+	if s.Size > 0 && s.Idle > 0 {
+		p.wg.Add(1)
+		go p.expire()
+	}
+	return p
+}
+
+// take returns a warm sandbox of key, or nil when none is ready (the run
+// starts cold); either way the key's pool is filled behind it.
+func (p *Pool) take(b isolation.Prestarter, key string) *pooled {
+	if p == nil || p.settings.Size <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	kp := p.keys[key]
+	if kp == nil {
+		kp = &keyPool{b: b}
+		p.keys[key] = kp
+	}
+	kp.lastUse = time.Now()
+	kp.failing = false
+	var got *pooled
+	if n := len(kp.ready); n > 0 {
+		got = kp.ready[n-1]
+		kp.ready = kp.ready[:n-1]
+		p.claims++
+	}
+	p.refillLocked(key, kp)
+	return got
+}
+
+// refillLocked starts the sandboxes key lacks. p.mu is held.
+func (p *Pool) refillLocked(key string, kp *keyPool) {
+	for !kp.failing && len(kp.ready)+kp.starting < p.settings.Size {
+		kp.starting++
+		p.wg.Add(1)
+		go p.prestart(key, kp)
+	}
+}
+
+// prestart makes one warm sandbox of key and adds it to the pool.
+func (p *Pool) prestart(key string, kp *keyPool) {
+	defer p.wg.Done()
+	w, err := p.make(kp.b, key)
+	p.mu.Lock()
+	kp.starting--
+	if err != nil {
+		kp.failing = true
+		p.mu.Unlock()
+		fmt.Fprintf(p.log, "sandboxed: pool: prestart a sandbox: %v\n", err)
+		return
+	}
+	if p.closed || p.keys[key] != kp {
+		p.mu.Unlock()
+		p.discard(w)
+		return
+	}
+	kp.ready = append(kp.ready, w)
+	p.mu.Unlock()
+}
+
+// make prestarts one sandbox with a fresh run id, held live, in its own
+// host directory. On error nothing is left.
+func (p *Pool) make(b isolation.Prestarter, key string) (_ *pooled, retErr error) {
+	runID := NewRunID(time.Now())
+	if err := ensurePrivateDir(p.runtimeDir); err != nil {
+		return nil, err
+	}
+	release, err := holdRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	hostDir := HostDir(p.runtimeDir, runID)
+	if err := os.Mkdir(hostDir, 0o700); err != nil {
+		release()
+		return nil, fmt.Errorf("create run dir %s: %w", hostDir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	w, err := b.Prestart(ctx, key, runID, hostDir)
+	if err != nil {
+		os.RemoveAll(hostDir)
+		release()
+		return nil, err
+	}
+	return &pooled{w: w, hostDir: hostDir, release: release}, nil
+}
+
+// discard destroys a warm sandbox nobody claimed, and what the pool made
+// for it.
+func (p *Pool) discard(w *pooled) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := w.w.Discard(ctx); err != nil {
+		fmt.Fprintf(p.log, "sandboxed: pool: discard sandbox %s: %v\n", w.w.RunID(), err)
+	}
+	w.drop()
+}
+
+// expire discards the sandboxes of keys unused for the idle lifetime.
+func (p *Pool) expire() {
+	defer p.wg.Done()
+	t := time.NewTicker(max(p.settings.Idle/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		var idle []*pooled
+		p.mu.Lock()
+		for key, kp := range p.keys {
+			if time.Since(kp.lastUse) < p.settings.Idle || kp.starting > 0 {
+				continue
+			}
+			idle = append(idle, kp.ready...)
+			delete(p.keys, key)
+		}
+		p.mu.Unlock()
+		for _, w := range idle {
+			p.discard(w)
+		}
+	}
+}
+
+// Claims reports how many warm sandboxes were handed to runs so far.
+func (p *Pool) Claims() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.claims
+}
+
+// Ready reports how many warm sandboxes wait for a claim, over all keys.
+func (p *Pool) Ready() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, kp := range p.keys {
+		n += len(kp.ready)
+	}
+	return n
+}
+
+// Close discards every warm sandbox and waits for the pool's work to end.
+// It is idempotent.
+func (p *Pool) Close() error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.stop)
+	var all []*pooled
+	for _, kp := range p.keys {
+		all = append(all, kp.ready...)
+	}
+	p.keys = map[string]*keyPool{}
+	p.mu.Unlock()
+	for _, w := range all {
+		p.discard(w)
+	}
+	p.wg.Wait()
+	return nil
+}
+
+// warmFor takes a warm sandbox for the prepared run pr from the
+// controller's pool and re-plans the run with its run id. It returns the
+// run as prepared (and nil) when the run starts cold.
+func (c *Controller) warmFor(pr *Prepared) (*Prepared, *pooled) {
+	if c.Pool == nil || pr.Plan == nil || pr.Plan.Backend != "" || pr.Facts == nil || pr.Facts.RuntimeDir != c.Pool.runtimeDir {
+		return pr, nil
+	}
+	b, ok := c.Backends[pr.Plan.Tier].(isolation.Prestarter)
+	if !ok {
+		return pr, nil
+	}
+	key, ok := b.WarmKey(pr.Plan)
+	if !ok {
+		return pr, nil
+	}
+	w := c.Pool.take(b, key)
+	if w == nil {
+		return pr, nil
+	}
+	again, err := pr.withRunID(w.w.RunID())
+	if err != nil || again.Plan.HostDir != w.hostDir {
+		c.Pool.discard(w)
+		return pr, nil
+	}
+	return again, w
+}
