@@ -181,7 +181,7 @@ stop() {
 
 install_packages() {
 	local need=() p
-	for p in etcd-server containerd runc runsc containernetworking-plugins iptables iproute2 openssl curl jq; do
+	for p in etcd-server containerd runc runsc containernetworking-plugins iptables iproute2 procps openssl curl jq; do
 		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 	done
 	if ((${#need[@]})); then
