@@ -140,6 +140,10 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			return
 		}
 		what := req.Method + " " + requestLine(req, t, port, client != net.Conn(c))
+		if req.ProtoMajor != 1 {
+			p.refuseRequest(client, rec.Protocol, t, port, what, &refusal{Deny, req.Proto + " is not forwarded to an inspected host; speak HTTP/1.1"})
+			return
+		}
 		if req.Method == http.MethodConnect {
 			p.addRecord(Record{Protocol: rec.Protocol, Host: t.display(), Port: port, Verdict: Deny, Start: time.Now(), Reason: "CONNECT inside a tunnel is not forwarded"})
 			writeHTTPError(client, http.StatusBadRequest, "sandboxed egress proxy: CONNECT inside a tunnel is not forwarded")
