@@ -112,7 +112,7 @@ alive() {
 	local pid
 	pid=$(cat "$(pidfile "$1")" 2>/dev/null) || return 1
 	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$1"
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -- "$1" >/dev/null
 }
 
 started=0
@@ -197,7 +197,7 @@ setup_network() {
 		ip link add "$bridge" type bridge
 	fi
 	sysctl -qw "net.ipv6.conf.$bridge.disable_ipv6=1"
-	if ! ip -4 addr show dev "$bridge" | grep -q " $node_ip/"; then
+	if ! ip -4 addr show dev "$bridge" | grep " $node_ip/" >/dev/null; then
 		ip addr add "$node_ip/${pod_cidr#*/}" dev "$bridge"
 	fi
 	ip link set "$bridge" up
@@ -488,7 +488,7 @@ EOF
 
 ctr_() { ctr -a "$sock" -n k8s.io "$@"; }
 
-has_image() { timeout 20 ctr -a "$sock" -n k8s.io images ls -q | grep -qx "$1"; }
+has_image() { timeout 20 ctr -a "$sock" -n k8s.io images ls -q | grep -x -- "$1" >/dev/null; }
 
 # import_pause: builds the pause command and imports it as a one-layer image
 # (Docker's image archive format, made here: no registry, no Docker).
@@ -723,7 +723,7 @@ down() {
 	# ones with an address in the pod range.
 	local ns
 	for ns in /run/netns/cni-*; do
-		if ip netns exec "$(basename "$ns")" ip -4 -o addr show 2>/dev/null | grep -q " ${pod_cidr%.*}\."; then
+		if ip netns exec "$(basename "$ns")" ip -4 -o addr show 2>/dev/null | grep " ${pod_cidr%.*}\." >/dev/null; then
 			umount "$ns" 2>/dev/null || true
 			rm -f "$ns"
 		fi
