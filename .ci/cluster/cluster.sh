@@ -54,7 +54,7 @@
 #
 # Where things live: /var/lib/sandboxed-k8s (certificates, etcd, containerd,
 # kubelet, CNI state, logs), /run/sandboxed-k8s (sockets, pids, runtime
-# state), cgroups /sys/fs/cgroup/*/sandboxed-k8s. `down` removes all of them
+# state), cgroups sandboxed-k8s in each hierarchy. `down` removes all of them
 # but the cached binaries, and the bridge, its veths, the pods' network
 # namespaces, the iptables rules and the sysctls the kubelet changed.
 set -euo pipefail
