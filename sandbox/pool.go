@@ -12,13 +12,6 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
-// Pool settings' defaults: a couple of sandboxes per key, given back after
-// a minute without a claim.
-const (
-	DefaultPoolSize = 2
-	DefaultPoolIdle = time.Minute
-)
-
 // PoolSettings are the settings of a warm pool.
 type PoolSettings struct {
 	// Size is how many warm sandboxes each key keeps ready; 0 turns the
