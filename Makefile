@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: build test unit e2e vm-test vm-image vagrant-validate bench lint fuzz clean
+.PHONY: build test unit e2e vm-test vm-image vagrant-validate cluster-up cluster-down bench lint fuzz clean
 
 # The sandbox init is built first and embedded in the CLI (package
 # isolation/initbin): each sandbox then starts a 3 MB init, not the whole CLI.
@@ -45,6 +45,16 @@ vm-image:
 # no box is needed.
 vagrant-validate:
 	VAGRANT_DEFAULT_PROVIDER=libvirt vagrant validate
+
+# The test cluster: a real single-node Kubernetes cluster on this machine
+# for the Kubernetes backend's tests (root; README, "The test cluster").
+# Its admin kubeconfig is written to .cluster/kubeconfig. The Kubernetes
+# binaries are built once per release into /var/cache/sandboxed-k8s.
+cluster-up:
+	bash .ci/cluster/cluster.sh up $(CURDIR)
+
+cluster-down:
+	bash .ci/cluster/cluster.sh down $(CURDIR)
 
 bench: build
 	$(GO) run ./internal/bench -bin $(BIN) $(if $(BENCH_USER),-user $(BENCH_USER))

@@ -229,3 +229,32 @@ func TestHTTPRuleOnUngrantedHostIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestCredentialsThroughServer: with `sandboxed serve` listening, a run
+// with credentials gets its value from the caller's environment (the
+// server's has none), whether the server runs it or declines it to run
+// cold.
+func TestCredentialsThroughServer(t *testing.T) {
+	pol := credPolicy(t)
+	grant := "network:external:web.test"
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		script := `
+echo "ENV:$E2E_TOKEN"
+curl -sS "https://web.test/echo/served" -H "Authorization: Bearer $E2E_TOKEN" | sed 's/^/TLS:/'`
+		extra := "sandboxed:\n  credentials:\n    - name: E2E_TOKEN\n      env: E2E_CRED_SOURCE\n      hosts: [web.test]\n"
+		tool := toolYAML(t, dir, tier, "served", script, []string{grant}, extra)
+		srv := startServer(t, dir, "--pool-size", "1")
+		args := append(approvals(grant), "--approve", "credential:E2E_TOKEN", "--policy", pol, tool)
+		for i := 0; i < 2; i++ {
+			r, c := runWithEnv(t, dir, []string{"E2E_CRED_SOURCE=" + credSecret}, args...)
+			expect(t, r, c, "ok", 0)
+			sum := sha256.Sum256([]byte("Bearer " + credSecret))
+			if !strings.Contains(r.Stdout, "ENV:sandboxed-stand-in-") || !strings.Contains(r.Stdout, "auth-sha="+hex.EncodeToString(sum[:])) ||
+				strings.Contains(r.Stdout, credSecret) {
+				t.Errorf("call %d:\n%s%s\nserver: %s", i, r.Stdout, r.Stderr, srv.log.String())
+			}
+			noSecretOnDisk(t, r.RunID)
+		}
+	})
+}

@@ -83,7 +83,7 @@ type TemplatedPermission struct {
 // DecisionItem is one policy item as plain data (policy.Item).
 type DecisionItem struct {
 	Subject     string
-	Kind        string // tool, isolation, privilege, environment, grant, limit
+	Kind        string // tool, isolation, privilege, environment, grant, limit, credential
 	Description string
 	Verdict     string
 	Rule        string

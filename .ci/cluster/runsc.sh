@@ -1,0 +1,113 @@
+#!/bin/bash
+# runsc as containerd's runc shim runs it, for a pod of several containers.
+# cluster.sh installs it as the runtime binary of the runsc handlers:
+#
+#   runsc.sh WAITERS_DIR RUNSC_FLAGS... -- RUNC_ARGUMENTS...
+#
+# Debian 12's runsc has no containerd shim of its own, and gVisor's shim
+# cannot start where the host denies lowering an OOM score (CAP_SYS_RESOURCE;
+# it sets its own to -999). So containerd's runc shim runs runsc, as the
+# Docker engine does. That works for the pod's first container, whose
+# process is gVisor's sandbox. For every other container of the pod, runsc
+# differs from runc in three ways, and this script makes up for them:
+#   - runsc names the sandbox's pid for it, and the shim would wait on that,
+#     so the container would never seem to exit. After `create` a child
+#     here (the waiter) waits for the container (runsc wait, once it is
+#     started) and exits with its status; its pid replaces the one in the
+#     pid file, and the shim, the subreaper of this process's orphans,
+#     reaps it.
+#   - runsc gives the container the standard streams of `start`, not of
+#     `create` (to which the shim gives the container's pipes), so the
+#     waiter keeps those of `create` and `start` takes them from it. The
+#     waiter's pid is in WAITERS_DIR/ID.
+#   - runsc's error for a kill of a container that has stopped is not one
+#     the shim knows, and the shim would fail to stop the pod.
+set -euo pipefail
+
+waiters=$1
+shift
+runsc=(/usr/bin/runsc)
+while (($#)) && [[ $1 != -- ]]; do
+	runsc+=("$1")
+	shift
+done
+shift || true
+
+# runc's global flags, which the shim puts before the command.
+global=()
+args=("$@")
+i=0
+while ((i < ${#args[@]})) && [[ ${args[i]} == -* ]]; do
+	case ${args[i]} in
+	--root | --log | --log-format | --criu | --rootless)
+		global+=("${args[i]}" "${args[i + 1]}")
+		i=$((i + 2))
+		;;
+	*)
+		global+=("${args[i]}")
+		i=$((i + 1))
+		;;
+	esac
+done
+command=${args[i]:-}
+id=${args[${#args[@]} - 1]}
+case $command in
+create) ;;
+start)
+	if [[ -f $waiters/$id ]]; then
+		w=$(cat "$waiters/$id")
+		exec "${runsc[@]}" "$@" <"/proc/$w/fd/0" >"/proc/$w/fd/1" 2>"/proc/$w/fd/2"
+	fi
+	exec "${runsc[@]}" "$@"
+	;;
+delete)
+	rm -f "$waiters/$id"
+	exec "${runsc[@]}" "$@"
+	;;
+kill)
+	# The shim takes runc's words for a container that is gone already and
+	# then has nothing to do; runsc says it its own way.
+	if ! out=$("${runsc[@]}" "$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		if [[ $out == *"is not running"* ]]; then
+			echo "container not running" >&2
+		fi
+		exit 1
+	fi
+	printf '%s' "$out"
+	exit 0
+	;;
+*) exec "${runsc[@]}" "$@" ;;
+esac
+
+bundle=. pidfile= id=
+j=$((i + 1))
+while ((j < ${#args[@]})); do
+	case ${args[j]} in
+	--bundle | -b) bundle=${args[j + 1]} j=$((j + 2)) ;;
+	--bundle=*) bundle=${args[j]#*=} j=$((j + 1)) ;;
+	--pid-file) pidfile=${args[j + 1]} j=$((j + 2)) ;;
+	--pid-file=*) pidfile=${args[j]#*=} j=$((j + 1)) ;;
+	--console-socket) j=$((j + 2)) ;;
+	-*) j=$((j + 1)) ;;
+	*) id=${args[j]} j=$((j + 1)) ;;
+	esac
+done
+
+"${runsc[@]}" "$@"
+
+if [[ -n $pidfile && -n $id ]] &&
+	jq -e '.annotations["io.kubernetes.cri.container-type"] == "container"' "$bundle/config.json" >/dev/null 2>&1; then
+	(
+		# runsc waits only on a started container: wait for `start` first.
+		while state=$("${runsc[@]}" "${global[@]}" state "$id" 2>/dev/null | jq -r .status) &&
+			[[ $state == created ]]; do
+			sleep 0.05
+		done
+		status=$("${runsc[@]}" "${global[@]}" wait "$id" 2>/dev/null | jq -r '.exitStatus // 255') || status=255
+		exit $((${status:-255} & 255))
+	) &
+	mkdir -p "$waiters"
+	echo -n $! >"$waiters/$id"
+	echo -n $! >"$pidfile"
+fi
