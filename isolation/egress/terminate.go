@@ -170,9 +170,9 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 }
 
 // requestLine is the request's URL as messages show it.
-func requestLine(req *http.Request, t target, port int, tls bool) string {
+func requestLine(req *http.Request, t target, port int, secure bool) string {
 	scheme, def := "http", 80
-	if tls {
+	if secure {
 		scheme, def = "https", 443
 	}
 	host := t.display()
