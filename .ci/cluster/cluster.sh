@@ -128,7 +128,7 @@ start() {
 	fi
 	log "starting $name"
 	printf '\n== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logs/$name.log"
-	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$(pidfile "$name")"
 	started=1
 }
@@ -820,9 +820,16 @@ status() {
 	((ok))
 }
 
+# One up or down at a time on the machine (the daemons never hold the lock:
+# start closes it for them).
+lock() {
+	exec 9>/run/sandboxed-k8s.lock
+	flock 9
+}
+
 case ${1:-} in
-up) up ;;
-down) down ;;
+up) lock && up ;;
+down) lock && down ;;
 status) status ;;
 *) die "usage: cluster.sh up|down|status [CHECKOUT]" ;;
 esac
