@@ -448,3 +448,26 @@ func TestSOCKS5IsInspected(t *testing.T) {
 		t.Errorf("upstream got %q", up.auth)
 	}
 }
+
+func TestInspectedTunnelRefusesHTTP2Preface(t *testing.T) {
+	ca, _ := NewCA("r", time.Hour)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	port := portOf(t, srv.URL)
+	p := startProxy(t, Config{
+		Rules:      mustRules(t, []string{"good.test:" + itoa(port)}, nil, nil),
+		Resolver:   hosts(t, "good.test 127.0.0.1"),
+		HTTPRules:  []HTTPRule{{Host: "good.test", Methods: []string{"GET"}}},
+		CA:         ca,
+		allowAddrs: []netip.Addr{loopback},
+	})
+	resp, c, br := rawConnect(t, p, "good.test:"+itoa(port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	b, _ := io.ReadAll(br)
+	if !strings.Contains(string(b), "403") {
+		t.Errorf("an HTTP/2 preface got %q", b)
+	}
+}

@@ -140,6 +140,10 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			return
 		}
 		what := req.Method + " " + requestLine(req, t, port, client != net.Conn(c))
+		if req.ProtoMajor != 1 {
+			p.refuseRequest(client, rec.Protocol, t, port, what, &refusal{Deny, req.Proto + " is not forwarded to an inspected host; speak HTTP/1.1"})
+			return
+		}
 		if req.Method == http.MethodConnect {
 			p.addRecord(Record{Protocol: rec.Protocol, Host: t.display(), Port: port, Verdict: Deny, Start: time.Now(), Reason: "CONNECT inside a tunnel is not forwarded"})
 			writeHTTPError(client, http.StatusBadRequest, "sandboxed egress proxy: CONNECT inside a tunnel is not forwarded")
@@ -166,9 +170,9 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 }
 
 // requestLine is the request's URL as messages show it.
-func requestLine(req *http.Request, t target, port int, tls bool) string {
+func requestLine(req *http.Request, t target, port int, secure bool) string {
 	scheme, def := "http", 80
-	if tls {
+	if secure {
 		scheme, def = "https", 443
 	}
 	host := t.display()

@@ -44,10 +44,6 @@ type Settings struct {
 	Concurrency int
 	// StartTimeout bounds a pod's way to running (default 2 minutes).
 	StartTimeout time.Duration
-
-	// checking: the plan is checked before the run starts, when files
-	// the run makes in its host directory do not exist yet.
-	checking bool
 }
 
 func (s *Settings) pullPolicy() string {
@@ -122,14 +118,12 @@ func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
 // (the RuntimeClass) and the read grants' files, and changes nothing.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Observe {
-		return isolation.ErrNoObserve("kubernetes")
+		return isolation.ObserveUnsupported("kubernetes")
 	}
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")
 	}
-	check := b.settings
-	check.checking = true
-	if _, err := buildObjects(p, &check); err != nil {
+	if _, err := buildObjects(p, &b.settings); err != nil {
 		return err
 	}
 	a, err := b.client()

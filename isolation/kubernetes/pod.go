@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -347,10 +348,14 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 		case bind && ro:
 			q.kind, q.host = kindRead, m.Source
 			fi, err := os.Stat(m.Source)
-			if err != nil && s.checking && p.HostDir != "" && strings.HasPrefix(m.Source, p.HostDir+"/") {
-				// The run's own file (a trust bundle), made when the run
-				// starts: Check cannot read it yet.
-				continue
+			if err != nil && errors.Is(err, fs.ErrNotExist) && p.Egress != nil && m.Source == p.Egress.CABundle {
+				// The run's trust bundle is written when the run starts,
+				// after Check: Check sees its place, Start its content.
+				key := fmt.Sprintf("f%d", len(mp.data))
+				mp.data[key] = []byte{}
+				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(int32(0o444))}}))
+				mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
+				break
 			}
 			if err != nil {
 				return nil, fmt.Errorf("read grant %s: %w", m.Source, err)

@@ -229,3 +229,35 @@ func TestReadOnlyDirHasMountPoints(t *testing.T) {
 		t.Errorf("no placeholder in the ConfigMap")
 	}
 }
+
+// The run's trust bundle (credentials) is written after Check: Check
+// plans its place, Start carries its content.
+func TestBuildObjectsTrustBundle(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "ca-bundle.crt")
+	p := testPlan(bindMount(bundle, isolation.SandboxCABundle, true))
+	p.Egress = &isolation.Egress{CABundle: bundle}
+	if _, err := buildObjects(p, &Settings{}); err != nil {
+		t.Fatalf("before the bundle is written: %v", err)
+	}
+	if err := os.WriteFile(bundle, []byte("PEM"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := buildObjects(p, &Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, b := range o.configMap.BinaryData {
+		found = found || string(b) == "PEM"
+	}
+	if !found {
+		t.Errorf("the bundle's content is not in the ConfigMap: %v", o.configMap.BinaryData)
+	}
+	// Any other missing read grant is still an error.
+	p.Egress.CABundle = ""
+	os.Remove(bundle)
+	if _, err := buildObjects(p, &Settings{}); err == nil {
+		t.Error("a missing read grant was accepted")
+	}
+}

@@ -121,9 +121,11 @@ func (o *observer) serve() {
 		}
 		accs := o.accesses(&req)
 		// Only a notification still pending was read from the process
-		// that made it (its pid was not reused in between).
+		// that made it (its pid was not reused in between). Kernels
+		// before 5.17 know this request by another number (EINVAL or
+		// ENOTTY here): there the check is skipped.
 		id := req.id
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id))); e == 0 {
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id))); e != unix.ENOENT {
 			o.record(accs)
 		}
 		resp := seccompNotifResp{id: req.id, flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}

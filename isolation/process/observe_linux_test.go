@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -62,5 +63,16 @@ func TestObserveRecordsAccesses(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) != 1 || ents[0].Name() != "in.txt" {
 		t.Errorf("the host directory changed: %v %v", ents, err)
+	}
+}
+
+// A warm sandbox has no watch filter: an observed plan never draws one.
+func TestObservedPlanStartsCold(t *testing.T) {
+	p := testPlan(t, privilege.SameAsUser)
+	b := process.New()
+	_, warm := b.WarmKey(p)
+	p.Observe = true
+	if key, ok := b.WarmKey(p); ok {
+		t.Errorf("an observed plan has the warm key %q (an ordinary one: %v)", key, warm)
 	}
 }

@@ -24,6 +24,11 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if p == nil || p.Tier != isolation.TierProcess || p.Spec == nil || p.Spec.Process == nil {
 		return "", false
 	}
+	if p.Observe {
+		// The watch filter is loaded by the init as it starts: an
+		// observed run starts cold.
+		return "", false
+	}
 	ids, err := probeHostIDs()
 	if err != nil {
 		return "", false

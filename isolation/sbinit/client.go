@@ -202,6 +202,9 @@ func (cl *Client) Close() error {
 	cl.mu.Unlock()
 	err := cl.c.c.Close()
 	<-cl.dead
+	if fd := cl.TakeListener(); fd >= 0 {
+		syscall.Close(fd) // nobody took it: nobody answers it
+	}
 	return err
 }
 
