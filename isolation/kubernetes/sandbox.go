@@ -23,9 +23,6 @@ import (
 // pollInterval is how often a starting or ending pod is looked at.
 const pollInterval = 100 * time.Millisecond
 
-// helloTimeout bounds the wait for the init once the pod runs.
-const helloTimeout = 30 * time.Second
-
 // sandbox is one run's pod.
 type sandbox struct {
 	api      *api
@@ -306,7 +303,9 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 		cl.DialEgress = func() (net.Conn, error) { return net.Dial("unix", sock) }
 	}
 	s.init = cl
-	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	// The node may be busy (many pods starting at once): the init's
+	// start is part of the pod's, and has as long.
+	hctx, cancel := context.WithTimeout(ctx, s.settings.startTimeout())
 	defer cancel()
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
