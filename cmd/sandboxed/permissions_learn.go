@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/sandbox/learn"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -145,6 +146,9 @@ func askLearn(w io.Writer, r io.Reader, s *learn.Session) (bool, error) {
 func renderLearned(out, errw io.Writer, rep *learn.Report, wrote bool) {
 	if rep.Run != nil {
 		fmt.Fprintf(errw, "sandboxed: learning run %s: %s, exit code %d\n", rep.Run.RunID, rep.Run.Status, rep.Run.ExitCode)
+		if rep.Run.Status != sandbox.StatusOK {
+			fmt.Fprintln(errw, "sandboxed: the tool did not finish well: the draft covers only what it did before it stopped")
+		}
 	}
 	for _, a := range rep.Touched() {
 		dir := ""
