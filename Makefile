@@ -1,6 +1,9 @@
 # sandboxed — build, test, benchmark.
 GO        ?= go
 BIN       ?= bin/sandboxed
+# The same CLI with the Kubernetes backend linked; sandboxed hands a command
+# over to it when the command needs a cluster (cmd/sandboxed/kube.go).
+KUBEBIN   ?= $(dir $(BIN))sandboxed-kubernetes
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 0
@@ -15,6 +18,7 @@ build:
 	$(GO) build -trimpath -ldflags '-s -w' -o $(INITBIN) ./cmd/sandboxed-init
 	sha256sum $(INITBIN) | cut -c1-64 > $(INITBIN).sha256
 	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
+	$(GO) build -tags embedinit,urfave_cli_no_docs,kubernetes -trimpath -ldflags '$(LDFLAGS)' -o $(KUBEBIN) ./cmd/sandboxed
 
 # The README's test command. Unit tests everywhere; the e2e suite also runs
 # when SANDBOXED_E2E=1 (root, a real kernel, a Docker engine).

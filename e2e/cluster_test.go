@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,30 +30,35 @@ import (
 // clusterKubeconfigVar names a kubeconfig to use instead of the checkout's.
 const clusterKubeconfigVar = "SANDBOXED_E2E_KUBECONFIG"
 
-// clusterKubeconfigFile is where `make cluster-up` writes the admin
-// kubeconfig, relative to the checkout (the suite runs in e2e/).
-const clusterKubeconfigFile = "../.cluster/kubeconfig"
+// clusterKubeconfigFiles are where `make cluster-up` writes the admin
+// kubeconfig: the checkout's .cluster/kubeconfig (the suite runs in e2e/),
+// and the cluster's own copy, which serves every checkout on the machine.
+var clusterKubeconfigFiles = []string{"../.cluster/kubeconfig", "/var/lib/sandboxed-k8s/kubeconfig/admin"}
 
 // clusterKubeconfig returns the path of the test cluster's admin
-// kubeconfig: $SANDBOXED_E2E_KUBECONFIG when set, else the checkout's
-// .cluster/kubeconfig. The error says how to bring the cluster up when
-// there is none; pass it to testenv.Need.
+// kubeconfig: $SANDBOXED_E2E_KUBECONFIG when set, else the first of
+// clusterKubeconfigFiles that exists. The error says how to bring the
+// cluster up when there is none; pass it to testenv.Need.
 func clusterKubeconfig() (string, error) {
-	path := os.Getenv(clusterKubeconfigVar)
-	if path == "" {
-		abs, err := filepath.Abs(clusterKubeconfigFile)
+	if path := os.Getenv(clusterKubeconfigVar); path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("kubeconfig %s (%s): %w", path, clusterKubeconfigVar, err)
+		}
+		return path, nil
+	}
+	for _, f := range clusterKubeconfigFiles {
+		path, err := filepath.Abs(f)
 		if err != nil {
 			return "", err
 		}
-		path = abs
-	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("no test cluster (no kubeconfig %s): bring it up with sudo make cluster-up, or name a kubeconfig in %s", path, clusterKubeconfigVar)
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
 		}
-		return "", err
 	}
-	return path, nil
+	return "", fmt.Errorf("no test cluster (no kubeconfig in %s): bring it up with sudo make cluster-up, or name a kubeconfig in %s",
+		strings.Join(clusterKubeconfigFiles, " or "), clusterKubeconfigVar)
 }
 
 // documentationPrefixes are the IPv4 ranges the cluster's pods and services

@@ -111,6 +111,13 @@ func setup() (int, error) {
 		if out, err := exec.Command("cp", prebuilt, env.bin).CombinedOutput(); err != nil {
 			return 1, fmt.Errorf("copy SANDBOXED_E2E_BIN: %v\n%s", err, out)
 		}
+		// The build with the Kubernetes backend, when it was built too.
+		kube := filepath.Join(filepath.Dir(prebuilt), "sandboxed-kubernetes")
+		if _, err := os.Stat(kube); err == nil {
+			if out, err := exec.Command("cp", kube, filepath.Dir(env.bin)).CombinedOutput(); err != nil {
+				return 1, fmt.Errorf("copy %s: %v\n%s", kube, err, out)
+			}
+		}
 	} else {
 		build := exec.Command("make", "-s", "build", "BIN="+env.bin)
 		build.Dir = ".."

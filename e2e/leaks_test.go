@@ -50,7 +50,13 @@ func findLeaks() []string {
 		target, _ := os.Readlink(p)
 		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
 		// gVisor's sandbox and gofer processes of a runsc container: the
-		// suite runs no other.
+		// suite runs no other but the test cluster's (make cluster-up),
+		// whose runtime state lives under /run/sandboxed-k8s: its pods
+		// are the cluster's, checked through its API.
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if strings.Contains(string(cmdline), "/run/sandboxed-k8s/") {
+			continue
+		}
 		if strings.HasPrefix(strings.TrimSpace(string(comm)), "runsc") || strings.HasSuffix(strings.TrimSuffix(target, " (deleted)"), "/runsc") {
 			leaks = append(leaks, "runsc process "+filepath.Base(dir)+" ("+target+")")
 			continue

@@ -24,9 +24,9 @@ type Access struct {
 	Dir  bool     `json:"dir,omitempty"`
 }
 
-// ErrNoObserve is the refusal of an observed plan (Plan.Observe) by a
+// ObserveUnsupported is the refusal of an observed plan (Plan.Observe) by a
 // tier that cannot observe.
-func ErrNoObserve(t Tier) error {
+func ObserveUnsupported(t Tier) error {
 	return &UnsupportedError{
 		What: "observing a run (permissions learn) in the " + string(t) + " tier",
 		Fix:  "learning runs in the process tier",

@@ -54,7 +54,7 @@
 #
 # Where things live: /var/lib/sandboxed-k8s (certificates, etcd, containerd,
 # kubelet, CNI state, logs), /run/sandboxed-k8s (sockets, pids, runtime
-# state), cgroups /sys/fs/cgroup/*/sandboxed-k8s. `down` removes all of them
+# state), cgroups sandboxed-k8s in each hierarchy. `down` removes all of them
 # but the cached binaries, and the bridge, its veths, the pods' network
 # namespaces, the iptables rules and the sysctls the kubelet changed.
 set -euo pipefail
@@ -128,7 +128,7 @@ start() {
 	fi
 	log "starting $name"
 	printf '\n== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logs/$name.log"
-	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$(pidfile "$name")"
 	started=1
 }
@@ -181,7 +181,7 @@ stop() {
 
 install_packages() {
 	local need=() p
-	for p in etcd-server containerd runc runsc containernetworking-plugins iptables iproute2 openssl curl jq; do
+	for p in etcd-server containerd runc runsc containernetworking-plugins iptables iproute2 procps openssl curl jq; do
 		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 	done
 	if ((${#need[@]})); then
@@ -211,10 +211,26 @@ setup_network() {
 	done
 }
 
-setup_cgroups() {
+# hierarchies: the cgroup hierarchies the pods' cgroups are made in, one a
+# line: each v1 controller's mount (and the unified one of a hybrid host),
+# or the one v2 tree.
+hierarchies() {
+	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+		echo /sys/fs/cgroup
+		return
+	fi
 	local h
 	for h in /sys/fs/cgroup/*/; do
 		h=${h%/}
+		if mountpoint -q "$h"; then echo "$h"; fi
+	done
+}
+
+# setup_cgroups: the kubelet's cgroup root (cgroupRoot) in every hierarchy;
+# the kubelet makes its pods' cgroups under it.
+setup_cgroups() {
+	local h
+	for h in $(hierarchies); do
 		[[ -d $h/$cgroup_root ]] && continue
 		mkdir "$h/$cgroup_root"
 		if [[ -f $h/cpuset.cpus ]]; then
@@ -690,7 +706,11 @@ up() {
 # processes) and those in its cgroups (containers).
 kill_ours() {
 	local pids p procs
-	procs=(/sys/fs/cgroup/*/"$cgroup_root"/**/cgroup.procs)
+	local h
+	procs=()
+	for h in $(hierarchies); do
+		procs+=("$h/$cgroup_root"/**/cgroup.procs)
+	done
 	pids=$(
 		pgrep -f -- "$run" || true
 		cat /dev/null "${procs[@]}" 2>/dev/null || true
@@ -754,7 +774,8 @@ down() {
 	done
 
 	# Cgroups, deepest first.
-	for d in $(find /sys/fs/cgroup/*/"$cgroup_root" -depth -type d 2>/dev/null); do
+	local h
+	for d in $(for h in $(hierarchies); do find "$h/$cgroup_root" -depth -type d 2>/dev/null; done); do
 		rmdir "$d" 2>/dev/null || true
 	done
 
@@ -781,7 +802,9 @@ down() {
 
 	rm -rf "$state" "$run" "$checkout/.cluster"
 	local left=()
-	for d in /sys/fs/cgroup/*/"$cgroup_root"; do left+=("cgroup $d"); done
+	for h in $(hierarchies); do
+		if [[ -d $h/$cgroup_root ]]; then left+=("cgroup $h/$cgroup_root"); fi
+	done
 	if pgrep -f -- "$run" >/dev/null; then left+=("processes: $(pgrep -f -- "$run" | tr '\n' ' ')"); fi
 	if ((${#left[@]})); then
 		die "down left: ${left[*]}"
@@ -797,9 +820,16 @@ status() {
 	((ok))
 }
 
+# One up or down at a time on the machine (the daemons never hold the lock:
+# start closes it for them).
+lock() {
+	exec 9>/run/sandboxed-k8s.lock
+	flock 9
+}
+
 case ${1:-} in
-up) up ;;
-down) down ;;
+up) lock && up ;;
+down) lock && down ;;
 status) status ;;
 *) die "usage: cluster.sh up|down|status [CHECKOUT]" ;;
 esac

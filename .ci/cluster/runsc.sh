@@ -20,8 +20,9 @@
 #     `create` (to which the shim gives the container's pipes), so the
 #     waiter keeps those of `create` and `start` takes them from it. The
 #     waiter's pid is in WAITERS_DIR/ID.
-#   - runsc's error for a kill of a container that has stopped is not one
-#     the shim knows, and the shim would fail to stop the pod.
+#   - runsc's errors for a kill of a container that has stopped, or whose
+#     sandbox is gone, are not ones the shim knows, and the shim would fail
+#     to stop the pod.
 set -euo pipefail
 
 waiters=$1
@@ -50,7 +51,15 @@ while ((i < ${#args[@]})) && [[ ${args[i]} == -* ]]; do
 	esac
 done
 command=${args[i]:-}
-id=${args[${#args[@]} - 1]}
+# The container: the command's first argument that is not a flag (runc's
+# flags of start, kill and delete take no value).
+id=
+for a in "${args[@]:i+1}"; do
+	if [[ $a != -* ]]; then
+		id=$a
+		break
+	fi
+done
 case $command in
 create) ;;
 start)
@@ -69,7 +78,8 @@ kill)
 	# then has nothing to do; runsc says it its own way.
 	if ! out=$("${runsc[@]}" "$@" 2>&1); then
 		printf '%s\n' "$out" >&2
-		if [[ $out == *"is not running"* ]]; then
+		state=$("${runsc[@]}" "${global[@]}" state "$id" 2>/dev/null | jq -r .status 2>/dev/null) || state=
+		if [[ $out == *"is not running"* || ($state != running && $state != created && $state != paused) ]]; then
 			echo "container not running" >&2
 		fi
 		exit 1

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"time"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/isolation/kubernetes"
+	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -17,7 +21,18 @@ import (
 var cluster struct {
 	backend      string
 	runtimeClass string
-	settings     kubernetes.Settings
+	settings     clusterSettings
+}
+
+// clusterSettings are the flags of the Kubernetes backend, as
+// kubernetes.Settings takes them (kube_linked.go): they are parsed in every
+// build, so a command line means the same whichever build reads it.
+type clusterSettings struct {
+	Kubeconfig            string
+	Namespace             string
+	NetworkPolicyEnforced bool
+	Concurrency           int
+	ImagePullPolicy       string
 }
 
 // clusterFlags choose where runs go: this host, or one pod per run on a
@@ -56,30 +71,60 @@ func clusterChoice() (sandbox.Cluster, error) {
 	return sandbox.Cluster{Backend: cluster.backend, RuntimeClass: cluster.runtimeClass}, nil
 }
 
-// kubernetesBackend is the Kubernetes backend of the current flags. It
-// reads no kubeconfig until a run or gc needs the cluster.
-func kubernetesBackend() isolation.Backend {
-	return kubernetes.New(cluster.settings)
+// kubernetesBinary is the build of this CLI that links the Kubernetes
+// backend (make build puts it beside sandboxed; built with -tags
+// kubernetes). client-go and the Kubernetes API types cost every command
+// about as much package initialisation as the rest of the CLI together, so
+// the default build leaves them out and hands a command over to this one
+// when the command needs a cluster.
+const kubernetesBinary = "sandboxed-kubernetes"
+
+// handOver runs the command in the build with the Kubernetes backend when
+// the command needs it (--backend kubernetes, or a policy that sends a
+// source there) and this build lacks it. It replaces the process, before
+// the command has done anything but read its flags, definition and
+// policy; it returns only with an error, or nil when there is nothing to
+// hand over. A server cannot hand a caller's run over: served, it declines
+// and the caller runs the command itself.
+func handOver(pol *policy.Policy, served bool) error {
+	if kubernetesLinked {
+		return nil
+	}
+	why := ""
+	switch {
+	case cluster.backend == isolation.BackendKubernetes:
+		why = "--backend kubernetes"
+	case pol.SendsToKubernetes():
+		why = "the policy sends a source to the Kubernetes backend"
+	default:
+		return nil
+	}
+	if served {
+		return errDecline(why + ": the server was started from the build without the Kubernetes backend")
+	}
+	path, err := kubernetesBinaryPath()
+	if err != nil {
+		return &isolation.UnsupportedError{
+			What: "the Kubernetes backend (" + why + "): " + err.Error(),
+			Fix:  "install " + kubernetesBinary + " beside sandboxed or on PATH (make build builds both)",
+		}
+	}
+	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	return fmt.Errorf("run %s for %s: %w", path, why, err)
 }
 
-// kubernetesChecks reports the cluster for doctor, when one is configured.
-func kubernetesChecks(c *cli.Context) []check {
-	pr, err := kubernetes.Probe(c.Context, cluster.settings, 10*time.Second)
-	if err != nil {
-		return []check{{Tier: "kubernetes", Check: "cluster", OK: false, Detail: err.Error(),
-			Fix: "set --kubeconfig or KUBECONFIG to the cluster's kubeconfig (kubectl must work with it)"}}
-	}
-	out := []check{{Tier: "kubernetes", Check: "cluster", OK: true, Detail: fmt.Sprintf("%s (Kubernetes %s), namespace %s", pr.Host, pr.Version, pr.Namespace)}}
-	if len(pr.RuntimeClasses) == 0 {
-		out = append(out, check{Tier: "kubernetes", Check: "runtime classes", OK: false, Detail: "none: pods run on the nodes' default runtime",
-			Fix: "create a RuntimeClass for gVisor (handler runsc), annotated " + kubernetes.NoNetworkAnnotation + "=true if its handler runs with --network=none"})
-	}
-	for _, rc := range pr.RuntimeClasses {
-		d := "handler " + rc.Handler
-		if rc.NoNetwork {
-			d += ", no network"
+// kubernetesBinaryPath finds the build with the Kubernetes backend: beside
+// this executable, else on PATH.
+func kubernetesBinaryPath() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), kubernetesBinary)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
 		}
-		out = append(out, check{Tier: "kubernetes", Check: "runtime class " + rc.Name, OK: true, Detail: d})
 	}
-	return out
+	p, err := exec.LookPath(kubernetesBinary)
+	if err != nil {
+		return "", errors.New(kubernetesBinary + " is neither beside this executable nor on PATH")
+	}
+	return p, nil
 }

@@ -45,6 +45,13 @@ func mcpAction(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError(fmt.Errorf("mcp takes no arguments; usage: sandboxed mcp [--scope SCOPE] [--policy FILE] [--approve WHAT]"))
 	}
+	pol, polPath, err := loadPolicy(c)
+	if err != nil {
+		return err
+	}
+	if err := handOver(pol, false); err != nil {
+		return err
+	}
 	// The protocol owns stdout: everything else that would write to fd 1
 	// (a library, a child that inherited it) goes to stderr instead.
 	out, err := protocolStdout()
@@ -55,10 +62,6 @@ func mcpAction(c *cli.Context) error {
 	scope, err := tool.ParseScope(c.String("scope"))
 	if err != nil {
 		return usageError(err)
-	}
-	pol, polPath, err := loadPolicy(c)
-	if err != nil {
-		return err
 	}
 	if err := policy.ValidateApprovals(c.StringSlice("approve")); err != nil {
 		return usageError(err)

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +24,14 @@ var gcCommand = &cli.Command{
 so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does this as it starts.`,
 	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
 	Action: func(c *cli.Context) error {
+		if !kubernetesLinked {
+			// The build with the Kubernetes backend also reaps the pods
+			// of crashed runs; without it this one reaps this host.
+			if path, err := kubernetesBinaryPath(); err == nil {
+				err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+				return fmt.Errorf("run %s gc: %w", path, err)
+			}
+		}
 		reaped, err := newController().GC(c.Context)
 		if sock := staleServeSocket(); sock != "" {
 			reaped = append(reaped, "socket of a server that is gone "+sock)
@@ -69,6 +79,11 @@ var doctorCommand = &cli.Command{
 		format, err := checkFormat(c, "table", "json")
 		if err != nil {
 			return err
+		}
+		if cluster.backend == isolation.BackendKubernetes {
+			// Without the build that has the backend, the check below
+			// says where to get it.
+			_ = handOver(nil, false)
 		}
 		checks := hostChecks(c)
 		checks = append(checks, processChecks(c)...)

@@ -78,11 +78,14 @@ func runAction(c *cli.Context) error {
 	if inv.served && def.Interactive && inv.stdinTerminal {
 		return errDecline("an interactive tool talks to the caller's terminal")
 	}
-	input, err := runInput(c, inv.in)
+	pol, polPath, err := loadPolicy(c)
 	if err != nil {
 		return err
 	}
-	pol, polPath, err := loadPolicy(c)
+	if err := handOver(pol, inv.served); err != nil {
+		return err
+	}
+	input, err := runInput(c, inv.in)
 	if err != nil {
 		return err
 	}

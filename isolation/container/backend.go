@@ -231,7 +231,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 		return fmt.Errorf("check plan: %w: no plan", isolation.ErrUnsupported)
 	}
 	if p.Observe {
-		return isolation.ErrNoObserve(p.Tier)
+		return isolation.ObserveUnsupported(p.Tier)
 	}
 	// Check needs no host directory (a plan checked on its own may have
 	// none); translate only needs it absolute.

@@ -117,7 +117,7 @@ func (b *Backend) Tier() isolation.Tier { return isolation.TierContainer }
 // (the RuntimeClass) and the read grants' files, and changes nothing.
 func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Observe {
-		return isolation.ErrNoObserve("kubernetes")
+		return isolation.ObserveUnsupported("kubernetes")
 	}
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")

@@ -38,7 +38,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 		return fmt.Errorf("check plan: no run id: %w", ErrBadPlan)
 	}
 	if p.Observe {
-		return isolation.ErrNoObserve(p.Tier)
+		return isolation.ObserveUnsupported(p.Tier)
 	}
 	r := cgroup.Resources{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUs: p.Limits.CPUs}
 	if r == (cgroup.Resources{}) {

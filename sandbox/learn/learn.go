@@ -252,7 +252,7 @@ func (s *Session) Run(ctx context.Context, ctl *sandbox.Controller) (*Report, er
 		return nil, err
 	}
 	if p.Plan.Tier != isolation.TierProcess {
-		return nil, isolation.ErrNoObserve(p.Plan.Tier)
+		return nil, isolation.ObserveUnsupported(p.Plan.Tier)
 	}
 	// Set before the plan runs, and only here: an observed plan is one
 	// no other command makes.
