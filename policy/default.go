@@ -107,6 +107,13 @@ limits:
     default: 10MiB
     max: 100MiB
 
+# The warm pool of a resident controller (sandboxed mcp, sandboxed serve):
+# sandboxes started ahead of time, each handed to one run and destroyed
+# after it. Their --pool-size and --pool-idle flags override these.
+pool:
+  size: 2        # warm sandboxes per kind (tier, privilege, user namespace); 0: no pool
+  idle: 1m       # a kind's pool is given back after this long without a run; 0: kept
+
 paths:
   # Reads and writes denied: credentials, shell start-up files, host config,
   # the host's /proc, and the Docker socket (which is root on the host).

@@ -346,6 +346,12 @@ func (p *Policy) validate() error {
 			*l.def = l.max
 		}
 	}
+	if p.Pool.Size < 0 || p.Pool.Size > MaxPoolSize {
+		return fmt.Errorf("pool.size %d: use 0 (no pool) to %d", p.Pool.Size, MaxPoolSize)
+	}
+	if p.Pool.Idle < 0 {
+		return fmt.Errorf("pool.idle must be 0 (kept) or above")
+	}
 	for _, port := range p.Network.LocalhostAllow {
 		if port < 1 || port > 65535 {
 			return fmt.Errorf("network.localhost-allow: port %d is not from 1 to 65535", port)

@@ -33,8 +33,25 @@ type Policy struct {
 	// standing approvals.
 	Approval ApprovalRules `yaml:"approval"`
 
+	// Pool is the warm pool of a resident controller (sandboxed mcp,
+	// sandboxed serve); their --pool-size and --pool-idle override it.
+	Pool PoolSettings `yaml:"pool"`
+
 	// File is where the policy was loaded from; "" for the built-in one.
 	File string `yaml:"-"`
+}
+
+// MaxPoolSize bounds PoolSettings.Size.
+const MaxPoolSize = 64
+
+// PoolSettings are the warm pool settings of a resident controller.
+type PoolSettings struct {
+	// Size is how many warm sandboxes each kind (tier, privilege, user
+	// namespace) keeps ready; 0 turns the pool off.
+	Size int `yaml:"size"`
+	// Idle is how long a kind's warm sandboxes wait for a run before
+	// they are given back; 0 keeps them.
+	Idle Duration `yaml:"idle"`
 }
 
 // SourceScope names a source of definitions in a SourceRule: the scopes of
@@ -294,6 +311,7 @@ func Default() *Policy {
 			untrusted(SourcePath),
 			untrusted(SourceUnknown),
 		},
+		Pool: PoolSettings{Size: 2, Idle: Duration(time.Minute)},
 		Limits: Limits{
 			Memory:  SizeLimit{Default: 512 * mib, Max: 8 * gib},
 			Timeout: DurationLimit{Default: Duration(5 * time.Minute), Max: Duration(time.Hour)},

@@ -5,17 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
-)
-
-// Pool settings' defaults: a couple of sandboxes per key, given back after
-// a minute without a claim.
-const (
-	DefaultPoolSize = 2
-	DefaultPoolIdle = time.Minute
 )
 
 // PoolSettings are the settings of a warm pool.
@@ -31,10 +25,11 @@ type PoolSettings struct {
 
 // Pool keeps warm sandboxes (isolation.Prestarter) for the runs of a
 // resident controller (sandboxed mcp, sandboxed serve). A key's pool is
-// made by the first run of the key, which starts cold; later runs of the
-// key claim a warm sandbox when one is ready, else start cold (a burst
-// larger than the pool never waits), and each claim refills the pool in
-// the background.
+// made by its first run; a run of the key claims a warm sandbox when one
+// is ready, else waits for one being started that no other run waits for
+// (it is further along than a cold start would be), else starts cold (a
+// burst larger than the pool does not queue); each claim refills the
+// pool in the background.
 //
 // Each warm sandbox is born with a run id that is held live (holdRun)
 // and a host directory, like a run in progress: when the controller dies
@@ -58,8 +53,11 @@ type keyPool struct {
 	b        isolation.Prestarter
 	ready    []*pooled
 	starting int
+	// waiting are the runs waiting for a sandbox being started, first
+	// come first served; each gets one, or nil when its prestart failed.
+	waiting  []chan *pooled
 	lastUse  time.Time
-	failing  bool // the last prestart failed: no refill until the next claim
+	failedAt time.Time // the last prestart failed: no refill for retryAfter
 }
 
 // pooled is one warm sandbox and what the pool made on the host for it.
@@ -99,16 +97,52 @@ func NewPool(s PoolSettings, runtimeDir string, log io.Writer) *Pool {
 	return p
 }
 
-// take returns a warm sandbox of key, or nil when none is ready (the run
-// starts cold); either way the key's pool is filled behind it.
+// maxWait bounds how long a run waits for a sandbox being started.
+const maxWait = 10 * time.Second
+
+// retryAfter is how long a key whose prestart failed starts its runs
+// cold before it tries again (a plan the backend cannot prestart, a host
+// out of something: the runs do not each wait for a failure).
+var retryAfter = 10 * time.Second
+
+// take returns a warm sandbox of key: a ready one, else one being
+// started that no other run waits for; nil when there is neither (the
+// run starts cold). Either way the key's pool is filled behind it.
 func (p *Pool) take(b isolation.Prestarter, key string) *pooled {
 	if p == nil || p.settings.Size <= 0 {
 		return nil
 	}
+	got, wait := p.takeOrWait(b, key)
+	if wait == nil {
+		return got
+	}
+	t := time.NewTimer(maxWait)
+	defer t.Stop()
+	select {
+	case w := <-wait:
+		return w
+	case <-t.C:
+	}
+	p.mu.Lock()
+	if kp := p.keys[key]; kp != nil {
+		kp.waiting = slices.DeleteFunc(kp.waiting, func(c chan *pooled) bool { return c == wait })
+	}
+	p.mu.Unlock()
+	select {
+	case w := <-wait: // handed over as the wait ended
+		return w
+	default:
+		return nil
+	}
+}
+
+// takeOrWait takes a ready sandbox of key, or returns the channel on
+// which one being started will be handed over (nil, nil: start cold).
+func (p *Pool) takeOrWait(b isolation.Prestarter, key string) (*pooled, chan *pooled) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		return nil, nil
 	}
 	kp := p.keys[key]
 	if kp == nil {
@@ -116,20 +150,28 @@ func (p *Pool) take(b isolation.Prestarter, key string) *pooled {
 		p.keys[key] = kp
 	}
 	kp.lastUse = time.Now()
-	kp.failing = false
-	var got *pooled
 	if n := len(kp.ready); n > 0 {
-		got = kp.ready[n-1]
+		got := kp.ready[n-1]
 		kp.ready = kp.ready[:n-1]
 		p.claims++
+		p.refillLocked(key, kp)
+		return got, nil
 	}
 	p.refillLocked(key, kp)
-	return got
+	if kp.starting > len(kp.waiting) {
+		wait := make(chan *pooled, 1)
+		kp.waiting = append(kp.waiting, wait)
+		return nil, wait
+	}
+	return nil, nil
 }
 
 // refillLocked starts the sandboxes key lacks. p.mu is held.
 func (p *Pool) refillLocked(key string, kp *keyPool) {
-	for !kp.failing && len(kp.ready)+kp.starting < p.settings.Size {
+	if time.Since(kp.failedAt) < retryAfter {
+		return
+	}
+	for len(kp.ready)+kp.starting < p.settings.Size {
 		kp.starting++
 		p.wg.Add(1)
 		go p.prestart(key, kp)
@@ -142,18 +184,35 @@ func (p *Pool) prestart(key string, kp *keyPool) {
 	w, err := p.make(kp.b, key)
 	p.mu.Lock()
 	kp.starting--
+	var waiter chan *pooled
+	if len(kp.waiting) > 0 {
+		waiter = kp.waiting[0]
+		kp.waiting = kp.waiting[1:]
+	}
 	if err != nil {
-		kp.failing = true
+		kp.failedAt = time.Now()
 		p.mu.Unlock()
+		if waiter != nil {
+			waiter <- nil // it starts cold
+		}
 		fmt.Fprintf(p.log, "sandboxed: pool: prestart a sandbox: %v\n", err)
 		return
 	}
-	if p.closed || p.keys[key] != kp {
+	switch {
+	case waiter != nil && !p.closed:
+		p.claims++
+		waiter <- w
+		p.refillLocked(key, kp)
+	case p.closed || p.keys[key] != kp:
 		p.mu.Unlock()
+		if waiter != nil {
+			waiter <- nil
+		}
 		p.discard(w)
 		return
+	default:
+		kp.ready = append(kp.ready, w)
 	}
-	kp.ready = append(kp.ready, w)
 	p.mu.Unlock()
 }
 
@@ -262,6 +321,10 @@ func (p *Pool) Close() error {
 	var all []*pooled
 	for _, kp := range p.keys {
 		all = append(all, kp.ready...)
+		for _, w := range kp.waiting {
+			w <- nil
+		}
+		kp.waiting = nil
 	}
 	p.keys = map[string]*keyPool{}
 	p.mu.Unlock()

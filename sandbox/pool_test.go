@@ -81,8 +81,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A key's first run starts cold and fills the pool; each warm sandbox is
-// held live with its host directory, handed out once, and the pool is
+// A key's first run waits for the pool being filled; each warm sandbox
+// is held live with its host directory, handed out once, and the pool is
 // refilled behind each claim; Close discards what is left and releases
 // every run id.
 func TestPoolHandsEachSandboxOnce(t *testing.T) {
@@ -91,11 +91,12 @@ func TestPoolHandsEachSandboxOnce(t *testing.T) {
 	b := &warmBackend{}
 	p := NewPool(PoolSettings{Size: 2}, rt, nil)
 	defer p.Close()
-	if w := p.take(b, "k"); w != nil {
-		t.Fatal("an empty pool handed out a sandbox")
+	first := p.take(b, "k")
+	if first == nil {
+		t.Fatal("the first run got no sandbox being started")
 	}
 	waitFor(t, "the pool to fill", func() bool { return p.Ready() == 2 })
-	var got []*pooled
+	got := []*pooled{first}
 	for i := 0; i < 2; i++ {
 		w := p.take(b, "k")
 		if w == nil {
@@ -109,7 +110,7 @@ func TestPoolHandsEachSandboxOnce(t *testing.T) {
 		}
 		got = append(got, w)
 	}
-	if got[0].w.RunID() == got[1].w.RunID() {
+	if got[0].w.RunID() == got[1].w.RunID() || got[1].w.RunID() == got[2].w.RunID() || got[0].w.RunID() == got[2].w.RunID() {
 		t.Fatal("one sandbox handed out twice")
 	}
 	waitFor(t, "the pool to refill", func() bool { return p.Ready() == 2 })
@@ -125,8 +126,8 @@ func TestPoolHandsEachSandboxOnce(t *testing.T) {
 	p.Close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.prestarts) != 4 || len(b.discarded) != 4 {
-		t.Errorf("prestarted %d, discarded %d; want 4 and 4", len(b.prestarts), len(b.discarded))
+	if len(b.prestarts) != 5 || len(b.discarded) != 5 {
+		t.Errorf("prestarted %d, discarded %d; want 5 and 5", len(b.prestarts), len(b.discarded))
 	}
 	for _, id := range b.prestarts {
 		if c.Live(id) {
@@ -139,20 +140,69 @@ func TestPoolHandsEachSandboxOnce(t *testing.T) {
 	}
 }
 
-// A prestart that fails stops the key's refill until the next claim,
-// which tries again.
+// A prestart that fails stops the key's refill for a while: its runs
+// start cold without waiting, then the pool tries again.
 func TestPoolFailedPrestart(t *testing.T) {
+	defer func(d time.Duration) { retryAfter = d }(retryAfter)
+	retryAfter = time.Second
 	rt := t.TempDir()
 	b := &warmBackend{failNext: true}
 	p := NewPool(PoolSettings{Size: 1}, rt, nil)
 	defer p.Close()
-	p.take(b, "k")
-	time.Sleep(50 * time.Millisecond)
+	if w := p.take(b, "k"); w != nil {
+		t.Fatal("a run got the sandbox whose prestart failed")
+	}
+	time.Sleep(10 * time.Millisecond)
 	if p.Ready() != 0 {
 		t.Fatal("a failed prestart filled the pool")
 	}
-	p.take(b, "k")
+	if w := p.take(b, "k"); w != nil {
+		t.Fatal("a run right after the failure waited for a prestart")
+	}
+	time.Sleep(retryAfter)
+	w := p.take(b, "k")
+	if w == nil {
+		t.Fatal("the pool did not try again")
+	}
+	w.drop()
 	waitFor(t, "the pool to fill after the next claim", func() bool { return p.Ready() == 1 })
+}
+
+// A burst larger than the pool: the runs beyond what is ready and being
+// started start cold at once, each sandbox goes to one run.
+func TestPoolBurst(t *testing.T) {
+	rt := t.TempDir()
+	b := &warmBackend{}
+	p := NewPool(PoolSettings{Size: 2}, rt, nil)
+	defer p.Close()
+	p.take(b, "k").drop()
+	waitFor(t, "the pool to fill", func() bool { return p.Ready() == 2 })
+	var mu sync.Mutex
+	ids := map[string]bool{}
+	cold := 0
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := p.take(b, "k")
+			mu.Lock()
+			defer mu.Unlock()
+			if w == nil {
+				cold++
+				return
+			}
+			if ids[w.w.RunID()] {
+				t.Errorf("sandbox %s handed out twice", w.w.RunID())
+			}
+			ids[w.w.RunID()] = true
+			w.drop()
+		}()
+	}
+	wg.Wait()
+	if len(ids)+cold != 8 || len(ids) < 2 {
+		t.Errorf("%d warm, %d cold of 8", len(ids), cold)
+	}
 }
 
 // A key unused for the idle lifetime is given back.
@@ -161,13 +211,13 @@ func TestPoolIdle(t *testing.T) {
 	b := &warmBackend{}
 	p := NewPool(PoolSettings{Size: 2, Idle: 100 * time.Millisecond}, rt, nil)
 	defer p.Close()
-	p.take(b, "k")
+	p.take(b, "k").drop()
 	waitFor(t, "the pool to fill", func() bool { return p.Ready() == 2 })
 	waitFor(t, "the idle pool to shrink to zero", func() bool { return p.Ready() == 0 })
 	waitFor(t, "the discards", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return len(b.discarded) == 2
+		return len(b.discarded) == 3
 	})
 }
 
@@ -179,7 +229,7 @@ func TestExecuteClaimsWarm(t *testing.T) {
 	c := &Controller{RuntimeDir: rt, Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
 	p := NewPool(PoolSettings{Size: 1}, rt, nil)
 	defer p.Close()
-	p.take(b, "k")
+	p.take(b, "k").drop()
 	waitFor(t, "the pool to fill", func() bool { return p.Ready() == 1 })
 	w := p.take(b, "k")
 	j := job(time.Second, step("echo", "hi"))

@@ -53,9 +53,10 @@
 # prints the end of the failing daemon's log and exits non-zero.
 #
 # Where things live: /var/lib/sandboxed-k8s (certificates, etcd, containerd,
-# kubelet, CNI state, logs), /run/sandboxed-k8s (sockets, pids, runtime
-# state), cgroups sandboxed-k8s in each hierarchy. `down` removes all of them
-# but the cached binaries, and the bridge, its veths, the pods' network
+# kubelet, CNI configuration, logs), /run/sandboxed-k8s (sockets, pids,
+# runtime state, the pods' IP allocations, which a reboot must forget),
+# cgroups sandboxed-k8s in each hierarchy. `down` removes all of them but
+# the cached binaries, and the bridge, its veths, the pods' network
 # namespaces, the iptables rules and the sysctls the kubelet changed.
 set -euo pipefail
 
@@ -128,7 +129,7 @@ start() {
 	fi
 	log "starting $name"
 	printf '\n== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logs/$name.log"
-	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$(pidfile "$name")"
 	started=1
 }
@@ -381,7 +382,7 @@ put() {
 }
 
 write_configs() {
-	mkdir -p "$state/containerd" "$state/cni/net.d" "$state/cni/networks" "$state/runtimes" \
+	mkdir -p "$state/containerd" "$state/cni/net.d" "$state/runtimes" \
 		"$state/kubelet" "$state/pod-logs" "$state/kubelet-plugins" "$state/kubeconfig" "$run/containerd"
 
 	put "$state/runtimes/runsc.sh" 0755 <"$here/runsc.sh"
@@ -455,7 +456,7 @@ EOF
       "hairpinMode": false,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$state/cni/networks",
+        "dataDir": "$run/cni-ipam",
         "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "$pod_range_start", "gateway": "$node_ip"}]]
       }
     }
@@ -820,9 +821,16 @@ status() {
 	((ok))
 }
 
+# One up or down at a time on the machine (the daemons never hold the lock:
+# start closes it for them).
+lock() {
+	exec 9>/run/sandboxed-k8s.lock
+	flock 9
+}
+
 case ${1:-} in
-up) up ;;
-down) down ;;
+up) lock && up ;;
+down) lock && down ;;
 status) status ;;
 *) die "usage: cluster.sh up|down|status [CHECKOUT]" ;;
 esac

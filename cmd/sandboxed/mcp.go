@@ -66,7 +66,7 @@ func mcpAction(c *cli.Context) error {
 	if err := policy.ValidateApprovals(c.StringSlice("approve")); err != nil {
 		return usageError(err)
 	}
-	settings, err := poolSettings(c)
+	settings, err := poolSettings(c, pol)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ privilege, user namespace), handed each to one run and destroyed after
 it; a kind unused for --pool-idle is given back.`,
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "socket", Usage: "listen on `PATH` (default: serve.sock in the runtime directory)"},
+		policyFlag,
 	}, poolFlags()...),
 	Action: serveAction,
 }
@@ -105,7 +106,11 @@ func serveAction(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageError(errors.New("serve takes no arguments; usage: sandboxed serve [--socket PATH] [--pool-size N] [--pool-idle DURATION]"))
 	}
-	settings, err := poolSettings(c)
+	pol, _, err := loadPolicy(c)
+	if err != nil {
+		return err
+	}
+	settings, err := poolSettings(c, pol)
 	if err != nil {
 		return err
 	}
