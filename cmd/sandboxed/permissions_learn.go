@@ -23,8 +23,8 @@ var learnCommand = &cli.Command{
 	ArgsUsage: "TOOL [NAME=VALUE ...]",
 	Description: `The tool runs once, untrusted, in a process-tier sandbox that changes nothing on
 the host: the paths its parameters name and the working directory are visible
-read-only (writes there fail, and are recorded), and any public host is
-reachable through a recording proxy. What it read, wrote and executed is seen
+read-only, under a writable layer thrown away with the sandbox, and any public
+host is reachable through a recording proxy. What it read, wrote and executed is seen
 by a seccomp user-notification filter; the hosts it reached by the proxy.
 
 It prints the drafted required-permissions: paths folded to their directory
