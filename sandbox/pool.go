@@ -55,9 +55,9 @@ type keyPool struct {
 	starting int
 	// waiting are the runs waiting for a sandbox being started, first
 	// come first served; each gets one, or nil when its prestart failed.
-	waiting []chan *pooled
-	lastUse time.Time
-	failing bool // the last prestart failed: no refill until the next claim
+	waiting  []chan *pooled
+	lastUse  time.Time
+	failedAt time.Time // the last prestart failed: no refill for retryAfter
 }
 
 // pooled is one warm sandbox and what the pool made on the host for it.
@@ -99,6 +99,11 @@ func NewPool(s PoolSettings, runtimeDir string, log io.Writer) *Pool {
 
 // maxWait bounds how long a run waits for a sandbox being started.
 const maxWait = 10 * time.Second
+
+// retryAfter is how long a key whose prestart failed starts its runs
+// cold before it tries again (a plan the backend cannot prestart, a host
+// out of something: the runs do not each wait for a failure).
+var retryAfter = 10 * time.Second
 
 // take returns a warm sandbox of key: a ready one, else one being
 // started that no other run waits for; nil when there is neither (the
@@ -145,7 +150,6 @@ func (p *Pool) takeOrWait(b isolation.Prestarter, key string) (*pooled, chan *po
 		p.keys[key] = kp
 	}
 	kp.lastUse = time.Now()
-	kp.failing = false
 	if n := len(kp.ready); n > 0 {
 		got := kp.ready[n-1]
 		kp.ready = kp.ready[:n-1]
@@ -164,7 +168,10 @@ func (p *Pool) takeOrWait(b isolation.Prestarter, key string) (*pooled, chan *po
 
 // refillLocked starts the sandboxes key lacks. p.mu is held.
 func (p *Pool) refillLocked(key string, kp *keyPool) {
-	for !kp.failing && len(kp.ready)+kp.starting < p.settings.Size {
+	if time.Since(kp.failedAt) < retryAfter {
+		return
+	}
+	for len(kp.ready)+kp.starting < p.settings.Size {
 		kp.starting++
 		p.wg.Add(1)
 		go p.prestart(key, kp)
@@ -183,7 +190,7 @@ func (p *Pool) prestart(key string, kp *keyPool) {
 		kp.waiting = kp.waiting[1:]
 	}
 	if err != nil {
-		kp.failing = true
+		kp.failedAt = time.Now()
 		p.mu.Unlock()
 		if waiter != nil {
 			waiter <- nil // it starts cold

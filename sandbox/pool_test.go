@@ -140,9 +140,11 @@ func TestPoolHandsEachSandboxOnce(t *testing.T) {
 	}
 }
 
-// A prestart that fails stops the key's refill until the next claim,
-// which tries again.
+// A prestart that fails stops the key's refill for a while: its runs
+// start cold without waiting, then the pool tries again.
 func TestPoolFailedPrestart(t *testing.T) {
+	defer func(d time.Duration) { retryAfter = d }(retryAfter)
+	retryAfter = time.Second
 	rt := t.TempDir()
 	b := &warmBackend{failNext: true}
 	p := NewPool(PoolSettings{Size: 1}, rt, nil)
@@ -150,13 +152,17 @@ func TestPoolFailedPrestart(t *testing.T) {
 	if w := p.take(b, "k"); w != nil {
 		t.Fatal("a run got the sandbox whose prestart failed")
 	}
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond)
 	if p.Ready() != 0 {
 		t.Fatal("a failed prestart filled the pool")
 	}
+	if w := p.take(b, "k"); w != nil {
+		t.Fatal("a run right after the failure waited for a prestart")
+	}
+	time.Sleep(retryAfter)
 	w := p.take(b, "k")
 	if w == nil {
-		t.Fatal("the next run did not try again")
+		t.Fatal("the pool did not try again")
 	}
 	w.drop()
 	waitFor(t, "the pool to fill after the next claim", func() bool { return p.Ready() == 1 })
