@@ -140,6 +140,9 @@ func setup() (int, error) {
 			return 1, fmt.Errorf("build the runner image: %v", err)
 		}
 	}
+	if slices.Contains(runTiers(conformanceTiers), kubeTier) {
+		setupCluster()
+	}
 	if err := setupNet(root); err != nil {
 		teardownNet()
 		return 1, fmt.Errorf("set up the test network: %w", err)

@@ -128,6 +128,8 @@ func findLeaks() []string {
 	for _, d := range tmps {
 		leaks = append(leaks, "temp dir "+d)
 	}
+	// Objects of runs in the test cluster's namespace.
+	leaks = append(leaks, kubeLeaks()...)
 	return leaks
 }
 

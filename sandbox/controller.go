@@ -296,7 +296,11 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if p.Limits.Timeout > 0 {
+	// A cluster's pod start (scheduling, the image, the node's sandbox)
+	// is not the tool's time: on Kubernetes the clock starts once the
+	// sandbox is up, and the backend bounds its start itself.
+	clockAfterStart := p.Backend == isolation.BackendKubernetes
+	if p.Limits.Timeout > 0 && !clockAfterStart {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeoutCause(runCtx, p.Limits.Timeout, context.DeadlineExceeded)
 		defer stop()
@@ -304,6 +308,11 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 
 	c.Trace.Mark("prepare (run dir, proxy)")
 	sb, err := c.start(runCtx, b, job)
+	if p.Limits.Timeout > 0 && clockAfterStart && err == nil {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, p.Limits.Timeout, context.DeadlineExceeded)
+		defer stop()
+	}
 	c.Trace.Mark("start sandbox")
 	if ll, ok := sb.(interface{ Landlock() int }); ok && err == nil {
 		c.Trace.Note("landlock abi %d", ll.Landlock())

@@ -53,9 +53,10 @@
 # prints the end of the failing daemon's log and exits non-zero.
 #
 # Where things live: /var/lib/sandboxed-k8s (certificates, etcd, containerd,
-# kubelet, CNI state, logs), /run/sandboxed-k8s (sockets, pids, runtime
-# state), cgroups sandboxed-k8s in each hierarchy. `down` removes all of them
-# but the cached binaries, and the bridge, its veths, the pods' network
+# kubelet, CNI configuration, logs), /run/sandboxed-k8s (sockets, pids,
+# runtime state, the pods' IP allocations, which a reboot must forget),
+# cgroups sandboxed-k8s in each hierarchy. `down` removes all of them but
+# the cached binaries, and the bridge, its veths, the pods' network
 # namespaces, the iptables rules and the sysctls the kubelet changed.
 set -euo pipefail
 
@@ -381,7 +382,7 @@ put() {
 }
 
 write_configs() {
-	mkdir -p "$state/containerd" "$state/cni/net.d" "$state/cni/networks" "$state/runtimes" \
+	mkdir -p "$state/containerd" "$state/cni/net.d" "$state/runtimes" \
 		"$state/kubelet" "$state/pod-logs" "$state/kubelet-plugins" "$state/kubeconfig" "$run/containerd"
 
 	put "$state/runtimes/runsc.sh" 0755 <"$here/runsc.sh"
@@ -455,7 +456,7 @@ EOF
       "hairpinMode": false,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$state/cni/networks",
+        "dataDir": "$run/cni-ipam",
         "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "$pod_range_start", "gateway": "$node_ip"}]]
       }
     }

@@ -22,7 +22,8 @@ var gcCommand = &cli.Command{
 	Usage: "remove what crashed runs left behind (processes, cgroups, containers, mounts, sockets, run dirs), and other builds' cached inits",
 	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock,
 so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does this as it starts.`,
-	Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}},
+	// The cluster flags say which cluster's pods to reap too.
+	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
 		if !kubernetesLinked {
 			// The build with the Kubernetes backend also reaps the pods

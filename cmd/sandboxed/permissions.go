@@ -16,7 +16,7 @@ import (
 
 var permissionsCommand = &cli.Command{
 	Name:  "permissions",
-	Usage: "explain what a tool may do and what the policy decides",
+	Usage: "explain what a tool may do and what the policy decides; learn what it needs",
 	Subcommands: []*cli.Command{
 		{
 			Name:      "explain",

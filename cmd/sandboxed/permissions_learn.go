@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/sandbox/learn"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -22,8 +23,8 @@ var learnCommand = &cli.Command{
 	ArgsUsage: "TOOL [NAME=VALUE ...]",
 	Description: `The tool runs once, untrusted, in a process-tier sandbox that changes nothing on
 the host: the paths its parameters name and the working directory are visible
-read-only (writes there fail, and are recorded), and any public host is
-reachable through a recording proxy. What it read, wrote and executed is seen
+read-only, under a writable layer thrown away with the sandbox, and any public
+host is reachable through a recording proxy. What it read, wrote and executed is seen
 by a seccomp user-notification filter; the hosts it reached by the proxy.
 
 It prints the drafted required-permissions: paths folded to their directory
@@ -145,6 +146,9 @@ func askLearn(w io.Writer, r io.Reader, s *learn.Session) (bool, error) {
 func renderLearned(out, errw io.Writer, rep *learn.Report, wrote bool) {
 	if rep.Run != nil {
 		fmt.Fprintf(errw, "sandboxed: learning run %s: %s, exit code %d\n", rep.Run.RunID, rep.Run.Status, rep.Run.ExitCode)
+		if rep.Run.Status != sandbox.StatusOK {
+			fmt.Fprintln(errw, "sandboxed: the tool did not finish well: the draft covers only what it did before it stopped")
+		}
 	}
 	for _, a := range rep.Touched() {
 		dir := ""

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,6 +160,10 @@ func (b *Backend) apiFailure(what string, err error) error {
 		return &isolation.UnsupportedError{What: "the Kubernetes cluster: " + err.Error(), Fix: unreachableFix}
 	}
 	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == http.StatusNotFound && strings.Contains(ae.Message, "namespaces") {
+		return &isolation.UnsupportedError{What: what + ": " + err.Error(),
+			Fix: "create the namespace (kubectl create namespace " + b.Namespace() + "), or name another with --namespace"}
+	}
 	if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusForbidden) {
 		return &isolation.UnsupportedError{What: what + ": " + err.Error(),
 			Fix: "give the kubeconfig's user the right to create, read and delete pods (with pods/exec), configmaps and networkpolicies in namespace " + b.Namespace() + ", and to read runtimeclasses"}
@@ -187,7 +192,12 @@ func initImage() (io.ReadCloser, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("open the init binary: %w", err)
 	}
-	return f, fi.Size(), nil
+	// From the start whatever the file's offset (a memory file is left
+	// at its end once filled).
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, 0, fi.Size()), f}, fi.Size(), nil
 }
 
 // objectList is the part of a list answer gc reads.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RE
 // alone; more than max bytes is an error. As root, what it makes is given
 // to root's owner. A path the host holds as a symlink is not replaced:
 // it is reported.
-func extractInto(r io.Reader, root string, skip []string, max int64) error {
+func extractInto(r io.Reader, root string, skip []string, max int64, seen map[string]bool) error {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", root, err)
@@ -71,6 +72,7 @@ func extractInto(r io.Reader, root string, skip []string, max int64) error {
 				refused = append(refused, rel)
 			}
 		case tar.TypeReg:
+			seen[rel] = true
 			total += h.Size
 			if max > 0 && total > max {
 				return fmt.Errorf("more than %d bytes: %w", max, sbinit.ErrTooLarge)
@@ -111,4 +113,58 @@ func openParent(rfd int, rel string) (int, error) {
 		return unix.Dup(rfd)
 	}
 	return unix.Openat2(rfd, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveBeneath})
+}
+
+// removeGone deletes, beneath root, the regular files of was that the
+// sandbox no longer has: a write grant's deletions come back too. A path
+// that is not a regular file now, or that resolves through a symlink, is
+// left alone.
+func removeGone(root string, was []string, seen map[string]bool) error {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", root, err)
+	}
+	defer unix.Close(rfd)
+	var errs []error
+	for _, rel := range was {
+		if seen[rel] {
+			continue
+		}
+		pfd, err := openParent(rfd, rel)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		base := filepath.Base(rel)
+		if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if err := unix.Unlinkat(pfd, base, 0); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(root, rel), err))
+			}
+		}
+		unix.Close(pfd)
+	}
+	return errors.Join(errs...)
+}
+
+// regularFiles lists the regular files beneath root, relative, as WriteTar
+// carries them (symlinks not followed; skip left out).
+func regularFiles(root string, skip []string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel != "." && sbinit.Skipped(rel, skip) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out, err
 }

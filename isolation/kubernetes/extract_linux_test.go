@@ -33,7 +33,7 @@ func TestExtractIntoStaysBeneath(t *testing.T) {
 	err := extractInto(tarOf(t,
 		[2]string{"sub/", ""}, [2]string{"sub/new.txt", "NEW"}, [2]string{"top.txt", "TOP"},
 		[2]string{"link", "EVIL"}, [2]string{"dirlink/victim", "EVIL"}, [2]string{"skipped/x", "S"},
-	), root, []string{"skipped"}, 1<<20)
+	), root, []string{"skipped"}, 1<<20, map[string]bool{})
 	if err == nil || !strings.Contains(err.Error(), "link") {
 		t.Errorf("writes through symlinks were not reported: %v", err)
 	}
@@ -48,10 +48,40 @@ func TestExtractIntoStaysBeneath(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "skipped")); err == nil {
 		t.Errorf("a skipped path was written")
 	}
-	if err := extractInto(tarOf(t, [2]string{"../escape", "X"}), root, nil, 1<<20); err == nil {
+	if err := extractInto(tarOf(t, [2]string{"../escape", "X"}), root, nil, 1<<20, map[string]bool{}); err == nil {
 		t.Errorf("a climbing entry was accepted")
 	}
-	if err := extractInto(tarOf(t, [2]string{"big", "0123456789"}), root, nil, 5); err == nil || !strings.Contains(err.Error(), "more than 5 bytes") {
+	if err := extractInto(tarOf(t, [2]string{"big", "0123456789"}), root, nil, 5, map[string]bool{}); err == nil || !strings.Contains(err.Error(), "more than 5 bytes") {
 		t.Errorf("over the cap: %v", err)
+	}
+}
+
+func TestRemoveGoneDeletesOnlyWhatTheSandboxDeleted(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for _, f := range []string{"kept", "deleted", "sub/deleted", "skip/x"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(root, f), []byte(f), 0o644)
+	}
+	os.WriteFile(filepath.Join(outside, "victim"), []byte("V"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link"))
+	was, err := regularFiles(root, []string{"skip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(was, ",") != "deleted,kept,sub/deleted" {
+		t.Fatalf("regular files %v", was)
+	}
+	// A path through the symlink, as a forged list would have it.
+	was = append(was, "link/victim")
+	if err := removeGone(root, was, map[string]bool{"kept": true}); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]bool{"kept": true, "deleted": false, "sub/deleted": false, "skip/x": true} {
+		if _, err := os.Stat(filepath.Join(root, f)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", f, err == nil, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "victim")); err != nil {
+		t.Errorf("a file outside the grant was removed")
 	}
 }

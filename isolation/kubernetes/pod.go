@@ -267,6 +267,11 @@ type planned struct {
 	items []corev1.KeyToPath
 	skip  []string // (write grants) relative paths not to copy
 	vol   string
+	// ro and file say a read-only volume, and a single file mounted
+	// (subPath); volIdx is its volume in mountPlan.volumes (-1: none yet).
+	ro, file bool
+	volIdx   int
+	parent   *planned
 }
 
 const (
@@ -318,7 +323,7 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 			par.items = dropItems(par.items, rel)
 			continue
 		}
-		q := &planned{dst: dst, vol: fmt.Sprintf("m%d", len(done))}
+		q := &planned{dst: dst, vol: fmt.Sprintf("m%d", len(done)), parent: par, ro: ro, volIdx: len(mp.volumes)}
 		switch {
 		case !bind && m.Type == "tmpfs":
 			q.kind = kindTmpfs
@@ -339,6 +344,7 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 			mp.data[key] = []byte{}
 			mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(int32(0o444))}}))
 			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
+			q.file = true
 		case bind && ro:
 			q.kind, q.host = kindRead, m.Source
 			fi, err := os.Stat(m.Source)
@@ -361,6 +367,7 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 				}
 				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(fileMode(fi))}}))
 				mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
+				q.file = true
 				break
 			}
 			if q.items, err = mp.addTree(m.Source); err != nil {
@@ -390,6 +397,31 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 		}
 		done = append(done, q)
 	}
+	// A read-only empty directory (a working directory no grant covers)
+	// with mounts inside: the runtime cannot make their mount points in a
+	// read-only volume, so the directory is a ConfigMap volume that has
+	// them, as empty placeholders the mounts then cover.
+	for _, q := range done {
+		if q.kind != kindTmpfs || !q.ro {
+			continue
+		}
+		var items []corev1.KeyToPath
+		for _, c := range done {
+			if c.parent != q {
+				continue
+			}
+			rel, _ := filepath.Rel(q.dst, c.dst)
+			rel = filepath.ToSlash(rel)
+			if !c.file {
+				rel += "/.mountpoint"
+			}
+			items = append(items, corev1.KeyToPath{Key: placeholderKey, Path: rel, Mode: ptr(int32(0o444))})
+		}
+		if len(items) > 0 {
+			mp.data[placeholderKey] = []byte{}
+			mp.volumes[q.volIdx] = configMapVolume(q.vol, name, items)
+		}
+	}
 	for _, q := range done {
 		switch {
 		case q.kind == kindRead && q.items != nil:
@@ -411,6 +443,10 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 	}
 	return mp, nil
 }
+
+// placeholderKey is the ConfigMap's empty file that stands in for mount
+// points.
+const placeholderKey = "mountpoint"
 
 func configMapVolume(vol, name string, items []corev1.KeyToPath) corev1.Volume {
 	return corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

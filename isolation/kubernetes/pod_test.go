@@ -204,6 +204,32 @@ func TestLabelValue(t *testing.T) {
 	}
 }
 
+func TestReadOnlyDirHasMountPoints(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	cwd := specs.Mount{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=4k"}}
+	o, err := buildObjects(testPlan(cwd, bindMount(filepath.Join(dir, "out"), "/work/out", false)), &Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range o.pod.Spec.Containers[0].VolumeMounts {
+		if m.MountPath != "/work" {
+			continue
+		}
+		if !m.ReadOnly {
+			t.Errorf("/work is writable")
+		}
+		for _, v := range o.pod.Spec.Volumes {
+			if v.Name == m.Name && (v.ConfigMap == nil || len(v.ConfigMap.Items) != 1 || v.ConfigMap.Items[0].Path != "out/.mountpoint") {
+				t.Errorf("/work's volume has no mount point for out: %+v", v)
+			}
+		}
+	}
+	if _, ok := o.configMap.BinaryData[placeholderKey]; !ok {
+		t.Errorf("no placeholder in the ConfigMap")
+	}
+}
+
 // The run's trust bundle (credentials) is written after Check: Check
 // plans its place, Start carries its content.
 func TestBuildObjectsTrustBundle(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // pollInterval is how often a starting or ending pod is looked at.
@@ -34,7 +35,14 @@ type sandbox struct {
 	objs     *podObjects
 
 	made struct{ policy, configMap, pod bool }
+	// copied are the regular files each write grant had when they were
+	// copied in: those the sandbox no longer has are deleted on the way
+	// back.
+	copied [][]string
 
+	// filter is the plan's seccomp profile, compiled: the init loads it
+	// inside the pod, below the runtime's default profile.
+	filter     []byte
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
@@ -67,6 +75,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o, execDone: make(chan struct{}, 1)}
+	if s.filter, err = planFilter(p); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -102,6 +113,18 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	return s, nil
+}
+
+// planFilter compiles the plan's seccomp profile ("" when it has none).
+func planFilter(p *isolation.Plan) ([]byte, error) {
+	if p.Spec == nil || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+		return nil, nil
+	}
+	prog, err := seccomp.Compile(p.Spec.Linux.Seccomp)
+	if err != nil {
+		return nil, fmt.Errorf("compile the plan's seccomp profile: %w", err)
+	}
+	return sbinit.EncodeFilter(prog), nil
 }
 
 // waitSlot waits until fewer than Concurrency pods of runs are live in the
@@ -288,7 +311,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
-	cfg := &sbinit.Config{RunID: s.plan.RunID}
+	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter}
 	if eg := s.plan.Egress; eg != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 	}
@@ -300,12 +323,18 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 
 // copyIn puts the write grants' files into their volumes.
 func (s *sandbox) copyIn(ctx context.Context) error {
-	for _, c := range s.objs.copies {
+	s.copied = make([][]string, len(s.objs.copies))
+	for i, c := range s.objs.copies {
+		files, err := regularFiles(c.Host, c.Skip)
+		if err != nil {
+			return fmt.Errorf("read the write grant %s: %w", c.Host, err)
+		}
+		s.copied[i] = files
 		pr, pw := io.Pipe()
 		go func() {
 			pw.CloseWithError(sbinit.WriteTar(pw, &sbinit.Transfer{Path: c.Host, Skip: c.Skip}))
 		}()
-		err := s.init.Put(ctx, sbinit.Transfer{Path: c.Target, MaxBytes: s.settings.maxWriteBytes()}, pr)
+		err = s.init.Put(ctx, sbinit.Transfer{Path: c.Target, MaxBytes: s.settings.maxWriteBytes()}, pr)
 		pr.Close()
 		if err != nil {
 			if errors.Is(err, sbinit.ErrTooLarge) || strings.Contains(err.Error(), "more than") {
@@ -320,11 +349,12 @@ func (s *sandbox) copyIn(ctx context.Context) error {
 // copyOut brings the write grants' files back to the host.
 func (s *sandbox) copyOut(ctx context.Context) error {
 	var errs []error
-	for _, c := range s.objs.copies {
+	for i, c := range s.objs.copies {
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
+		seen := map[string]bool{}
 		go func() {
-			err := extractInto(pr, c.Host, c.Skip, s.settings.maxWriteBytes())
+			err := extractInto(pr, c.Host, c.Skip, s.settings.maxWriteBytes(), seen)
 			pr.CloseWithError(err)
 			io.Copy(io.Discard, pr)
 			done <- err
@@ -333,6 +363,10 @@ func (s *sandbox) copyOut(ctx context.Context) error {
 		pw.CloseWithError(err)
 		if xerr := <-done; err == nil {
 			err = xerr
+		}
+		if err == nil && i < len(s.copied) {
+			// Only after a whole copy: a cut one says nothing of deletions.
+			err = removeGone(c.Host, s.copied[i], seen)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("copy the write grant %s back: %w", c.Host, err))
@@ -362,8 +396,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 	return s.init.Exec(ctx, cmd, stdio)
 }
 
-// Kill sends SIGTERM to every process of the pod, waits up to grace for
-// the commands to end, then SIGKILL.
+// Kill sends SIGTERM to the commands' process groups, waits up to grace
+// for them to end, then SIGKILL. Not to every process of the pod: the
+// bridge that carries the stream is one of them, and the write grants
+// still have to come back. What the commands left in other groups dies
+// with the init when Close ends the stream.
 func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.killed = true
@@ -371,7 +408,7 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	if s.init == nil {
 		return nil
 	}
-	if grace > 0 && s.init.Signal(0, syscall.SIGTERM) == nil {
+	if grace > 0 && s.init.SignalCommands(syscall.SIGTERM) == nil {
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		for {
@@ -390,7 +427,7 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 			break
 		}
 	}
-	_ = s.init.Signal(0, syscall.SIGKILL)
+	_ = s.init.SignalCommands(syscall.SIGKILL)
 	return nil
 }
 
@@ -471,7 +508,11 @@ func (s *sandbox) teardown(ctx context.Context) error {
 		for {
 			var pod corev1.Pod
 			err := s.api.get(ctx, "", "pods", s.name, &pod)
-			if isNotFound(err) || ctx.Err() != nil {
+			if isNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Errorf("pod %s is still being deleted: its node has not confirmed that it stopped", s.name))
 				break
 			}
 			if err != nil && errors.Is(err, ErrUnreachable) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,8 @@ func streamSocket() (*net.UnixConn, error) {
 // the stream on its standard input and output to it. It exits when
 // either side is gone.
 func runBridge(path string) int {
+	// A command's kill(-1) must not cut the stream under the run.
+	signal.Ignore(unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	_ = os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {

@@ -171,6 +171,19 @@ func getresgid() (r, e, s int) {
 	return int(rg), int(eg), int(sg)
 }
 
+// loadFilter sets no_new_privs and installs the encoded filter b on every
+// thread: the init and every command it forks run under it.
+func loadFilter(b []byte) error {
+	prog, err := decodeBPF(b)
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	return loadSeccomp(prog)
+}
+
 // loadSeccomp installs prog on every thread of the calling process
 // (SECCOMP_FILTER_FLAG_TSYNC). Preconditions: no_new_privs is set on the
 // calling thread, or it holds CAP_SYS_ADMIN.

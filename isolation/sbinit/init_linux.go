@@ -220,6 +220,10 @@ func setup(cfg *Config, trees []int) (int, error) {
 		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
 			return 0, err
 		}
+	} else if len(cfg.Filter) > 0 {
+		if err := loadFilter(cfg.Filter); err != nil {
+			return 0, err
+		}
 	}
 	return abi, nil
 }

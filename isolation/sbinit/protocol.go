@@ -114,6 +114,12 @@ type Config struct {
 	// map (host root, mapped to an unprivileged range) could not create a
 	// file in its own tmpfs. Its capabilities in the namespace stay.
 	BuildAs *ID `json:"build_as,omitempty"`
+	// Filter, when set and DropPrivileges is not, is a compiled seccomp
+	// filter (Setup.Seccomp's encoding) the init loads on itself, with
+	// no_new_privs, before it serves: where the runtime that made the
+	// sandbox could not be given the plan's profile (a Kubernetes pod,
+	// which gets only the runtime's default) it narrows it.
+	Filter []byte `json:"filter,omitempty"`
 	// KeepGroups leaves the supplementary groups as they are: in a user
 	// namespace whose maps an unprivileged user wrote, setgroups is
 	// denied, and the groups are that user's own.

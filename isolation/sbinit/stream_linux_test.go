@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // startStreamInit starts this test binary as an init speaking the stream
@@ -226,5 +228,26 @@ func TestStreamEgress(t *testing.T) {
 	exit, err := cl.Exec(context.Background(), isolation.Command{Args: []string{"sh", "-c", script}, Env: testEnv}, isolation.Stdio{Stdout: &out, Stderr: os.Stderr})
 	if err != nil || exit.Code != 0 || out.String() != "ping-through-stream" {
 		t.Fatalf("exit %+v err %v out %q", exit, err, out.String())
+	}
+}
+
+func TestStreamInitLoadsFilter(t *testing.T) {
+	prog, err := seccomp.Compile(&specs.LinuxSeccomp{
+		DefaultAction: specs.ActAllow,
+		Syscalls:      []specs.LinuxSyscall{{Names: []string{"ptrace"}, Action: specs.ActErrno}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := startStreamInit(t, &Config{RunID: "t", Filter: EncodeFilter(prog)}, nil)
+	var out bytes.Buffer
+	// ptrace(PTRACE_TRACEME) is 101 on x86-64; the NNP line says the
+	// filter came with no_new_privs.
+	script := `perl -e '$r = syscall(101, 0, 0, 0, 0); print "ptrace=", ($r == -1 ? "refused" : "allowed"), "\n"'; grep NoNewPrivs /proc/self/status`
+	if _, err := cl.Exec(context.Background(), isolation.Command{Args: []string{"sh", "-c", script}, Env: testEnv}, isolation.Stdio{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ptrace=refused") || !strings.Contains(out.String(), "NoNewPrivs:\t1") {
+		t.Errorf("the filter is not on the commands: %q", out.String())
 	}
 }

@@ -236,6 +236,27 @@ func (c *StreamClient) Signal(id uint64, sig syscall.Signal) error {
 	return nil
 }
 
+// SignalCommands sends sig to the process group of every command running,
+// and to nothing else: where the bridge is a process of the sandbox
+// (BridgeArgs), a signal to every process would reach it and cut the
+// stream. What the commands left behind in other groups dies with the
+// init when the stream ends.
+func (c *StreamClient) SignalCommands(sig syscall.Signal) error {
+	c.mu.Lock()
+	ids := make([]uint64, 0, len(c.execs))
+	for id := range c.execs {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	var err error
+	for _, id := range ids {
+		if e := c.Signal(id, sig); e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
 // Close ends the stream; the init then kills every process of the
 // sandbox and exits. It is idempotent.
 func (c *StreamClient) Close() error {
