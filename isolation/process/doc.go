@@ -101,6 +101,18 @@
 // and what it imports must stay light (check with GODEBUG=inittrace=1 on
 // the built cmd/sandboxed-init).
 //
+// Warm sandboxes (isolation.Prestarter, warm_linux.go): Prestart does the
+// first half of Start for a pool key (WarmKey: the init binary, the
+// invoking ids, the privilege and the user namespace it maps) — the
+// run's cgroup with no limit, the init cloned into it and its namespaces,
+// the id maps written — and the init waits for its config on the control
+// socket, as it does in the start path whose config follows the maps.
+// Claim does the second half for one plan: its key and checks again, the
+// cgroup's limits written before anything of the run can run, the config
+// sent (with the grants' trees idmapped with the namespace where the plan
+// needs them), ready awaited. A claimed or discarded sandbox is never
+// handed out again.
+//
 // testdata/startbench measures Start+Exec(true)+Close against
 // `bwrap --unshare-all true`, interleaved.
 package process
