@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -84,12 +85,35 @@ func kubeRequest(method, path, body string, out any) error {
 func useCluster(t *testing.T) {
 	t.Helper()
 	testenv.Need(t, "the Kubernetes test cluster", cluster.err)
+	kubeconfig := cluster.kubeconfig
+	if env.runner != nil {
+		// The backend needs no root: the rootless mode's user reads a
+		// copy of the cluster's kubeconfig of its own.
+		var err error
+		if kubeconfig, err = runnerKubeconfig(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Setenv("SANDBOXED_BACKEND", "kubernetes")
-	t.Setenv("SANDBOXED_KUBECONFIG", cluster.kubeconfig)
+	t.Setenv("SANDBOXED_KUBECONFIG", kubeconfig)
 	t.Setenv("SANDBOXED_NAMESPACE", kubeNamespace)
 	t.Setenv("SANDBOXED_RUNTIME_CLASS", kubeRuntimeClass)
 	t.Setenv("SANDBOXED_IMAGE_PULL_POLICY", "Never")
 }
+
+// runnerKubeconfig copies the test cluster's kubeconfig (root's, mode 0600)
+// into the rootless mode's user's home, owned by that user.
+var runnerKubeconfig = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile(cluster.kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(env.runner.home, "kubeconfig")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return "", err
+	}
+	return p, os.Chown(p, int(env.runner.uid), int(env.runner.gid))
+})
 
 // kubeLeaks lists the objects of runs left in the test namespace: pods,
 // ConfigMaps, NetworkPolicies and Secrets labelled with a run id.
