@@ -84,6 +84,12 @@ func kubeRequest(method, path, body string, out any) error {
 // useCluster points every sandboxed the test starts at the test cluster.
 func useCluster(t *testing.T) {
 	t.Helper()
+	if cluster.kubeconfig == "" && cluster.err == nil {
+		// The suite's setup finds the cluster when the kubernetes tier
+		// runs; the rootless mode runs the process tier only, and the
+		// Kubernetes tests then find it here.
+		setupCluster()
+	}
 	testenv.Need(t, "the Kubernetes test cluster", cluster.err)
 	kubeconfig := cluster.kubeconfig
 	if env.runner != nil {
