@@ -125,6 +125,20 @@ func (s *serveProc) claims() int {
 // calls is how many calls the server has answered, from its log.
 func (s *serveProc) calls() int { return len(claimsRE.FindAllString(s.log.String(), -1)) }
 
+// callsReach waits a little for the server's log to count n calls: the
+// server logs a call once its answer is sent, so the line may come just
+// after the client has exited. It reports the count it saw last.
+func (s *serveProc) callsReach(n int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := s.calls()
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestServePoolFreshEveryCall makes 20 consecutive calls through a
 // server's pool: each sees a fresh sandbox (no file, process or variable
 // of an earlier call), and most claim a warm one.
@@ -139,7 +153,7 @@ func TestServePoolFreshEveryCall(t *testing.T) {
 				t.Fatalf("call %d: status %s exit %d\nstdout: %s\nstderr: %s\nserver: %s", i, r.Status, c.code, r.Stdout, r.Stderr, srv.log.String())
 			}
 		}
-		if n := srv.calls(); n != 20 {
+		if n := srv.callsReach(20); n != 20 {
 			t.Fatalf("the server answered %d calls of 20 (the rest ran cold):\n%s", n, srv.log.String())
 		}
 		if warmTiers[tier] && srv.claims() < 10 {
@@ -174,7 +188,7 @@ func TestServePoolBurst(t *testing.T) {
 		for e := range errs {
 			t.Errorf("a call of the burst: %s", e)
 		}
-		if n := srv.calls(); n != 9 {
+		if n := srv.callsReach(9); n != 9 {
 			t.Errorf("the server answered %d calls of 9:\n%s", n, srv.log.String())
 		}
 	})
@@ -325,7 +339,7 @@ func TestServedSameAsCold(t *testing.T) {
 			for round := 0; round < 2; round++ { // the second claims a warm sandbox
 				before := srv.calls()
 				served := sandboxed(t, dir, args...)
-				if srv.calls() != before+1 {
+				if srv.callsReach(before+1) != before+1 {
 					t.Fatalf("%v did not go through the server:\n%s", args, srv.log.String())
 				}
 				cold := sandboxed(t, dir, append([]string{args[0], "--no-server"}, args[1:]...)...)
