@@ -92,19 +92,12 @@ func (c *Client) ContainerInspect(ctx context.Context, containerID string) (cont
 
 // ContainerList lists containers.
 func (c *Client) ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error) {
-	q := url.Values{}
-	if options.All {
-		q.Set("all", "1")
-	}
-	if options.Filters.Len() > 0 {
-		f, err := filters.ToJSON(options.Filters)
-		if err != nil {
-			return nil, err
-		}
-		q.Set("filters", f)
+	q, err := listQuery(options.All, options.Filters)
+	if err != nil {
+		return nil, err
 	}
 	var out []container.Summary
-	err := c.call(ctx, http.MethodGet, "/containers/json", q, nil, &out)
+	err = c.call(ctx, http.MethodGet, "/containers/json", q, nil, &out)
 	return out, err
 }
 
@@ -120,19 +113,12 @@ func (c *Client) ImageInspect(ctx context.Context, ref string) (image.InspectRes
 
 // ImageList lists images.
 func (c *Client) ImageList(ctx context.Context, options image.ListOptions) ([]image.Summary, error) {
-	q := url.Values{}
-	if options.All {
-		q.Set("all", "1")
-	}
-	if options.Filters.Len() > 0 {
-		f, err := filters.ToJSON(options.Filters)
-		if err != nil {
-			return nil, err
-		}
-		q.Set("filters", f)
+	q, err := listQuery(options.All, options.Filters)
+	if err != nil {
+		return nil, err
 	}
 	var out []image.Summary
-	err := c.call(ctx, http.MethodGet, "/images/json", q, nil, &out)
+	err = c.call(ctx, http.MethodGet, "/images/json", q, nil, &out)
 	return out, err
 }
 
@@ -265,4 +251,21 @@ func (c *Client) ContainerUpdate(ctx context.Context, containerID string, update
 	var out container.UpdateResponse
 	err := c.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(containerID)+"/update", nil, updateConfig, &out)
 	return out, err
+}
+
+// listQuery is the query of a list call: every object or only running
+// ones, and the filters as the engine reads them.
+func listQuery(all bool, f filters.Args) (url.Values, error) {
+	q := url.Values{}
+	if all {
+		q.Set("all", "1")
+	}
+	if f.Len() > 0 {
+		js, err := filters.ToJSON(f)
+		if err != nil {
+			return nil, err
+		}
+		q.Set("filters", js)
+	}
+	return q, nil
 }
