@@ -47,6 +47,7 @@ type runnerUser struct {
 // Asked for and unable to run (no root, no Docker), it fails either way.
 func TestMain(m *testing.M) {
 	serveIfAsked()
+	foreignServeIfAsked()
 	if !testenv.E2E() {
 		if testenv.CI() {
 			fmt.Fprintf(os.Stderr, "e2e: CI is set but %s is %q, not 1: the end-to-end suite must run in CI; set %s=1 (root, a Docker engine; see README)\n",

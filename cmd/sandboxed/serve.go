@@ -361,6 +361,13 @@ func runServed(c *cli.Context) (done bool, err error) {
 		return false, nil
 	}
 	defer conn.Close()
+	// The request carries the caller's arguments and environment: it goes
+	// only to a server of the caller's own uid. A socket another user
+	// made at that path (a runtime directory under /tmp) gets nothing,
+	// and the run runs here.
+	if uid, err := peerUID(conn.(*net.UnixConn)); err != nil || uid != os.Geteuid() {
+		return false, nil
+	}
 	req, err := serveRequestOf(c)
 	if err != nil {
 		return true, err
