@@ -313,9 +313,19 @@ tags: [write]
 // the result says USER_CANCELLED, and the leak check finds nothing left
 // (no process, cgroup, container, mount or socket).
 func TestCleanupAfterInterrupt(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
-		dir := workdir(t, map[string]string{"out/.keep": ""})
-		tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
+	forTiers(t, func(t *testing.T, tier string) { interruptRun(t, tier, false) })
+}
+
+// TestCleanupAfterInterruptServed is the same through a server: the
+// client's Ctrl-C reaches the server, which tears the run down and reports
+// as a cold run does.
+func TestCleanupAfterInterruptServed(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) { interruptRun(t, tier, true) })
+}
+
+func interruptRun(t *testing.T, tier string, served bool) {
+	dir := workdir(t, map[string]string{"out/.keep": ""})
+	tool := writeFile(t, filepath.Join(dir, "slow.yaml"), `name: slow
 description: interrupted while it runs
 steps:
   - name: hang
@@ -329,43 +339,49 @@ security:
   required-permissions: ["filesystem:write:./out"]
 tags: [write]
 `)
-		cmd := command("run", "--json", tool)
-		cmd.Dir = dir
-		cmd.Env = runEnv()
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+	var srv *serveProc
+	if served {
+		srv = startServer(t, dir, "--pool-size", "1")
+	}
+	cmd := command("run", "--json", tool)
+	cmd.Dir = dir
+	cmd.Env = runEnv()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "out", "state")); err == nil {
+			break
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "out", "state")); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatal("the step never started")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
+		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatal("sandboxed did not end after SIGINT")
+			t.Fatal("the step never started")
 		}
-		var r stepsResult
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			t.Fatalf("not a result: %v\n%s", err, out.String())
-		}
-		if r.Status != "error" || r.Error == nil || r.Error.Code != "USER_CANCELLED" {
-			t.Errorf("status %s error %+v", r.Status, r.Error)
-		}
-		if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
-			t.Errorf("the cleanup command did not run after the interrupt: %v %q", err, b)
-		}
-	})
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sandboxed did not end after SIGINT")
+	}
+	var r stepsResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("not a result: %v\n%s", err, out.String())
+	}
+	if r.Status != "error" || r.Error == nil || r.Error.Code != "USER_CANCELLED" {
+		t.Errorf("status %s error %+v", r.Status, r.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out", "cleanup-ran")); err != nil || string(b) != "cleaned\n" {
+		t.Errorf("the cleanup command did not run after the interrupt: %v %q", err, b)
+	}
+	if served && srv.callsReach(1) != 1 {
+		t.Errorf("the run did not go through the server:\n%s", srv.log.String())
+	}
 }
