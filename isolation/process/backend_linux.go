@@ -183,8 +183,10 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
 	// The config waits in the socketpair for the init to start, unless
 	// the init's namespace must be finished first (maps written by the
-	// setuid helpers, mounts idmapped with it): it waits for the config.
-	afterStart := m != nil && (m.helper || (m.idmapGrants && hasBinds(cfg.Setup)))
+	// setuid helpers, mounts prepared here for an init that builds its
+	// root as another identity, idmapped with it): it waits for the
+	// config.
+	afterStart := m != nil && (m.helper || ((m.idmapGrants || m.become != nil) && hasBinds(cfg.Setup)))
 	early := cfg
 	if afterStart {
 		early = nil
@@ -359,13 +361,7 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 // returns the started sandbox of p. On error the init is destroyed.
 func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	if _, err := l.cl.WaitReady(ctx); err != nil {
-		if errors.Is(err, sbinit.ErrInitGone) {
-			_ = l.cmd.Process.Kill()
-			<-l.waited
-			if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
-				err = fmt.Errorf("%w: %s", err, tail)
-			}
-		}
+		err = l.initFailed(err)
 		l.destroy(ctx)
 		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
 	}
@@ -384,6 +380,20 @@ func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sand
 		}
 	}
 	return sb, nil
+}
+
+// initFailed adds to err, an error of the init's protocol, what the init
+// said on its stderr when it died before it could answer.
+func (l *launched) initFailed(err error) error {
+	if !errors.Is(err, sbinit.ErrInitGone) {
+		return err
+	}
+	_ = l.cmd.Process.Kill()
+	<-l.waited
+	if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
+		err = fmt.Errorf("%w: %s", err, tail)
+	}
+	return err
 }
 
 // destroy kills the init and everything in its cgroup, and removes the

@@ -90,11 +90,32 @@ func (cl *Client) SendConfig(cfg *Config, fds ...int) error {
 	return nil
 }
 
+// Prepare has a warm init build sk, the part of its root no run decides,
+// and waits until it has (MsgPrepare). The init then waits for the config
+// of the run that claims it, which must ask for the same skeleton. An
+// init that failed returns an error wrapping ErrSetup with its reason.
+func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
+	if err := cl.c.send(&Message{Type: MsgPrepare, Skeleton: sk}); err != nil {
+		return fmt.Errorf("prepare sandbox init: %w", err)
+	}
+	select {
+	case m := <-cl.ready:
+		if m.Type != MsgPrepared {
+			return fmt.Errorf("prepare sandbox init: %w: %s", ErrSetup, m.Error)
+		}
+		return nil
+	case <-cl.dead:
+		return fmt.Errorf("prepare sandbox init: %w", cl.deadErr)
+	case <-ctx.Done():
+		return fmt.Errorf("prepare sandbox init: %w", ctx.Err())
+	}
+}
+
 // WaitReady waits until the init reports it is ready (see Handshake).
 func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 	select {
 	case m := <-cl.ready:
-		if m.Type == MsgError {
+		if m.Type != MsgReady {
 			return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
 		}
 		cl.mu.Lock()
@@ -156,7 +177,7 @@ func (cl *Client) readLoop() {
 			syscall.Close(fd) // init sends no other descriptors
 		}
 		switch m.Type {
-		case MsgReady, MsgError:
+		case MsgReady, MsgPrepared, MsgError:
 			select {
 			case cl.ready <- m:
 			default:

@@ -35,6 +35,9 @@
 // so they work across mount namespaces and into containers.
 //
 //	host (Client)                                  init (PID 1)
+//	    | ---- prepare{Skeleton} ------------------> | warm process tier only:
+//	    | <---------------------------- prepared --- | the root's skeleton, then
+//	    |                                            | wait for the claim's config
 //	    | ---- config{Config} ---------------------> | (process tier: written into
 //	    |  start init, born in the run's cgroup;     |  the socketpair before the
 //	    |  control socket on fd 3 (or accept its     |  init exists; container tier:

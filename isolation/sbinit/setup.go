@@ -156,6 +156,12 @@ func NewSetup(spec *specs.Spec, compile Compiler) (*Setup, error) {
 		if !filepath.IsAbs(dst) || dst == "/" {
 			return nil, fmt.Errorf("prepare sandbox: mount destination %q: not an absolute path below /: %w", m.Destination, ErrSetup)
 		}
+		if BelowProc(dst) {
+			// The masks below /proc are applied before the mounts (a
+			// warm init applies them ahead of any run): nothing may
+			// land under them.
+			return nil, fmt.Errorf("prepare sandbox: mount destination %s: nothing may be mounted below /proc: %w", dst, ErrSetup)
+		}
 		if skeleton[dst] {
 			if m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind") {
 				// A grant over a path the init builds itself would be
