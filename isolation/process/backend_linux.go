@@ -287,6 +287,13 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 	}
+	if confined && m == nil && os.Geteuid() == 0 {
+		// Root's supplementary groups are nothing to the init, which has
+		// every capability until it drops them, and no command may have
+		// them: it starts without any, rather than stop all its threads
+		// to drop them (sbinit sets a command's own groups, if any).
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: uint32(os.Getegid()), Groups: []uint32{}}
+	}
 	if confined && m != nil {
 		// The init keeps its host identity (so it can execute the init
 		// from the user's cache) and every capability of its namespace,

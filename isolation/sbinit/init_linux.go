@@ -239,10 +239,17 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 		}
 	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
+		if err := dropPrivileges(s, cfg.KeepGroups, abi > 0); err != nil {
 			return 0, err
 		}
-	} else if len(cfg.Filter) > 0 {
+	} else if abi > 0 {
+		// A Landlock ruleset is in force: no_new_privs with it, as it
+		// would be where the privileges are dropped.
+		if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+			return 0, fmt.Errorf("set no_new_privs: %w", err)
+		}
+	}
+	if !cfg.DropPrivileges && len(cfg.Filter) > 0 {
 		if err := loadFilter(cfg.Filter); err != nil {
 			return 0, err
 		}
