@@ -112,12 +112,12 @@
 // Its mount namespace stays a slave of the host's until the claim, so a
 // grant's source is what the host has then, while the root's own mounts
 // are private. Claim does the second half for one plan: its key and
-// checks again, the cgroup's limits written before anything of the run
-// can run, the config sent (with the grants prepared here where the init
+// checks again, the config sent (with the grants prepared here where the init
 // built its root as another identity, idmapped with the namespace where
-// the plan needs them), and the init adds the run's part (generated /etc
-// files, /tmp, grants, the other masks, pivot_root, hostname, egress
-// relay, Landlock, credentials, seccomp) and reports ready. A claimed or
+// the plan needs them), the cgroup's limits written while the init adds
+// the run's part (generated /etc files, /tmp, grants, the other masks,
+// pivot_root, hostname, egress relay, Landlock, credentials, seccomp),
+// ready awaited: nothing of the run runs before Claim returns. A claimed or
 // discarded sandbox is never handed out again.
 //
 // testdata/startbench measures Start+Exec(true)+Close against

@@ -170,10 +170,10 @@ func (w *warm) take() *launched {
 	return l
 }
 
-// Claim sets the run's limits on the cgroup, then sends the init the
-// run's config (with its grants prepared here where the init builds its
-// root as another identity, idmapped where the namespace needs it) and
-// waits until the init built the rest of the root and is ready.
+// Claim sends the init the run's config (with its grants prepared here
+// where the init builds its root as another identity, idmapped where the
+// namespace needs it), sets the run's limits on the cgroup while the init
+// builds the rest of the root, and waits until it is ready.
 func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	l := w.take()
 	if l == nil {
@@ -193,11 +193,6 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 	if err != nil {
 		return fail(err)
 	}
-	if l.cg != nil {
-		if err := l.cg.Update(resources(p.Limits)); err != nil {
-			return fail(err)
-		}
-	}
 	l.cl.KillGrace = p.Limits.KillGrace
 	if m != nil && (m.idmapGrants || m.become != nil) {
 		// The maps are written; the grants are prepared here.
@@ -207,6 +202,14 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 	}
 	if err != nil {
 		return fail(err)
+	}
+	// The limits are written while the init finishes its root: it runs
+	// nothing of the run before it is ready, and nothing of the run runs
+	// before Claim has returned.
+	if l.cg != nil {
+		if err := l.cg.Update(resources(p.Limits)); err != nil {
+			return fail(err)
+		}
 	}
 	return l.ready(ctx, p)
 }
