@@ -107,8 +107,9 @@
 // and read-only paths below /proc) — the run's cgroup with no limit, the
 // init cloned into it and its namespaces, the id maps written, and the
 // skeleton of the root built (sbinit.Skeleton: the root tmpfs, system
-// paths, /dev, /proc and its masks, lo up; built in the same order on a
-// cold start) — and the init waits for its config on the control socket.
+// paths, /dev, /proc and its masks, lo up; a cold start sends the same
+// prepare frame ahead of its config) — and the init waits for its config
+// on the control socket.
 // Its mount namespace stays a slave of the host's until the claim, so a
 // grant's source is what the host has then, while the root's own mounts
 // are private. Claim does the second half for one plan: its key and

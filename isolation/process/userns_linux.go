@@ -293,32 +293,6 @@ func dropThreadGroups() (restore func() error, err error) {
 	}, nil
 }
 
-// finishUserns completes the user namespace of the started init pid and
-// then sends it cfg: maps written by the setuid helpers, grant mounts
-// prepared here for an init that builds its root as another identity (it
-// could not open their sources then), idmapped with the namespace where
-// m says so.
-func finishUserns(pid int, m *idMapping, cfg *sbinit.Config, cl *sbinit.Client) error {
-	if m.helper {
-		if err := writeIDMaps(pid, m); err != nil {
-			return err
-		}
-	}
-	var trees []int
-	defer func() {
-		for _, fd := range trees {
-			unix.Close(fd)
-		}
-	}()
-	if m.idmapGrants || m.become != nil {
-		var err error
-		if trees, err = preparedTrees(pid, cfg.Setup, m.idmapGrants); err != nil {
-			return err
-		}
-	}
-	return cl.SendConfig(cfg, trees...)
-}
-
 // preparedTrees makes, for each bind of s, a detached, private copy of
 // its source carrying the bind's flags, and numbers them into s
 // (Mount.Tree). With idmap the copies are idmapped with the user

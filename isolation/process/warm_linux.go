@@ -99,7 +99,7 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 	if _, err := cgroupRunID(runID); err != nil {
 		return nil, err
 	}
-	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil)
+	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +194,7 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 		return fail(err)
 	}
 	l.cl.KillGrace = p.Limits.KillGrace
-	if m != nil && (m.idmapGrants || m.become != nil) {
-		// The maps are written; the grants are prepared here.
-		err = finishUserns(l.cmd.Process.Pid, &idMapping{idmapGrants: m.idmapGrants, become: m.become}, cfg, l.cl)
-	} else {
-		err = l.cl.SendConfig(cfg)
-	}
-	if err != nil {
+	if err := l.configure(ctx, m, nil, cfg); err != nil {
 		return fail(err)
 	}
 	// The limits are written while the init finishes its root: it runs

@@ -52,7 +52,7 @@ func NewClient(sock *net.UnixConn) *Client {
 	cl := &Client{
 		c:       newConn(sock),
 		waiters: make(map[uint64]chan *Message),
-		ready:   make(chan *Message, 1),
+		ready:   make(chan *Message, 2), // prepared, then ready or error
 		dead:    make(chan struct{}),
 	}
 	go cl.readLoop()
@@ -90,13 +90,23 @@ func (cl *Client) SendConfig(cfg *Config, fds ...int) error {
 	return nil
 }
 
-// Prepare has a warm init build sk, the part of its root no run decides,
-// and waits until it has (MsgPrepare). The init then waits for the config
-// of the run that claims it, which must ask for the same skeleton. An
-// init that failed returns an error wrapping ErrSetup with its reason.
-func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
+// SendPrepare sends the prepare frame (MsgPrepare) without waiting: the
+// init builds sk, the part of its root no run decides, then waits for its
+// config, which must ask for the same skeleton (process tier). On a
+// socketpair it may be sent before the init is even started.
+func (cl *Client) SendPrepare(sk *Skeleton) error {
 	if err := cl.c.send(&Message{Type: MsgPrepare, Skeleton: sk}); err != nil {
 		return fmt.Errorf("prepare sandbox init: %w", err)
+	}
+	return nil
+}
+
+// Prepare sends the prepare frame and waits until the init has built the
+// skeleton. An init that failed returns an error wrapping ErrSetup with
+// its reason.
+func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
+	if err := cl.SendPrepare(sk); err != nil {
+		return err
 	}
 	select {
 	case m := <-cl.ready:
@@ -111,22 +121,28 @@ func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
 	}
 }
 
-// WaitReady waits until the init reports it is ready (see Handshake).
+// WaitReady waits until the init reports it is ready (see Handshake). A
+// prepared message nobody waited for (SendPrepare) is passed over.
 func (cl *Client) WaitReady(ctx context.Context) (int, error) {
-	select {
-	case m := <-cl.ready:
-		if m.Type != MsgReady {
-			return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+	for {
+		select {
+		case m := <-cl.ready:
+			if m.Type == MsgPrepared {
+				continue
+			}
+			if m.Type != MsgReady {
+				return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+			}
+			cl.mu.Lock()
+			cl.initPid = m.Pid
+			cl.landlock = m.Landlock
+			cl.mu.Unlock()
+			return m.Pid, nil
+		case <-cl.dead:
+			return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
 		}
-		cl.mu.Lock()
-		cl.initPid = m.Pid
-		cl.landlock = m.Landlock
-		cl.mu.Unlock()
-		return m.Pid, nil
-	case <-cl.dead:
-		return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
-	case <-ctx.Done():
-		return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
 	}
 }
 

@@ -91,8 +91,8 @@ func runInit(args []string) int {
 	m, fds, err := st.c.recv()
 	var sk *rootSkeleton
 	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
-		// A warm init: the skeleton of the root now, the rest once a run
-		// claims it.
+		// The process tier: the skeleton of the root first, the rest
+		// with the config (a warm init's comes when a run claims it).
 		closeFDs(fds)
 		if sk, err = prepareSkeleton(m.Skeleton); err != nil {
 			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
@@ -187,18 +187,20 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 // privilege, so the root is built first and privileges dropped last;
 // Landlock comes once every listener is bound and before the privileges
 // to open any path go. trees are the descriptors of the config frame
-// (Mount.Tree). sk is the skeleton a warm init built (nil: none); cfg must
-// ask for exactly that one. It returns the Landlock ABI it enforced.
+// (Mount.Tree). sk is the skeleton the init built (MsgPrepare), which a
+// config that builds a root needs and must ask for exactly. It returns the
+// Landlock ABI it enforced.
 func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		return 0, fmt.Errorf("config asks to build a root or drop privileges but has no setup")
 	}
-	if sk != nil {
-		if !cfg.BuildRoot || !sameSkeleton(cfg.Skeleton(), sk.asked) {
-			sk.close()
-			return 0, fmt.Errorf("config of run %s does not ask for the root this sandbox prepared: %w", cfg.RunID, ErrSetup)
-		}
+	if cfg.BuildRoot && sk == nil {
+		return 0, fmt.Errorf("config asks to build a root, and no prepare frame came first: %w", ErrProtocol)
+	}
+	if sk != nil && (!cfg.BuildRoot || !sameSkeleton(cfg.Skeleton(), sk.asked)) {
+		sk.close()
+		return 0, fmt.Errorf("config of run %s does not ask for the root this sandbox prepared: %w", cfg.RunID, ErrSetup)
 	}
 	if cfg.Landlock != nil && !cfg.BuildRoot {
 		// Its paths are those of the root the init builds.
@@ -216,7 +218,8 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 			return 0, fmt.Errorf("set hostname: %w", err)
 		}
 	}
-	if cfg.NetworkUp && sk == nil {
+	if cfg.NetworkUp && !cfg.BuildRoot {
+		// (With a root, the skeleton brought it up.)
 		if err := loopbackUp(); err != nil {
 			return 0, err
 		}

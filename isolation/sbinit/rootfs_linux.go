@@ -291,10 +291,13 @@ func (sk *rootSkeleton) close() {
 	}
 }
 
-// prepareSkeleton builds the skeleton s asks for, on a warm init that has
-// no config yet. Its mount namespace stays a slave of the host's, so a
-// grant's source opened at the claim is what the host has then; the root's
-// own mounts are private, so nothing of the host reaches into the root.
+// prepareSkeleton builds the skeleton s asks for, before the init has its
+// config (which a warm init waits for until a run claims it). Its mount
+// namespace stays a slave of the host's, so a grant's source opened with
+// the config is what the host has then; the root's own mounts are
+// private, so nothing of the host reaches into the root. Every source of
+// the system paths is opened before the root tmpfs hides anything, and a
+// grant's below it is opened through the directory it covers (under).
 func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 	host, err := readHost(systemPaths())
 	if err != nil {
@@ -304,7 +307,8 @@ func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 	if len(p.masked) > 0 || len(p.readonly) > 0 {
 		return nil, fmt.Errorf("prepare root: masked and read-only paths of a skeleton must lie below /proc: %w", ErrSetup)
 	}
-	// Nothing done here may propagate back to the host.
+	// Nothing done here may propagate back to the host, and what the host
+	// mounts still reaches the host's paths here (not the root).
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return nil, err
 	}
@@ -339,63 +343,30 @@ func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 	return sk, nil
 }
 
-// buildRoot builds the sandbox root and pivots into it: the host's shape
-// is read, the root planned (planRoot), then applied. trees are the
-// descriptors of the binds the host prepared (Mount.Tree). sk, when set,
-// is the skeleton a warm init built; the config then adds the run's part.
+// buildRoot adds the run's part to the skeleton sk and pivots into the
+// root: the plan of cfg (planRoot) without the skeleton's part, which
+// stands. trees are the descriptors of the binds the host prepared
+// (Mount.Tree).
 func buildRoot(cfg *Config, setup *Setup, trees []int, sk *rootSkeleton) error {
-	if sk != nil {
-		// The same plan as a cold start's; its skeleton stands.
-		p := planRoot(cfg, setup, nil)
-		if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return err
-		}
-		if sk.asked.BuildAs != nil {
-			for _, m := range p.mounts {
-				if m.source != "" && m.tree == 0 {
-					sk.close()
-					return fmt.Errorf("bind %s: not prepared by the host, and the init built its root as another identity: %w", m.dst, ErrSetup)
-				}
-			}
-		}
-		grants, closeGrants, err := openGrants(p, trees, sk.under)
-		sk.close()
-		if err != nil {
-			return err
-		}
-		defer closeGrants()
-		return finishRoot(p, setup, grants)
-	}
-	host, err := readHost(systemPaths())
-	if err != nil {
-		return err
-	}
-	p := planRoot(cfg, setup, host)
-	// Nothing done here may propagate back to the host.
+	defer sk.close()
+	p := planRoot(cfg, setup, nil)
+	// From here on nothing the host mounts reaches the init.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
 	}
-	// Every source is opened before the new root's tmpfs may hide it (a
-	// grant below /tmp).
-	binds, closeBinds, err := openSystem(p)
-	if err != nil {
-		return err
+	if sk.asked.BuildAs != nil {
+		for _, m := range p.mounts {
+			if m.source != "" && m.tree == 0 {
+				return fmt.Errorf("bind %s: not prepared by the host, and the init builds its root as another identity: %w", m.dst, ErrSetup)
+			}
+		}
 	}
-	defer closeBinds()
-	grants, closeGrants, err := openGrants(p, trees, -1)
+	grants, closeGrants, err := openGrants(p, trees, sk.under)
 	if err != nil {
 		return err
 	}
 	defer closeGrants()
-	// Every source is open: from here on the init needs no host identity.
-	if cfg.BuildAs != nil {
-		if err := become(cfg.BuildAs); err != nil {
-			return err
-		}
-	}
-	if err := buildSkeleton(p, binds); err != nil {
-		return err
-	}
+	sk.close()
 	return finishRoot(p, setup, grants)
 }
 
