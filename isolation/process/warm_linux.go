@@ -18,11 +18,11 @@ var _ isolation.Prestarter = (*Backend)(nil)
 
 // WarmKey names what a process-tier sandbox fixes when its init starts:
 // the tier, the init binary, the user namespace (the privilege and the
-// ids it maps, from the invoking user's ids), and the masked and
-// read-only paths below /proc, which its skeleton root holds (see
-// sbinit.Skeleton). The namespaces, the cgroup and the network namespace
-// (with or without an egress relay, which the init starts from its
-// config) are the same for every plan.
+// ids it maps, from the invoking user's ids), and what its skeleton holds
+// of the spec (see sbinit.Skeleton): the masked and read-only paths below
+// /proc and the capabilities' bounding set. The namespaces, the cgroup and
+// the network namespace (with or without an egress relay, which the init
+// starts from its config) are the same for every plan.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if p == nil || p.Tier != isolation.TierProcess || p.Spec == nil || p.Spec.Process == nil {
 		return "", false
@@ -45,6 +45,11 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if l := p.Spec.Linux; l != nil {
 		k.Masked, k.Readonly = sbinit.ProcPaths(l.MaskedPaths), sbinit.ProcPaths(l.ReadonlyPaths)
 	}
+	if c := p.Spec.Process.Capabilities; c != nil {
+		if k.Bounding, err = sbinit.CapMask(c.Bounding); err != nil {
+			return "", false
+		}
+	}
 	return k.String(), true
 }
 
@@ -63,6 +68,9 @@ type warmKey struct {
 	// below /proc: the skeleton's (sbinit.ProcPaths).
 	Masked   []string `json:"masked,omitempty"`
 	Readonly []string `json:"readonly,omitempty"`
+	// Bounding is the bounding set of the spec's capabilities, which the
+	// skeleton cuts.
+	Bounding uint64 `json:"bounding,omitempty"`
 }
 
 func (k warmKey) String() string {
@@ -110,7 +118,7 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 		}
 	}
 	// What initConfig and check ask of every root (no RootBase, lo up).
-	sk := &sbinit.Skeleton{MaskedPaths: k.Masked, ReadonlyPaths: k.Readonly, NetworkUp: true}
+	sk := &sbinit.Skeleton{MaskedPaths: k.Masked, ReadonlyPaths: k.Readonly, NetworkUp: true, Bounding: k.Bounding}
 	if m != nil && m.become != nil {
 		sk.BuildAs = &sbinit.ID{UID: m.become[0], GID: m.become[1]}
 	}
@@ -139,7 +147,7 @@ func (b *Backend) mappingOf(key string) (warmKey, *idMapping, error) {
 		return k, nil, err
 	}
 	again := warmKeyOf(b.Exe, ids, k.Privilege, k.UID, k.GID, m)
-	again.Masked, again.Readonly = k.Masked, k.Readonly
+	again.Masked, again.Readonly, again.Bounding = k.Masked, k.Readonly, k.Bounding
 	if again.String() != key {
 		return k, nil, bad
 	}

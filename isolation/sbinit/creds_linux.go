@@ -66,15 +66,8 @@ func dropPrivileges(s *Setup, keepGroups, nnp bool) error {
 			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
 		}
 	}
-	for c, last := uintptr(0), lastCap(); c <= last; c++ {
-		if s.Bounding&(1<<c) != 0 {
-			continue
-		}
-		// The bounding set only matters to the thread that forks commands;
-		// the other threads lose every capability below.
-		if err := thisThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
-		}
+	if err := cutBounding(s.Bounding); err != nil {
+		return err
 	}
 	// Each of these stops every thread of the init (the change applies to
 	// all of them), so changes that would be no-ops are skipped.
@@ -128,6 +121,26 @@ func dropPrivileges(s *Setup, keepGroups, nnp bool) error {
 	if prog != nil {
 		if err := loadSeccomp(prog); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// cutBounding drops from the calling thread's bounding set every
+// capability not in keep that it still has (a skeleton may have cut it
+// already). The bounding set only matters to the thread that forks
+// commands; the other threads lose every capability when the privileges
+// are dropped.
+func cutBounding(keep uint64) error {
+	for c, last := uintptr(0), lastCap(); c <= last; c++ {
+		if keep&(1<<c) != 0 {
+			continue
+		}
+		if in, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0); e == 0 && in == 0 {
+			continue
+		}
+		if err := thisThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
 	return nil

@@ -263,7 +263,7 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 // sameSkeleton reports whether a and b are the same skeleton.
 func sameSkeleton(a, b Skeleton) bool {
 	sameID := a.BuildAs == b.BuildAs || (a.BuildAs != nil && b.BuildAs != nil && *a.BuildAs == *b.BuildAs)
-	return a.RootBase == b.RootBase && a.NetworkUp == b.NetworkUp && sameID &&
+	return a.RootBase == b.RootBase && a.NetworkUp == b.NetworkUp && a.Bounding == b.Bounding && sameID &&
 		slices.Equal(a.MaskedPaths, b.MaskedPaths) && slices.Equal(a.ReadonlyPaths, b.ReadonlyPaths)
 }
 

@@ -143,15 +143,18 @@ type Config struct {
 // Skeleton is the part of a process-tier root that no run decides,
 // which a warm init builds before a run claims it (MsgPrepare): the root
 // tmpfs on RootBase, the system paths, /dev, /proc with the masked and
-// read-only paths below it (ProcPaths of the spec's lists), and the
-// loopback interface up; with BuildAs, the init takes that identity once
-// it has opened the system paths. The config that claims it must ask for the same
+// read-only paths below it (ProcPaths of the spec's lists), the
+// loopback interface up and the bounding set cut; with BuildAs, the init
+// takes that identity once it has opened the system paths. The config that claims it must ask for the same
 // (Config.Skeleton); what it adds is applied as a cold start would.
 type Skeleton struct {
 	RootBase      string   `json:"root_base,omitempty"`
 	MaskedPaths   []string `json:"masked_paths,omitempty"`
 	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
 	NetworkUp     bool     `json:"network_up,omitempty"`
+	// Bounding is Setup.Bounding: the bounding set is cut to it at once
+	// (it binds only what commands may gain, never what the init holds).
+	Bounding uint64 `json:"bounding"`
 	// BuildAs is Config.BuildAs: the identity the init builds the root
 	// as. With it every grant of the claiming config must come prepared
 	// by the host (Mount.Tree): the init no longer has the identity that
@@ -167,6 +170,7 @@ func (c *Config) Skeleton() Skeleton {
 		MaskedPaths:   ProcPaths(c.Setup.MaskedPaths),
 		ReadonlyPaths: ProcPaths(c.Setup.ReadonlyPaths),
 		NetworkUp:     c.NetworkUp,
+		Bounding:      c.Setup.Bounding,
 		BuildAs:       c.BuildAs,
 	}
 }

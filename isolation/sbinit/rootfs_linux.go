@@ -340,6 +340,10 @@ func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 			return nil, err
 		}
 	}
+	if err := cutBounding(s.Bounding); err != nil {
+		sk.close()
+		return nil, err
+	}
 	return sk, nil
 }
 

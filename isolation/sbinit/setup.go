@@ -96,6 +96,10 @@ var skeleton = map[string]bool{
 	"/sys": true, "/sys/fs/cgroup": true, "/tmp": true,
 }
 
+// CapMask is the bit mask of the capabilities names (bit n is capability
+// n), as Setup holds them; an unknown name is an error.
+func CapMask(names []string) (uint64, error) { return capMask(names) }
+
 func capMask(names []string) (uint64, error) {
 	var m uint64
 	for _, n := range names {
