@@ -20,7 +20,7 @@ func kubernetesBackendSettings() kubernetes.Settings {
 	s := cluster.settings
 	return kubernetes.Settings{
 		Kubeconfig: s.Kubeconfig, Namespace: s.Namespace, NetworkPolicyEnforced: s.NetworkPolicyEnforced,
-		Concurrency: s.Concurrency, ImagePullPolicy: s.ImagePullPolicy,
+		Concurrency: s.Concurrency, ImagePullPolicy: s.ImagePullPolicy, SeccompProfile: s.SeccompProfile,
 	}
 }
 

@@ -38,8 +38,12 @@ type sandbox struct {
 	copied [][]string
 
 	// filter is the plan's seccomp profile, compiled: the init loads it
-	// inside the pod, below the runtime's default profile.
-	filter     []byte
+	// inside the pod, below the pod's own profile.
+	filter []byte
+	// nproc is the commands' process limit the init applies
+	// (sbinit.Config.NprocLimit): the plan's pids limit under gVisor, 0
+	// elsewhere (the node's pod pids limit applies).
+	nproc      int64
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
@@ -67,11 +71,25 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	defer img.Close()
-	o, err := buildObjects(p, &b.settings)
+	env, err := b.env(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	var rc runtimeInfo
+	if p.Runtime != "" {
+		if rc, err = b.runtimeClass(ctx, a, p.Runtime); err != nil {
+			return nil, err
+		}
+	}
+	o, err := buildObjects(p, &b.settings, env)
 	if err != nil {
 		return nil, err
 	}
 	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o, execDone: make(chan struct{}, 1)}
+	if rc.gvisor {
+		// A kernel of the pod's own: the uid's task count is the pod's.
+		s.nproc = p.Limits.Pids
+	}
 	if s.filter, err = planFilter(p); err != nil {
 		return nil, err
 	}
@@ -310,7 +328,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
-	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter}
+	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter, NprocLimit: s.nproc}
 	if eg := s.plan.Egress; eg != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 	}
