@@ -449,8 +449,10 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 }
 
 // Stats asks the init for the cgroup's peak memory and OOM kills; when
-// the init is gone it reads the pod's status (an OOM kill of a gVisor
-// sandbox ends the whole container).
+// the init is gone it reads how the pod's container ended: the memory
+// limit's kill of a gVisor sandbox (the Sentry, which holds the pod's
+// memory) ends the whole container, and the runtime reports it as the
+// container's reason, OOMKilled.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	if s.init != nil && s.init.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -460,16 +462,16 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 			return isolation.Stats{PeakMemoryBytes: st.PeakMemoryBytes, OOMKilled: st.OOMKills > 0}, nil
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// The init was the container's PID 1: the container is ending, and
+	// its status says how once the kubelet saw it end.
+	deadline := time.Now().Add(terminatedWait)
 	for {
 		var pod corev1.Pod
 		if err := s.api.get(ctx, "", "pods", s.name, &pod); err != nil {
 			return isolation.Stats{}, err
 		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil {
-				return isolation.Stats{OOMKilled: t.Reason == "OOMKilled"}, nil
-			}
+		if t := terminated(&pod); t != nil {
+			return isolation.Stats{OOMKilled: t.Reason == oomKilled}, nil
 		}
 		if time.Now().After(deadline) {
 			return isolation.Stats{}, nil
@@ -480,6 +482,26 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// oomKilled is the reason of a container the memory limit killed.
+const oomKilled = "OOMKilled"
+
+// terminatedWait bounds Stats' wait for the kubelet to report the end of
+// a container whose init is gone (its status is updated on the kubelet's
+// next look at the runtime, about a second on an idle node; the run's
+// cleanup, teardown included, has 30 seconds).
+const terminatedWait = 15 * time.Second
+
+// terminated is the run's container's terminated state, nil while it has
+// none.
+func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == containerName && cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
 }
 
 // Close copies the write grants back, ends the init (which kills what is
