@@ -39,6 +39,11 @@ const (
 	// nobody is the pod's uid when the plan's is root: a pod never runs
 	// as root.
 	nobody = 65534
+	// sandboxUID is the uid (and gid) of the pod's sandbox container (the
+	// pause process): non-root, as the usual pause image's own, and
+	// apart from the run's, so under gVisor its tasks do not count
+	// against the run's process limit (RLIMIT_NPROC counts per uid).
+	sandboxUID = 65535
 	// startSlack is added to the run's timeout for activeDeadlineSeconds,
 	// the cluster's backstop should sandboxed vanish: the pod's start,
 	// the copies and teardown.
@@ -182,8 +187,10 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 			DNSPolicy: corev1.DNSNone,
 			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsUser:      &uid,
-				RunAsGroup:     &gid,
+				// The pod's sandbox (pause) container; the run's
+				// container says its own uid below.
+				RunAsUser:      ptr(int64(sandboxUID)),
+				RunAsGroup:     ptr(int64(sandboxUID)),
 				RunAsNonRoot:   ptr(true),
 				SeccompProfile: env.seccomp(),
 			},

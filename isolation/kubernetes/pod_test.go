@@ -56,6 +56,9 @@ func TestBuildObjectsSecurity(t *testing.T) {
 	if spec.RestartPolicy != corev1.RestartPolicyNever || *spec.RuntimeClassName != "gvisor" || *spec.ActiveDeadlineSeconds != 30+startSlack {
 		t.Errorf("restart %s runtime %s deadline %d", spec.RestartPolicy, *spec.RuntimeClassName, *spec.ActiveDeadlineSeconds)
 	}
+	if psc := spec.SecurityContext; *psc.RunAsUser != sandboxUID || *psc.RunAsGroup != sandboxUID || !*psc.RunAsNonRoot {
+		t.Errorf("pod security context %+v: want the sandbox container as %d, non-root", psc, sandboxUID)
+	}
 	c := spec.Containers[0]
 	sc := c.SecurityContext
 	if *sc.RunAsUser != 1000 || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
