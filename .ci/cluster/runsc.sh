@@ -33,7 +33,9 @@
 #     each hierarchy) before its pid is written: on cgroup v1 the kernel
 #     notifies an OOM to the memory cgroup where the limit was hit and to
 #     every cgroup below it, so the shim reports the container's OOM, and
-#     the kubelet says OOMKilled, as with gVisor's own shim.
+#     the kubelet says OOMKilled, as with gVisor's own shim. (On cgroup v2
+#     an OOM is counted where it struck and above, not below: there the
+#     container still ends with reason Error.)
 set -euo pipefail
 
 waiters=$1
@@ -103,17 +105,18 @@ esac
 
 # join_cgroups PID PATH: moves PID into the cgroup PATH (a cgroupfs path,
 # as the kubelet's cgroupfs driver names it) of every hierarchy that has
-# it; the shim then finds the container's cgroups from PID.
+# it; the shim then finds the container's cgroups from PID. A move that
+# fails costs the OOM report only, never the container.
 join_cgroups() {
 	local pid=$1 path=$2 h
 	[[ -n $path && $path == /* ]] || return 0
 	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
-		if [[ -d /sys/fs/cgroup$path ]]; then echo "$pid" >"/sys/fs/cgroup$path/cgroup.procs"; fi
+		if [[ -d /sys/fs/cgroup$path ]]; then echo "$pid" 2>/dev/null >"/sys/fs/cgroup$path/cgroup.procs" || true; fi
 		return 0
 	fi
 	for h in /sys/fs/cgroup/*/; do
 		h=${h%/}
-		if [[ -d $h$path && ! -L $h ]]; then echo "$pid" >"$h$path/cgroup.procs"; fi
+		if [[ -d $h$path && ! -L $h ]]; then echo "$pid" 2>/dev/null >"$h$path/cgroup.procs" || true; fi
 	done
 }
 

@@ -24,7 +24,8 @@
 // under gVisor's containerd shim an attach carries no stdin.
 //
 // What the pod gets: the plan's image and RuntimeClass (Plan.Runtime), a
-// non-root uid (the plan's; root's runs take 65534), a read-only root
+// non-root uid (the plan's; root's runs take 65534; the pod's sandbox
+// container runs as 65535, apart from it), a read-only root
 // filesystem, every capability dropped, no privilege escalation, the
 // container tier's seccomp profile where the nodes have it (a Localhost
 // profile the cluster facts advertise, or Settings.SeccompProfile), else
