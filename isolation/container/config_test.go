@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -324,42 +323,5 @@ func TestAddGVisorNames(t *testing.T) {
 	}
 	if got := prof.Syscalls[1].Names; len(got) != 1 {
 		t.Errorf("names %q, want unchanged", got)
-	}
-}
-
-func TestNodeProfile(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the engine's default profile is rendered on Linux")
-	}
-	b, err := NodeProfile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prof specs.LinuxSeccomp
-	if err := json.Unmarshal(b, &prof); err != nil {
-		t.Fatalf("not an OCI seccomp profile: %v", err)
-	}
-	if prof.DefaultAction == specs.ActAllow {
-		t.Fatalf("default action %s: want an allowlist", prof.DefaultAction)
-	}
-	allowed := map[string]bool{}
-	for _, r := range prof.Syscalls {
-		for _, n := range r.Names {
-			if r.Action == specs.ActAllow && len(r.Args) == 0 {
-				allowed[n] = true
-			}
-		}
-	}
-	// glibc's select under gVisor, and the Linux name elsewhere; nothing
-	// that needs a capability.
-	for _, n := range []string{"pselect6", "pselect", "read"} {
-		if !allowed[n] {
-			t.Errorf("%s not allowed", n)
-		}
-	}
-	for _, n := range []string{"mount", "bpf", "unshare", "setns"} {
-		if allowed[n] {
-			t.Errorf("%s allowed without capabilities", n)
-		}
 	}
 }

@@ -142,7 +142,7 @@ func TestClientExecNprocLimit(t *testing.T) {
 	// argv[0] and the environment reach the command as sent; the limit is
 	// its own, soft and hard.
 	exit, err := cl.Exec(context.Background(), isolation.Command{
-		Args: []string{"sh", "-c", `echo "$0 $V"; grep '^Max processes' /proc/self/limits`, "zero"},
+		Args: []string{"sh", "-c", `echo "$0 $V"; exec grep '^Max processes' /proc/self/limits`, "zero"},
 		Env:  append([]string{"V=v"}, testEnv...), Cwd: "/"},
 		isolation.Stdio{Stdout: &out, Stderr: &errb})
 	if err != nil {
