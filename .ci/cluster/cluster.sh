@@ -137,7 +137,16 @@ start() {
 	log "starting $name"
 	printf '\n== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logs/$name.log"
 	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null 9>&- &
-	echo $! >"$(pidfile "$name")"
+	local pid=$!
+	echo $pid >"$(pidfile "$name")"
+	# Until the child has exec'd, its command line is this script's, and
+	# alive would call the daemon gone: wait for the exec (or the exit).
+	local i
+	for ((i = 0; i < 500; i++)); do
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$name" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.01
+	done
 	started=1
 }
 
