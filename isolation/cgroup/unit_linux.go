@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 
 	cgroups "github.com/containerd/cgroups/v3"
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +30,8 @@ import (
 //
 // systemd marks a delegated cgroup with the extended attribute
 // user.delegate (and, from the system manager, trusted.delegate) set to
-// "1" (systemd 251 and later, Linux 5.6 and later).
+// "1" (systemd 251 and later, Linux 5.6 and later); where it marks none,
+// the manager that started the process is asked over D-Bus.
 
 // unitCgroup is what the first AdoptUnitCgroup found; adopted is the
 // cgroup it adopted (relative to the v2 mountpoint), which Detect reads.
@@ -69,7 +72,7 @@ func adoptUnitCgroup(mount string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(mount, own)
-	if !delegatedBySystemd(dir) {
+	if !delegatedBySystemd(dir) && !unitDelegates(own) {
 		return "", nil
 	}
 	if err := adoptDelegated(dir, os.Getpid()); err != nil {
@@ -88,6 +91,49 @@ func delegatedBySystemd(dir string) bool {
 		}
 	}
 	return false
+}
+
+// unitDelegates asks the systemd manager that started this process (the
+// system's as root, else the user's) whether the unit it runs in has
+// Delegate=yes and own is that unit's cgroup: the answer where systemd
+// marked no attribute (releases before 251; user managers that cannot set
+// one). A process that no manager started (no INVOCATION_ID) is not asked
+// about.
+func unitDelegates(own string) bool {
+	if os.Getenv("INVOCATION_ID") == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
+	defer cancel()
+	var conn *sddbus.Conn
+	var err error
+	if os.Geteuid() == 0 {
+		conn, err = sddbus.NewSystemdConnectionContext(ctx)
+	} else {
+		conn, err = sddbus.NewUserConnectionContext(ctx)
+	}
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	unit, err := conn.GetUnitNameByPID(ctx, uint32(os.Getpid()))
+	if err != nil {
+		return false
+	}
+	typ := map[string]string{".service": "Service", ".scope": "Scope"}[filepath.Ext(unit)]
+	if typ == "" {
+		return false
+	}
+	cg, err := conn.GetUnitTypePropertyContext(ctx, unit, typ, "ControlGroup")
+	if err != nil || cg.Value.Value() != own {
+		return false
+	}
+	d, err := conn.GetUnitTypePropertyContext(ctx, unit, typ, "Delegate")
+	if err != nil {
+		return false
+	}
+	v, ok := d.Value.Value().(bool)
+	return ok && v
 }
 
 // adoptDelegated moves pid from the delegated cgroup dir to its
