@@ -267,8 +267,17 @@ func TestSystemdUnits(t *testing.T) {
 	begin(t)
 	u := installUnits(t)
 	u.must(t, "start", "sandboxed.socket")
-	if fi, err := os.Lstat(u.socket); err != nil || fi.Mode().Type() != os.ModeSocket {
+	fi, err := os.Lstat(u.socket)
+	if err != nil || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("sandboxed.socket is started but %s is not a socket: %v", u.socket, err)
+	}
+	// The socket is its owner's alone: only the server's uid may connect.
+	owner := uint32(0)
+	if u.user != nil {
+		owner = u.user.uid
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o600 || st.Uid != owner {
+		t.Errorf("%s: mode %v, owner %d; want 0600, owner %d", u.socket, fi.Mode().Perm(), st.Uid, owner)
 	}
 	if st := u.show(t, "sandboxed.service", "ActiveState"); st != "inactive" {
 		t.Fatalf("sandboxed.service is %s before any run, want inactive (started on the first connection)", st)
@@ -337,7 +346,7 @@ func TestSystemdUnits(t *testing.T) {
 	// The tool ends; its result is the run's, and the server says it
 	// answered the call.
 	syscall.Kill(sleeper, syscall.SIGKILL)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	waited = true
 	var r result
 	if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil || err != nil || r.Status != "ok" || !strings.Contains(r.Stdout, "done") {
