@@ -321,8 +321,13 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
 	cmd := &exec.Cmd{
-		Args:       []string{"sandboxed-init", sbinit.InitArg},
-		Env:        []string{},
+		Args: []string{"sandboxed-init", sbinit.InitArg},
+		// One processor for the Go runtime: the init does its work on
+		// one locked thread and waits on the rest, and every thread the
+		// runtime would start for more is one more to create, and to stop
+		// each time the init changes its credentials on all of them. The
+		// commands get their own environment (Command.Env).
+		Env:        []string{"GOMAXPROCS=1"},
 		ExtraFiles: []*os.File{child},
 		// The init reports through the protocol; its stderr only matters
 		// when it dies before that, and then it goes into the error.
