@@ -171,6 +171,10 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		Notes:     job.Notes,
 	}
 	outs := &outputs{}
+	var staged *stagedRecord
+	if c.StateDir != "" {
+		staged = stageRecord(c.StateDir, p.RunID, true)
+	}
 	if e := c.run(ctx, job, res, outs); e != nil {
 		res.Egress = e
 		res.Warnings = append(res.Warnings, credentialWarnings(e)...)
@@ -187,7 +191,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	// A credential's value never reaches a result, a record or the audit
 	// log, even when a server echoed it back to the tool.
 	job.redact.result(res)
-	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit)
+	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit, staged)
 	c.Trace.Mark("run record and audit")
 	return res, err
 }
@@ -229,8 +233,9 @@ func joinCaptures(cs []*capture) joined {
 }
 
 // finish writes the run record (with the plan the backend was given, nil
-// for a run refused before planning) and the audit line.
-func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error) error {
+// for a run refused before planning; in staged when not nil, see
+// stageRecord) and the audit line.
+func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error, staged *stagedRecord) error {
 	// The run record and the audit line (which waits for its fsync) are
 	// written side by side.
 	recorded := make(chan error, 1)
@@ -239,7 +244,7 @@ func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []
 			recorded <- nil
 			return
 		}
-		recorded <- writeRecord(c.StateDir, res, plan, stdout, stderr)
+		recorded <- writeRecord(c.StateDir, res, plan, stdout, stderr, staged)
 	}()
 	var errs []error
 	if c.Record != nil {
