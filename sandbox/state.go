@@ -127,14 +127,16 @@ func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stder
 		}
 		files["plan.json"] = append(pj, '\n')
 	}
+	write := fillStaged
 	tmp := staged.take(r.RunID, plan != nil)
 	if tmp == "" {
 		if tmp, err = makeRecordDir(stateDir, r.RunID); err != nil {
 			return fmt.Errorf("create run record %s: %w", dir, err)
 		}
+		write = writeFresh
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
+		if err := write(filepath.Join(tmp, name), data); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("write run record: %w", err)
 		}
@@ -144,6 +146,31 @@ func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stder
 		return fmt.Errorf("store run record %s: %w", dir, err)
 	}
 	return nil
+}
+
+// writeFresh creates the file at path with data.
+func writeFresh(path string, data []byte) error { return os.WriteFile(path, data, 0o600) }
+
+// fillStaged writes data into the empty file at path that stageRecord
+// created. It does not truncate the file: ext4 writes a file truncated to
+// nothing back to disk as soon as it is closed (auto_da_alloc), which
+// costs a record more than creating its files.
+func fillStaged(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() != 0 {
+		err = fmt.Errorf("%s is not empty", path)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // makeRecordDir makes a fresh staging directory for the record of runID.
