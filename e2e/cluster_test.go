@@ -152,6 +152,16 @@ func TestClusterFacts(t *testing.T) {
 	if got := cm.Data["networkPolicyEnforced"]; got != "false" {
 		t.Errorf("sandboxed-cluster networkPolicyEnforced = %q; nothing in the cluster enforces NetworkPolicy", got)
 	}
+	// The pods' Localhost seccomp profile is on the node, in the kubelet's
+	// seccomp directory, and both RuntimeClasses are gVisor's.
+	if p := cm.Data["seccompProfile"]; p == "" {
+		t.Errorf("sandboxed-cluster advertises no seccompProfile")
+	} else if _, err := os.Stat(filepath.Join("/var/lib/sandboxed-k8s/kubelet/seccomp", p)); err != nil {
+		t.Errorf("sandboxed-cluster seccompProfile %s: %v", p, err)
+	}
+	if got := strings.Fields(cm.Data["gvisorRuntimeClasses"]); !slices.Contains(got, "gvisor") || !slices.Contains(got, kubeRuntimeClass) {
+		t.Errorf("sandboxed-cluster gvisorRuntimeClasses = %q", cm.Data["gvisorRuntimeClasses"])
+	}
 	ns := cm.Data["testNamespace"]
 	var sa corev1.ServiceAccount
 	if err := get("/api/v1/namespaces/"+ns+"/serviceaccounts/default", &sa); err != nil {

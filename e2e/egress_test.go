@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -49,14 +48,6 @@ true`, testNet.caFile, testNet.caFile)
 		expect(t, r, c, "ok", 0)
 		wants := []string{"HTTP:" + strings.TrimSpace(webBody), "HTTPS:" + strings.TrimSpace(webBody),
 			"WGET:" + strings.TrimSpace(webBody), "WGETS:" + strings.TrimSpace(webBody), "OTHER-REFUSED", "HINT-NAMES-PERMISSION"}
-		if tier == kubeTier {
-			// A pod gets the runtime's default seccomp profile
-			// (RuntimeDefault), which names glibc's select as pselect6;
-			// gVisor (runsc --oci-seccomp) knows it as pselect and drops
-			// the name, so wget's select is refused there. The container
-			// tier hands runsc a profile naming both; a pod cannot.
-			wants = slices.DeleteFunc(wants, func(w string) bool { return strings.HasPrefix(w, "WGET") })
-		}
 		for _, want := range wants {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("want %q in:\n%s%s", want, r.Stdout, r.Stderr)

@@ -157,6 +157,9 @@ type PlanFacts struct {
 	OutputBytes         int64
 	TmpfsBytes          int64
 	Image               string
+	// Runtime is the container runtime the plan asks for ("" for the
+	// engine's default; runsc for gVisor).
+	Runtime string
 	// EnvNames are the names of the variables every command starts with.
 	EnvNames []string
 }
@@ -274,6 +277,7 @@ const (
 	MechUser      = "user"      // uid, gid, capabilities
 	MechSeccomp   = "seccomp"   // the seccomp filter
 	MechCgroup    = "cgroup"    // a cgroup limit
+	MechRlimit    = "rlimit"    // a resource limit of the commands
 	MechTier      = "tier"      // the isolation tier
 	MechTimer     = "timer"     // the controller's deadline
 	MechCapture   = "capture"   // output capture caps
@@ -888,8 +892,7 @@ func (x *explainer) resources() {
 		x.limitPoint("timeout", toReq, "may run for "+durationWords(pf.Timeout)+"; then it is stopped (status timeout, exit 124)",
 			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pf.Timeout.Milliseconds(), 10),
 				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pf.Timeout), durationWords(pf.KillGrace))}),
-		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.Pids),
-			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: fmt.Sprintf("cgroup pids.max %d", pf.Pids)}),
+		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.Pids), pidsMechanism(pf)),
 		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(pf.OutputBytes)+", then truncated with a marker",
 			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(pf.OutputBytes))}),
 	)
@@ -899,6 +902,18 @@ func (x *explainer) resources() {
 			Mechanisms: []Mechanism{{Kind: MechCgroup, Value: strconv.FormatFloat(pf.CPUs, 'f', -1, 64), Detail: "cgroup CPU quota over a 100ms period"}},
 			Verdict:    VerdictAllow, Risk: "low", Rule: "sandboxed.cpus", Reason: "a definition may only narrow its limits"})
 	}
+}
+
+// pidsMechanism is how the pids limit is enforced: the run's cgroup, or
+// under gVisor, whose processes the host sees only as the Sentry's tasks,
+// the limit on the uid's tasks in gVisor's own kernel that the init gives
+// each command, beside a host bound on the sandbox's tasks.
+func pidsMechanism(pf PlanFacts) Mechanism {
+	if pf.Runtime == "runsc" {
+		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(pf.Pids, 10),
+			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", pf.Pids)}
+	}
+	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: fmt.Sprintf("cgroup pids.max %d", pf.Pids)}
 }
 
 func durationWords(d time.Duration) string {

@@ -186,3 +186,17 @@ func TestDiff(t *testing.T) {
 		t.Errorf("a tool against itself: %+v", d2)
 	}
 }
+
+func TestPidsMechanism(t *testing.T) {
+	for _, c := range []struct {
+		runtime, kind, detail string
+	}{
+		{"", MechCgroup, "cgroup pids.max 24"},
+		{"runsc", MechRlimit, "RLIMIT_NPROC 24 in gVisor's kernel"},
+	} {
+		m := pidsMechanism(PlanFacts{Pids: 24, Runtime: c.runtime})
+		if m.Kind != c.kind || m.Value != "24" || !strings.HasPrefix(m.Detail, c.detail) {
+			t.Errorf("runtime %q: %+v", c.runtime, m)
+		}
+	}
+}

@@ -40,6 +40,12 @@
 #     whatever gvisor becomes.
 #   - The pods' oom_score_adj is never below containerd's (0): the host may
 #     deny lowering it.
+#   - The container tier's seccomp profile (sandboxed setup --seccomp-profile)
+#     in the kubelet's seccomp directory as sandboxed.json, a Localhost
+#     profile the Kubernetes backend gives its pods (the cluster facts
+#     advertise it): containerd's RuntimeDefault names glibc's select
+#     pselect6 only, a name gVisor does not know, so under runsc a pod of
+#     RuntimeDefault could not call it.
 #   - Images in containerd (namespace k8s.io), imported from local files:
 #     the runner image sandboxed-runner:latest (docker.io/library/sandboxed-
 #     runner:latest; the container tier's, exported from Docker after
@@ -82,6 +88,7 @@ etcd_peer=http://127.0.0.1:2480
 cgroup_root=sandboxed-k8s
 chain=SANDBOXED-K8S
 runner_image=sandboxed-runner:latest
+seccomp_profile=sandboxed.json
 pause_image=localhost/sandboxed-pause:1
 test_namespace=sandboxed-e2e
 # gVisor's flags for every pod, the container tier's (sandboxed setup
@@ -130,7 +137,16 @@ start() {
 	log "starting $name"
 	printf '\n== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logs/$name.log"
 	setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null 9>&- &
-	echo $! >"$(pidfile "$name")"
+	local pid=$!
+	echo $pid >"$(pidfile "$name")"
+	# Until the child has exec'd, its command line is this script's, and
+	# alive would call the daemon gone: wait for the exec (or the exit).
+	local i
+	for ((i = 0; i < 500; i++)); do
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$name" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.01
+	done
 	started=1
 }
 
@@ -546,6 +562,14 @@ import_runner() {
 	echo "$id" >"$state/runner-image.id"
 }
 
+# install_seccomp: the pods' Localhost seccomp profile, written by the
+# checkout's sandboxed into the kubelet's seccomp directory (its --root-dir's
+# seccomp), where a pod's localhostProfile is looked up.
+install_seccomp() {
+	"$checkout/bin/sandboxed" setup --seccomp-profile "$state/kubelet/seccomp/$seccomp_profile" >/dev/null ||
+		die "write the pods' seccomp profile: $checkout/bin/sandboxed setup --seccomp-profile failed (rebuild it: make build)"
+}
+
 # --- objects ---------------------------------------------------------------
 
 apply_objects() {
@@ -565,7 +589,8 @@ apply_objects() {
 	apply /api/v1/namespaces/kube-system/configmaps/sandboxed-cluster "$(jq -nc \
 		--arg version "$version" --arg node "$node" --arg nodeIP "$node_ip" \
 		--arg podCIDR "$pod_cidr" --arg serviceCIDR "$service_cidr" \
-		--arg image "$runner_image" --arg ns "$test_namespace" --arg runsc "${runsc_flags[*]}" '{
+		--arg image "$runner_image" --arg ns "$test_namespace" --arg runsc "${runsc_flags[*]}" \
+		--arg seccomp "$seccomp_profile" '{
 		apiVersion: "v1", kind: "ConfigMap",
 		metadata: {name: "sandboxed-cluster", namespace: "kube-system"},
 		data: {
@@ -580,6 +605,8 @@ apply_objects() {
 			runtimeClass: "gvisor",
 			runtimeClassNoNetwork: "gvisor-nonet",
 			runscFlags: $runsc,
+			gvisorRuntimeClasses: "gvisor gvisor-nonet",
+			seccompProfile: $seccomp,
 			runnerImage: $image,
 			imagePullPolicy: "Never",
 			testNamespace: $ns
@@ -677,6 +704,7 @@ up() {
 	wait_for containerd 60 "containerd's socket" ctr -a "$sock" version
 	import_pause
 	import_runner
+	install_seccomp
 
 	save_sysctls
 	start kubelet "$bin/kubelet" --config="$state/kubelet/config.yaml" \

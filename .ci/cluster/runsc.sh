@@ -23,6 +23,19 @@
 #   - runsc's errors for a kill of a container that has stopped, or whose
 #     sandbox is gone, are not ones the shim knows, and the shim would fail
 #     to stop the pod.
+#   - The shim watches for OOM kills the memory cgroup of the process in
+#     the pid file. The sandbox's processes (gVisor's Sentry, which holds
+#     the memory of every container of the pod) are in the pod's first
+#     container's cgroup, under the pod's cgroup, whose limit is the sum
+#     of the containers' limits: that is where the kernel's OOM killer
+#     strikes, and it kills the Sentry, ending every container. So the
+#     waiter joins the container's own cgroups (linux.cgroupsPath, in
+#     each hierarchy) before its pid is written: on cgroup v1 the kernel
+#     notifies an OOM to the memory cgroup where the limit was hit and to
+#     every cgroup below it, so the shim reports the container's OOM, and
+#     the kubelet says OOMKilled, as with gVisor's own shim. (On cgroup v2
+#     an OOM is counted where it struck and above, not below: there the
+#     container still ends with reason Error.)
 set -euo pipefail
 
 waiters=$1
@@ -90,6 +103,23 @@ kill)
 *) exec "${runsc[@]}" "$@" ;;
 esac
 
+# join_cgroups PID PATH: moves PID into the cgroup PATH (a cgroupfs path,
+# as the kubelet's cgroupfs driver names it) of every hierarchy that has
+# it; the shim then finds the container's cgroups from PID. A move that
+# fails costs the OOM report only, never the container.
+join_cgroups() {
+	local pid=$1 path=$2 h
+	[[ -n $path && $path == /* ]] || return 0
+	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+		if [[ -d /sys/fs/cgroup$path ]]; then echo "$pid" 2>/dev/null >"/sys/fs/cgroup$path/cgroup.procs" || true; fi
+		return 0
+	fi
+	for h in /sys/fs/cgroup/*/; do
+		h=${h%/}
+		if [[ -d $h$path && ! -L $h ]]; then echo "$pid" 2>/dev/null >"$h$path/cgroup.procs" || true; fi
+	done
+}
+
 bundle=. pidfile= id=
 j=$((i + 1))
 while ((j < ${#args[@]})); do
@@ -117,7 +147,9 @@ if [[ -n $pidfile && -n $id ]] &&
 		status=$("${runsc[@]}" "${global[@]}" wait "$id" 2>/dev/null | jq -r '.exitStatus // 255') || status=255
 		exit $((${status:-255} & 255))
 	) &
+	waiter=$!
+	join_cgroups "$waiter" "$(jq -r '.linux.cgroupsPath // empty' "$bundle/config.json")"
 	mkdir -p "$waiters"
-	echo -n $! >"$waiters/$id"
-	echo -n $! >"$pidfile"
+	echo -n "$waiter" >"$waiters/$id"
+	echo -n "$waiter" >"$pidfile"
 fi

@@ -34,6 +34,11 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
 	fail=1
 fi
 uid=$(id -u "$VM_USER")
+# Lingering makes logind start the user's manager at boot, but not before
+# this unit: on a first boot under TCG it may still be on its way. Starting
+# it here is what lingering does; it waits until the manager is up.
+timeout 120 systemctl start "user@$uid.service" ||
+	log "starting the systemd user manager of $VM_USER (user@$uid.service) failed"
 if ! systemctl is-active --quiet "user@$uid.service"; then
 	log "FAIL: the systemd user manager of $VM_USER (user@$uid.service) is not running"
 	fail=1

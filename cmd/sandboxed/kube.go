@@ -33,6 +33,7 @@ type clusterSettings struct {
 	NetworkPolicyEnforced bool
 	Concurrency           int
 	ImagePullPolicy       string
+	SeccompProfile        string
 }
 
 // clusterFlags choose where runs go: this host, or one pod per run on a
@@ -53,6 +54,8 @@ func clusterFlags() []cli.Flag {
 			Usage: "at most `N` runs live at once in the namespace (0: no bound); a run waits for a slot"},
 		&cli.StringFlag{Name: "image-pull-policy", Value: "IfNotPresent", EnvVars: []string{"SANDBOXED_IMAGE_PULL_POLICY"}, Destination: &cluster.settings.ImagePullPolicy,
 			Usage: "IfNotPresent, Never (images imported on the nodes) or Always"},
+		&cli.StringFlag{Name: "kube-seccomp-profile", EnvVars: []string{"SANDBOXED_KUBE_SECCOMP_PROFILE"}, Destination: &cluster.settings.SeccompProfile,
+			Usage: "the pods' Localhost seccomp `PROFILE`, relative to the kubelet's seccomp directory (sandboxed setup --seccomp-profile writes it); default: the one the cluster advertises, else RuntimeDefault; RuntimeDefault forces the runtime's"},
 	}
 }
 

@@ -20,7 +20,7 @@ func kubernetesBackendSettings() kubernetes.Settings {
 	s := cluster.settings
 	return kubernetes.Settings{
 		Kubeconfig: s.Kubeconfig, Namespace: s.Namespace, NetworkPolicyEnforced: s.NetworkPolicyEnforced,
-		Concurrency: s.Concurrency, ImagePullPolicy: s.ImagePullPolicy,
+		Concurrency: s.Concurrency, ImagePullPolicy: s.ImagePullPolicy, SeccompProfile: s.SeccompProfile,
 	}
 }
 
@@ -42,10 +42,22 @@ func kubernetesChecks(c *cli.Context) []check {
 		out = append(out, check{Tier: "kubernetes", Check: "runtime classes", OK: false, Detail: "none: pods run on the nodes' default runtime",
 			Fix: "create a RuntimeClass for gVisor (handler runsc), annotated " + kubernetes.NoNetworkAnnotation + "=true if its handler runs with --network=none"})
 	}
+	switch {
+	case cluster.settings.SeccompProfile != "":
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: cluster.settings.SeccompProfile + " (--kube-seccomp-profile)"})
+	case pr.SeccompProfile != "":
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: "Localhost " + pr.SeccompProfile + " (the cluster facts)"})
+	default:
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true,
+			Detail: "RuntimeDefault: under gVisor glibc's select is refused (the profile names pselect6 only); install the container tier's on the nodes: sandboxed setup --seccomp-profile"})
+	}
 	for _, rc := range pr.RuntimeClasses {
 		d := "handler " + rc.Handler
 		if rc.NoNetwork {
 			d += ", no network"
+		}
+		if rc.GVisor {
+			d += ", gVisor (the pids limit is the run's own)"
 		}
 		out = append(out, check{Tier: "kubernetes", Check: "runtime class " + rc.Name, OK: true, Detail: d})
 	}

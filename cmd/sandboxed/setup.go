@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/isolation/container"
 	"github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
@@ -23,10 +24,17 @@ sudo sandboxed setup --runtime runsc registers gVisor's runsc with the local Doc
 "runtimes": {"runsc": {"path": ..., "runtimeArgs": ["--host-uds=open", "--network=none"]}} to /etc/docker/daemon.json, keeping
 every other key, writes the file atomically and makes dockerd reload it (systemctl reload docker, else SIGHUP;
 running containers keep running). --undo removes exactly that entry, as recorded in
-/var/lib/sandboxed/setup/runtime/runsc.json.`,
+/var/lib/sandboxed/setup/runtime/runsc.json.
+
+sandboxed setup --seccomp-profile PATH writes the seccomp profile of the Kubernetes backend's pods to PATH: the
+container tier's (Docker's default for a container without capabilities, naming the syscalls gVisor knows by
+other names both ways). Write it on every node into the kubelet's seccomp directory, e.g.
+/var/lib/kubelet/seccomp/sandboxed.json, and run with --kube-seccomp-profile sandboxed.json (or advertise it in
+the ConfigMap kube-system/sandboxed-cluster, key seccompProfile). "-" prints it.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "user", Usage: "the unprivileged user to prepare"},
 		&cli.StringFlag{Name: "runtime", Usage: "the OCI runtime to register with the Docker engine (runsc)"},
+		&cli.StringFlag{Name: "seccomp-profile", Usage: "write the Kubernetes pods' seccomp profile to `PATH` (- prints it)"},
 		&cli.BoolFlag{Name: "undo", Usage: "remove what setup added for the user"},
 		&cli.BoolFlag{Name: "cgroups-only", Usage: "only make the delegated cgroup v1 directories again (what a reboot removes)"},
 		&cli.BoolFlag{Name: "json", Usage: "print the changes and notes as JSON"},
@@ -37,6 +45,9 @@ running containers keep running). --undo removes exactly that entry, as recorded
 		}
 		if c.Bool("undo") && c.Bool("cgroups-only") {
 			return usageError(fmt.Errorf("setup: --undo and --cgroups-only do not go together"))
+		}
+		if c.IsSet("seccomp-profile") {
+			return setupSeccompProfile(c)
 		}
 		name, rt := c.String("user"), c.String("runtime")
 		if (name == "") == (rt == "") {
@@ -95,4 +106,48 @@ running containers keep running). --undo removes exactly that entry, as recorded
 		}
 		return err
 	},
+}
+
+// setupSeccompProfile writes (or prints) the Kubernetes pods' seccomp
+// profile: setup --seccomp-profile PATH.
+func setupSeccompProfile(c *cli.Context) error {
+	for _, f := range []string{"user", "runtime", "undo", "cgroups-only"} {
+		if c.IsSet(f) {
+			return usageError(fmt.Errorf("setup: --seccomp-profile goes alone, not with --%s", f))
+		}
+	}
+	path := c.String("seccomp-profile")
+	if path == "" {
+		return usageError(fmt.Errorf("setup: --seccomp-profile needs a PATH (- prints the profile)"))
+	}
+	prof, err := container.NodeProfile()
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := c.App.Writer.Write(prof)
+		return err
+	}
+	wrote, err := host.InstallFile(path, prof)
+	if err != nil {
+		return err
+	}
+	rep := &host.Report{}
+	if wrote {
+		rep.Changes = []string{"wrote the seccomp profile " + path}
+	}
+	if c.Bool("json") {
+		if rep.Changes == nil {
+			rep.Changes = []string{}
+		}
+		rep.Notes = []string{}
+		return writeJSON(c.App.Writer, rep)
+	}
+	for _, ch := range rep.Changes {
+		fmt.Fprintln(c.App.Writer, ch)
+	}
+	if !wrote {
+		fmt.Fprintln(c.App.Writer, "nothing to change")
+	}
+	return nil
 }

@@ -495,6 +495,28 @@ func runscHostPids(pids int64) int64 {
 	return runscBaseTasks + runscTasksPerProcess*pids
 }
 
+// NodeProfile is the container tier's seccomp profile for a run without
+// capabilities before a plan's profile narrows it — Docker's default
+// profile (an allowlist), with gVisor's names for the syscalls it knows by
+// others (gVisorNames) — as indented JSON in the OCI runtime spec's form,
+// which containerd and CRI-O read as a Kubernetes Localhost profile. The
+// Kubernetes backend's pods run under it where the cluster advertises it
+// (sandboxed setup --seccomp-profile writes it on a node); their init
+// loads the plan's own filter below it, as the container tier's engine
+// profile folds it in.
+func NodeProfile() ([]byte, error) {
+	prof, err := seccompProfile(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	addGVisorNames(prof)
+	b, err := json.MarshalIndent(prof, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render the seccomp profile: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
 // gVisorNames are syscalls that gVisor's enforcement of an OCI seccomp
 // profile (runsc --oci-seccomp) knows by another name than Linux and
 // libseccomp: a profile that allows only the Linux name refuses the call

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -124,5 +125,39 @@ func TestSeccompIntersection(t *testing.T) {
 	plan[0].Args[0].Op = specs.OpGreaterThan
 	if got := intersectAllows(engine, plan); len(got) != 1 || got[0].Args[0].Op != specs.OpNotEqual {
 		t.Errorf("non-EQ plan rules: %+v, want the engine's rules", got)
+	}
+}
+
+func TestNodeProfile(t *testing.T) {
+	b, err := NodeProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prof specs.LinuxSeccomp
+	if err := json.Unmarshal(b, &prof); err != nil {
+		t.Fatalf("not an OCI seccomp profile: %v", err)
+	}
+	if prof.DefaultAction == specs.ActAllow {
+		t.Fatalf("default action %s: want an allowlist", prof.DefaultAction)
+	}
+	allowed := map[string]bool{}
+	for _, r := range prof.Syscalls {
+		for _, n := range r.Names {
+			if r.Action == specs.ActAllow && len(r.Args) == 0 {
+				allowed[n] = true
+			}
+		}
+	}
+	// glibc's select under gVisor, and the Linux name elsewhere; nothing
+	// that needs a capability.
+	for _, n := range []string{"pselect6", "pselect", "read"} {
+		if !allowed[n] {
+			t.Errorf("%s not allowed", n)
+		}
+	}
+	for _, n := range []string{"mount", "bpf", "unshare", "setns"} {
+		if allowed[n] {
+			t.Errorf("%s allowed without capabilities", n)
+		}
 	}
 }

@@ -67,3 +67,19 @@ func readOptional(path string) (data []byte, exists bool, err error) {
 	}
 	return data, true, nil
 }
+
+// InstallFile writes data to path (mode 0644, through a temporary file and
+// a rename; its directory made, mode 0755, where missing) unless path
+// already holds exactly data. It reports whether it wrote.
+func InstallFile(path string, data []byte) (bool, error) {
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := writeAtomic(path, data, 0o644); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
@@ -44,6 +43,12 @@ type Settings struct {
 	Concurrency int
 	// StartTimeout bounds a pod's way to running (default 2 minutes).
 	StartTimeout time.Duration
+	// SeccompProfile is the pods' Localhost seccomp profile, a path
+	// relative to the kubelet's seccomp directory on every node
+	// (sandboxed setup --seccomp-profile writes it). "" takes the one
+	// the cluster facts advertise, else the runtime's default;
+	// RuntimeDefaultProfile the runtime's default whatever they say.
+	SeccompProfile string
 }
 
 func (s *Settings) pullPolicy() string {
@@ -80,12 +85,17 @@ type Backend struct {
 	once   sync.Once
 	api    *api
 	apiErr error
+
+	mu           sync.Mutex
+	classes      map[string]runtimeInfo // the RuntimeClasses read, by name
+	clusterFacts clusterFacts
+	factsRead    bool
 }
 
 // New returns the backend. It reads no kubeconfig and dials nothing until
 // a run needs the cluster.
 func New(s Settings) *Backend {
-	return &Backend{settings: s}
+	return &Backend{settings: s, classes: map[string]runtimeInfo{}}
 }
 
 func (b *Backend) client() (*api, error) {
@@ -123,27 +133,20 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Image == "" {
 		return unsupported("a run without an image on Kubernetes", "set sandboxed.image in the definition")
 	}
-	if _, err := buildObjects(p, &b.settings); err != nil {
+	if _, err := buildObjects(p, &b.settings, podEnv{}); err != nil {
 		return err
 	}
 	a, err := b.client()
 	if err != nil {
 		return err
 	}
-	noNet := false
+	var rc runtimeInfo
 	if p.Runtime != "" {
-		var rc nodev1.RuntimeClass
-		err := a.do(ctx, http.MethodGet, "/apis/node.k8s.io/v1/runtimeclasses/"+p.Runtime, nil, nil, &rc)
-		switch {
-		case isNotFound(err):
-			return unsupported(fmt.Sprintf("RuntimeClass %q (the cluster at %s has none of that name)", p.Runtime, a.cfg.Host),
-				"create it (e.g. handler runsc for gVisor), or name one the cluster has with --runtime-class (`kubectl get runtimeclass`)")
-		case err != nil:
-			return b.apiFailure("read RuntimeClass "+p.Runtime, err)
+		if rc, err = b.runtimeClass(ctx, a, p.Runtime); err != nil {
+			return err
 		}
-		noNet = rc.Annotations[NoNetworkAnnotation] == "true"
 	}
-	if !noNet && !b.settings.NetworkPolicyEnforced {
+	if !rc.noNetwork && !b.settings.NetworkPolicyEnforced {
 		what := "a pod with no direct route out"
 		if p.Runtime != "" {
 			what += fmt.Sprintf(" (RuntimeClass %s keeps the pod network, and nothing says the cluster enforces NetworkPolicy)", p.Runtime)

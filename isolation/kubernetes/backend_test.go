@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -25,6 +27,7 @@ type fakeAPI struct {
 	objects   map[string]map[string]any
 	podStatus map[string]any
 	created   []string
+	pod       corev1.Pod // the last pod created
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +38,11 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		var obj map[string]any
-		json.NewDecoder(r.Body).Decode(&obj)
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &obj)
+		if strings.HasSuffix(p, "/pods") {
+			json.Unmarshal(b, &f.pod)
+		}
 		name := obj["metadata"].(map[string]any)["name"].(string)
 		f.objects[p+"/"+name] = obj
 		f.created = append(f.created, p+"/"+name)
@@ -115,7 +122,10 @@ func TestStartFailsFastAndLeavesNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{podStatus: tc.status}
-			b := New(startFake(t, f))
+			s := startFake(t, f)
+			f.objects["/apis/node.k8s.io/v1/runtimeclasses/gvisor"] = map[string]any{"metadata": map[string]any{"name": "gvisor"}, "handler": "runsc"}
+			f.objects["/api/v1/namespaces/kube-system/configmaps/sandboxed-cluster"] = map[string]any{"data": map[string]any{factsSeccompProfile: "sandboxed.json"}}
+			b := New(s)
 			p := testPlan()
 			t0 := time.Now()
 			_, err := b.Start(context.Background(), p)
@@ -132,6 +142,12 @@ func TestStartFailsFastAndLeavesNothing(t *testing.T) {
 			if len(f.created) != 2 {
 				t.Errorf("made %v, want the NetworkPolicy and the pod", f.created)
 			}
+			// The profile the cluster advertises.
+			if sp := f.pod.Spec.SecurityContext.SeccompProfile; sp.Type != corev1.SeccompProfileTypeLocalhost || *sp.LocalhostProfile != "sandboxed.json" {
+				t.Errorf("pod seccomp profile %+v", sp)
+			}
+			delete(f.objects, "/apis/node.k8s.io/v1/runtimeclasses/gvisor")
+			delete(f.objects, "/api/v1/namespaces/kube-system/configmaps/sandboxed-cluster")
 			if len(f.objects) != 0 {
 				t.Errorf("left %v", f.objects)
 			}

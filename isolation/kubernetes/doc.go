@@ -24,12 +24,17 @@
 // under gVisor's containerd shim an attach carries no stdin.
 //
 // What the pod gets: the plan's image and RuntimeClass (Plan.Runtime), a
-// non-root uid (the plan's; root's runs take 65534), a read-only root
-// filesystem, every capability dropped, no privilege escalation,
-// RuntimeDefault seccomp, no service account token, no service links,
+// non-root uid (the plan's; root's runs take 65534; the pod's sandbox
+// container runs as 65535, apart from it), a read-only root
+// filesystem, every capability dropped, no privilege escalation, the
+// container tier's seccomp profile where the nodes have it (a Localhost
+// profile the cluster facts advertise, or Settings.SeccompProfile), else
+// RuntimeDefault, no service account token, no service links,
 // requests equal to limits from the plan's memory and cpus,
 // activeDeadlineSeconds as a backstop behind our own timeout, and the
-// run id and tool as labels on every object (gc reaps by them).
+// run id and tool as labels on every object (gc reaps by them). Under a
+// gVisor RuntimeClass, a kernel of the pod's own, the init bounds the
+// commands' tasks by the plan's pids limit (sbinit.Config.NprocLimit).
 //
 // Files: read grants travel in the run's ConfigMap (at most MaxReadBytes in
 // all, read-only mounts, symlinks and special files left out); write grants

@@ -39,6 +39,11 @@ const (
 	// nobody is the pod's uid when the plan's is root: a pod never runs
 	// as root.
 	nobody = 65534
+	// sandboxUID is the uid (and gid) of the pod's sandbox container (the
+	// pause process): non-root, as the usual pause image's own, and
+	// apart from the run's, so under gVisor its tasks do not count
+	// against the run's process limit (RLIMIT_NPROC counts per uid).
+	sandboxUID = 65535
 	// startSlack is added to the run's timeout for activeDeadlineSeconds,
 	// the cluster's backstop should sandboxed vanish: the pod's start,
 	// the copies and teardown.
@@ -126,7 +131,7 @@ func podUID(p *isolation.Plan) (int64, int64) {
 // read grants' files (they travel in the ConfigMap) and nothing else of
 // the host. It refuses, wrapping isolation.ErrUnsupported, what a pod
 // cannot honour.
-func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
+func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, error) {
 	if p.Privilege == privilege.Elevated {
 		return nil, unsupported("an elevated run (root inside a user namespace) on Kubernetes",
 			"run it on the local backend (--backend local): a pod never runs as root")
@@ -165,7 +170,7 @@ func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 	}}, mv.volumes...)
 	mounts := append([]corev1.VolumeMount{{Name: "init", MountPath: initDir}}, mv.mounts...)
 
-	env := []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
+	vars := []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 	o.pod = &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -182,10 +187,12 @@ func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 			DNSPolicy: corev1.DNSNone,
 			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsUser:      &uid,
-				RunAsGroup:     &gid,
+				// The pod's sandbox (pause) container; the run's
+				// container says its own uid below.
+				RunAsUser:      ptr(int64(sandboxUID)),
+				RunAsGroup:     ptr(int64(sandboxUID)),
 				RunAsNonRoot:   ptr(true),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				SeccompProfile: env.seccomp(),
 			},
 			Volumes: volumes,
 			Containers: []corev1.Container{{
@@ -195,7 +202,7 @@ func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 				// PID 1 waits for the init to arrive (bridgeCommand)
 				// and becomes it.
 				Command:      []string{"/bin/sh", "-c", pid1Script},
-				Env:          env,
+				Env:          vars,
 				VolumeMounts: mounts,
 				Resources:    corev1.ResourceRequirements{Limits: res, Requests: res},
 				SecurityContext: &corev1.SecurityContext{
@@ -206,7 +213,7 @@ func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 					AllowPrivilegeEscalation: ptr(false),
 					Privileged:               ptr(false),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					SeccompProfile:           env.seccomp(),
 				},
 			}},
 		},
@@ -223,6 +230,17 @@ func buildObjects(p *isolation.Plan, s *Settings) (*podObjects, error) {
 		},
 	}
 	return o, nil
+}
+
+// seccomp is the pod's seccomp profile: the Localhost profile the cluster
+// has (the container tier's, which names the syscalls gVisor knows by
+// other names both ways), else the runtime's default. Either way the init
+// loads the plan's own filter below it.
+func (e podEnv) seccomp() *corev1.SeccompProfile {
+	if e.seccompProfile != "" {
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(e.seccompProfile)}
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 }
 
 // The init reaches the pod through an exec session (a container's attach

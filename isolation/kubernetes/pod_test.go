@@ -38,7 +38,7 @@ func bindMount(src, dst string, ro bool) specs.Mount {
 }
 
 func TestBuildObjectsSecurity(t *testing.T) {
-	o, err := buildObjects(testPlan(), &Settings{})
+	o, err := buildObjects(testPlan(), &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +55,9 @@ func TestBuildObjectsSecurity(t *testing.T) {
 	}
 	if spec.RestartPolicy != corev1.RestartPolicyNever || *spec.RuntimeClassName != "gvisor" || *spec.ActiveDeadlineSeconds != 30+startSlack {
 		t.Errorf("restart %s runtime %s deadline %d", spec.RestartPolicy, *spec.RuntimeClassName, *spec.ActiveDeadlineSeconds)
+	}
+	if psc := spec.SecurityContext; *psc.RunAsUser != sandboxUID || *psc.RunAsGroup != sandboxUID || !*psc.RunAsNonRoot {
+		t.Errorf("pod security context %+v: want the sandbox container as %d, non-root", psc, sandboxUID)
 	}
 	c := spec.Containers[0]
 	sc := c.SecurityContext
@@ -94,7 +97,7 @@ func TestBuildObjectsSecurity(t *testing.T) {
 func TestBuildObjectsRootRunsAsNobody(t *testing.T) {
 	p := testPlan()
 	p.Spec.Process.User = specs.User{}
-	o, err := buildObjects(p, &Settings{})
+	o, err := buildObjects(p, &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestBuildObjectsGrants(t *testing.T) {
 		bindMount(r, "/data", true),
 		specs.Mount{Destination: "/data/hidden", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro"}},
 	)
-	o, err := buildObjects(p, &Settings{})
+	o, err := buildObjects(p, &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +187,7 @@ func TestBuildObjectsRefuses(t *testing.T) {
 		"write inside read": testPlan(bindMount(filepath.Join(dir, "r"), "/r", true), bindMount(filepath.Join(dir, "r", "w"), "/r/w", false)),
 		"over the init":     testPlan(bindMount(dir, "/.sandboxed", true)),
 	} {
-		if _, err := buildObjects(p, &Settings{}); !errors.Is(err, isolation.ErrUnsupported) {
+		if _, err := buildObjects(p, &Settings{}, podEnv{}); !errors.Is(err, isolation.ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", name, err)
 		}
 	}
@@ -208,7 +211,7 @@ func TestReadOnlyDirHasMountPoints(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "out"), 0o755)
 	cwd := specs.Mount{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=4k"}}
-	o, err := buildObjects(testPlan(cwd, bindMount(filepath.Join(dir, "out"), "/work/out", false)), &Settings{})
+	o, err := buildObjects(testPlan(cwd, bindMount(filepath.Join(dir, "out"), "/work/out", false)), &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,13 +240,13 @@ func TestBuildObjectsTrustBundle(t *testing.T) {
 	bundle := filepath.Join(dir, "ca-bundle.crt")
 	p := testPlan(bindMount(bundle, isolation.SandboxCABundle, true))
 	p.Egress = &isolation.Egress{CABundle: bundle}
-	if _, err := buildObjects(p, &Settings{}); err != nil {
+	if _, err := buildObjects(p, &Settings{}, podEnv{}); err != nil {
 		t.Fatalf("before the bundle is written: %v", err)
 	}
 	if err := os.WriteFile(bundle, []byte("PEM"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, err := buildObjects(p, &Settings{})
+	o, err := buildObjects(p, &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +260,50 @@ func TestBuildObjectsTrustBundle(t *testing.T) {
 	// Any other missing read grant is still an error.
 	p.Egress.CABundle = ""
 	os.Remove(bundle)
-	if _, err := buildObjects(p, &Settings{}); err == nil {
+	if _, err := buildObjects(p, &Settings{}, podEnv{}); err == nil {
 		t.Error("a missing read grant was accepted")
+	}
+}
+
+func TestBuildObjectsSeccompProfile(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     podEnv
+		typ     corev1.SeccompProfileType
+		profile string
+	}{
+		{"no profile on the nodes", podEnv{}, corev1.SeccompProfileTypeRuntimeDefault, ""},
+		{"the container tier's on the nodes", podEnv{seccompProfile: "sandboxed.json"}, corev1.SeccompProfileTypeLocalhost, "sandboxed.json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := buildObjects(testPlan(), &Settings{}, c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range []*corev1.SeccompProfile{o.pod.Spec.SecurityContext.SeccompProfile, o.pod.Spec.Containers[0].SecurityContext.SeccompProfile} {
+				got := ""
+				if sp.LocalhostProfile != nil {
+					got = *sp.LocalhostProfile
+				}
+				if sp.Type != c.typ || got != c.profile {
+					t.Errorf("seccomp profile %s %q; want %s %q", sp.Type, got, c.typ, c.profile)
+				}
+			}
+		})
+	}
+}
+
+func TestParseFacts(t *testing.T) {
+	f := parseFacts(map[string]string{factsSeccompProfile: " sandboxed.json\n", factsGVisor: "gvisor  gvisor-nonet"})
+	if f.seccompProfile != "sandboxed.json" || !f.gvisor["gvisor"] || !f.gvisor["gvisor-nonet"] || len(f.gvisor) != 2 {
+		t.Errorf("facts %+v", f)
+	}
+	if f := parseFacts(nil); f.seccompProfile != "" || len(f.gvisor) != 0 {
+		t.Errorf("no facts: %+v", f)
+	}
+	for h, want := range map[string]bool{"runsc": true, "runsc-nonet": true, "runc": false, "kata": false, "runscx": false} {
+		if gVisorHandler(h) != want {
+			t.Errorf("gVisorHandler(%q) = %v", h, !want)
+		}
 	}
 }

@@ -14,6 +14,10 @@ type ProbeResult struct {
 	Namespace      string
 	Version        string
 	RuntimeClasses []RuntimeClass
+	// SeccompProfile is the Localhost seccomp profile the cluster facts
+	// advertise ("": none; the pods get RuntimeDefault unless the
+	// settings name one).
+	SeccompProfile string
 }
 
 // RuntimeClass is one RuntimeClass of the cluster.
@@ -21,6 +25,7 @@ type RuntimeClass struct {
 	Name      string
 	Handler   string
 	NoNetwork bool // annotated NoNetworkAnnotation=true
+	GVisor    bool // its pods run under gVisor (handler or cluster facts)
 }
 
 // Probe asks the cluster of s for its version and RuntimeClasses, within
@@ -45,8 +50,14 @@ func Probe(ctx context.Context, s Settings, timeout time.Duration) (*ProbeResult
 	if err := a.do(ctx, http.MethodGet, "/apis/node.k8s.io/v1/runtimeclasses", nil, nil, &l); err != nil {
 		return nil, b.apiFailure("list RuntimeClasses", err)
 	}
+	f, err := readFacts(ctx, a)
+	if err != nil {
+		return nil, b.apiFailure("read the cluster facts "+factsNamespace+"/"+factsName, err)
+	}
+	res.SeccompProfile = f.seccompProfile
 	for _, rc := range l.Items {
-		res.RuntimeClasses = append(res.RuntimeClasses, RuntimeClass{Name: rc.Name, Handler: rc.Handler, NoNetwork: rc.Annotations[NoNetworkAnnotation] == "true"})
+		res.RuntimeClasses = append(res.RuntimeClasses, RuntimeClass{Name: rc.Name, Handler: rc.Handler,
+			NoNetwork: rc.Annotations[NoNetworkAnnotation] == "true", GVisor: gVisorHandler(rc.Handler) || f.gvisor[rc.Name]})
 	}
 	return res, nil
 }

@@ -38,8 +38,12 @@ type sandbox struct {
 	copied [][]string
 
 	// filter is the plan's seccomp profile, compiled: the init loads it
-	// inside the pod, below the runtime's default profile.
-	filter     []byte
+	// inside the pod, below the pod's own profile.
+	filter []byte
+	// nproc is the commands' process limit the init applies
+	// (sbinit.Config.NprocLimit): the plan's pids limit under gVisor, 0
+	// elsewhere (the node's pod pids limit applies).
+	nproc      int64
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
@@ -67,11 +71,25 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	defer img.Close()
-	o, err := buildObjects(p, &b.settings)
+	env, err := b.env(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	var rc runtimeInfo
+	if p.Runtime != "" {
+		if rc, err = b.runtimeClass(ctx, a, p.Runtime); err != nil {
+			return nil, err
+		}
+	}
+	o, err := buildObjects(p, &b.settings, env)
 	if err != nil {
 		return nil, err
 	}
 	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o, execDone: make(chan struct{}, 1)}
+	if rc.gvisor {
+		// A kernel of the pod's own: the uid's task count is the pod's.
+		s.nproc = p.Limits.Pids
+	}
 	if s.filter, err = planFilter(p); err != nil {
 		return nil, err
 	}
@@ -310,7 +328,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
-	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter}
+	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter, NprocLimit: s.nproc}
 	if eg := s.plan.Egress; eg != nil {
 		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 	}
@@ -431,8 +449,10 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 }
 
 // Stats asks the init for the cgroup's peak memory and OOM kills; when
-// the init is gone it reads the pod's status (an OOM kill of a gVisor
-// sandbox ends the whole container).
+// the init is gone it reads how the pod's container ended: the memory
+// limit's kill of a gVisor sandbox (the Sentry, which holds the pod's
+// memory) ends the whole container, and the runtime reports it as the
+// container's reason, OOMKilled.
 func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	if s.init != nil && s.init.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -442,16 +462,16 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 			return isolation.Stats{PeakMemoryBytes: st.PeakMemoryBytes, OOMKilled: st.OOMKills > 0}, nil
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// The init was the container's PID 1: the container is ending, and
+	// its status says how once the kubelet saw it end.
+	deadline := time.Now().Add(terminatedWait)
 	for {
 		var pod corev1.Pod
 		if err := s.api.get(ctx, "", "pods", s.name, &pod); err != nil {
 			return isolation.Stats{}, err
 		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil {
-				return isolation.Stats{OOMKilled: t.Reason == "OOMKilled"}, nil
-			}
+		if t := terminated(&pod); t != nil {
+			return isolation.Stats{OOMKilled: t.Reason == oomKilled}, nil
 		}
 		if time.Now().After(deadline) {
 			return isolation.Stats{}, nil
@@ -462,6 +482,26 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// oomKilled is the reason of a container the memory limit killed.
+const oomKilled = "OOMKilled"
+
+// terminatedWait bounds Stats' wait for the kubelet to report the end of
+// a container whose init is gone (its status is updated on the kubelet's
+// next look at the runtime, about a second on an idle node; the run's
+// cleanup, teardown included, has 30 seconds).
+const terminatedWait = 15 * time.Second
+
+// terminated is the run's container's terminated state, nil while it has
+// none.
+func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == containerName && cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
 }
 
 // Close copies the write grants back, ends the init (which kills what is

@@ -50,7 +50,10 @@
 //	    |                                            |
 //	    | ---- exec{id,args,env,cwd} + 3 fds ------> | fork+exec in own process
 //	    | <----------------------- started{id,pid} - | group (or exit{id,127}
-//	    | <--------------------- exit{id,code,sig} - | after a message on stderr)
+//	    | <--------------------- exit{id,code,sig} - | after a message on stderr;
+//	    |                                            | with Config.NprocLimit
+//	    |                                            | through the init binary,
+//	    |                                            | which sets RLIMIT_NPROC)
 //	    | ---- signal{id | 0=all, sig} ------------> | kill(-pgid) / kill(-1)
 //	    |                                            |
 //	    | ---- close -------------------------------> | SIGKILL everything, exit

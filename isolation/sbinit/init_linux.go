@@ -52,6 +52,8 @@ type initState struct {
 	cwd    string // default working directory (the spec's)
 	// landlock: the init and its commands are under a Landlock ruleset.
 	landlock bool
+	// nproc bounds the commands' tasks (Config.NprocLimit; 0: no bound).
+	nproc int64
 }
 
 type spawnRequest struct {
@@ -61,6 +63,9 @@ type spawnRequest struct {
 }
 
 func runInit(args []string) int {
+	if len(args) > 0 && strings.HasPrefix(args[0], nprocFlag) {
+		return runNproc(args)
+	}
 	for _, a := range args {
 		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
 			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -98,6 +103,7 @@ func runInit(args []string) int {
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 
 	st.setsid = m.Config.NewSession
+	st.nproc = m.Config.NprocLimit
 	if s := m.Config.Setup; s != nil {
 		st.cwd = s.Cwd
 	}
@@ -394,6 +400,13 @@ func (st *initState) start(r spawnRequest) {
 		fail(code, err.Error())
 		return
 	}
+	argv := r.req.Args
+	if st.nproc > 0 {
+		// The command starts as the init binary, which sets the limit
+		// on itself and executes path (nproc_linux.go).
+		argv = nprocArgs(st.nproc+outsideTasks(), path, argv)
+		path = "/proc/self/exe"
+	}
 	attr := &syscall.ProcAttr{
 		Dir:   cwd,
 		Env:   r.req.Env,
@@ -401,7 +414,7 @@ func (st *initState) start(r spawnRequest) {
 		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()
-	pid, err := syscall.ForkExec(path, r.req.Args, attr)
+	pid, err := syscall.ForkExec(path, argv, attr)
 	if err == nil {
 		st.byPid[pid] = r.id
 		st.pgids[r.id] = pid

@@ -124,6 +124,18 @@ type Config struct {
 	// namespace whose maps an unprivileged user wrote, setgroups is
 	// denied, and the groups are that user's own.
 	KeepGroups bool `json:"keep_groups,omitempty"`
+	// NprocLimit, when positive, bounds the tasks (processes and
+	// threads) of the commands: each runs with RLIMIT_NPROC, soft and
+	// hard, of NprocLimit plus the tasks of the sandbox that are not the
+	// commands' at its start (the init's threads and an exec session's,
+	// such as a pod's bridge), set in the command's own process before it
+	// executes (nproc_linux.go). RLIMIT_NPROC counts the tasks of the
+	// real uid in the whole kernel: it is a per-sandbox bound only where
+	// the sandbox has a kernel of its own (gVisor), and only for a uid
+	// without CAP_SYS_ADMIN or CAP_SYS_RESOURCE. The init itself keeps
+	// its own limit, so a command that used the budget up cannot starve
+	// the init of the threads it needs.
+	NprocLimit int64 `json:"nproc_limit,omitempty"`
 	// Watch, when set, is a seccomp filter (encoded like Setup.Seccomp)
 	// whose watched syscalls go to a user-notification listener: the init
 	// loads it on the thread that forks every command, once every other

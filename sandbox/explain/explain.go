@@ -260,6 +260,7 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f.TmpfsBytes = pl.Limits.TmpfsBytes
 	f.CPUs = pl.Limits.CPUs
 	f.Image = pl.Image
+	f.Runtime = pl.Runtime
 	f.OutputBytes = d.Limits.OutputBytes
 	f.Masks = maskFacts(d.Masks)
 	return f
