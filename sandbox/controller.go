@@ -171,10 +171,6 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		Notes:     job.Notes,
 	}
 	outs := &outputs{}
-	var staged *stagedRecord
-	if c.StateDir != "" {
-		staged = stageRecord(c.StateDir, p.RunID, true)
-	}
 	if e := c.run(ctx, job, res, outs); e != nil {
 		res.Egress = e
 		res.Warnings = append(res.Warnings, credentialWarnings(e)...)
@@ -191,7 +187,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	// A credential's value never reaches a result, a record or the audit
 	// log, even when a server echoed it back to the tool.
 	job.redact.result(res)
-	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit, staged)
+	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit)
 	c.Trace.Mark("run record and audit")
 	return res, err
 }
@@ -233,9 +229,8 @@ func joinCaptures(cs []*capture) joined {
 }
 
 // finish writes the run record (with the plan the backend was given, nil
-// for a run refused before planning; in staged when not nil, see
-// stageRecord) and the audit line.
-func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error, staged *stagedRecord) error {
+// for a run refused before planning) and the audit line.
+func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error) error {
 	// The run record and the audit line (which waits for its fsync) are
 	// written side by side.
 	start := time.Now()
@@ -246,7 +241,7 @@ func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []
 			recorded <- nil
 			return
 		}
-		err := writeRecord(c.StateDir, res, plan, stdout, stderr, staged)
+		err := writeRecord(c.StateDir, res, plan, stdout, stderr)
 		recordTook = time.Since(start)
 		recorded <- err
 	}()

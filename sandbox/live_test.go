@@ -2,12 +2,10 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +59,7 @@ func TestGCRemovesHalfWrittenRecords(t *testing.T) {
 func TestWriteRecordStages(t *testing.T) {
 	state := t.TempDir()
 	r := &Result{RunID: "20260101T000000-eeeeeeeeeeee", Status: StatusOK}
-	if err := writeRecord(state, r, nil, []byte("out"), nil, nil); err != nil {
+	if err := writeRecord(state, r, nil, []byte("out"), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"result.json", "stdout", "stderr"} {
@@ -71,69 +69,6 @@ func TestWriteRecordStages(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(stagingDir(state)); len(left) != 0 {
 		t.Errorf("left in staging: %v", left)
-	}
-}
-
-// TestWriteRecordStaged: a record staged while its run ran lands whole,
-// with what the run's end wrote in its files; a staging directory that
-// does not fit the record (no plan where one was staged, too old to be
-// safe from gc) is removed and the record written afresh.
-func TestWriteRecordStaged(t *testing.T) {
-	plan := &isolation.Plan{RunID: "20260101T000000-aaaaaaaaaaaa", Tool: "t"}
-	tests := []struct {
-		name     string
-		withPlan bool // the record written has a plan
-		age      bool // the staging directory is older than gc allows
-		files    []string
-	}{
-		{"staged", true, false, []string{"plan.json", "result.json", "stderr", "stdout"}},
-		{"staged with a plan, written without", false, false, []string{"result.json", "stderr", "stdout"}},
-		{"staged too long ago", true, true, []string{"plan.json", "result.json", "stderr", "stdout"}},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			state := t.TempDir()
-			runID := fmt.Sprintf("20260101T000000-%012d", i)
-			staged := stageRecord(state, runID, true)
-			<-staged.done
-			if staged.dir == "" {
-				t.Fatal("nothing staged")
-			}
-			if tt.age {
-				staged.made = staged.made.Add(-halfRecordAge)
-			}
-			r := &Result{RunID: runID, Status: StatusOK, Stdout: "out"}
-			var p *isolation.Plan
-			if tt.withPlan {
-				p = plan
-			}
-			if err := writeRecord(state, r, p, []byte("out"), []byte("err"), staged); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			entries, err := os.ReadDir(RunDir(state, runID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				got = append(got, e.Name())
-			}
-			if !slices.Equal(got, tt.files) {
-				t.Errorf("record holds %v, want %v", got, tt.files)
-			}
-			for name, want := range map[string]string{"stdout": "out", "stderr": "err"} {
-				if b, _ := os.ReadFile(filepath.Join(RunDir(state, runID), name)); string(b) != want {
-					t.Errorf("%s holds %q, want %q", name, b, want)
-				}
-			}
-			var res Result
-			if b, err := os.ReadFile(filepath.Join(RunDir(state, runID), "result.json")); err != nil || json.Unmarshal(b, &res) != nil || res.RunID != runID {
-				t.Errorf("result.json: %v, run id %q", err, res.RunID)
-			}
-			if left, _ := os.ReadDir(stagingDir(state)); len(left) != 0 {
-				t.Errorf("left in staging: %v", left)
-			}
-		})
 	}
 }
 

@@ -358,7 +358,7 @@ func (c *Controller) Prepare(req *Request) (*Prepared, error) {
 // Refused records a run that was refused before it started (its run
 // record and audit line) and returns its Result.
 func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
-	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) }, nil)
+	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) })
 }
 
 // RunPrepared executes a prepared run of req and returns its Result.

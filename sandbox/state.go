@@ -94,49 +94,36 @@ var warmRecord = sync.OnceFunc(func() {
 // about 10 ms).
 func stagingDir(stateDir string) string { return filepath.Join(stateDir, "runs", ".staging") }
 
-// recordFiles are the names of a run record's files, plan.json only for a
-// run that got as far as a plan.
-func recordFiles(withPlan bool) []string {
-	if withPlan {
-		return []string{"stdout", "stderr", "result.json", "plan.json"}
-	}
-	return []string{"stdout", "stderr", "result.json"}
-}
-
 // writeRecord stores result.json, stdout and stderr of a run, and
 // plan.json, the plan its backend was given (RecordedPlan), when it got
 // that far. The files are written into a directory under stagingDir that
 // is renamed into place, so a record that is visible is whole. They are
 // not fsync'd: the record is a convenience, and the audit log (fsync'd) is
-// what survives a crash. staged, when not nil, is that directory made
-// while the run ran (stageRecord); writeRecord uses it when it can and
-// removes it otherwise.
-func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stderr []byte, staged *stagedRecord) error {
+// what survives a crash.
+func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stderr []byte) error {
 	dir := RunDir(stateDir, r.RunID)
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		staged.discard()
 		return fmt.Errorf("encode run record: %w", err)
 	}
 	files := map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')}
 	if plan != nil {
 		pj, err := json.MarshalIndent(RecordedPlan(plan), "", "  ")
 		if err != nil {
-			staged.discard()
 			return fmt.Errorf("encode run record: %w", err)
 		}
 		files["plan.json"] = append(pj, '\n')
 	}
-	write := fillStaged
-	tmp := staged.take(r.RunID, plan != nil)
-	if tmp == "" {
-		if tmp, err = makeRecordDir(stateDir, r.RunID); err != nil {
-			return fmt.Errorf("create run record %s: %w", dir, err)
-		}
-		write = writeFresh
+	staging := stagingDir(stateDir)
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		return fmt.Errorf("create run records dir %s: %w", staging, err)
+	}
+	tmp, err := os.MkdirTemp(staging, r.RunID+"-")
+	if err != nil {
+		return fmt.Errorf("create run record %s: %w", dir, err)
 	}
 	for name, data := range files {
-		if err := write(filepath.Join(tmp, name), data); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("write run record: %w", err)
 		}
@@ -146,112 +133,6 @@ func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stder
 		return fmt.Errorf("store run record %s: %w", dir, err)
 	}
 	return nil
-}
-
-// writeFresh creates the file at path with data.
-func writeFresh(path string, data []byte) error { return os.WriteFile(path, data, 0o600) }
-
-// fillStaged writes data into the empty file at path that stageRecord
-// created. It does not truncate the file: ext4 writes a file truncated to
-// nothing back to disk as soon as it is closed (auto_da_alloc), which
-// costs a record more than creating its files.
-func fillStaged(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() != 0 {
-		err = fmt.Errorf("%s is not empty", path)
-	}
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// makeRecordDir makes a fresh staging directory for the record of runID.
-func makeRecordDir(stateDir, runID string) (string, error) {
-	staging := stagingDir(stateDir)
-	if err := os.MkdirAll(staging, 0o700); err != nil {
-		return "", err
-	}
-	return os.MkdirTemp(staging, runID+"-")
-}
-
-// stagedRecord is the staging directory of a run's record, made with its
-// files (empty) while the run runs, so that writing the record at the end
-// of the run only fills them in and renames the directory. Making a
-// directory and creating files is what a record costs on a busy file
-// system (a file system's inode allocation), about as much as the audit
-// line's fsync, which the record is written beside; made ahead, it is off
-// the path from the tool's exit to the run's report.
-type stagedRecord struct {
-	done     chan struct{}
-	dir      string // "" when it could not be made
-	runID    string
-	withPlan bool
-	made     time.Time
-}
-
-// stageRecord starts making, beside the caller, the staging directory of
-// the record of runID (with plan.json when withPlan). The caller must
-// hand the result to writeRecord, which uses or removes it; a controller
-// that dies before leaves it to gc, as it would a record it was writing.
-func stageRecord(stateDir, runID string, withPlan bool) *stagedRecord {
-	s := &stagedRecord{done: make(chan struct{}), runID: runID, withPlan: withPlan}
-	go func() {
-		defer close(s.done)
-		s.made = time.Now()
-		dir, err := makeRecordDir(stateDir, runID)
-		if err != nil {
-			return // writeRecord makes it, and reports what fails
-		}
-		for _, name := range recordFiles(withPlan) {
-			f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				os.RemoveAll(dir)
-				return
-			}
-			f.Close()
-		}
-		s.dir = dir
-	}()
-	return s
-}
-
-// take waits for the staging directory and returns it when it is the
-// record of runID with the files of a record with or without a plan, and
-// young enough that gc cannot take it for a crashed controller's
-// leftover (gc removes staging directories older than halfRecordAge);
-// else it removes it and returns "". Nil-safe.
-func (s *stagedRecord) take(runID string, withPlan bool) string {
-	if s == nil {
-		return ""
-	}
-	<-s.done
-	if s.dir == "" {
-		return ""
-	}
-	if s.runID != runID || s.withPlan != withPlan || time.Since(s.made) > halfRecordAge/2 {
-		os.RemoveAll(s.dir)
-		return ""
-	}
-	return s.dir
-}
-
-// discard removes the staging directory. Nil-safe.
-func (s *stagedRecord) discard() {
-	if s == nil {
-		return
-	}
-	<-s.done
-	if s.dir != "" {
-		os.RemoveAll(s.dir)
-	}
 }
 
 // ensurePrivateDir makes dir (mode 0711) if it is missing and checks that
