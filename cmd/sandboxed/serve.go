@@ -324,9 +324,10 @@ func (s *server) handle(conn *net.UnixConn) {
 	if err != nil && !isSilent(err) {
 		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
 	}
+	// The caller first: the log (a terminal, the journal) may be slow.
+	out.send(serveFrame{Exit: &code})
 	fmt.Fprintf(s.log, "sandboxed: serve: call %s: exit %d (pool: %d warm claims so far, %d ready)\n",
 		strings.Join(req.Args, " "), code, s.ctl.Pool.Claims(), s.ctl.Pool.Ready())
-	out.send(serveFrame{Exit: &code})
 }
 
 // envMismatch says why a caller's environment is not one this server can
