@@ -25,7 +25,6 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
-	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
 // Backend is the process tier.
@@ -608,7 +607,7 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 		})
 		spec = &s
 	}
-	setup, err := sbinit.NewSetup(spec, seccomp.Compile)
+	setup, err := sbinit.NewSetup(spec, compiledProfiles.Compile)
 	if err != nil {
 		return nil, err
 	}
