@@ -78,9 +78,9 @@ func (k warmKey) String() string {
 	return string(js)
 }
 
-// warmKeyOf is the key of a sandbox started with mapping m, without its
-// skeleton's paths. Everything the init's start depends on is in it, and
-// nothing of a run.
+// warmKeyOf is the key of a sandbox started with mapping m, without what
+// its skeleton holds of the spec. Everything the init's start depends on
+// is in it, and nothing of a run.
 func warmKeyOf(exe string, ids hostIDs, priv privilege.Privilege, uid, gid uint32, m *idMapping) warmKey {
 	k := warmKey{Tier: isolation.TierProcess, Exe: exe, EUID: ids.euid, EGID: ids.egid, Privilege: priv, UID: uid, GID: gid}
 	if m != nil {
