@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,10 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		code = m.Run()
 	}
-	teardown()
+	if err := teardown(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -156,11 +160,33 @@ func setup() (int, error) {
 	return 0, nil
 }
 
-func teardown() {
+// teardown removes the network and the suite's directory. It returns an
+// error when the directory cannot be removed or comes back (a process of
+// the suite still writing there): the suite leaves nothing either.
+func teardown() error {
 	teardownNet()
-	if env.bin != "" {
-		_ = os.RemoveAll(filepath.Dir(env.bin))
+	if env.bin == "" {
+		return nil
 	}
+	root := filepath.Dir(env.bin)
+	err := os.RemoveAll(root)
+	if err == nil {
+		time.Sleep(200 * time.Millisecond)
+		if _, serr := os.Lstat(root); serr == nil {
+			err = fmt.Errorf("%s came back after it was removed", root)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var left []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, _ error) error {
+		if len(left) < 20 {
+			left = append(left, p)
+		}
+		return nil
+	})
+	return fmt.Errorf("remove the suite's directory: %w; left: %s", err, strings.Join(left, " "))
 }
 
 // result is what `sandboxed run --json` prints, decoded by the names the

@@ -176,11 +176,16 @@ func AppendAudit(path string, rec AuditRecord) error {
 func openLocked(path string, flag int) (f *os.File, created bool, err error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		created = false
-		f, err = os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			created = true
-		} else if errors.Is(err, os.ErrExist) {
-			f, err = os.OpenFile(path, flag, 0o600)
+		// The log is there but for the first line ever: open it, and
+		// create it only when missing.
+		f, err = os.OpenFile(path, flag, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			f, err = os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL, 0o600)
+			if err == nil {
+				created = true
+			} else if errors.Is(err, os.ErrExist) {
+				f, err = os.OpenFile(path, flag, 0o600)
+			}
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("open audit log %s: %w", path, err)

@@ -233,13 +233,17 @@ func joinCaptures(cs []*capture) joined {
 func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error) error {
 	// The run record and the audit line (which waits for its fsync) are
 	// written side by side.
+	start := time.Now()
 	recorded := make(chan error, 1)
+	var recordTook time.Duration
 	go func() {
 		if c.StateDir == "" {
 			recorded <- nil
 			return
 		}
-		recorded <- writeRecord(c.StateDir, res, plan, stdout, stderr)
+		err := writeRecord(c.StateDir, res, plan, stdout, stderr)
+		recordTook = time.Since(start)
+		recorded <- err
 	}()
 	var errs []error
 	if c.Record != nil {
@@ -250,7 +254,10 @@ func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []
 	if audit != nil {
 		errs = append(errs, audit(res))
 	}
+	auditTook := time.Since(start)
 	errs = append(errs, <-recorded)
+	c.Trace.Note("run record written in %.2fms, audit line on disk in %.2fms (side by side)",
+		float64(recordTook.Microseconds())/1000, float64(auditTook.Microseconds())/1000)
 	return errors.Join(errs...)
 }
 

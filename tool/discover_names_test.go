@@ -22,7 +22,7 @@ func TestToolNameFor(t *testing.T) {
 		if got := ToolNameFor(in); got != want {
 			t.Errorf("ToolNameFor(%q) = %q, want %q", in, got, want)
 		}
-		if !toolNamePattern().MatchString(ToolNameFor(in)) {
+		if !isToolName(ToolNameFor(in)) {
 			t.Errorf("ToolNameFor(%q) = %q is not a tool name", in, ToolNameFor(in))
 		}
 	}
@@ -54,7 +54,7 @@ func TestParamNamesFor(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for _, own := range got {
-			if seen[own] || !nameIdentRE().MatchString(own) {
+			if seen[own] || !isNameIdent(own) {
 				t.Errorf("ParamNamesFor(%q): %q is a duplicate or not a parameter name", tc.in, own)
 			}
 			seen[own] = true

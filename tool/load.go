@@ -93,13 +93,39 @@ func Parse(data []byte, file string) (def *Definition, err error) {
 	return def, nil
 }
 
-// toolNamePattern is what a tool name may be: it becomes a file name and a
-// command-line argument.
-var toolNamePattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// isToolName reports whether s may be a tool name, which becomes a file
+// name and a command-line argument: [A-Za-z0-9][A-Za-z0-9._-]*. (Checked
+// by hand: every run checks its names, and compiling the expression would
+// cost more than all the checks.)
+func isToolName(s string) bool {
+	if s == "" || !isASCIIAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isASCIIAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
-// nameIdentRE is what a parameter or step name may be, so that {NAME} and
-// {STEP.output} can refer to it.
-var nameIdentRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+// isNameIdent reports whether s may be a parameter or step name, so that
+// {NAME} and {STEP.output} can refer to it: [A-Za-z_][A-Za-z0-9_-]*.
+func isNameIdent(s string) bool {
+	if s == "" || !isASCIILetter(s[0]) && s[0] != '_' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isASCIIAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isASCIIAlnum(c byte) bool { return isASCIILetter(c) || '0' <= c && c <= '9' }
 
 // nameFromFile is the tool name a file gives: its base name without
 // .yaml/.yml.
@@ -302,7 +328,7 @@ func (l *defLoader) top(root *yaml.Node) {
 		},
 		"base-tool": func(k, v *yaml.Node) {
 			d.BaseTool, _ = l.str(v, "base-tool")
-			if d.BaseTool != "" && !toolNamePattern().MatchString(d.BaseTool) {
+			if d.BaseTool != "" && !isToolName(d.BaseTool) {
 				l.errf(v, "", "base-tool %q is not a tool name", d.BaseTool)
 			}
 		},
@@ -349,7 +375,7 @@ func (l *defLoader) finish(root *yaml.Node) {
 			l.errAt(start, "add name: my-tool", "missing name")
 		}
 	}
-	if d.Name != "" && !toolNamePattern().MatchString(d.Name) {
+	if d.Name != "" && !isToolName(d.Name) {
 		l.errAt(d.Pos.Name, "use letters, digits, '.', '_' and '-', starting with a letter or digit", "tool name %q is not valid", d.Name)
 	}
 	if !mapHasKey(root, "description") {

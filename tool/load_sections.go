@@ -141,7 +141,7 @@ func (l *defLoader) step(i int, sn *yaml.Node) {
 		"use-tool": func(k, v *yaml.Node) {
 			useKey = k
 			st.UseTool, _ = l.str(v, "use-tool")
-			if st.UseTool == "" || !toolNamePattern().MatchString(st.UseTool) {
+			if st.UseTool == "" || !isToolName(st.UseTool) {
 				l.errf(v, "", "use-tool must name a tool, got %q", st.UseTool)
 			}
 		},
@@ -195,7 +195,7 @@ func (l *defLoader) step(i int, sn *yaml.Node) {
 		l.errf(sn, "add name: NAME; other steps refer to it as {NAME.output}", "%s has no name", label)
 	case st.Name == "":
 		l.errf(nameNode, "", "%s has an empty name", label)
-	case !nameIdentRE().MatchString(st.Name):
+	case !isNameIdent(st.Name):
 		l.errf(nameNode, "use letters, digits, '_' and '-', starting with a letter or '_'", "step name %q is not valid", st.Name)
 	default:
 		if prev, dup := l.stepIndex[st.Name]; dup {
@@ -339,7 +339,7 @@ func (l *defLoader) parameters(n *yaml.Node) {
 			l.errf(k, fmt.Sprintf("the first %s is at line %d; keep one", k.Value, prev.Line), "duplicate parameter %s", k.Value)
 			continue
 		}
-		if !nameIdentRE().MatchString(k.Value) {
+		if !isNameIdent(k.Value) {
 			l.errf(k, "use letters, digits, '_' and '-', starting with a letter or '_' (UPPER_CASE by convention)", "parameter name %q is not valid", k.Value)
 		}
 		l.paramKeys[k.Value] = k
@@ -988,7 +988,7 @@ func (l *defLoader) dependencies(n *yaml.Node) []Dependency {
 		ok := l.mapping(item, "a dependency", map[string]fieldFn{
 			"tool": func(k, v *yaml.Node) {
 				dep.Tool, _ = l.str(v, "dependency tool")
-				if dep.Tool != "" && !toolNamePattern().MatchString(dep.Tool) {
+				if dep.Tool != "" && !isToolName(dep.Tool) {
 					l.errf(v, "", "dependency tool %q is not a tool name", dep.Tool)
 				}
 			},
@@ -1035,7 +1035,7 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 		},
 		"runtime": func(k, v *yaml.Node) {
 			x.Runtime, _ = l.str(v, "sandboxed.runtime")
-			if !toolNamePattern().MatchString(x.Runtime) {
+			if !isToolName(x.Runtime) {
 				l.errf(v, "name a container runtime registered with Docker, e.g. runc or runsc", "sandboxed.runtime %q is not a runtime name", x.Runtime)
 			}
 		},

@@ -188,7 +188,7 @@ func sniffName(path string) string {
 			defer func() { _ = recover() }()
 			_ = yaml.Unmarshal(data, &head)
 		}()
-		if n, ok := head.Name.(string); ok && toolNamePattern().MatchString(n) {
+		if n, ok := head.Name.(string); ok && isToolName(n) {
 			return n
 		}
 	}

@@ -115,9 +115,13 @@ type Template struct {
 	words  []argWord // SyntaxArgv
 }
 
-// refRe is the shape of a reference between braces: a parameter or
-// built-in name, or a step reference NAME.output|error|exit-code.
-var refRe = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_-]*(\.(output|error|exit-code))?$`)
+// isRef reports whether name has the shape of a reference between braces:
+// a parameter or built-in name, or a step reference
+// NAME.output|error|exit-code.
+func isRef(name string) bool {
+	ident, field, dotted := strings.Cut(name, ".")
+	return isNameIdent(ident) && (!dotted || field == "output" || field == "error" || field == "exit-code")
+}
 
 // ParseTemplate parses text written in syntax. known reports which names
 // between braces are references (declared parameters, built-ins, step
@@ -181,7 +185,7 @@ func matchRef(src string, i int, known func(string) bool) (string, int, bool) {
 		return "", 0, false
 	}
 	name := src[i+1 : i+1+end]
-	if !refRe().MatchString(name) || !known(name) {
+	if !isRef(name) || !known(name) {
 		return "", 0, false
 	}
 	return name, i + end + 2, true

@@ -126,7 +126,10 @@ func runAction(c *cli.Context) error {
 		ctl = newController()
 		ctl.Behind = sandbox.NewBehind(c.App.ErrWriter)
 		// The output first, then the teardown, then the exit.
-		defer ctl.Behind.Wait()
+		defer func() {
+			ctl.Behind.Wait()
+			ctl.Trace.Mark("output, teardown behind it")
+		}()
 	}
 	if inv.getenv("SANDBOXED_TRACE") == "1" {
 		start := processStart

@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -119,9 +120,24 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	logw := c.App.ErrWriter
+	// Started by systemd in a unit with Delegate=yes (contrib/systemd):
+	// the runs go in the unit's cgroup, where stopping the unit reaches
+	// them.
+	unitCg, err := cgroup.AdoptUnitCgroup()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
 	ctl := residentController(settings, logw)
 	srv := &server{ctl: ctl, log: logw, uid: os.Geteuid()}
-	fmt.Fprintf(logw, "sandboxed: serve: listening on %s (uid %d; pool size %d, idle %s)\n", path, srv.uid, settings.Size, settings.Idle)
+	where := path
+	if where == "" {
+		where = ln.Addr().String() + " (from systemd)"
+	}
+	fmt.Fprintf(logw, "sandboxed: serve: listening on %s (uid %d; pool size %d, idle %s)\n", where, srv.uid, settings.Size, settings.Idle)
+	if unitCg != "" {
+		fmt.Fprintf(logw, "sandboxed: serve: runs in the cgroup systemd delegated: %s\n", unitCg)
+	}
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
@@ -308,9 +324,10 @@ func (s *server) handle(conn *net.UnixConn) {
 	if err != nil && !isSilent(err) {
 		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
 	}
+	// The caller first: the log (a terminal, the journal) may be slow.
+	out.send(serveFrame{Exit: &code})
 	fmt.Fprintf(s.log, "sandboxed: serve: call %s: exit %d (pool: %d warm claims so far, %d ready)\n",
 		strings.Join(req.Args, " "), code, s.ctl.Pool.Claims(), s.ctl.Pool.Ready())
-	out.send(serveFrame{Exit: &code})
 }
 
 // envMismatch says why a caller's environment is not one this server can
@@ -318,6 +335,11 @@ func (s *server) handle(conn *net.UnixConn) {
 func envMismatch(env []string) string {
 	inv := &invocation{env: env}
 	for _, name := range serverEnv {
+		if name == "XDG_RUNTIME_DIR" && os.Geteuid() == 0 {
+			// Root's runtime directory is /run/sandboxed whatever it
+			// says; a root login has it, root's unit has not.
+			continue
+		}
 		if inv.getenv(name) != os.Getenv(name) {
 			return fmt.Sprintf("the caller's %s differs from the server's", name)
 		}

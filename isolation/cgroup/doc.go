@@ -7,7 +7,10 @@
 // root; without root it is what was delegated to the user: on v1
 // "sandboxed/user-UID" (made by `sandboxed setup --user`), on v2 a
 // transient systemd scope with Delegate=yes asked of the user's own
-// manager over D-Bus (scope_linux.go). A user with no delegated cgroup
+// manager over D-Bus (scope_linux.go). A resident process that systemd
+// started in a unit with Delegate=yes (`sandboxed serve` from the units in
+// contrib/systemd) uses its unit's cgroup instead, as root too
+// (AdoptUnitCgroup, unit_linux.go). A user with no delegated cgroup
 // gets Host.NoDelegation, and every run that needs a limit is refused. A limit that cannot be
 // set is an error wrapping isolation.ErrUnsupported with the fix: the
 // caller never runs without it.

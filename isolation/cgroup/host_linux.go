@@ -35,7 +35,9 @@ type Host struct {
 	// cgroup delegated to that user: on v1 /sandboxed/user-UID, which
 	// `sudo sandboxed setup --user NAME` makes and chowns once; on v2 a
 	// transient systemd scope (Delegate=yes) of the user's own manager,
-	// asked for when the first run of this process starts.
+	// asked for when the first run of this process starts. In a process
+	// that adopted the cgroup systemd delegated to its unit
+	// (AdoptUnitCgroup), that cgroup, as root too.
 	Base string
 	// Rootless is set when this process is not root: it can only make
 	// cgroups in what was delegated to it.
@@ -55,6 +57,7 @@ type Host struct {
 
 	uid   int
 	scope *userScope // v2 rootless: the scope, once made
+	unit  bool       // Base is the cgroup systemd delegated to this process (AdoptUnitCgroup)
 }
 
 // Detect inspects the running host as this process's user sees it: as
@@ -66,6 +69,9 @@ func Detect() (*Host, error) {
 
 func detect(uid int) (*Host, error) {
 	if cgroups.Mode() == cgroups.Unified {
+		if base := adopted.Load(); base != nil {
+			return adoptedV2("/sys/fs/cgroup", *base, uid)
+		}
 		h := &Host{Version: 2, V2: "/sys/fs/cgroup", Base: "/" + Parent, uid: uid}
 		b, err := os.ReadFile(filepath.Join(h.V2, "cgroup.controllers"))
 		if err != nil {
@@ -257,7 +263,7 @@ func (h *Host) New(runID string, r Resources) (Group, error) {
 	if errs := h.Missing(r); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if h.Version == 2 && h.Rootless {
+	if h.Version == 2 && h.Rootless && !h.unit {
 		if err := h.ensureScope(); err != nil {
 			return nil, err
 		}

@@ -178,29 +178,85 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 
 // start starts the init with cfg. A cfg that builds a root selects the
 // process tier (namespaces, new root, dropped credentials) over the none
-// tier. host is nil when the run needs no cgroup (none tier without
-// limits); m is the run's user namespace, nil for none.
+// tier, and goes after the skeleton of the root (the prepare frame), as a
+// warm sandbox's does: the same steps in the same order. host is nil when
+// the run needs no cgroup (none tier without limits); m is the run's user
+// namespace, nil for none.
 func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
-	// The config waits in the socketpair for the init to start, unless
-	// the init's namespace must be finished first (maps written by the
-	// setuid helpers, mounts idmapped with it): it waits for the config.
-	afterStart := m != nil && (m.helper || (m.idmapGrants && hasBinds(cfg.Setup)))
-	early := cfg
-	if afterStart {
-		early = nil
+	var sk *sbinit.Skeleton
+	if cfg.BuildRoot {
+		s := cfg.Skeleton()
+		sk = &s
 	}
-	l, err := launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, early)
+	// The frames wait in the socketpair for the init to start, unless the
+	// init's namespace must be finished first (maps written by the setuid
+	// helpers, mounts prepared here): it waits for them.
+	afterStart := m != nil && (m.helper || hostTrees(m, cfg))
+	var l *launched
+	var err error
+	if afterStart {
+		l, err = launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, nil, nil)
+	} else {
+		l, err = launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, sk, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	l.cl.KillGrace = p.Limits.KillGrace
 	if afterStart {
-		if err := finishUserns(l.cmd.Process.Pid, m, cfg, l.cl); err != nil {
+		if m.helper {
+			err = writeIDMaps(l.cmd.Process.Pid, m)
+		}
+		if err == nil {
+			err = l.configure(ctx, m, sk, cfg)
+		}
+		if err != nil {
+			err = l.initFailed(err)
 			l.destroy(ctx)
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 		}
 	}
 	return l.ready(ctx, p)
+}
+
+// hostTrees reports whether the grants of cfg are prepared here (see
+// preparedTrees): for an init that builds its root as another identity,
+// which could not open their sources, idmapped where m says so.
+func hostTrees(m *idMapping, cfg *sbinit.Config) bool {
+	return m != nil && (m.idmapGrants || m.become != nil) && hasBinds(cfg.Setup)
+}
+
+// configure sends the started init, its user namespace's maps written,
+// the skeleton sk (nil: it has it already) and cfg, with the grants
+// prepared here where hostTrees says so. Those are made once the init
+// has built the skeleton, so that they come after its mounts whether the
+// sandbox was warm or not (mount ids order /proc/self/mountinfo).
+func (l *launched) configure(ctx context.Context, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) error {
+	trees := hostTrees(m, cfg)
+	if sk != nil {
+		var err error
+		if trees {
+			err = l.cl.Prepare(ctx, sk)
+		} else {
+			err = l.cl.SendPrepare(sk)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !trees {
+		return l.cl.SendConfig(cfg)
+	}
+	fds, err := preparedTrees(l.cmd.Process.Pid, cfg.Setup, m.idmapGrants)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	return l.cl.SendConfig(cfg, fds...)
 }
 
 // launched is a sandbox's init started in its cgroup and namespaces. It
@@ -215,10 +271,10 @@ type launched struct {
 
 // launch starts the init of run runID: its cgroup (with limits r) made
 // first, then the init, born in it, in new namespaces when confined (with
-// the user namespace m, nil for none). cfg, when set, is sent at once;
-// otherwise the init waits for it. host is nil when the run needs no
-// cgroup. On error nothing is left behind.
-func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, cfg *sbinit.Config) (_ *launched, retErr error) {
+// the user namespace m, nil for none). sk and cfg, when set, are sent at
+// once; otherwise the init waits for them. host is nil when the run needs
+// no cgroup. On error nothing is left behind.
+func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (_ *launched, retErr error) {
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -265,8 +321,13 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
 	cmd := &exec.Cmd{
-		Args:       []string{"sandboxed-init", sbinit.InitArg},
-		Env:        []string{},
+		Args: []string{"sandboxed-init", sbinit.InitArg},
+		// One processor for the Go runtime: the init does its work on
+		// one locked thread and waits on the rest, and every thread the
+		// runtime would start for more is one more to create, and to stop
+		// each time the init changes its credentials on all of them. The
+		// commands get their own environment (Command.Env).
+		Env:        []string{"GOMAXPROCS=1"},
 		ExtraFiles: []*os.File{child},
 		// The init reports through the protocol; its stderr only matters
 		// when it dies before that, and then it goes into the error.
@@ -284,6 +345,13 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 	if confined {
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	}
+	if confined && m == nil && os.Geteuid() == 0 {
+		// Root's supplementary groups are nothing to the init, which has
+		// every capability until it drops them, and no command may have
+		// them: it starts without any, rather than stop all its threads
+		// to drop them (sbinit sets a command's own groups, if any).
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: uint32(os.Getegid()), Groups: []uint32{}}
 	}
 	if confined && m != nil {
 		// The init keeps its host identity (so it can execute the init
@@ -308,6 +376,11 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 		defer cgFile.Close()
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgFile.Fd())
+	}
+	if sk != nil {
+		if err := cl.SendPrepare(sk); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
+		}
 	}
 	if cfg != nil {
 		if err := cl.SendConfig(cfg); err != nil {
@@ -359,13 +432,7 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 // returns the started sandbox of p. On error the init is destroyed.
 func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	if _, err := l.cl.WaitReady(ctx); err != nil {
-		if errors.Is(err, sbinit.ErrInitGone) {
-			_ = l.cmd.Process.Kill()
-			<-l.waited
-			if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
-				err = fmt.Errorf("%w: %s", err, tail)
-			}
-		}
+		err = l.initFailed(err)
 		l.destroy(ctx)
 		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
 	}
@@ -384,6 +451,20 @@ func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sand
 		}
 	}
 	return sb, nil
+}
+
+// initFailed adds to err, an error of the init's protocol, what the init
+// said on its stderr when it died before it could answer.
+func (l *launched) initFailed(err error) error {
+	if !errors.Is(err, sbinit.ErrInitGone) {
+		return err
+	}
+	_ = l.cmd.Process.Kill()
+	<-l.waited
+	if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
+		err = fmt.Errorf("%w: %s", err, tail)
+	}
+	return err
 }
 
 // destroy kills the init and everything in its cgroup, and removes the

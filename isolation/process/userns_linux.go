@@ -293,38 +293,14 @@ func dropThreadGroups() (restore func() error, err error) {
 	}, nil
 }
 
-// finishUserns completes the user namespace of the started init pid and
-// then sends it cfg: maps written by the setuid helpers, grant mounts
-// idmapped with the namespace.
-func finishUserns(pid int, m *idMapping, cfg *sbinit.Config, cl *sbinit.Client) error {
-	if m.helper {
-		if err := writeIDMaps(pid, m); err != nil {
-			return err
-		}
-	}
-	var trees []int
-	defer func() {
-		for _, fd := range trees {
-			unix.Close(fd)
-		}
-	}()
-	if m.idmapGrants {
-		var err error
-		if trees, err = idmappedTrees(pid, cfg.Setup); err != nil {
-			return err
-		}
-	}
-	return cl.SendConfig(cfg, trees...)
-}
-
-// idmappedTrees makes, for each bind of s, a detached copy of its source
-// idmapped with the user namespace of pid and carrying the bind's flags,
-// and numbers them into s (Mount.Tree). Files there belong inside to whom
-// they belong on the host, and what the tool creates belongs on the host
-// to whom it belongs inside. A source whose file system cannot be
-// idmapped is refused: the mapped id could not write where the grant
-// says it may.
-func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
+// preparedTrees makes, for each bind of s, a detached, private copy of
+// its source carrying the bind's flags, and numbers them into s
+// (Mount.Tree). With idmap the copies are idmapped with the user
+// namespace of pid: files there belong inside to whom they belong on the
+// host, and what the tool creates belongs on the host to whom it belongs
+// inside. A source whose file system cannot be idmapped is refused: the
+// mapped id could not write where the grant says it may.
+func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr error) {
 	defer func() {
 		if retErr != nil {
 			for _, fd := range trees {
@@ -333,11 +309,14 @@ func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
 			trees = nil
 		}
 	}()
-	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open the user namespace of the sandbox init: %w", err)
+	ns := -1
+	if idmap {
+		var err error
+		if ns, err = unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open the user namespace of the sandbox init: %w", err)
+		}
+		defer unix.Close(ns)
 	}
-	defer unix.Close(ns)
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
 		if m.Source == "" {
@@ -358,8 +337,20 @@ func idmappedTrees(pid int, s *sbinit.Setup) (trees []int, retErr error) {
 			return nil, fmt.Errorf("clone bind source %s: %w", m.Source, err)
 		}
 		trees = append(trees, tree)
-		attr := unix.MOUNT_ATTR_IDMAP | sbinit.MountAttr(*m)
-		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr, Userns_fd: uint64(ns)})
+		// Private, as the init's own binds: a copy of a mount the host
+		// shares would receive what the host mounts below it later, and
+		// pass on what the init mounts below it.
+		ma := &unix.MountAttr{Attr_set: sbinit.MountAttr(*m), Propagation: unix.MS_PRIVATE}
+		if !idmap {
+			if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, ma); err != nil {
+				return nil, fmt.Errorf("set the flags of bind source %s: %w", m.Source, err)
+			}
+			m.Tree = len(trees)
+			continue
+		}
+		ma.Attr_set |= unix.MOUNT_ATTR_IDMAP
+		ma.Userns_fd = uint64(ns)
+		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, ma)
 		if err != nil {
 			var st unix.Statfs_t
 			_ = unix.Statfs(m.Source, &st)

@@ -11,15 +11,18 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 var _ isolation.Prestarter = (*Backend)(nil)
 
 // WarmKey names what a process-tier sandbox fixes when its init starts:
-// the tier, the init binary, and the user namespace (the privilege and
-// the ids it maps, from the invoking user's ids). The namespaces, the
-// cgroup and the network namespace (with or without an egress relay,
-// which the init starts from its config) are the same for every plan.
+// the tier, the init binary, the user namespace (the privilege and the
+// ids it maps, from the invoking user's ids), and what its skeleton holds
+// of the spec (see sbinit.Skeleton): the masked and read-only paths below
+// /proc and the capabilities' bounding set. The namespaces, the cgroup and
+// the network namespace (with or without an egress relay, which the init
+// starts from its config) are the same for every plan.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if p == nil || p.Tier != isolation.TierProcess || p.Spec == nil || p.Spec.Process == nil {
 		return "", false
@@ -38,7 +41,16 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return warmKeyOf(b.Exe, ids, p.Privilege, u.UID, u.GID, m), true
+	k := warmKeyOf(b.Exe, ids, p.Privilege, u.UID, u.GID, m)
+	if l := p.Spec.Linux; l != nil {
+		k.Masked, k.Readonly = sbinit.ProcPaths(l.MaskedPaths), sbinit.ProcPaths(l.ReadonlyPaths)
+	}
+	if c := p.Spec.Process.Capabilities; c != nil {
+		if k.Bounding, err = sbinit.CapMask(c.Bounding); err != nil {
+			return "", false
+		}
+	}
+	return k.String(), true
 }
 
 // warmKey is what a process-tier key holds, encoded as JSON.
@@ -52,37 +64,50 @@ type warmKey struct {
 	GID       uint32              `json:"gid"`
 	// Userns is the user namespace the init starts in ("" for none).
 	Userns string `json:"userns"`
+	// Masked and Readonly are the spec's masked and read-only paths
+	// below /proc: the skeleton's (sbinit.ProcPaths).
+	Masked   []string `json:"masked,omitempty"`
+	Readonly []string `json:"readonly,omitempty"`
+	// Bounding is the bounding set of the spec's capabilities, which the
+	// skeleton cuts.
+	Bounding uint64 `json:"bounding,omitempty"`
 }
 
-// warmKeyOf is the key of a sandbox started with mapping m. Everything the
-// init's start depends on is in it, and nothing of a run.
-func warmKeyOf(exe string, ids hostIDs, priv privilege.Privilege, uid, gid uint32, m *idMapping) string {
+func (k warmKey) String() string {
+	js, _ := json.Marshal(k)
+	return string(js)
+}
+
+// warmKeyOf is the key of a sandbox started with mapping m, without its
+// skeleton's paths. Everything the init's start depends on is in it, and
+// nothing of a run.
+func warmKeyOf(exe string, ids hostIDs, priv privilege.Privilege, uid, gid uint32, m *idMapping) warmKey {
 	k := warmKey{Tier: isolation.TierProcess, Exe: exe, EUID: ids.euid, EGID: ids.egid, Privilege: priv, UID: uid, GID: gid}
 	if m != nil {
 		k.Userns = fmt.Sprintf("%v/%v helper=%t become=%v keep=%t idmap=%t drop=%t",
 			m.uids, m.gids, m.helper, m.become, m.keepGroups, m.idmapGrants, m.dropGroups)
 	}
-	js, _ := json.Marshal(k)
-	return string(js)
+	return k
 }
 
 // Prestart starts the init of a sandbox for plans of key, in its cgroup
 // (no limit yet: nothing of a run runs before the claim sets them) and
-// its namespaces, with the user namespace's maps written; the init waits
-// for its config.
+// its namespaces, with the user namespace's maps written, and has it build
+// the skeleton of its root (sbinit.Skeleton); the init waits for its
+// config.
 func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (isolation.Warm, error) {
 	f := b.features(ctx)
 	if f.cgroups == nil {
 		return nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
 	}
-	m, err := b.mappingOf(key)
+	k, m, err := b.mappingOf(key)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := cgroupRunID(runID); err != nil {
 		return nil, err
 	}
-	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil)
+	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -92,29 +117,41 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 			return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
 		}
 	}
+	// What initConfig and check ask of every root (no RootBase, lo up).
+	sk := &sbinit.Skeleton{MaskedPaths: k.Masked, ReadonlyPaths: k.Readonly, NetworkUp: true, Bounding: k.Bounding}
+	if m != nil && m.become != nil {
+		sk.BuildAs = &sbinit.ID{UID: m.become[0], GID: m.become[1]}
+	}
+	if err := l.cl.Prepare(ctx, sk); err != nil {
+		err = l.initFailed(err)
+		l.destroy(ctx)
+		return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
+	}
 	return &warm{b: b, key: key, runID: runID, hostDir: hostDir, m: m, l: l}, nil
 }
 
-// mappingOf is the user namespace of key, computed again for this host
-// now: a key that this host would not make today is refused.
-func (b *Backend) mappingOf(key string) (*idMapping, error) {
+// mappingOf is key decoded, with its user namespace computed again for
+// this host now: a key that this host would not make today is refused.
+func (b *Backend) mappingOf(key string) (warmKey, *idMapping, error) {
 	bad := fmt.Errorf("prestart: %q is not a process-tier key of this host: %w", key, ErrBadPlan)
 	var k warmKey
 	if err := json.Unmarshal([]byte(key), &k); err != nil || k.Tier != isolation.TierProcess {
-		return nil, bad
+		return k, nil, bad
 	}
 	ids, err := probeHostIDs()
 	if err != nil {
-		return nil, err
+		return k, nil, err
 	}
 	m, err := planIDMapping(ids, k.Privilege, k.UID, k.GID)
 	if err != nil {
-		return nil, err
+		return k, nil, err
 	}
-	if warmKeyOf(b.Exe, ids, k.Privilege, k.UID, k.GID, m) != key {
-		return nil, bad
+	again := warmKeyOf(b.Exe, ids, k.Privilege, k.UID, k.GID, m)
+	again.Masked, again.Readonly, again.Bounding = k.Masked, k.Readonly, k.Bounding
+	if again.String() != key {
+		return k, nil, bad
 	}
-	return m, nil
+	return k, m, nil
 }
 
 // warm is a process-tier sandbox whose init waits for its config.
@@ -141,9 +178,10 @@ func (w *warm) take() *launched {
 	return l
 }
 
-// Claim sets the run's limits on the cgroup, then sends the init the
-// run's config (with its grants idmapped where the namespace needs it)
-// and waits until the init built the root and is ready.
+// Claim sends the init the run's config (with its grants prepared here
+// where the init builds its root as another identity, idmapped where the
+// namespace needs it), sets the run's limits on the cgroup while the init
+// builds the rest of the root, and waits until it is ready.
 func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	l := w.take()
 	if l == nil {
@@ -163,19 +201,17 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 	if err != nil {
 		return fail(err)
 	}
+	l.cl.KillGrace = p.Limits.KillGrace
+	if err := l.configure(ctx, m, nil, cfg); err != nil {
+		return fail(err)
+	}
+	// The limits are written while the init finishes its root: it runs
+	// nothing of the run before it is ready, and nothing of the run runs
+	// before Claim has returned.
 	if l.cg != nil {
 		if err := l.cg.Update(resources(p.Limits)); err != nil {
 			return fail(err)
 		}
-	}
-	l.cl.KillGrace = p.Limits.KillGrace
-	if m != nil && m.idmapGrants {
-		err = finishUserns(l.cmd.Process.Pid, &idMapping{idmapGrants: true}, cfg, l.cl)
-	} else {
-		err = l.cl.SendConfig(cfg)
-	}
-	if err != nil {
-		return fail(err)
 	}
 	return l.ready(ctx, p)
 }

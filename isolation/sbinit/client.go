@@ -52,7 +52,7 @@ func NewClient(sock *net.UnixConn) *Client {
 	cl := &Client{
 		c:       newConn(sock),
 		waiters: make(map[uint64]chan *Message),
-		ready:   make(chan *Message, 1),
+		ready:   make(chan *Message, 2), // prepared, then ready or error
 		dead:    make(chan struct{}),
 	}
 	go cl.readLoop()
@@ -90,22 +90,59 @@ func (cl *Client) SendConfig(cfg *Config, fds ...int) error {
 	return nil
 }
 
-// WaitReady waits until the init reports it is ready (see Handshake).
-func (cl *Client) WaitReady(ctx context.Context) (int, error) {
+// SendPrepare sends the prepare frame (MsgPrepare) without waiting: the
+// init builds sk, the part of its root no run decides, then waits for its
+// config, which must ask for the same skeleton (process tier). On a
+// socketpair it may be sent before the init is even started.
+func (cl *Client) SendPrepare(sk *Skeleton) error {
+	if err := cl.c.send(&Message{Type: MsgPrepare, Skeleton: sk}); err != nil {
+		return fmt.Errorf("prepare sandbox init: %w", err)
+	}
+	return nil
+}
+
+// Prepare sends the prepare frame and waits until the init has built the
+// skeleton. An init that failed returns an error wrapping ErrSetup with
+// its reason.
+func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
+	if err := cl.SendPrepare(sk); err != nil {
+		return err
+	}
 	select {
 	case m := <-cl.ready:
-		if m.Type == MsgError {
-			return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+		if m.Type != MsgPrepared {
+			return fmt.Errorf("prepare sandbox init: %w: %s", ErrSetup, m.Error)
 		}
-		cl.mu.Lock()
-		cl.initPid = m.Pid
-		cl.landlock = m.Landlock
-		cl.mu.Unlock()
-		return m.Pid, nil
+		return nil
 	case <-cl.dead:
-		return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
+		return fmt.Errorf("prepare sandbox init: %w", cl.deadErr)
 	case <-ctx.Done():
-		return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
+		return fmt.Errorf("prepare sandbox init: %w", ctx.Err())
+	}
+}
+
+// WaitReady waits until the init reports it is ready (see Handshake). A
+// prepared message nobody waited for (SendPrepare) is passed over.
+func (cl *Client) WaitReady(ctx context.Context) (int, error) {
+	for {
+		select {
+		case m := <-cl.ready:
+			if m.Type == MsgPrepared {
+				continue
+			}
+			if m.Type != MsgReady {
+				return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+			}
+			cl.mu.Lock()
+			cl.initPid = m.Pid
+			cl.landlock = m.Landlock
+			cl.mu.Unlock()
+			return m.Pid, nil
+		case <-cl.dead:
+			return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
+		}
 	}
 }
 
@@ -156,7 +193,7 @@ func (cl *Client) readLoop() {
 			syscall.Close(fd) // init sends no other descriptors
 		}
 		switch m.Type {
-		case MsgReady, MsgError:
+		case MsgReady, MsgPrepared, MsgError:
 			select {
 			case cl.ready <- m:
 			default:

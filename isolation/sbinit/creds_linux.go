@@ -50,8 +50,9 @@ func allThreads(trap, a1, a2, a3 uintptr) error {
 // dropPrivileges switches the init, and so every command it forks, to the
 // setup's credentials. Order matters: the bounding set needs CAP_SETPCAP
 // (gone after setuid to non-root); the seccomp filter comes last because
-// it forbids what the earlier steps use.
-func dropPrivileges(s *Setup, keepGroups bool) error {
+// it forbids what the earlier steps use. nnp sets no_new_privs whatever
+// the setup says (a Landlock ruleset is in force).
+func dropPrivileges(s *Setup, keepGroups, nnp bool) error {
 	var prog []bpf.RawInstruction
 	if len(s.Seccomp) > 0 {
 		var err error
@@ -65,15 +66,8 @@ func dropPrivileges(s *Setup, keepGroups bool) error {
 			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
 		}
 	}
-	for c, last := uintptr(0), lastCap(); c <= last; c++ {
-		if s.Bounding&(1<<c) != 0 {
-			continue
-		}
-		// The bounding set only matters to the thread that forks commands;
-		// the other threads lose every capability below.
-		if err := thisThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
-		}
+	if err := cutBounding(s.Bounding); err != nil {
+		return err
 	}
 	// Each of these stops every thread of the init (the change applies to
 	// all of them), so changes that would be no-ops are skipped.
@@ -99,15 +93,25 @@ func dropPrivileges(s *Setup, keepGroups bool) error {
 			return fmt.Errorf("set uid %d: %w", s.UID, err)
 		}
 	}
-	if err := capset(s.Effective, s.Permitted, s.Inheritable); err != nil {
-		return err
+	// Like the ids, the capabilities are set only where they change: the
+	// setresuid to an id other than 0 has already cleared the effective
+	// and permitted sets, often all there was to do.
+	if eff, perm, inh, err := capget(); err != nil || eff != s.Effective || perm != s.Permitted || inh != s.Inheritable {
+		if err := capset(s.Effective, s.Permitted, s.Inheritable); err != nil {
+			return err
+		}
 	}
 	if err := thisThread(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
-	if s.NoNewPrivs || prog != nil {
-		// Set here; the seccomp filter's TSYNC sets it on every thread.
-		if err := thisThread(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+	if s.NoNewPrivs || prog != nil || nnp {
+		// Set here; the seccomp filter's TSYNC sets it on every thread,
+		// or, without one, it is set on each.
+		set := allThreads
+		if prog != nil {
+			set = thisThread
+		}
+		if err := set(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
 			return fmt.Errorf("set no_new_privs: %w", err)
 		}
 	}
@@ -117,6 +121,26 @@ func dropPrivileges(s *Setup, keepGroups bool) error {
 	if prog != nil {
 		if err := loadSeccomp(prog); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// cutBounding drops from the calling thread's bounding set every
+// capability not in keep that it still has (a skeleton may have cut it
+// already). The bounding set only matters to the thread that forks
+// commands; the other threads lose every capability when the privileges
+// are dropped.
+func cutBounding(keep uint64) error {
+	for c, last := uintptr(0), lastCap(); c <= last; c++ {
+		if keep&(1<<c) != 0 {
+			continue
+		}
+		if in, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, c, 0); e == 0 && in == 0 {
+			continue
+		}
+		if err := thisThread(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
 	return nil
@@ -133,6 +157,20 @@ func become(id *ID) error {
 		return fmt.Errorf("become uid %d: %w", id.UID, err)
 	}
 	return nil
+}
+
+// capget reads the calling thread's capability sets, which every thread
+// of the init shares (each change is made on all of them).
+func capget() (eff, perm, inh uint64, err error) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return 0, 0, 0, fmt.Errorf("read capabilities: %w", err)
+	}
+	eff = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	perm = uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32
+	inh = uint64(data[0].Inheritable) | uint64(data[1].Inheritable)<<32
+	return eff, perm, inh, nil
 }
 
 func capset(eff, perm, inh uint64) error {

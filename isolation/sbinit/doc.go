@@ -35,6 +35,9 @@
 // so they work across mount namespaces and into containers.
 //
 //	host (Client)                                  init (PID 1)
+//	    | ---- prepare{Skeleton} ------------------> | process tier: the root's
+//	    | <---------------------------- prepared --- | skeleton (a warm init's
+//	    |                                            | config waits for a claim)
 //	    | ---- config{Config} ---------------------> | (process tier: written into
 //	    |  start init, born in the run's cgroup;     |  the socketpair before the
 //	    |  control socket on fd 3 (or accept its     |  init exists; container tier:

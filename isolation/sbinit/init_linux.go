@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +94,20 @@ func runInit(args []string) int {
 		forked: make(chan struct{}, 1),
 	}
 	m, fds, err := st.c.recv()
+	var sk *rootSkeleton
+	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
+		// The process tier: the skeleton of the root first, the rest
+		// with the config (a warm init's comes when a run claims it).
+		closeFDs(fds)
+		if sk, err = prepareSkeleton(m.Skeleton); err != nil {
+			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+			return 1
+		}
+		if err := st.c.send(&Message{Type: MsgPrepared}); err != nil {
+			return 1
+		}
+		m, fds, err = st.c.recv()
+	}
 	if err != nil || m.Type != MsgConfig || m.Config == nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
 		return 1
@@ -113,7 +128,7 @@ func runInit(args []string) int {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
 	var landlockABI int
-	landlockABI, err = setup(m.Config, fds)
+	landlockABI, err = setup(m.Config, fds, sk)
 	closeFDs(fds)
 	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
@@ -178,18 +193,27 @@ func controlSocket(args []string) (*net.UnixConn, error) {
 // privilege, so the root is built first and privileges dropped last;
 // Landlock comes once every listener is bound and before the privileges
 // to open any path go. trees are the descriptors of the config frame
-// (Mount.Tree). It returns the Landlock ABI it enforced.
-func setup(cfg *Config, trees []int) (int, error) {
+// (Mount.Tree). sk is the skeleton the init built (MsgPrepare), which a
+// config that builds a root needs and must ask for exactly. It returns the
+// Landlock ABI it enforced.
+func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 	s := cfg.Setup
 	if s == nil && (cfg.BuildRoot || cfg.DropPrivileges) {
 		return 0, fmt.Errorf("config asks to build a root or drop privileges but has no setup")
+	}
+	if cfg.BuildRoot && sk == nil {
+		return 0, fmt.Errorf("config asks to build a root, and no prepare frame came first: %w", ErrProtocol)
+	}
+	if sk != nil && (!cfg.BuildRoot || !sameSkeleton(cfg.Skeleton(), sk.asked)) {
+		sk.close()
+		return 0, fmt.Errorf("config of run %s does not ask for the root this sandbox prepared: %w", cfg.RunID, ErrSetup)
 	}
 	if cfg.Landlock != nil && !cfg.BuildRoot {
 		// Its paths are those of the root the init builds.
 		return 0, fmt.Errorf("config asks for Landlock without building the root")
 	}
 	if cfg.BuildRoot {
-		if err := buildRoot(cfg, s, trees); err != nil {
+		if err := buildRoot(cfg, s, trees, sk); err != nil {
 			return 0, err
 		}
 		host := s.Hostname
@@ -200,7 +224,8 @@ func setup(cfg *Config, trees []int) (int, error) {
 			return 0, fmt.Errorf("set hostname: %w", err)
 		}
 	}
-	if cfg.NetworkUp {
+	if cfg.NetworkUp && !cfg.BuildRoot {
+		// (With a root, the skeleton brought it up.)
 		if err := loopbackUp(); err != nil {
 			return 0, err
 		}
@@ -223,15 +248,29 @@ func setup(cfg *Config, trees []int) (int, error) {
 		}
 	}
 	if cfg.DropPrivileges {
-		if err := dropPrivileges(s, cfg.KeepGroups); err != nil {
+		if err := dropPrivileges(s, cfg.KeepGroups, abi > 0); err != nil {
 			return 0, err
 		}
-	} else if len(cfg.Filter) > 0 {
+	} else if abi > 0 {
+		// A Landlock ruleset is in force: no_new_privs with it, as it
+		// would be where the privileges are dropped.
+		if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+			return 0, fmt.Errorf("set no_new_privs: %w", err)
+		}
+	}
+	if !cfg.DropPrivileges && len(cfg.Filter) > 0 {
 		if err := loadFilter(cfg.Filter); err != nil {
 			return 0, err
 		}
 	}
 	return abi, nil
+}
+
+// sameSkeleton reports whether a and b are the same skeleton.
+func sameSkeleton(a, b Skeleton) bool {
+	sameID := a.BuildAs == b.BuildAs || (a.BuildAs != nil && b.BuildAs != nil && *a.BuildAs == *b.BuildAs)
+	return a.RootBase == b.RootBase && a.NetworkUp == b.NetworkUp && a.Bounding == b.Bounding && sameID &&
+		slices.Equal(a.MaskedPaths, b.MaskedPaths) && slices.Equal(a.ReadonlyPaths, b.ReadonlyPaths)
 }
 
 func loopbackUp() error {

@@ -71,7 +71,13 @@ func (p LandlockPath) access() uint64 {
 // it forks, to l. It returns the ABI it enforced (0: none, on a kernel
 // without Landlock and an l that accepts that). Preconditions: the root is
 // built and pivoted into, the egress relay listens, and the init still has
-// the privileges to open every path of l.
+// the privileges to open every path of l, CAP_SYS_ADMIN among them (so the
+// ruleset needs no no_new_privs of its own: dropPrivileges sets it).
+//
+// The ruleset is made with the system calls themselves rather than
+// go-landlock's Restrict, which would stop every thread twice (to set
+// no_new_privs, then to restrict) where once, or on ABI 8 not at all
+// (the kernel synchronises the threads), is enough.
 func applyLandlock(l *Landlock) (int, error) {
 	abi := LandlockABI()
 	if abi < l.MinABI {
@@ -81,19 +87,29 @@ func applyLandlock(l *Landlock) (int, error) {
 		return 0, nil
 	}
 	handledFS := uint64(landlockPresets[abi-1].HandledAccessFS)
-	cfg := landlock.Config{HandledAccessFS: landlock.AccessFSSet(handledFS)}
+	attr := ll.RulesetAttr{HandledAccessFS: handledFS}
 	if abi >= 4 {
 		// TCP only: the sandbox's UDP never leaves its network namespace.
-		cfg.HandledAccessNet = landlock.AccessNetSet(ll.AccessNetBindTCP | ll.AccessNetConnectTCP)
+		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	}
 	if abi >= 6 {
-		cfg.Scoped = landlock.ScopedSet(ll.ScopeAbstractUnixSocket | ll.ScopeSignal)
+		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 	}
-	var rules []landlock.Rule
+	rs, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return 0, fmt.Errorf("landlock: create ruleset: %w", err)
+	}
+	defer unix.Close(rs)
+	addPath := func(fd int, access uint64, path string) error {
+		if err := ll.LandlockAddPathBeneathRule(rs, &ll.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}, 0); err != nil {
+			return fmt.Errorf("landlock: add rule for %s: %w", path, err)
+		}
+		return nil
+	}
+	// Not following a symlink: a grant's mountpoint is reached the way
+	// its mount was made.
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	for _, p := range l.Paths {
-		// Not following a symlink: a grant's mountpoint is reached the
-		// way its mount was made.
-		how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 		fd, err := unix.Openat2(unix.AT_FDCWD, p.Path, how)
 		if errors.Is(err, unix.ENOENT) && p.Optional {
 			continue
@@ -106,8 +122,8 @@ func applyLandlock(l *Landlock) (int, error) {
 		}
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
-		unix.Close(fd)
 		if err != nil {
+			unix.Close(fd)
 			return 0, fmt.Errorf("landlock: stat %s: %w", p.Path, err)
 		}
 		dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
@@ -116,7 +132,11 @@ func applyLandlock(l *Landlock) (int, error) {
 			a &= llFile
 		}
 		if a &= handledFS; a != 0 {
-			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(a), p.Path))
+			err = addPath(fd, a, p.Path)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return 0, err
 		}
 		if p.Unix && handledFS&llUnix != 0 {
 			// On the directory: connecting is decided where the socket
@@ -125,18 +145,33 @@ func applyLandlock(l *Landlock) (int, error) {
 			if !dir {
 				at = filepath.Dir(p.Path)
 			}
-			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(llUnix), at))
+			fd, err := unix.Openat2(unix.AT_FDCWD, at, how)
+			if err != nil {
+				return 0, fmt.Errorf("landlock: open %s: %w", at, err)
+			}
+			err = addPath(fd, llUnix, at)
+			unix.Close(fd)
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
 	if abi >= 4 {
 		for _, port := range l.ConnectTCP {
 			if port > 0 && port <= 65535 {
-				rules = append(rules, landlock.ConnectTCP(uint16(port)))
+				if err := ll.LandlockAddNetPortRule(rs, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+					return 0, fmt.Errorf("landlock: add rule for TCP port %d: %w", port, err)
+				}
 			}
 		}
 	}
-	if err := cfg.Restrict(rules...); err != nil {
-		return 0, fmt.Errorf("landlock: %w", err)
+	if abi >= 8 {
+		err = ll.LandlockRestrictSelf(rs, ll.FlagRestrictSelfTSync)
+	} else {
+		err = ll.AllThreadsLandlockRestrictSelf(rs, 0)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("landlock: restrict the init: %w", err)
 	}
 	return abi, nil
 }

@@ -43,6 +43,11 @@ const (
 	MsgStarted = "started" // init -> host: command pid
 	MsgExit    = "exit"    // init -> host: command ended
 	MsgSignal  = "signal"  // host -> init
+	// MsgPrepare (host -> init, the first frame of a warm init: Skeleton)
+	// builds the part of the root no run decides; the init answers
+	// MsgPrepared (or MsgError, then exits) and waits for its config.
+	MsgPrepare  = "prepare"
+	MsgPrepared = "prepared"
 )
 
 // Message is one frame of the control protocol. Fields not used by a type
@@ -51,13 +56,15 @@ type Message struct {
 	Type string `json:"type"`
 	// ID names the command of exec/started/exit/signal; 0 in signal means
 	// every process of the sandbox.
-	ID     uint64   `json:"id,omitempty"`
-	Config *Config  `json:"config,omitempty"`
-	Exec   *ExecReq `json:"exec,omitempty"`
-	Pid    int      `json:"pid,omitempty"`
-	Code   int      `json:"code,omitempty"`
-	Signal int      `json:"signal,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	ID     uint64  `json:"id,omitempty"`
+	Config *Config `json:"config,omitempty"`
+	// Skeleton is what a prepare frame asks a warm init to build.
+	Skeleton *Skeleton `json:"skeleton,omitempty"`
+	Exec     *ExecReq  `json:"exec,omitempty"`
+	Pid      int       `json:"pid,omitempty"`
+	Code     int       `json:"code,omitempty"`
+	Signal   int       `json:"signal,omitempty"`
+	Error    string    `json:"error,omitempty"`
 	// Landlock is, in ready, the Landlock ABI the init enforced (0: none).
 	Landlock int `json:"landlock,omitempty"`
 	// NFDs is the number of descriptors attached to this frame.
@@ -143,6 +150,41 @@ type Config struct {
 	// ready. Whoever holds it must answer every notification (permissions
 	// learn observes; it never refuses).
 	Watch []byte `json:"watch,omitempty"`
+}
+
+// Skeleton is the part of a process-tier root that no run decides,
+// which a warm init builds before a run claims it (MsgPrepare): the root
+// tmpfs on RootBase, the system paths, /dev, /proc with the masked and
+// read-only paths below it (ProcPaths of the spec's lists), the
+// loopback interface up and the bounding set cut; with BuildAs, the init
+// takes that identity once it has opened the system paths. The config that claims it must ask for the same
+// (Config.Skeleton); what it adds is applied as a cold start would.
+type Skeleton struct {
+	RootBase      string   `json:"root_base,omitempty"`
+	MaskedPaths   []string `json:"masked_paths,omitempty"`
+	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
+	NetworkUp     bool     `json:"network_up,omitempty"`
+	// Bounding is Setup.Bounding: the bounding set is cut to it at once
+	// (it binds only what commands may gain, never what the init holds).
+	Bounding uint64 `json:"bounding"`
+	// BuildAs is Config.BuildAs: the identity the init builds the root
+	// as. With it every grant of the claiming config must come prepared
+	// by the host (Mount.Tree): the init no longer has the identity that
+	// could open its source.
+	BuildAs *ID `json:"build_as,omitempty"`
+}
+
+// Skeleton is the skeleton of c's root: what a warm init that serves c
+// must have built. Preconditions: c builds a root (BuildRoot, Setup).
+func (c *Config) Skeleton() Skeleton {
+	return Skeleton{
+		RootBase:      c.RootBase,
+		MaskedPaths:   ProcPaths(c.Setup.MaskedPaths),
+		ReadonlyPaths: ProcPaths(c.Setup.ReadonlyPaths),
+		NetworkUp:     c.NetworkUp,
+		Bounding:      c.Setup.Bounding,
+		BuildAs:       c.BuildAs,
+	}
 }
 
 // ID is a uid and gid.

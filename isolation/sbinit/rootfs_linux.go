@@ -34,17 +34,60 @@ import (
 // recursive: mounts below a granted directory stay invisible.
 
 // copyFile copies the regular file src to dst (mode 0644), making dst's
-// parents.
+// parents. The bytes go from file to file in the kernel (sendfile).
 func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
+	in, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, &os.PathError{Op: "open", Path: src, Err: err})
+	}
+	defer unix.Close(in)
+	var st unix.Stat_t
+	if err := unix.Fstat(in, &st); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("copy %s: not a regular file", src)
+	}
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, &os.PathError{Op: "open", Path: dst, Err: err})
+	}
+	defer unix.Close(out)
+	for left := st.Size; left > 0; {
+		n, err := unix.Sendfile(out, in, nil, int(min(left, 1<<30)))
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+		if n == 0 {
+			break // the file shrank meanwhile
+		}
+		left -= int64(n)
+	}
+	return nil
+}
+
+// writeFile writes data to the new file path (mode 0644).
+func writeFile(path string, data []byte) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		data = data[n:]
 	}
 	return nil
 }
@@ -118,12 +161,23 @@ func (b bindSource) procPath() string { return "/proc/self/fd/" + strconv.Itoa(b
 
 // openGrantSource opens a planner-resolved source so that no path component
 // may be a symlink: a source swapped for a symlink after planning is refused.
-func openGrantSource(path string) (bindSource, error) {
+// under, when not -1, is an O_PATH descriptor of the host's directory base,
+// which a mount of the init covers: a path at or below base is opened
+// through it.
+func openGrantSource(path, base string, under int) (bindSource, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return bindSource{}, fmt.Errorf("bind source %q: not an absolute, clean path", path)
 	}
+	dirfd, rel := unix.AT_FDCWD, path
+	if under >= 0 {
+		if path == base {
+			dirfd, rel = under, "."
+		} else if r, ok := strings.CutPrefix(path, base+"/"); ok && base != "/" {
+			dirfd, rel = under, r
+		}
+	}
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+	fd, err := unix.Openat2(dirfd, rel, how)
 	if err == nil {
 		return bindSource{fd: fd, path: path}, nil
 	}
@@ -135,7 +189,7 @@ func openGrantSource(path string) (bindSource, error) {
 	}
 	// Kernels before 5.6: open without following the last component,
 	// then check that the kernel's name for what we opened is the path.
-	fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err = unix.Openat(dirfd, rel, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return bindSource{}, fmt.Errorf("open bind source %s: %w", path, err)
 	}
@@ -217,67 +271,169 @@ func readHost(paths []string) ([]hostEntry, error) {
 	return out, nil
 }
 
-// buildRoot builds the sandbox root and pivots into it: the host's shape
-// is read, the root planned (planRoot), then applied.
-// trees are the descriptors of the binds the host prepared (Mount.Tree).
-func buildRoot(cfg *Config, setup *Setup, trees []int) error {
-	host, err := readHost(systemPaths())
-	if err != nil {
-		return err
-	}
-	return applyRoot(planRoot(cfg, setup, host), setup, trees, cfg.BuildAs)
+// rootSkeleton is a root whose skeleton a warm init built (MsgPrepare),
+// waiting for the config of the run that claims it.
+type rootSkeleton struct {
+	// asked is what the prepare frame asked for; the claiming config
+	// must ask for the same.
+	asked Skeleton
+	// under is an O_PATH descriptor of the directory the root tmpfs
+	// covers (RootBase), as the host has it: a grant's source below it
+	// is opened through it. -1 when there is none.
+	under int
 }
 
-// applyRoot mounts what p says and pivots into it. Every source is opened
-// before the new root's tmpfs may hide it (a grant below /tmp); then the
-// init takes the identity buildAs, when set, and builds the rest.
-func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
-	// Nothing done here may propagate back to the host.
+// close releases what the skeleton holds of the host.
+func (sk *rootSkeleton) close() {
+	if sk.under >= 0 {
+		unix.Close(sk.under)
+		sk.under = -1
+	}
+}
+
+// prepareSkeleton builds the skeleton s asks for, before the init has its
+// config (which a warm init waits for until a run claims it). Its mount
+// namespace stays a slave of the host's, so a grant's source opened with
+// the config is what the host has then; the root's own mounts are
+// private, so nothing of the host reaches into the root. Every source of
+// the system paths is opened before the root tmpfs hides anything, and a
+// grant's below it is opened through the directory it covers (under).
+func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
+	host, err := readHost(systemPaths())
+	if err != nil {
+		return nil, err
+	}
+	p := planRoot(&Config{RootBase: s.RootBase}, &Setup{MaskedPaths: s.MaskedPaths, ReadonlyPaths: s.ReadonlyPaths}, host)
+	if len(p.masked) > 0 || len(p.readonly) > 0 {
+		return nil, fmt.Errorf("prepare root: masked and read-only paths of a skeleton must lie below /proc: %w", ErrSetup)
+	}
+	// Nothing done here may propagate back to the host, and what the host
+	// mounts still reaches the host's paths here (not the root).
+	if err := mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return nil, err
+	}
+	binds, closeBinds, err := openSystem(p)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBinds()
+	sk := &rootSkeleton{asked: *s, under: -1}
+	if s.BuildAs != nil {
+		// Every source the init opens is open: from here on it needs no
+		// host identity (the grants come prepared).
+		if err := become(s.BuildAs); err != nil {
+			return nil, err
+		}
+	} else {
+		fd, err := unix.Open(p.base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			sk.under = fd
+		}
+	}
+	if err := buildSkeleton(p, binds); err != nil {
+		sk.close()
+		return nil, err
+	}
+	if s.NetworkUp {
+		if err := loopbackUp(); err != nil {
+			sk.close()
+			return nil, err
+		}
+	}
+	if err := cutBounding(s.Bounding); err != nil {
+		sk.close()
+		return nil, err
+	}
+	return sk, nil
+}
+
+// buildRoot adds the run's part to the skeleton sk and pivots into the
+// root: the plan of cfg (planRoot) without the skeleton's part, which
+// stands. trees are the descriptors of the binds the host prepared
+// (Mount.Tree).
+func buildRoot(cfg *Config, setup *Setup, trees []int, sk *rootSkeleton) error {
+	defer sk.close()
+	p := planRoot(cfg, setup, nil)
+	// From here on nothing the host mounts reaches the init.
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return err
 	}
-	var open []int
-	defer func() {
-		for _, fd := range open {
-			unix.Close(fd)
+	if sk.asked.BuildAs != nil {
+		for _, m := range p.mounts {
+			if m.source != "" && m.tree == 0 {
+				return fmt.Errorf("bind %s: not prepared by the host, and the init builds its root as another identity: %w", m.dst, ErrSetup)
+			}
 		}
-	}()
-	binds := make([]plannedBind, 0, len(p.binds))
+	}
+	grants, closeGrants, err := openGrants(p, trees, sk.under)
+	if err != nil {
+		return err
+	}
+	defer closeGrants()
+	sk.close()
+	return finishRoot(p, setup, grants)
+}
+
+// openSystem opens the sources of the root's system binds. The caller
+// must call done once they are bound.
+func openSystem(p *rootPlan) (binds []plannedBind, done func(), err error) {
+	done = func() {
+		for _, b := range binds {
+			unix.Close(b.src.fd)
+		}
+	}
+	binds = make([]plannedBind, 0, len(p.binds))
 	for _, path := range p.binds {
 		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
+			done()
+			return nil, nil, fmt.Errorf("open %s: %w", path, err)
 		}
-		open = append(open, fd)
 		binds = append(binds, plannedBind{src: bindSource{fd: fd, path: path}, target: path, opts: mountOpts{ro: true}})
 	}
-	grants := make(map[int]plannedBind)
+	return binds, done, nil
+}
+
+// openGrants opens the sources of the plan's grants, by index in
+// p.mounts; prepared ones are the caller's trees. under, when not -1, is
+// the host's directory at p.base, under the root tmpfs: sources below it
+// are opened through it. The caller must call done once they are bound.
+func openGrants(p *rootPlan, trees []int, under int) (grants map[int]plannedBind, done func(), err error) {
+	var open []int
+	done = func() {
+		for _, fd := range open {
+			unix.Close(fd)
+		}
+	}
+	grants = make(map[int]plannedBind)
 	for i, m := range p.mounts {
 		if m.source == "" {
 			continue
 		}
 		if m.tree > 0 {
 			if m.tree > len(trees) {
-				return fmt.Errorf("bind %s: prepared mount %d of %d missing", m.dst, m.tree, len(trees))
+				done()
+				return nil, nil, fmt.Errorf("bind %s: prepared mount %d of %d missing", m.dst, m.tree, len(trees))
 			}
 			// trees are closed by the caller.
 			grants[i] = plannedBind{src: bindSource{fd: trees[m.tree-1], path: m.source}, target: m.dst, opts: m.opts, inGrant: m.inGrant, prepared: true}
 			continue
 		}
-		src, err := openGrantSource(m.source)
+		src, err := openGrantSource(m.source, p.base, under)
 		if err != nil {
-			return err
+			done()
+			return nil, nil, err
 		}
 		open = append(open, src.fd)
 		grants[i] = plannedBind{src: src, target: m.dst, opts: m.opts, inGrant: m.inGrant}
 	}
-	// Every source is open: from here on the init needs no host identity.
-	if buildAs != nil {
-		if err := become(buildAs); err != nil {
-			return err
-		}
-	}
+	return grants, done, nil
+}
 
+// buildSkeleton mounts the root tmpfs on p.base and builds in it what no
+// run decides: the system paths (binds are their open sources), /dev,
+// /proc and the masked and read-only paths below it.
+func buildSkeleton(p *rootPlan, binds []plannedBind) error {
 	// The new root: a small tmpfs holding mountpoints and generated files.
 	if err := mount("sandbox", p.base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
@@ -292,9 +448,6 @@ func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 		if err := os.Symlink(l.text, in(l.path)); err != nil {
 			return fmt.Errorf("recreate symlink %s: %w", l.path, err)
 		}
-	}
-	if err := writeEtc(root, setup); err != nil {
-		return err
 	}
 	for _, c := range p.copies {
 		if err := copyFile(c, in(c)); err != nil {
@@ -323,6 +476,35 @@ func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 		return err
 	}
 	if err := mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	return maskAndProtect(root, p.procMasked, p.procReadonly)
+}
+
+// maskAndProtect masks the paths masked and makes the paths readonly
+// read-only, below root.
+func maskAndProtect(root string, masked, readonly []string) error {
+	for _, path := range masked {
+		if err := maskPath(root, path); err != nil {
+			return err
+		}
+	}
+	for _, path := range readonly {
+		if err := readonlyPath(root, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishRoot adds the run's part to a root whose skeleton is built: the
+// generated /etc files, /tmp, the grants (their sources open) and tmpfs
+// mounts, the masked and read-only paths not below /proc; then pivots
+// into it.
+func finishRoot(p *rootPlan, setup *Setup, grants map[int]plannedBind) error {
+	root := p.base
+	in := func(path string) string { return filepath.Join(root, path) }
+	if err := writeEtc(root, setup); err != nil {
 		return err
 	}
 	if err := os.Mkdir(in("/tmp"), 0o1777); err != nil {
@@ -371,15 +553,8 @@ func applyRoot(p *rootPlan, setup *Setup, trees []int, buildAs *ID) error {
 			return fmt.Errorf("make %s read-only: %w", readonlyDst[i], err)
 		}
 	}
-	for _, path := range p.masked {
-		if err := maskPath(root, path); err != nil {
-			return err
-		}
-	}
-	for _, path := range p.readonly {
-		if err := readonlyPath(root, path); err != nil {
-			return err
-		}
+	if err := maskAndProtect(root, p.masked, p.readonly); err != nil {
+		return err
 	}
 	return pivot(root)
 }
@@ -405,9 +580,11 @@ func bindInto(root string, b plannedBind) error {
 	attr, ms := b.opts.flags()
 	// Clone the source, set its flags while it is detached, then attach
 	// it: no moment with the wrong flags, and no path is looked up again.
+	// It is private: a clone of a mount the host shares would receive
+	// what the host mounts below it later.
 	tree, err := unix.OpenTree(b.src.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err == nil {
-		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr})
+		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr, Propagation: unix.MS_PRIVATE})
 		if err == nil {
 			err = unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 			unix.Close(tree)
@@ -438,7 +615,7 @@ func bindInto(root string, b plannedBind) error {
 	if err := mount("", target, "", flags, ""); err != nil {
 		return fmt.Errorf("remount %s: %w", b.target, err)
 	}
-	return nil
+	return mount("", target, "", unix.MS_PRIVATE, "")
 }
 
 // scratchInto mounts b at its target as an overlay: b's source, bound
@@ -716,8 +893,8 @@ func writeEtc(root string, setup *Setup) error {
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
 		"hostname":      host + "\n",
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+	for _, name := range generatedEtc {
+		if err := writeFile(filepath.Join(etc, name), []byte(files[name])); err != nil {
 			return fmt.Errorf("write /etc/%s: %w", name, err)
 		}
 	}

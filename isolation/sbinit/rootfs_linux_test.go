@@ -49,3 +49,96 @@ func TestWriteEtcWritesGeneratedEtc(t *testing.T) {
 		t.Errorf("writeEtc wrote %q; generatedEtc (GivenPaths) lists %q", got, want)
 	}
 }
+
+// TestOpenGrantSourceUnderBase opens sources below the directory the root
+// is built on through the descriptor of what that directory was (the root
+// tmpfs covers it by then); here the directory is swapped for another.
+func TestOpenGrantSourceUnderBase(t *testing.T) {
+	tmp := t.TempDir()
+	base := filepath.Join(tmp, "base")
+	if err := os.MkdirAll(filepath.Join(base, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "work", "f"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("work", filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	under, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(under)
+	// What now lies at base is not what the source names.
+	if err := os.Rename(base, filepath.Join(tmp, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "work", "f"), []byte("cover"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(src bindSource) string {
+		t.Helper()
+		defer unix.Close(src.fd)
+		b, err := os.ReadFile(src.procPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	src, err := openGrantSource(filepath.Join(base, "work", "f"), base, under)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(src); got != "host" {
+		t.Errorf("source below base: read %q, want the host's %q", got, "host")
+	}
+	src, err = openGrantSource(filepath.Join(base, "work", "f"), base, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(src); got != "cover" {
+		t.Errorf("without the descriptor: read %q, want %q", got, "cover")
+	}
+	if src, err = openGrantSource(base, base, under); err != nil {
+		t.Fatal(err)
+	} else {
+		unix.Close(src.fd)
+	}
+	if _, err := openGrantSource(filepath.Join(base, "link", "f"), base, under); err == nil {
+		t.Error("a symlink below base was followed")
+	}
+	if _, err := openGrantSource(base+"x/f", base, under); err == nil {
+		t.Error("a sibling of base that does not exist was opened (through the descriptor?)")
+	}
+}
+
+func TestSameSkeleton(t *testing.T) {
+	cfg := &Config{NetworkUp: true, BuildAs: &ID{UID: 0, GID: 0}, Setup: &Setup{
+		Bounding:    1 << 5,
+		MaskedPaths: []string{"/proc/kcore", "/sys/firmware"}, ReadonlyPaths: []string{"/proc/sys"},
+	}}
+	sk := cfg.Skeleton()
+	want := Skeleton{MaskedPaths: []string{"/proc/kcore"}, ReadonlyPaths: []string{"/proc/sys"}, NetworkUp: true, Bounding: 1 << 5, BuildAs: &ID{}}
+	if !sameSkeleton(sk, want) {
+		t.Fatalf("Skeleton() = %+v, want %+v", sk, want)
+	}
+	for name, edit := range map[string]func(*Skeleton){
+		"base":     func(s *Skeleton) { s.RootBase = "/run" },
+		"mask":     func(s *Skeleton) { s.MaskedPaths = nil },
+		"readonly": func(s *Skeleton) { s.ReadonlyPaths = append(s.ReadonlyPaths, "/proc/bus") },
+		"network":  func(s *Skeleton) { s.NetworkUp = false },
+		"bounding": func(s *Skeleton) { s.Bounding = 0 },
+		"identity": func(s *Skeleton) { s.BuildAs = &ID{UID: 1} },
+		"no build": func(s *Skeleton) { s.BuildAs = nil },
+	} {
+		other := want
+		edit(&other)
+		if sameSkeleton(sk, other) {
+			t.Errorf("%s: a different skeleton compared the same", name)
+		}
+	}
+}

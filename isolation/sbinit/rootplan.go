@@ -9,9 +9,23 @@ import (
 
 // The process-tier root is built in two phases, as runc's rootfs code does:
 // planRoot computes every entry of the root from the Config and a few facts
-// read from the host beforehand (hostEntry), with no system call; applyRoot
+// read from the host beforehand (hostEntry), with no system call; the init
 // (rootfs_linux.go) then opens, mounts and pivots exactly what the plan
 // says. The planning half is table-tested.
+//
+// The root is applied in two stages, in this order whether the init is
+// started for one run or warm, ahead of any run:
+//
+//	skeleton   what no run decides: the root tmpfs, the system paths
+//	           (symlinks, copies, read-only binds), /dev, /proc and the
+//	           masked and read-only paths below /proc (Skeleton)
+//	the run's  generated /etc files (the run's user and hostname), /tmp
+//	           (its size), grants and tmpfs mounts, the other masked and
+//	           read-only paths, pivot_root
+//
+// A warm init builds the skeleton before a run claims it; no grant can
+// reach below /proc (NewSetup refuses it), so the masks applied there
+// first cover what they would cover last.
 
 // systemDirs are bound read-only when they exist.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
@@ -114,9 +128,12 @@ type rootPlan struct {
 	// tmpfsBytes caps /tmp.
 	tmpfsBytes int64
 	// mounts are the grants and extra tmpfs, shallow first.
-	mounts   []rootMount
-	masked   []string
-	readonly []string
+	mounts []rootMount
+	// procMasked and procReadonly are the masked and read-only paths
+	// below /proc, applied with the skeleton; masked and readonly the
+	// others, applied after the mounts.
+	procMasked, procReadonly []string
+	masked, readonly         []string
 }
 
 // planRoot computes the root of cfg and setup from host, the shape of the
@@ -126,9 +143,9 @@ func planRoot(cfg *Config, setup *Setup, host []hostEntry) *rootPlan {
 		base:       cfg.RootBase,
 		nodes:      devNodes,
 		tmpfsBytes: cfg.TmpfsBytes,
-		masked:     setup.MaskedPaths,
-		readonly:   setup.ReadonlyPaths,
 	}
+	p.procMasked, p.masked = splitProc(setup.MaskedPaths)
+	p.procReadonly, p.readonly = splitProc(setup.ReadonlyPaths)
 	if p.base == "" {
 		p.base = "/tmp"
 	}
@@ -188,4 +205,30 @@ func orderMounts(ms []Mount) []rootMount {
 	depth := func(p string) int { return strings.Count(filepath.Clean(p), "/") }
 	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].dst) < depth(out[j].dst) })
 	return out
+}
+
+// splitProc splits paths into those below /proc and the others, each in
+// their order.
+func splitProc(paths []string) (proc, rest []string) {
+	for _, p := range paths {
+		if BelowProc(p) {
+			proc = append(proc, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return proc, rest
+}
+
+// BelowProc reports whether path lies strictly below /proc.
+func BelowProc(path string) bool {
+	c := filepath.Clean(path)
+	return strings.HasPrefix(c, "/proc/")
+}
+
+// ProcPaths are the paths of paths below /proc, in their order: the
+// masked and read-only paths a warm init applies with its skeleton.
+func ProcPaths(paths []string) []string {
+	proc, _ := splitProc(paths)
+	return proc
 }

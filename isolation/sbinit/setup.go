@@ -96,6 +96,10 @@ var skeleton = map[string]bool{
 	"/sys": true, "/sys/fs/cgroup": true, "/tmp": true,
 }
 
+// CapMask is the bit mask of the capabilities names (bit n is capability
+// n), as Setup holds them; an unknown name is an error.
+func CapMask(names []string) (uint64, error) { return capMask(names) }
+
 func capMask(names []string) (uint64, error) {
 	var m uint64
 	for _, n := range names {
@@ -155,6 +159,12 @@ func NewSetup(spec *specs.Spec, compile Compiler) (*Setup, error) {
 		dst := filepath.Clean(m.Destination)
 		if !filepath.IsAbs(dst) || dst == "/" {
 			return nil, fmt.Errorf("prepare sandbox: mount destination %q: not an absolute path below /: %w", m.Destination, ErrSetup)
+		}
+		if BelowProc(dst) {
+			// The masks below /proc are applied before the mounts (a
+			// warm init applies them ahead of any run): nothing may
+			// land under them.
+			return nil, fmt.Errorf("prepare sandbox: mount destination %s: nothing may be mounted below /proc: %w", dst, ErrSetup)
 		}
 		if skeleton[dst] {
 			if m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind") {

@@ -82,7 +82,13 @@ func TestNewSetupRejects(t *testing.T) {
 		"relative source":  func(s *specs.Spec) { s.Mounts = []specs.Mount{{Destination: "/w", Type: "bind", Source: "data"}} },
 		"unclean source":   func(s *specs.Spec) { s.Mounts = []specs.Mount{{Destination: "/w", Type: "bind", Source: "/a/../b"}} },
 		"unsupported type": func(s *specs.Spec) { s.Mounts = []specs.Mount{{Destination: "/w", Type: "nfs"}} },
-		"bad seccomp":      func(s *specs.Spec) { s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_NOPE"} },
+		"bind below /proc": func(s *specs.Spec) {
+			s.Mounts = []specs.Mount{{Destination: "/proc/kcore", Type: "bind", Source: "/data"}}
+		},
+		"tmpfs below /proc": func(s *specs.Spec) {
+			s.Mounts = []specs.Mount{{Destination: "/proc/sys/x/..", Type: "tmpfs"}}
+		},
+		"bad seccomp": func(s *specs.Spec) { s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_NOPE"} },
 	}
 	for name, mutate := range cases {
 		s := base()
