@@ -133,8 +133,16 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	// Under runsc the host's OOM killer may kill the Sentry itself: the
 	// init is gone at once, and the engine records the OOM kill only once
 	// the container has stopped (its cgroup, with the kernel's count, is
-	// gone by then). Wait for that, briefly.
-	for i := 0; gone && s.plan.Runtime == "runsc" && i < 50 && ins.State != nil && ins.State.Running; i++ {
+	// gone by then). Wait for that, briefly; the engine may take the
+	// container's exit before its OOM event, so a stopped container gets
+	// another second for the OOM mark.
+	settle := 0
+	for i := 0; gone && s.plan.Runtime == "runsc" && i < 60 && ins.State != nil && !ins.State.OOMKilled; i++ {
+		if !ins.State.Running {
+			if settle++; settle > 10 {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
