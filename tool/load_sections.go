@@ -483,33 +483,33 @@ var validationKeyHints = map[string]string{
 func (l *defLoader) validation(n *yaml.Node, what string, typ ParamType, typeOK, inProps bool) *Validation {
 	v := &Validation{}
 	var minN, maxN, minLN, maxLN, minIN, maxIN, enumN *yaml.Node
+	// bound and count read a key's value into dst and keep its node in
+	// at, for the checks after the mapping.
+	bound := func(dst **float64, at **yaml.Node) fieldFn {
+		return func(k, n *yaml.Node) {
+			if f, ok := l.number(n, what+" "+k.Value); ok {
+				*dst, *at = &f, n
+			}
+		}
+	}
+	count := func(dst **int, at **yaml.Node) fieldFn {
+		return func(k, n *yaml.Node) {
+			if i, ok := l.nonNegInt(n, what+" "+k.Value); ok {
+				*dst, *at = &i, n
+			}
+		}
+	}
 	fields := map[string]fieldFn{
-		"minimum": func(k, n *yaml.Node) {
-			if f, ok := l.number(n, what+" minimum"); ok {
-				v.Minimum, minN = &f, n
-			}
-		},
-		"maximum": func(k, n *yaml.Node) {
-			if f, ok := l.number(n, what+" maximum"); ok {
-				v.Maximum, maxN = &f, n
-			}
-		},
+		"minimum": bound(&v.Minimum, &minN),
+		"maximum": bound(&v.Maximum, &maxN),
 		"pattern": func(k, n *yaml.Node) {
 			v.Pattern, _ = l.str(n, what+" pattern")
 			if _, err := regexp.Compile(v.Pattern); err != nil {
 				l.errf(n, "patterns use Go's RE2 syntax: no lookaround and no backreferences", "invalid regex in %s pattern: %v", what, err)
 			}
 		},
-		"minLength": func(k, n *yaml.Node) {
-			if i, ok := l.nonNegInt(n, what+" minLength"); ok {
-				v.MinLength, minLN = &i, n
-			}
-		},
-		"maxLength": func(k, n *yaml.Node) {
-			if i, ok := l.nonNegInt(n, what+" maxLength"); ok {
-				v.MaxLength, maxLN = &i, n
-			}
-		},
+		"minLength": count(&v.MinLength, &minLN),
+		"maxLength": count(&v.MaxLength, &maxLN),
 		"enum": func(k, n *yaml.Node) {
 			if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 				l.errf(n, "write enum: [a, b, c]", "%s enum must be a non-empty list, got %s", what, nodeKindName(n))
@@ -519,16 +519,8 @@ func (l *defLoader) validation(n *yaml.Node, what string, typ ParamType, typeOK,
 			v.Enum, _ = x.([]any)
 			enumN = n
 		},
-		"minItems": func(k, n *yaml.Node) {
-			if i, ok := l.nonNegInt(n, what+" minItems"); ok {
-				v.MinItems, minIN = &i, n
-			}
-		},
-		"maxItems": func(k, n *yaml.Node) {
-			if i, ok := l.nonNegInt(n, what+" maxItems"); ok {
-				v.MaxItems, maxIN = &i, n
-			}
-		},
+		"minItems":    count(&v.MinItems, &minIN),
+		"maxItems":    count(&v.MaxItems, &maxIN),
 		"uniqueItems": func(k, n *yaml.Node) { v.UniqueItems, _ = l.boolean(n, what+" uniqueItems") },
 		"required":    func(k, n *yaml.Node) { v.Required, _ = l.strList(n, what+" required", false) },
 		"properties": func(k, n *yaml.Node) {

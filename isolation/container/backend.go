@@ -363,7 +363,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 
-	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), execDone: make(chan struct{}, 1), staged: staged}
+	s := &sandbox{api: b.api, plan: p, name: containerName(p.RunID), staged: staged}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -24,30 +24,31 @@ import (
 // it is an opt-in (testenv.OptIn), skipped unless asked for, in CI too:
 // its skip hides no check, and what it exercises (start, exec, close on
 // the real engine) the real-engine tests check on every CI run.
-// The docker CLI is used only to time the peer.
 func TestEngineRatio(t *testing.T) {
 	n := testenv.OptIn(t, "SANDBOXED_BENCH", "time N runs against docker run")
 	b := engineBackend(t)
-	docker, err := exec.LookPath("docker")
-	if err != nil {
-		t.Fatal("the ratio needs the docker CLI as the peer: ", err)
-	}
 	ctx := context.Background()
-	ours := func() time.Duration {
+	compareWithDockerRun(t, n, "container tier", func() time.Duration {
 		p := enginePlan(t, "ratio")
 		start := time.Now()
 		sb, err := b.Start(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := sb.Exec(ctx, isolation.Command{Args: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Cwd: "/"}, isolation.Stdio{})
-		if err != nil || ex.Code != 0 {
-			t.Fatal(ex, err)
-		}
-		if err := sb.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		execTrueAndClose(t, sb)
 		return time.Since(start)
+	})
+}
+
+// compareWithDockerRun times ours against the peer `docker run --rm
+// --network none IMAGE true`, n of each interleaved so load on the machine
+// hits both alike (after one of each untimed), and logs the p50 of each
+// and their ratio under what. The docker CLI is used only to time the peer.
+func compareWithDockerRun(t *testing.T, n int, what string, ours func() time.Duration) {
+	t.Helper()
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		t.Fatal("the ratio needs the docker CLI as the peer: ", err)
 	}
 	peer := func() time.Duration {
 		start := time.Now()
@@ -69,7 +70,21 @@ func TestEngineRatio(t *testing.T) {
 		}
 	}
 	pa, pd := p50(a), p50(d)
-	t.Logf("container tier p50 %v, docker run p50 %v, ratio %.2f (n=%d)", pa.Round(time.Millisecond), pd.Round(time.Millisecond), float64(pa)/float64(pd), n)
+	t.Logf("%s p50 %v, docker run p50 %v, ratio %.2f (n=%d)", what, pa.Round(time.Millisecond), pd.Round(time.Millisecond), float64(pa)/float64(pd), n)
+}
+
+// execTrueAndClose runs `true` in sb and closes it: the work of a
+// timed run.
+func execTrueAndClose(tb testing.TB, sb isolation.Sandbox) {
+	tb.Helper()
+	ctx := context.Background()
+	ex, err := sb.Exec(ctx, isolation.Command{Args: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Cwd: "/"}, isolation.Stdio{})
+	if err != nil || ex.Code != 0 {
+		tb.Fatal(ex, err)
+	}
+	if err := sb.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func p50(ds []time.Duration) time.Duration {

@@ -123,24 +123,71 @@ func assertGone(t *testing.T, b *Backend, p *isolation.Plan) {
 	}
 }
 
-func TestEngineRun(t *testing.T) {
-	b := engineBackend(t)
-	ctx := context.Background()
-	data := t.TempDir()
+// grantDirs gives p a read-only grant at /data, holding in.txt
+// ("granted\n"), and a writable one at /out, whose host directory it
+// returns.
+func grantDirs(t *testing.T, p *isolation.Plan) (out string) {
+	t.Helper()
+	data, out := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(data, "in.txt"), []byte("granted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
 	if err := os.Chmod(out, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	p := enginePlan(t, "run")
-	p.Privilege = privilege.Reduced
-	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(privilege.Reduced)}
 	p.Spec.Mounts = []specs.Mount{
 		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
 		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
 	}
+	return out
+}
+
+// echoProxy listens on a Unix socket and answers each connection with what
+// it read first, prefixed.
+func echoProxy(t *testing.T) string {
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				c.Write(append([]byte("proxy got: "), buf[:n]...))
+			}()
+		}
+	}()
+	return sock
+}
+
+// egressProbe is a Python program that sends "hello" to the egress port
+// inside the sandbox and prints the answer: "proxy got: hello" through
+// echoProxy.
+const egressProbe = `
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"hello")
+print(s.recv(64).decode())
+`
+
+func TestEngineRun(t *testing.T) {
+	b := engineBackend(t)
+	ctx := context.Background()
+	p := enginePlan(t, "run")
+	p.Privilege = privilege.Reduced
+	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(privilege.Reduced)}
+	out := grantDirs(t, p)
 	if err := b.Check(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -351,13 +398,7 @@ func BenchmarkEngineRun(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ex, err := sb.Exec(ctx, isolation.Command{Args: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Cwd: "/"}, isolation.Stdio{})
-		if err != nil || ex.Code != 0 {
-			b.Fatal(ex, err)
-		}
-		if err := sb.Close(ctx); err != nil {
-			b.Fatal(err)
-		}
+		execTrueAndClose(b, sb)
 	}
 }
 
@@ -366,41 +407,11 @@ func BenchmarkEngineRun(b *testing.B) {
 // at isolation.SandboxSocket, and nothing else is reachable.
 func TestEngineEgressRelay(t *testing.T) {
 	b := engineBackend(t)
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "egress.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if err := os.Chmod(sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				c.Write(append([]byte("proxy got: "), buf[:n]...))
-			}()
-		}
-	}()
 	p := enginePlan(t, "egress")
 	p.Privilege = privilege.Reduced
-	p.Egress = &isolation.Egress{ProxySocket: sock, ProxyPort: 3128}
+	p.Egress = &isolation.Egress{ProxySocket: echoProxy(t), ProxyPort: 3128}
 	sb := startEngine(t, b, p)
-	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
-import socket
-s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
-s.sendall(b"hello")
-print(s.recv(64).decode())
-`)
-	if r.err != nil || r.stdout != "proxy got: hello\n" {
+	if r := execIn(t, sb, context.Background(), "", "python3", "-c", egressProbe); r.err != nil || r.stdout != "proxy got: hello\n" {
 		t.Errorf("egress relay: %+v", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -51,15 +52,11 @@ type sandbox struct {
 	// container's init runs in /, a cold one's in the plan's.
 	cwd string
 
-	mu     sync.Mutex
-	active int // Execs running
-	// execDone is signalled (non-blocking) when an Exec returns. It holds
-	// one wakeup: waitIdle reads active, then waits on it, and an Exec
-	// that ends in between must still wake it (an unbuffered channel
-	// dropped that wakeup, and Kill waited out the whole grace).
-	execDone chan struct{}
-	killed   bool
-	closed   bool
+	// execs admits Execs until Kill or Close, and lets Kill wait for
+	// those running.
+	execs execgate.Gate
+
+	mu       sync.Mutex
 	initGone bool        // an Exec found the init gone
 	pid      int         // the init's host pid, once an inspect told it
 	lastCg   cgroupStats // read just before the container was killed
@@ -71,26 +68,11 @@ type sandbox struct {
 // Exec runs cmd through the init; stdio flows over descriptors the init
 // received, never through the engine.
 func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return isolation.Exit{}, fmt.Errorf("exec %s in container %s: %w", cmd.Name, s.name, isolation.ErrClosed)
-	case s.killed:
-		s.mu.Unlock()
-		return isolation.Exit{}, fmt.Errorf("exec %s in container %s: the sandbox was killed: %w", cmd.Name, s.name, isolation.ErrClosed)
+	leave, err := s.execs.Enter()
+	if err != nil {
+		return isolation.Exit{}, fmt.Errorf("exec %s in container %s: %w", cmd.Name, s.name, err)
 	}
-	s.active++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.mu.Unlock()
-		select {
-		case s.execDone <- struct{}{}:
-		default:
-		}
-	}()
+	defer leave()
 	if cmd.Cwd == "" {
 		cmd.Cwd = s.cwd
 	}
@@ -106,17 +88,12 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 // Kill sends SIGTERM to every process through the init, waits until the
 // running commands ended or grace passed, then kills the container.
 func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.execs.Kill() {
 		return nil
 	}
-	s.killed = true
-	s.mu.Unlock()
-
 	if s.init != nil && grace > 0 {
 		if err := s.init.Signal(0, syscall.SIGTERM); err == nil {
-			s.waitIdle(ctx, grace)
+			s.execs.Wait(ctx, grace)
 		}
 	}
 	if s.id == "" {
@@ -135,27 +112,6 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 		return fmt.Errorf("kill container %s: %w", s.name, err)
 	}
 	return nil
-}
-
-// waitIdle waits until no Exec runs, the grace passed or ctx ended.
-func (s *sandbox) waitIdle(ctx context.Context, grace time.Duration) {
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	for {
-		s.mu.Lock()
-		n := s.active
-		s.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-s.execDone:
-		case <-t.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // Stats reports whether the engine saw an OOM kill and, best effort, the
@@ -177,8 +133,16 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 	// Under runsc the host's OOM killer may kill the Sentry itself: the
 	// init is gone at once, and the engine records the OOM kill only once
 	// the container has stopped (its cgroup, with the kernel's count, is
-	// gone by then). Wait for that, briefly.
-	for i := 0; gone && s.plan.Runtime == "runsc" && i < 50 && ins.State != nil && ins.State.Running; i++ {
+	// gone by then). Wait for that, briefly; the engine may take the
+	// container's exit before its OOM event, so a stopped container gets
+	// another second for the OOM mark.
+	settle := 0
+	for i := 0; gone && s.plan.Runtime == "runsc" && i < 60 && ins.State != nil && !ins.State.OOMKilled; i++ {
+		if !ins.State.Running {
+			if settle++; settle > 10 {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
@@ -212,9 +176,7 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 // It returns once the container is gone. It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
+		s.execs.Close()
 		var errs []error
 		if s.init != nil {
 			_ = s.init.Close()

@@ -246,7 +246,7 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (_ i
 	}
 
 	w := &warm{b: b, key: key, runID: runID, hostDir: hostDir, imageRef: t.Config.Image, imageID: img.ID, tmpl: t}
-	w.s = &sandbox{api: b.api, name: containerName(runID), execDone: make(chan struct{}, 1)}
+	w.s = &sandbox{api: b.api, name: containerName(runID)}
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

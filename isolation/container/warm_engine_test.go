@@ -3,9 +3,7 @@ package container
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -39,48 +36,9 @@ func warmPlan(t *testing.T, name string) *isolation.Plan {
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
 	}
-	data, out := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(data, "in.txt"), []byte("granted\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(out, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Mounts = []specs.Mount{
-		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
-		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
-	}
+	grantDirs(t, p)
 	p.Egress = &isolation.Egress{ProxySocket: echoProxy(t), ProxyPort: 3128}
 	return p
-}
-
-// echoProxy listens on a Unix socket and answers each connection with what
-// it read first, prefixed.
-func echoProxy(t *testing.T) string {
-	sock := filepath.Join(t.TempDir(), "egress.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	if err := os.Chmod(sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				c.Write(append([]byte("proxy got: "), buf[:n]...))
-			}()
-		}
-	}()
-	return sock
 }
 
 // prestartFor prestarts a warm container for p's key in p's run.
@@ -152,13 +110,7 @@ func TestEngineWarmClaim(t *testing.T) {
 			t.Errorf("%s: %q: got %q (stderr %q, %v), want %q", c.name, c.cmd, r.stdout, r.stderr, r.err, c.want)
 		}
 	}
-	r := execIn(t, sb, ctx, "", "python3", "-c", `
-import socket
-s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
-s.sendall(b"hello")
-print(s.recv(64).decode())
-`)
-	if r.err != nil || r.stdout != "proxy got: hello\n" {
+	if r := execIn(t, sb, ctx, "", "python3", "-c", egressProbe); r.err != nil || r.stdout != "proxy got: hello\n" {
 		t.Errorf("egress relay: %+v", r)
 	}
 	if _, err := w.Claim(ctx, p); err == nil {
@@ -312,10 +264,6 @@ func TestEngineWarmGC(t *testing.T) {
 func TestEngineWarmRatio(t *testing.T) {
 	n := testenv.OptIn(t, "SANDBOXED_BENCH", "time N warm runs against docker run")
 	b := engineBackend(t)
-	docker, err := exec.LookPath("docker")
-	if err != nil {
-		t.Fatal("the ratio needs the docker CLI as the peer: ", err)
-	}
 	ctx := context.Background()
 	ours := func() time.Duration {
 		p := enginePlan(t, "wratio")
@@ -328,36 +276,10 @@ func TestEngineWarmRatio(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := sb.Exec(ctx, isolation.Command{Args: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Cwd: "/"}, isolation.Stdio{})
-		if err != nil || ex.Code != 0 {
-			t.Fatal(ex, err)
-		}
-		if err := sb.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		execTrueAndClose(t, sb)
 		return time.Since(start)
 	}
-	peer := func() time.Duration {
-		start := time.Now()
-		if out, err := exec.Command(docker, "run", "--rm", "--network", "none", images.DefaultImage, "true").CombinedOutput(); err != nil {
-			t.Fatal(err, string(out))
-		}
-		return time.Since(start)
-	}
-	ours()
-	peer()
-	var a, d []time.Duration
-	for i := 0; i < n; i++ {
-		if i%2 == 0 {
-			a = append(a, ours())
-			d = append(d, peer())
-		} else {
-			d = append(d, peer())
-			a = append(a, ours())
-		}
-	}
-	pa, pd := p50(a), p50(d)
-	t.Logf("warm container claim+exec+close p50 %v, docker run p50 %v, ratio %.2f (n=%d)", pa.Round(time.Millisecond), pd.Round(time.Millisecond), float64(pa)/float64(pd), n)
+	compareWithDockerRun(t, n, "warm container claim+exec+close", ours)
 
 	// The whole life of a warm container (prestart, claim, `true`,
 	// close), 4 at once: the most runs per second a pool can serve.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
@@ -49,10 +50,9 @@ type sandbox struct {
 	streamDone chan struct{}
 	stderr     lockedBuffer // the exec stream's stderr: the bridge's complaints
 
-	mu       sync.Mutex
-	active   int
-	execDone chan struct{}
-	killed   bool
+	// execs admits Execs until Kill, and lets Kill wait for those
+	// running.
+	execs execgate.Gate
 
 	closeOnce sync.Once
 	closeErr  error
@@ -85,7 +85,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err != nil {
 		return nil, err
 	}
-	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o, execDone: make(chan struct{}, 1)}
+	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o}
 	if rc.gvisor {
 		// A kernel of the pod's own: the uid's task count is the pod's.
 		s.nproc = p.Limits.Pids
@@ -394,22 +394,11 @@ func (s *sandbox) copyOut(ctx context.Context) error {
 
 // Exec runs cmd through the init over the attach stream.
 func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	s.mu.Lock()
-	if s.killed {
-		s.mu.Unlock()
-		return isolation.Exit{}, fmt.Errorf("exec %s in pod %s: the sandbox was killed: %w", cmd.Name, s.name, isolation.ErrClosed)
+	leave, err := s.execs.Enter()
+	if err != nil {
+		return isolation.Exit{}, fmt.Errorf("exec %s in pod %s: %w", cmd.Name, s.name, err)
 	}
-	s.active++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.mu.Unlock()
-		select {
-		case s.execDone <- struct{}{}:
-		default:
-		}
-	}()
+	defer leave()
 	return s.init.Exec(ctx, cmd, stdio)
 }
 
@@ -419,30 +408,12 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 // still have to come back. What the commands left in other groups dies
 // with the init when Close ends the stream.
 func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
-	s.mu.Lock()
-	s.killed = true
-	s.mu.Unlock()
+	s.execs.Kill()
 	if s.init == nil {
 		return nil
 	}
 	if grace > 0 && s.init.SignalCommands(syscall.SIGTERM) == nil {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		for {
-			s.mu.Lock()
-			n := s.active
-			s.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			select {
-			case <-s.execDone:
-				continue
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			break
-		}
+		s.execs.Wait(ctx, grace)
 	}
 	_ = s.init.SignalCommands(syscall.SIGKILL)
 	return nil
