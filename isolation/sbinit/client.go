@@ -2,7 +2,6 @@ package sbinit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,22 +21,18 @@ const DefaultKillGrace = 2 * time.Second
 // processes it left behind to close its stdout and stderr.
 const outputDrain = time.Second
 
-// Client is the host side of one init's control channel. It is safe for
+// Client is the host side of one init's control channel over a Unix
+// socket, which passes each command its own descriptors. It is safe for
 // concurrent use; Exec may run concurrently.
 type Client struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when an Exec's
 	// context ends. Set it before the first Exec.
 	KillGrace time.Duration
 
+	session
 	c *conn
 
-	mu      sync.Mutex
-	nextID  uint64
-	waiters map[uint64]chan *Message
 	ready   chan *Message
-	dead    chan struct{} // closed when the channel broke
-	deadErr error
-	closed  bool
 	initPid int
 	// landlock is the Landlock ABI the init reported enforcing.
 	landlock int
@@ -50,11 +45,10 @@ type Client struct {
 // starts reading it at once; call Handshake next.
 func NewClient(sock *net.UnixConn) *Client {
 	cl := &Client{
-		c:       newConn(sock),
-		waiters: make(map[uint64]chan *Message),
-		ready:   make(chan *Message, 2), // prepared, then ready or error
-		dead:    make(chan struct{}),
+		c:     newConn(sock),
+		ready: make(chan *Message, 2), // prepared, then ready or error
 	}
+	cl.open(func(m *Message) error { return cl.c.send(m) })
 	go cl.readLoop()
 	return cl
 }
@@ -108,41 +102,35 @@ func (cl *Client) Prepare(ctx context.Context, sk *Skeleton) error {
 	if err := cl.SendPrepare(sk); err != nil {
 		return err
 	}
-	select {
-	case m := <-cl.ready:
-		if m.Type != MsgPrepared {
-			return fmt.Errorf("prepare sandbox init: %w: %s", ErrSetup, m.Error)
-		}
-		return nil
-	case <-cl.dead:
-		return fmt.Errorf("prepare sandbox init: %w", cl.deadErr)
-	case <-ctx.Done():
-		return fmt.Errorf("prepare sandbox init: %w", ctx.Err())
+	m, err := await(ctx, &cl.session, cl.ready, "prepare sandbox init")
+	if err != nil {
+		return err
 	}
+	if m.Type != MsgPrepared {
+		return fmt.Errorf("prepare sandbox init: %w: %s", ErrSetup, m.Error)
+	}
+	return nil
 }
 
 // WaitReady waits until the init reports it is ready (see Handshake). A
 // prepared message nobody waited for (SendPrepare) is passed over.
 func (cl *Client) WaitReady(ctx context.Context) (int, error) {
 	for {
-		select {
-		case m := <-cl.ready:
-			if m.Type == MsgPrepared {
-				continue
-			}
-			if m.Type != MsgReady {
-				return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
-			}
-			cl.mu.Lock()
-			cl.initPid = m.Pid
-			cl.landlock = m.Landlock
-			cl.mu.Unlock()
-			return m.Pid, nil
-		case <-cl.dead:
-			return 0, fmt.Errorf("wait for sandbox init: %w", cl.deadErr)
-		case <-ctx.Done():
-			return 0, fmt.Errorf("wait for sandbox init: %w", ctx.Err())
+		m, err := await(ctx, &cl.session, cl.ready, "wait for sandbox init")
+		if err != nil {
+			return 0, err
 		}
+		if m.Type == MsgPrepared {
+			continue
+		}
+		if m.Type != MsgReady {
+			return 0, fmt.Errorf("%w: %s", ErrSetup, m.Error)
+		}
+		cl.mu.Lock()
+		cl.initPid = m.Pid
+		cl.landlock = m.Landlock
+		cl.mu.Unlock()
+		return m.Pid, nil
 	}
 }
 
@@ -170,9 +158,6 @@ func (cl *Client) TakeListener() int {
 	return fd
 }
 
-// Done is closed when the control channel is gone (init exited or Close).
-func (cl *Client) Done() <-chan struct{} { return cl.dead }
-
 func (cl *Client) readLoop() {
 	var err error
 	for {
@@ -199,44 +184,19 @@ func (cl *Client) readLoop() {
 			default:
 			}
 		case MsgStarted, MsgExit:
-			cl.mu.Lock()
-			w := cl.waiters[m.ID]
-			cl.mu.Unlock()
-			if w != nil {
-				w <- m // buffered for started and exit
-			}
+			cl.deliver(m)
 		}
 	}
 	cl.c.dropFDs()
-	cl.mu.Lock()
-	if cl.closed || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		cl.deadErr = ErrInitGone
-	} else {
-		cl.deadErr = fmt.Errorf("%w: %v", ErrInitGone, err)
-	}
-	cl.mu.Unlock()
-	close(cl.dead)
-}
-
-// Signal sends sig to the process group of command id, or to every
-// process of the sandbox when id is 0.
-func (cl *Client) Signal(id uint64, sig syscall.Signal) error {
-	if err := cl.c.send(&Message{Type: MsgSignal, ID: id, Signal: int(sig)}); err != nil {
-		return fmt.Errorf("signal sandbox: %w", ErrInitGone)
-	}
-	return nil
+	cl.end(err)
 }
 
 // Close closes the control channel; the init then kills every process of
 // the sandbox and exits. Close is idempotent.
 func (cl *Client) Close() error {
-	cl.mu.Lock()
-	if cl.closed {
-		cl.mu.Unlock()
+	if !cl.markClosed() {
 		return nil
 	}
-	cl.closed = true
-	cl.mu.Unlock()
 	err := cl.c.c.Close()
 	<-cl.dead
 	if fd := cl.TakeListener(); fd >= 0 {
@@ -251,82 +211,19 @@ func (cl *Client) Close() error {
 // (not found, not executable, bad cwd) exits 127 or 126 with the reason on
 // its stderr, like a shell.
 func (cl *Client) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	if len(cmd.Args) == 0 {
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox: empty command: %w", ErrProtocol)
-	}
-	if err := ctx.Err(); err != nil {
-		return isolation.Exit{}, err // never started
-	}
-	ends, err := newStdioPipes(stdio)
-	if err != nil {
-		return isolation.Exit{}, err
-	}
-	defer ends.closeAll()
-
-	ch := make(chan *Message, 2)
-	cl.mu.Lock()
-	if cl.closed {
-		cl.mu.Unlock()
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox: %w", isolation.ErrClosed)
-	}
-	cl.nextID++
-	id := cl.nextID
-	cl.waiters[id] = ch
-	cl.mu.Unlock()
-	defer func() {
-		cl.mu.Lock()
-		delete(cl.waiters, id)
-		cl.mu.Unlock()
-	}()
-
-	req := &Message{Type: MsgExec, ID: id, Exec: &ExecReq{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd}}
-	if err := cl.c.send(req, ends.childFDs()...); err != nil {
-		return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w: %v", cmd.Args[0], ErrInitGone, err)
-	}
-	ends.closeChild()
-	ends.startCopy()
-
-	grace := cl.KillGrace
-	if grace <= 0 {
-		grace = DefaultKillGrace
-	}
-	var (
-		done   = ctx.Done()
-		killC  <-chan time.Time
-		ctxErr error
-		exit   isolation.Exit
-	)
-	for {
-		select {
-		case m := <-ch:
-			if m.Type == MsgStarted {
-				continue
-			}
-			exit = isolation.Exit{Code: m.Code, Signal: m.Signal}
-			ends.finish(outputDrain)
-			return exit, ctxErr
-		case <-done:
-			ctxErr = ctx.Err()
-			done = nil
-			_ = cl.Signal(id, syscall.SIGTERM)
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			killC = t.C
-		case <-killC:
-			killC = nil
-			_ = cl.Signal(id, syscall.SIGKILL)
-		case <-cl.dead:
-			ends.finish(0)
-			if ctxErr != nil {
-				return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctxErr
-			}
-			return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w", cmd.Args[0], cl.deadErr)
+	return cl.exec(ctx, cmd, stdio, cl.KillGrace, func(stdio isolation.Stdio) (commandIO, error) {
+		p, err := newStdioPipes(cl.c, stdio)
+		if err != nil {
+			return nil, err
 		}
-	}
+		return p, nil
+	})
 }
 
-// stdioPipes holds both ends of a command's three standard descriptors.
+// stdioPipes holds both ends of a command's three standard descriptors;
+// the child ends go to the init with the exec request (commandIO).
 type stdioPipes struct {
+	c     *conn
 	child [3]*os.File // sent to the init, closed after sending
 	// parent ends: in[0] is written from Stdin; out[1], out[2] are read into
 	// Stdout/Stderr. nil where the child got /dev/null.
@@ -336,11 +233,11 @@ type stdioPipes struct {
 	copies sync.WaitGroup
 }
 
-func newStdioPipes(s isolation.Stdio) (_ *stdioPipes, retErr error) {
-	p := &stdioPipes{stdio: s}
+func newStdioPipes(c *conn, s isolation.Stdio) (_ *stdioPipes, retErr error) {
+	p := &stdioPipes{c: c, stdio: s}
 	defer func() {
 		if retErr != nil {
-			p.closeAll()
+			p.close()
 		}
 	}()
 	var err error
@@ -389,8 +286,16 @@ func openToAnyUID(f *os.File) error {
 	return nil
 }
 
-func (p *stdioPipes) childFDs() []int {
-	return []int{int(p.child[0].Fd()), int(p.child[1].Fd()), int(p.child[2].Fd())}
+// start sends req with the child ends, which it then closes, and starts
+// copying the parent ends.
+func (p *stdioPipes) start(req *Message) error {
+	fds := []int{int(p.child[0].Fd()), int(p.child[1].Fd()), int(p.child[2].Fd())}
+	if err := p.c.send(req, fds...); err != nil {
+		return err
+	}
+	p.closeChild()
+	p.startCopy()
+	return nil
 }
 
 func (p *stdioPipes) closeChild() {
@@ -424,9 +329,13 @@ func (p *stdioPipes) startCopy() {
 	}
 }
 
-// finish waits up to drain for the output copies to reach EOF, then cuts
-// them off by closing the read ends.
-func (p *stdioPipes) finish(drain time.Duration) {
+// finish waits up to outputDrain, when the command exited, for the output
+// copies to reach EOF, then cuts them off by closing the read ends.
+func (p *stdioPipes) finish(exited bool) {
+	var drain time.Duration
+	if exited {
+		drain = outputDrain
+	}
 	done := make(chan struct{})
 	go func() { p.copies.Wait(); close(done) }()
 	if drain > 0 {
@@ -448,7 +357,7 @@ func (p *stdioPipes) finish(drain time.Duration) {
 	}
 }
 
-func (p *stdioPipes) closeAll() {
+func (p *stdioPipes) close() {
 	p.closeChild()
 	if p.stdinW != nil {
 		p.stdinW.Close()

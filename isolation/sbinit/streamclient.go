@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,23 +24,13 @@ type StreamClient struct {
 	// Handshake.
 	DialEgress func() (net.Conn, error)
 
+	session
 	out *framer
 	wc  io.Closer
 
-	mu      sync.Mutex
-	nextID  uint64
-	execs   map[uint64]*streamExec
-	ctrls   map[string]chan *streamMsg // hello, ready, stats: one waiter each
-	xfers   map[uint32]*streamXfer
-	egress  map[uint32]*inbox
-	dead    chan struct{}
-	deadErr error
-	closed  bool
-}
-
-type streamExec struct {
-	stdout, stderr io.Writer
-	exit           chan *streamMsg
+	ctrls  map[string]chan *streamMsg // hello, ready, stats: one waiter each
+	xfers  map[uint32]*streamXfer
+	egress map[uint32]*inbox
 }
 
 type streamXfer struct {
@@ -55,21 +44,17 @@ func NewStreamClient(r io.Reader, w io.WriteCloser) *StreamClient {
 	c := &StreamClient{
 		out:    &framer{w: w},
 		wc:     w,
-		execs:  make(map[uint64]*streamExec),
 		ctrls:  make(map[string]chan *streamMsg),
 		xfers:  make(map[uint32]*streamXfer),
 		egress: make(map[uint32]*inbox),
-		dead:   make(chan struct{}),
 	}
+	c.open(func(m *Message) error { return c.out.ctrl(&streamMsg{Message: *m}) })
 	for _, t := range []string{MsgHello, MsgReady, MsgStats} {
 		c.ctrls[t] = make(chan *streamMsg, 1)
 	}
 	go c.readLoop(r)
 	return c
 }
-
-// Done is closed when the stream is gone.
-func (c *StreamClient) Done() <-chan struct{} { return c.dead }
 
 // Err is why the stream ended (nil while it is up).
 func (c *StreamClient) Err() error {
@@ -96,15 +81,13 @@ func (c *StreamClient) readLoop(r io.Reader) {
 			}
 			c.ctrl(m)
 		case kindStdout, kindStderr:
-			c.mu.Lock()
-			e := c.execs[uint64(fr.ch)]
-			c.mu.Unlock()
-			if e == nil || len(fr.payload) == 0 {
+			cmd := c.lookup(uint64(fr.ch))
+			if cmd == nil || len(fr.payload) == 0 {
 				continue
 			}
-			w := e.stdout
+			w := cmd.stdio.Stdout
 			if fr.kind == kindStderr {
-				w = e.stderr
+				w = cmd.stdio.Stderr
 			}
 			if w != nil {
 				w.Write(fr.payload)
@@ -137,27 +120,17 @@ func (c *StreamClient) readLoop(r io.Reader) {
 		}
 	}
 	c.mu.Lock()
-	if c.closed || errors.Is(err, io.EOF) {
-		c.deadErr = ErrInitGone
-	} else {
-		c.deadErr = fmt.Errorf("%w: %v", ErrInitGone, err)
-	}
 	for _, in := range c.egress {
 		in.abandon()
 	}
 	c.mu.Unlock()
-	close(c.dead)
+	c.end(err)
 }
 
 func (c *StreamClient) ctrl(m *streamMsg) {
 	switch m.Type {
 	case MsgExit:
-		c.mu.Lock()
-		e := c.execs[m.ID]
-		c.mu.Unlock()
-		if e != nil {
-			e.exit <- m // buffered
-		}
+		c.deliver(&m.Message)
 	case MsgPutDone, MsgGot:
 		c.mu.Lock()
 		x := c.xfers[uint32(m.ID)]
@@ -183,14 +156,7 @@ func (c *StreamClient) ctrl(m *streamMsg) {
 
 // wait waits for the ctrl message of type t.
 func (c *StreamClient) wait(ctx context.Context, t, what string) (*streamMsg, error) {
-	select {
-	case m := <-c.ctrls[t]:
-		return m, nil
-	case <-c.dead:
-		return nil, fmt.Errorf("%s: %w", what, c.deadErr)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", what, ctx.Err())
-	}
+	return await(ctx, &c.session, c.ctrls[t], what)
 }
 
 // WaitHello waits until the bridge in the sandbox says it is up.
@@ -227,15 +193,6 @@ func (c *StreamClient) Stats(ctx context.Context) (SandboxStats, error) {
 	return m.Stats, nil
 }
 
-// Signal sends sig to command id's process group, or to every process of
-// the sandbox when id is 0.
-func (c *StreamClient) Signal(id uint64, sig syscall.Signal) error {
-	if err := c.out.ctrl(&streamMsg{Message: Message{Type: MsgSignal, ID: id, Signal: int(sig)}}); err != nil {
-		return fmt.Errorf("signal sandbox: %w", ErrInitGone)
-	}
-	return nil
-}
-
 // SignalCommands sends sig to the process group of every command running,
 // and to nothing else: where the bridge is a process of the sandbox
 // (BridgeArgs), a signal to every process would reach it and cut the
@@ -243,8 +200,8 @@ func (c *StreamClient) Signal(id uint64, sig syscall.Signal) error {
 // init when the stream ends.
 func (c *StreamClient) SignalCommands(sig syscall.Signal) error {
 	c.mu.Lock()
-	ids := make([]uint64, 0, len(c.execs))
-	for id := range c.execs {
+	ids := make([]uint64, 0, len(c.commands))
+	for id := range c.commands {
 		ids = append(ids, id)
 	}
 	c.mu.Unlock()
@@ -260,36 +217,32 @@ func (c *StreamClient) SignalCommands(sig syscall.Signal) error {
 // Close ends the stream; the init then kills every process of the
 // sandbox and exits. It is idempotent.
 func (c *StreamClient) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.markClosed() {
 		return nil
 	}
-	c.closed = true
-	c.mu.Unlock()
 	return c.wc.Close()
 }
 
-func (c *StreamClient) newID() uint64 {
+// addXfer numbers the transfer x and makes the reader pass it its file
+// frames and its end; the caller must call forget once x is over.
+func (c *StreamClient) addXfer(x *streamXfer) (id uint64, forget func()) {
+	id = c.newID()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nextID++
-	return c.nextID
+	c.xfers[uint32(id)] = x
+	c.mu.Unlock()
+	return id, func() {
+		c.mu.Lock()
+		delete(c.xfers, uint32(id))
+		c.mu.Unlock()
+	}
 }
 
 // Put sends the tar stream tr into t.Path in the sandbox and waits until
 // it is extracted.
 func (c *StreamClient) Put(ctx context.Context, t Transfer, tr io.Reader) error {
-	id := c.newID()
 	x := &streamXfer{done: make(chan *streamMsg, 1)}
-	c.mu.Lock()
-	c.xfers[uint32(id)] = x
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.xfers, uint32(id))
-		c.mu.Unlock()
-	}()
+	id, forget := c.addXfer(x)
+	defer forget()
 	if err := c.out.ctrl(&streamMsg{Message: Message{Type: MsgPut, ID: id}, Transfer: &t}); err != nil {
 		return fmt.Errorf("copy files into the sandbox: %w", ErrInitGone)
 	}
@@ -304,16 +257,9 @@ func (c *StreamClient) Put(ctx context.Context, t Transfer, tr io.Reader) error 
 
 // Get receives the tar stream of t.Path in the sandbox into w.
 func (c *StreamClient) Get(ctx context.Context, t Transfer, w io.Writer) error {
-	id := c.newID()
 	x := &streamXfer{w: w, done: make(chan *streamMsg, 1)}
-	c.mu.Lock()
-	c.xfers[uint32(id)] = x
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.xfers, uint32(id))
-		c.mu.Unlock()
-	}()
+	id, forget := c.addXfer(x)
+	defer forget()
 	if err := c.out.ctrl(&streamMsg{Message: Message{Type: MsgGet, ID: id}, Transfer: &t}); err != nil {
 		return fmt.Errorf("copy files out of the sandbox: %w", ErrInitGone)
 	}
@@ -321,17 +267,14 @@ func (c *StreamClient) Get(ctx context.Context, t Transfer, w io.Writer) error {
 }
 
 func (c *StreamClient) xferDone(ctx context.Context, x *streamXfer, what string) error {
-	select {
-	case m := <-x.done:
-		if m.Error != "" {
-			return fmt.Errorf("%s: %s", what, m.Error)
-		}
-		return nil
-	case <-c.dead:
-		return fmt.Errorf("%s: %w", what, c.deadErr)
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", what, ctx.Err())
+	m, err := await(ctx, &c.session, x.done, what)
+	if err != nil {
+		return err
 	}
+	if m.Error != "" {
+		return fmt.Errorf("%s: %s", what, m.Error)
+	}
+	return nil
 }
 
 // openEgress carries a new egress connection of the sandbox to the proxy.
@@ -363,70 +306,42 @@ func (c *StreamClient) openEgress(ch uint32) {
 
 // Exec runs cmd in the sandbox and waits for it, as Client.Exec does.
 func (c *StreamClient) Exec(ctx context.Context, cmd isolation.Command, stdio isolation.Stdio) (isolation.Exit, error) {
-	if len(cmd.Args) == 0 {
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox: empty command: %w", ErrProtocol)
+	return c.exec(ctx, cmd, stdio, c.KillGrace, func(stdio isolation.Stdio) (commandIO, error) {
+		return &streamIO{f: c.out, stdin: stdio.Stdin}, nil
+	})
+}
+
+// streamIO carries a command's standard input as frames of its channel
+// (commandIO); the reader writes its output frames to its Stdio.
+type streamIO struct {
+	f     *framer
+	stdin io.Reader
+	in    *chanWriter
+}
+
+func (s *streamIO) start(req *Message) error {
+	if err := s.f.ctrl(&streamMsg{Message: *req}); err != nil {
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return isolation.Exit{}, err
+	s.in = &chanWriter{f: s.f, kind: kindStdin, ch: uint32(req.ID)}
+	if s.stdin == nil {
+		s.in.Close()
+		return nil
 	}
-	e := &streamExec{stdout: stdio.Stdout, stderr: stdio.Stderr, exit: make(chan *streamMsg, 1)}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return isolation.Exit{}, fmt.Errorf("exec in sandbox: %w", isolation.ErrClosed)
-	}
-	c.nextID++
-	id := c.nextID
-	c.execs[id] = e
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.execs, id)
-		c.mu.Unlock()
+	go func() {
+		// Not waited for: a reader like os.Stdin may block forever.
+		io.Copy(s.in, s.stdin)
+		s.in.Close()
 	}()
-	req := &streamMsg{Message: Message{Type: MsgExec, ID: id, Exec: &ExecReq{Args: cmd.Args, Env: cmd.Env, Cwd: cmd.Cwd}}}
-	if err := c.out.ctrl(req); err != nil {
-		return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w: %v", cmd.Args[0], ErrInitGone, err)
-	}
-	in := &chanWriter{f: c.out, kind: kindStdin, ch: uint32(id)}
-	if stdio.Stdin == nil {
-		in.Close()
-	} else {
-		go func() {
-			// Not waited for: a reader like os.Stdin may block forever.
-			io.Copy(in, stdio.Stdin)
-			in.Close()
-		}()
-	}
-	grace := c.KillGrace
-	if grace <= 0 {
-		grace = DefaultKillGrace
-	}
-	var (
-		done   = ctx.Done()
-		killC  <-chan time.Time
-		ctxErr error
-	)
-	for {
-		select {
-		case m := <-e.exit:
-			in.Close()
-			return isolation.Exit{Code: m.Code, Signal: m.Signal}, ctxErr
-		case <-done:
-			ctxErr = ctx.Err()
-			done = nil
-			_ = c.Signal(id, syscall.SIGTERM)
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			killC = t.C
-		case <-killC:
-			killC = nil
-			_ = c.Signal(id, syscall.SIGKILL)
-		case <-c.dead:
-			if ctxErr != nil {
-				return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctxErr
-			}
-			return isolation.Exit{}, fmt.Errorf("exec %q in sandbox: %w", cmd.Args[0], c.deadErr)
-		}
+	return nil
+}
+
+// finish ends the command's input once it exited; on a broken stream
+// there is nobody to tell.
+func (s *streamIO) finish(exited bool) {
+	if exited {
+		s.in.Close()
 	}
 }
+
+func (s *streamIO) close() {}
