@@ -19,20 +19,13 @@ var initArgs = sbinit.ConnectArgs
 func handshake(ctx context.Context, conn *net.UnixConn, p *isolation.Plan) (initConn, error) {
 	cl := sbinit.NewClient(conn)
 	cl.KillGrace = p.Limits.KillGrace
-	cfg := &sbinit.Config{RunID: p.RunID, Spec: p.Spec}
+	cfg := &sbinit.Config{RunID: p.RunID, Spec: p.Spec, Egress: sbinit.NewEgressRelay(p.Egress)}
 	if p.Runtime == "runsc" {
 		// The engine's pids limit bounds gVisor's host tasks, not the
 		// tool's processes (runscHostPids); gVisor's kernel is the
 		// sandbox's own, so the uid's task count inside is the tool's
 		// and the init's, which RLIMIT_NPROC bounds exactly.
 		cfg.NprocLimit = p.Limits.Pids
-	}
-	if p.Egress != nil {
-		cfg.Egress = &sbinit.EgressRelay{
-			Port:           p.Egress.ProxyPort,
-			Socket:         isolation.SandboxSocket,
-			LocalhostPorts: p.Egress.LocalhostPorts,
-		}
 	}
 	if _, err := cl.Handshake(ctx, cfg); err != nil {
 		_ = cl.Close()

@@ -328,10 +328,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	if err := cl.WaitHello(hctx); err != nil {
 		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}
-	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter, NprocLimit: s.nproc}
-	if eg := s.plan.Egress; eg != nil {
-		cfg.Egress = &sbinit.EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
-	}
+	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter, NprocLimit: s.nproc, Egress: sbinit.NewEgressRelay(s.plan.Egress)}
 	if err := cl.Handshake(hctx, cfg); err != nil {
 		return fmt.Errorf("hand the plan to the init: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
 	}

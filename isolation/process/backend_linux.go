@@ -632,9 +632,7 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 			}
 		}
 	}
-	if p.Egress != nil {
-		cfg.Egress = &sbinit.EgressRelay{Port: p.Egress.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: p.Egress.LocalhostPorts}
-	}
+	cfg.Egress = sbinit.NewEgressRelay(p.Egress)
 	minABI := 0
 	if p.RequireLandlock {
 		minABI = sbinit.LandlockFullABI

@@ -10,6 +10,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 const (
@@ -203,6 +205,16 @@ type EgressRelay struct {
 	// is relayed to Socket after "CONNECT 127.0.0.1:PORT HTTP/1.1" got a
 	// 2xx answer, so the proxy decides and records it like any other.
 	LocalhostPorts []int `json:"localhost_ports,omitempty"`
+}
+
+// NewEgressRelay is the relay the init runs for a run's egress eg, to the
+// proxy socket every backend mounts at isolation.SandboxSocket; nil when
+// eg is nil (the run has no network).
+func NewEgressRelay(eg *isolation.Egress) *EgressRelay {
+	if eg == nil {
+		return nil
+	}
+	return &EgressRelay{Port: eg.ProxyPort, Socket: isolation.SandboxSocket, LocalhostPorts: eg.LocalhostPorts}
 }
 
 // conn frames Messages over a Unix stream socket. Writes are serialised;
