@@ -85,6 +85,12 @@ func learnAction(c *cli.Context) error {
 	approved := slices.Contains(approvals, learn.ApproveLearn) || slices.Contains(approvals, policy.ApproveAll)
 	if !approved {
 		if !isTerminal(os.Stdin) || !isTerminal(os.Stderr) || c.String("params-json") == "-" {
+			if c.Bool("json") {
+				// As run --json reports a refusal: on stdout, status denied.
+				if err := writeJSON(c.App.Writer, s.Unapproved()); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(errw, "sandboxed: %s.\n", s.Describe())
 			fmt.Fprintln(errw, "  run it again with --approve learn to let it")
 			return exitWith(exitDenied)

@@ -304,6 +304,19 @@ func (r *Report) Touched() []isolation.Access {
 	return out
 }
 
+// Unapproved is the report of a learning run that was not approved, for
+// `permissions learn --json`: nothing ran, and Run says so (status
+// denied, the approval it needs as the hint).
+func (s *Session) Unapproved() *Report {
+	def := s.req.Def
+	res := &sandbox.Result{Tool: def.Name, Version: def.Version, Isolation: string(tool.IsolationProcess),
+		Status: sandbox.StatusDenied, Steps: []sandbox.StepResult{}, Egress: []sandbox.EgressEntry{},
+		Error: &sandbox.ErrorInfo{Code: policy.CodePermissionDenied, Message: s.Describe(), Hint: "run it again with --approve " + ApproveLearn}}
+	res.ExitCode = res.ProcessExitCode()
+	return &Report{Tool: def.Name, File: def.Source.Path, View: s.view, Parameters: s.params,
+		Observed: []isolation.Access{}, Egress: []sandbox.EgressEntry{}, Run: res}
+}
+
 // describeView says in words what the learning sandbox shows.
 func (s *Session) describeView() string {
 	if len(s.view) == 0 {
