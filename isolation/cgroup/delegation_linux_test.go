@@ -29,6 +29,7 @@ func TestRunPathChoice(t *testing.T) {
 		{"rootless v2 before its scope", &Host{Version: 2, Rootless: true}, "r1", "", ErrNotFound},
 		{"a run cannot be named like a user's cgroup", &Host{Version: 1}, "user-1001", "", ErrBadRunID},
 		{"nor escape", &Host{Version: 1}, "../x", "", ErrBadRunID},
+		{"nor be the supervisor's leaf of a unit's cgroup", &Host{Version: 2, Base: "/system.slice/sandboxed.service", unit: true}, "supervisor", "", ErrBadRunID},
 	} {
 		got, err := c.h.path(c.id)
 		if got != c.want || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {

@@ -122,10 +122,12 @@ func detect(uid int) (*Host, error) {
 	return h, nil
 }
 
-// path returns the relative path of run id's cgroup: Base/<run-id>.
+// path returns the relative path of run id's cgroup: Base/<run-id>. No
+// run may take a user's subtree (UserPrefix) or the leaf that holds this
+// process (supervisorCgroup), whose limits and kill would be the run's.
 func (h *Host) path(runID string) (string, error) {
 	if runID == "" || strings.ContainsAny(runID, "/\x00") || runID == "." || runID == ".." || len(runID) > 200 ||
-		strings.HasPrefix(runID, UserPrefix) {
+		strings.HasPrefix(runID, UserPrefix) || runID == supervisorCgroup {
 		return "", fmt.Errorf("cgroup for run %q: %w", runID, ErrBadRunID)
 	}
 	if h.base() == "" {

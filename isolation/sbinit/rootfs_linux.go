@@ -161,20 +161,22 @@ func (b bindSource) procPath() string { return "/proc/self/fd/" + strconv.Itoa(b
 
 // openGrantSource opens a planner-resolved source so that no path component
 // may be a symlink: a source swapped for a symlink after planning is refused.
-// under, when not -1, is an O_PATH descriptor of the host's directory base,
-// which a mount of the init covers: a path at or below base is opened
-// through it.
+// base is the host's directory which a mount of the init covers; under,
+// when not -1, is an O_PATH descriptor of it: a path at or below base is
+// opened through it, and refused without it (by its path it would be what
+// the init mounted there, not the host's).
 func openGrantSource(path, base string, under int) (bindSource, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return bindSource{}, fmt.Errorf("bind source %q: not an absolute, clean path", path)
 	}
 	dirfd, rel := unix.AT_FDCWD, path
-	if under >= 0 {
-		if path == base {
-			dirfd, rel = under, "."
-		} else if r, ok := strings.CutPrefix(path, base+"/"); ok && base != "/" {
-			dirfd, rel = under, r
-		}
+	if path == base {
+		dirfd, rel = under, "."
+	} else if r, ok := strings.CutPrefix(path, base+"/"); ok && base != "/" {
+		dirfd, rel = under, r
+	}
+	if dirfd < 0 && dirfd != unix.AT_FDCWD {
+		return bindSource{}, fmt.Errorf("bind source %s: below %s, which the root covers, and the host's %s is not open: %w", path, base, base, ErrSetup)
 	}
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(dirfd, rel, how)
