@@ -477,8 +477,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
-		err := b.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
+		if err := removeContainer(ctx, b.api, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
 			continue
 		}
@@ -516,4 +515,28 @@ func suffix(msg string) string {
 		return ""
 	}
 	return ", " + msg
+}
+
+// removeContainer force-removes a container with its volumes and returns
+// once it is gone. A removal the engine has in progress already (its own
+// auto-remove, or another caller's) is waited for, not reported.
+func removeContainer(ctx context.Context, api engine, id string) error {
+	err := api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !cerrdefs.IsConflict(err) {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if _, ierr := api.ContainerInspect(ctx, id); cerrdefs.IsNotFound(ierr) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return err
 }

@@ -410,3 +410,24 @@ func TestCheckSkipsInfoWithAProfile(t *testing.T) {
 		t.Errorf("engine calls %q, want only the image inspect", got)
 	}
 }
+
+// A removal the engine already has in progress (its auto-remove, another
+// caller's) is waited for until the container is gone, not reported; one
+// that never ends is.
+func TestRemoveContainerInProgress(t *testing.T) {
+	inProgress := fmt.Errorf("removal of container c1 is already in progress: %w", cerrdefs.ErrConflict)
+	f := &fakeEngine{removeErr: inProgress, inspectErr: fmt.Errorf("no such container: %w", cerrdefs.ErrNotFound)}
+	if err := removeContainer(context.Background(), f, "c1"); err != nil {
+		t.Errorf("gone after a removal in progress: %v", err)
+	}
+	f = &fakeEngine{removeErr: inProgress}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := removeContainer(ctx, f, "c1"); !cerrdefs.IsConflict(err) {
+		t.Errorf("still there: %v", err)
+	}
+	f = &fakeEngine{removeErr: fmt.Errorf("no such container: %w", cerrdefs.ErrNotFound)}
+	if err := removeContainer(context.Background(), f, "c1"); err != nil {
+		t.Errorf("already gone: %v", err)
+	}
+}

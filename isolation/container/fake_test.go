@@ -25,12 +25,12 @@ type fakeEngine struct {
 	mu    sync.Mutex
 	calls []string
 
-	createErr, startErr, removeErr, killErr, imageErr, infoErr, updateErr error
-	imageID                                                               string // "sha256:img" when empty
-	updated                                                               []container.Resources
-	info                                                                  system.Info
-	state                                                                 container.State
-	list                                                                  []container.Summary
+	createErr, startErr, removeErr, killErr, imageErr, infoErr, updateErr, inspectErr error
+	imageID                                                                           string // "sha256:img" when empty
+	updated                                                                           []container.Resources
+	info                                                                              system.Info
+	state                                                                             container.State
+	list                                                                              []container.Summary
 
 	created struct {
 		cfg  *container.Config
@@ -96,6 +96,9 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, o container.R
 
 func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
 	f.record("inspect " + id)
+	if f.inspectErr != nil {
+		return container.InspectResponse{}, f.inspectErr
+	}
 	st := f.state
 	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &st}}, nil
 }

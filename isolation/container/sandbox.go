@@ -10,7 +10,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
@@ -182,8 +181,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 			_ = s.init.Close()
 		}
 		if s.ref != "" {
-			err := s.api.ContainerRemove(ctx, s.ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
-			if err != nil && !cerrdefs.IsNotFound(err) {
+			if err := removeContainer(ctx, s.api, s.ref); err != nil {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", s.name, err))
 			}
 		}
