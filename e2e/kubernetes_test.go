@@ -202,8 +202,7 @@ func TestKubernetesUnreachableClusterFailsFast(t *testing.T) {
 	kubeOnly(t, func(t *testing.T) {
 		dir := workdir(t, nil)
 		bogus := filepath.Join(dir, "bogus-kubeconfig")
-		// 192.0.2.0/24 is for documentation: nothing answers there but
-		// the test cluster's node, which serves no API on port 1.
+		// Nothing listens on loopback port 1: the dial is refused at once.
 		must(t, os.WriteFile(bogus, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]

@@ -119,6 +119,11 @@ func TestStartFailsFastAndLeavesNothing(t *testing.T) {
 			status: map[string]any{"phase": "Pending", "containerStatuses": []any{map[string]any{"name": "sandbox", "state": map[string]any{"waiting": map[string]any{"reason": "ErrImageNeverPull", "message": "image not present"}}}}},
 			want:   "image sandboxed-runner:latest in the cluster",
 		},
+		"seccomp profile missing on the node": {
+			status: map[string]any{"phase": "Pending", "containerStatuses": []any{map[string]any{"name": "sandbox", "state": map[string]any{"waiting": map[string]any{"reason": "CreateContainerError",
+				"message": `failed to generate seccomp security options for container: cannot load seccomp profile "/var/lib/kubelet/seccomp/sandboxed.json": open /var/lib/kubelet/seccomp/sandboxed.json: no such file or directory`}}}}},
+			want: "the seccomp profile sandboxed.json on the run's node",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeAPI{podStatus: tc.status}

@@ -185,6 +185,12 @@ func podFailure(pod *corev1.Pod, image string) error {
 				return &isolation.UnsupportedError{What: fmt.Sprintf("image %s in the cluster (%s: %s)", image, w.Reason, w.Message),
 					Fix: "make the image available to the nodes: push it to a registry they pull from, or import it into each node's container runtime (`sandboxed images build`, then `ctr -n k8s.io images import`)"}
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff":
+				if sp := pod.Spec.SecurityContext; sp != nil && sp.SeccompProfile != nil && sp.SeccompProfile.LocalhostProfile != nil &&
+					strings.Contains(strings.ToLower(w.Message), "seccomp") {
+					name := *sp.SeccompProfile.LocalhostProfile
+					return &isolation.UnsupportedError{What: fmt.Sprintf("the seccomp profile %s on the run's node (%s: %s)", name, w.Reason, w.Message),
+						Fix: fmt.Sprintf("install it on every node (`sandboxed setup --seccomp-profile /var/lib/kubelet/seccomp/%s`, under the kubelet's root directory), or run with --kube-seccomp-profile RuntimeDefault", name)}
+				}
 				return fmt.Errorf("start the run's pod: %s: %s", w.Reason, w.Message)
 			}
 		}
