@@ -30,7 +30,8 @@ sandboxed setup --seccomp-profile PATH writes the seccomp profile of the Kuberne
 container tier's (Docker's default for a container without capabilities, naming the syscalls gVisor knows by
 other names both ways). Write it on every node into the kubelet's seccomp directory, e.g.
 /var/lib/kubelet/seccomp/sandboxed.json, and run with --kube-seccomp-profile sandboxed.json (or advertise it in
-the ConfigMap kube-system/sandboxed-cluster, key seccompProfile). "-" prints it.`,
+the ConfigMap kube-system/sandboxed-cluster, key seccompProfile). PATH's directories are made if missing (the
+kubelet's seccomp directory often is); the file is PATH's alone, and --undo leaves it. "-" prints it.`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "user", Usage: "the unprivileged user to prepare"},
 		&cli.StringFlag{Name: "runtime", Usage: "the OCI runtime to register with the Docker engine (runsc)"},
