@@ -120,6 +120,27 @@ join_cgroups() {
 	done
 }
 
+# This script's own cgroups, where the shim runs it.
+home_cgroups=$(cat /proc/self/cgroup)
+
+# leave_pod: moves the calling (sub)shell back from the pod's cgroups to
+# this script's, in the hierarchies that charge the pod (memory, pids), so
+# that what the waiter runs (runsc state and wait, jq: about 7 MB) does
+# not count against the pod's memory limit: only the waiter's shell stays
+# in the container's cgroups, for the shim's OOM watch.
+leave_pod() {
+	local c p
+	if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+		p=$(awk -F: '$1 == "0" { print $3 }' <<<"$home_cgroups")
+		if [[ -n $p ]]; then echo "$BASHPID" 2>/dev/null >"/sys/fs/cgroup$p/cgroup.procs" || true; fi
+		return 0
+	fi
+	for c in memory pids; do
+		p=$(awk -F: -v c="$c" '$2 == c { print $3 }' <<<"$home_cgroups")
+		if [[ -n $p ]]; then echo "$BASHPID" 2>/dev/null >"/sys/fs/cgroup/$c$p/cgroup.procs" || true; fi
+	done
+}
+
 bundle=. pidfile= id=
 j=$((i + 1))
 while ((j < ${#args[@]})); do
@@ -140,11 +161,16 @@ if [[ -n $pidfile && -n $id ]] &&
 	jq -e '.annotations["io.kubernetes.cri.container-type"] == "container"' "$bundle/config.json" >/dev/null 2>&1; then
 	(
 		# runsc waits only on a started container: wait for `start` first.
-		while state=$("${runsc[@]}" "${global[@]}" state "$id" 2>/dev/null | jq -r .status) &&
-			[[ $state == created ]]; do
+		while state=$(
+			leave_pod
+			"${runsc[@]}" "${global[@]}" state "$id" 2>/dev/null | jq -r .status
+		) && [[ $state == created ]]; do
 			sleep 0.05
 		done
-		status=$("${runsc[@]}" "${global[@]}" wait "$id" 2>/dev/null | jq -r '.exitStatus // 255') || status=255
+		status=$(
+			leave_pod
+			"${runsc[@]}" "${global[@]}" wait "$id" 2>/dev/null | jq -r '.exitStatus // 255'
+		) || status=255
 		exit $((${status:-255} & 255))
 	) &
 	waiter=$!
