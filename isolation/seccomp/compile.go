@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -31,12 +32,19 @@ const (
 
 // Compile turns p into a BPF program for the native architecture.
 //
-// The program is a straight list of rules, each reloading the syscall
-// number, so that argument checks of one rule cannot confuse the next (the
-// argument conditions of github.com/elastic/go-seccomp-bpf v1.6.0 leave an
-// argument in the accumulator for the following groups; this package
+// After the architecture check, the program finds the syscall number by a
+// balanced binary search over ranges of numbers that share one answer, so
+// that a syscall runs a dozen instructions rather than one compare per
+// listed syscall. A syscall named by a rule with argument conditions ends
+// the search in its own block: the conditional rules naming it, in profile
+// order, each falling through to the next when its arguments do not match,
+// up to the first unconditional rule naming it, or else the default action.
+// That is the answer of a straight list of the rules, first match wins.
+//
+// The argument conditions of github.com/elastic/go-seccomp-bpf v1.6.0 leave
+// an argument in the accumulator for the following groups; this package
 // therefore uses only its syscall tables and builds the program itself
-// with golang.org/x/net/bpf).
+// with golang.org/x/net/bpf.
 func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	if p == nil {
 		return nil, fmt.Errorf("compile seccomp profile: no profile: %w", ErrInvalid)
@@ -65,15 +73,22 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 	a.emit(bpf.Jump{Skip: 1})
 	a.label("bad-abi")
 	a.emit(bpf.RetConstant{Val: retErrno | enosys})
+	prologue, err := a.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("compile seccomp profile: %w", err)
+	}
 
-	for i, rule := range p.Syscalls {
-		act, err := action(rule.Action, rule.ErrnoRet)
+	// The rules naming each syscall, in profile order, up to the first
+	// unconditional one (the rules after it are never reached).
+	byNr := map[uint32][]rule{}
+	for i, r := range p.Syscalls {
+		act, err := action(r.Action, r.ErrnoRet)
 		if err != nil {
-			return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, rule.Names, err)
+			return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, r.Names, err)
 		}
 		var nrs []uint32
 		seen := map[string]bool{}
-		for _, name := range rule.Names {
+		for _, name := range r.Names {
 			nr, ok := info.SyscallNames[name]
 			if !ok || seen[name] {
 				continue // another architecture's syscall, or repeated
@@ -84,41 +99,57 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 		if len(nrs) == 0 {
 			continue
 		}
-		if len(rule.Args) == 0 {
-			// Unconditional: one load, a run of compares, one return.
-			for start := 0; start < len(nrs); start += 100 {
-				chunk := nrs[start:min(start+100, len(nrs))]
-				match, next := a.fresh("match"), a.fresh("next")
-				a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
-				for _, nr := range chunk {
-					a.jump(bpf.JumpEqual, nr, match, "")
-				}
-				a.emit(bpf.Jump{Skip: 1})
-				a.label(match)
-				a.emit(bpf.RetConstant{Val: act})
-				a.label(next)
+		// Check the conditions even where no syscall reaches them.
+		for _, c := range r.Args {
+			if err := (&asm{}).cond(c, "fail"); err != nil {
+				return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, r.Names, err)
 			}
-			continue
 		}
 		for _, nr := range nrs {
-			end := a.fresh("end")
-			a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
-			a.jump(bpf.JumpEqual, nr, "", end)
-			for _, c := range rule.Args {
-				if err := a.cond(c, end); err != nil {
-					return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, rule.Names, err)
-				}
+			rs := byNr[nr]
+			if len(rs) > 0 && len(rs[len(rs)-1].args) == 0 {
+				continue
 			}
-			a.emit(bpf.RetConstant{Val: act})
-			a.label(end)
+			byNr[nr] = append(rs, rule{args: r.Args, act: act})
 		}
 	}
-	a.emit(bpf.RetConstant{Val: def})
 
-	insts, err := a.resolve()
-	if err != nil {
-		return nil, fmt.Errorf("compile seccomp profile: %w", err)
+	// Ranges of numbers with one answer, covering 0 to 0xffffffff.
+	nrs := make([]uint32, 0, len(byNr))
+	for nr := range byNr {
+		nrs = append(nrs, nr)
 	}
+	slices.Sort(nrs)
+	var ranges []span
+	add := func(s span) {
+		if n := len(ranges); n > 0 && s.code == nil && ranges[n-1].code == nil && ranges[n-1].ret == s.ret {
+			return // the previous range extends to this one
+		}
+		ranges = append(ranges, s)
+	}
+	next := uint32(0) // the first number not yet in a range
+	for _, nr := range nrs {
+		if nr > next {
+			add(span{first: next, ret: def})
+		}
+		rs := byNr[nr]
+		if len(rs) == 1 && len(rs[0].args) == 0 {
+			add(span{first: nr, ret: rs[0].act})
+		} else {
+			code, err := conditional(rs, def)
+			if err != nil {
+				return nil, fmt.Errorf("compile seccomp profile: syscall %d: %w", nr, err)
+			}
+			add(span{first: nr, code: code})
+		}
+		next = nr + 1
+	}
+	if len(nrs) == 0 || nrs[len(nrs)-1] != 0xffffffff {
+		add(span{first: next, ret: def})
+	}
+
+	insts := append(prologue, bpf.LoadAbsolute{Off: offNr, Size: 4})
+	insts = append(insts, search(ranges)...)
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
 		return nil, fmt.Errorf("assemble seccomp program: %w", err)
@@ -127,6 +158,67 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 		return nil, fmt.Errorf("compile seccomp profile: %d instructions, the kernel takes 4096: %w", len(raw), ErrUnsupported)
 	}
 	return raw, nil
+}
+
+// rule is one rule of a profile as it applies to one syscall.
+type rule struct {
+	args []specs.LinuxSeccompArg
+	act  uint32
+}
+
+// span is a range of syscall numbers, from first up to the next span's
+// first, with one answer: the return value ret, or code when it depends
+// on the arguments.
+type span struct {
+	first uint32
+	ret   uint32
+	code  []bpf.Instruction
+}
+
+// conditional is the code of a syscall named by conditional rules: each
+// rule in turn, then the default action.
+func conditional(rs []rule, def uint32) ([]bpf.Instruction, error) {
+	a := &asm{}
+	for _, r := range rs {
+		end := a.fresh("end")
+		for _, c := range r.args {
+			if err := a.cond(c, end); err != nil {
+				return nil, err
+			}
+		}
+		a.emit(bpf.RetConstant{Val: r.act})
+		a.label(end)
+	}
+	if len(rs[len(rs)-1].args) > 0 {
+		a.emit(bpf.RetConstant{Val: def})
+	}
+	return a.resolve()
+}
+
+// search is the binary search over ranges, sorted and covering every
+// number, with the syscall number in the accumulator. Every path ends in
+// a return. A split whose lower half is too long for a conditional jump
+// (255 instructions) over it goes to the upper half by an unconditional
+// jump.
+func search(ranges []span) []bpf.Instruction {
+	if len(ranges) == 1 {
+		if ranges[0].code != nil {
+			return ranges[0].code
+		}
+		return []bpf.Instruction{bpf.RetConstant{Val: ranges[0].ret}}
+	}
+	mid := len(ranges) / 2
+	lower, upper := search(ranges[:mid]), search(ranges[mid:])
+	var out []bpf.Instruction
+	if len(lower) <= 255 {
+		out = append(out, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: ranges[mid].first, SkipTrue: uint8(len(lower))})
+	} else {
+		out = append(out,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: ranges[mid].first, SkipFalse: 1},
+			bpf.Jump{Skip: uint32(len(lower))})
+	}
+	out = append(out, lower...)
+	return append(out, upper...)
 }
 
 func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
