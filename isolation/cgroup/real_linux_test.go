@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
@@ -25,6 +26,7 @@ func TestRealHierarchy(t *testing.T) {
 	switch h.Version {
 	case 1:
 		testRealV1(t, h)
+		testRealV1HalfRemoved(t, h)
 	case 2:
 		testRealV2(t, h)
 	default:
@@ -46,15 +48,8 @@ func testRealV1(t *testing.T, h *Host) {
 			t.Errorf("%s = %q, %v; want %s", file, b, err, want)
 		}
 	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go cmd.Wait()
-	if err := g.AddProc(cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	if pids, _ := g.Procs(); len(pids) != 1 || pids[0] != cmd.Process.Pid {
+	pid := sleeperIn(t, g)
+	if pids, _ := g.Procs(); len(pids) != 1 || pids[0] != pid {
 		t.Fatalf("procs %v", pids)
 	}
 	if err := g.Kill(context.Background()); err != nil {
@@ -84,15 +79,8 @@ func testRealV2(t *testing.T, h *Host) {
 			t.Errorf("%s = %q, want %q", file, got, want)
 		}
 	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go cmd.Wait()
-	if err := g.AddProc(cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
-	if pids, _ := g.Procs(); len(pids) != 1 || pids[0] != cmd.Process.Pid {
+	pid := sleeperIn(t, g)
+	if pids, _ := g.Procs(); len(pids) != 1 || pids[0] != pid {
 		t.Fatalf("procs %v", pids)
 	}
 	// A process moved in brings no charge with it: the peak may be 0.
@@ -111,4 +99,53 @@ func testRealV2(t *testing.T, h *Host) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatal("cgroup left behind")
 	}
+}
+
+// A v1 group whose freezer directory is gone while its other hierarchies
+// still hold it (a teardown interrupted halfway) is still killed and
+// removed, which is what gc does with it.
+func testRealV1HalfRemoved(t *testing.T, h *Host) {
+	g, err := h.New("cgtest-"+filepath.Base(t.TempDir()), Resources{MemoryBytes: 64 << 20, Pids: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	pid := sleeperIn(t, g)
+	// The freezer directory can be removed only empty: move the process
+	// out of that hierarchy alone, then remove it.
+	if err := os.WriteFile(filepath.Join(h.V1["freezer"], "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(h.V1["freezer"], g.Path())); err != nil {
+		t.Fatal(err)
+	}
+	if pids, err := g.Procs(); err != nil || len(pids) != 1 {
+		t.Fatalf("procs of the half-removed group: %v, %v", pids, err)
+	}
+	if err := g.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
+		if _, err := os.Stat(filepath.Join(h.V1[ctl], g.Path())); !os.IsNotExist(err) {
+			t.Errorf("cgroup left behind in %s", ctl)
+		}
+	}
+}
+
+// sleeperIn starts a process that sleeps a minute and adds it to g; it
+// returns its pid. The test kills it through g.
+func sleeperIn(t *testing.T, g Group) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	if err := g.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
 }

@@ -134,10 +134,20 @@ func (g *v1Group) file(ctl, name string) string {
 func (g *v1Group) Procs() ([]int, error) {
 	// The freezer (or memory) hierarchy holds every process of the run.
 	ctl := "freezer"
-	if _, ok := g.h.V1[ctl]; !ok {
+	if !g.has(ctl) {
 		ctl = "memory"
 	}
 	return readProcs(g.file(ctl, "cgroup.procs"))
+}
+
+// has reports whether the group has its directory in controller ctl's
+// hierarchy: the host mounts ctl, and the group was not half removed.
+func (g *v1Group) has(ctl string) bool {
+	if _, ok := g.h.V1[ctl]; !ok {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(g.h.V1[ctl], g.path))
+	return err == nil
 }
 
 func (g *v1Group) Signal(sig syscall.Signal) error {
@@ -151,19 +161,30 @@ func (g *v1Group) Signal(sig syscall.Signal) error {
 
 // Kill freezes the group so nothing can fork, SIGKILLs every task, thaws
 // it so the kill is delivered, and repeats until the group is empty.
+//
+// A group whose freezer directory is gone (removed before the rest by an
+// older build, or by hand) is killed without freezing, so that gc can
+// still reap it.
 func (g *v1Group) Kill(ctx context.Context) error {
+	freeze := g.has("freezer")
 	for {
-		if err := g.cg.Freeze(); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("freeze cgroup %s: %w", g.path, err)
+		if freeze {
+			if err := g.cg.Freeze(); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("freeze cgroup %s: %w", g.path, err)
+			}
 		}
 		pids, err := g.Procs()
 		if err != nil && !os.IsNotExist(err) {
-			_ = g.cg.Thaw()
+			if freeze {
+				_ = g.cg.Thaw()
+			}
 			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 		}
 		signalAll(pids, syscall.SIGKILL)
-		if err := g.cg.Thaw(); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("thaw cgroup %s: %w", g.path, err)
+		if freeze {
+			if err := g.cg.Thaw(); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("thaw cgroup %s: %w", g.path, err)
+			}
 		}
 		if len(pids) == 0 {
 			return nil
@@ -207,7 +228,12 @@ func (g *v1Group) Delete() error {
 		if !ok {
 			continue
 		}
-		if err := os.Remove(filepath.Join(root, g.path)); err != nil && !os.IsNotExist(err) {
+		if ctl == "freezer" && len(errs) > 0 {
+			// The freezer goes last, and only once the rest is gone:
+			// Kill freezes through it what a half-removed group holds.
+			break
+		}
+		if err := removeV1(filepath.Join(root, g.path)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -217,9 +243,28 @@ func (g *v1Group) Delete() error {
 	return nil
 }
 
+// removeV1 removes a v1 group's directory in one hierarchy. Processes
+// killed a moment ago may still be exiting, and rmdir refuses with EBUSY
+// until they are gone: it gives them deleteWait.
+func removeV1(dir string) error {
+	err := os.Remove(dir)
+	if errors.Is(err, syscall.EBUSY) {
+		ctx, cancel := context.WithTimeout(context.Background(), deleteWait)
+		defer cancel()
+		_ = poll(ctx, func() (bool, error) {
+			err = os.Remove(dir)
+			return !errors.Is(err, syscall.EBUSY), nil
+		})
+	}
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
 // threadCgroups maps each v1 controller to the calling thread's cgroup.
 func threadCgroups() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	b, err := readFile("/proc/thread-self/cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +298,7 @@ func (g *v1Group) EnterSelf() (func() error, bool, error) {
 	}
 	move := func(ctl, path string) error {
 		// "0" names the writer itself: a self-move of one thread.
-		return os.WriteFile(filepath.Join(g.h.V1[ctl], path, "tasks"), []byte("0"), 0)
+		return writeFile(filepath.Join(g.h.V1[ctl], path, "tasks"), []byte("0"))
 	}
 	if g.h.Rootless {
 		// Where the thread came from belongs to root: it goes back to
