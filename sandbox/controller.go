@@ -34,8 +34,6 @@ type Controller struct {
 	// Record, when set, is called with the final result before Execute
 	// returns (the audit log); its error fails the run report.
 	Record func(*Result) error
-	// Trace, when set, is told when each phase of a run ends.
-	Trace *Tracer
 	// Pool, when set, holds warm sandboxes runs claim (pool.go).
 	Pool *Pool
 	// Behind, when set, tears sandboxes down behind the results
@@ -85,11 +83,16 @@ type Job struct {
 	// Audit, when set, writes the run's audit line; it runs beside the
 	// run record, once the result is final.
 	Audit func(*Result) error
+	// Trace, when set, is told when each phase of the run ends.
+	Trace *Tracer
 
 	watches []protectedWatch // protected globs under write grants (Prepare)
 	redact  *redactor        // the credentials' values (setUpHost)
 	create  *writeDirs       // missing directories of write grants (Prepare)
 	warm    *pooled          // the warm sandbox the run claims, nil: cold
+	// teardown, when set, tears the run's sandbox down behind its result
+	// (closeLast); Execute starts it once the result is final.
+	teardown func() error
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
 	// hostEnv is the environment credentials are read from (the caller's
@@ -179,7 +182,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
 	// What the teardown of earlier runs could not remove.
 	res.Warnings = append(res.Warnings, c.Behind.takeLeaks()...)
-	c.Trace.Mark("teardown (stats, close, gc wait)")
+	job.Trace.Mark("teardown (stats, close, gc wait)")
 	res.DurationMS = time.Since(start).Milliseconds()
 	stdout, stderr := outs.join()
 	res.Stdout, res.Stderr = stdout.text, stderr.text
@@ -187,8 +190,15 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	// A credential's value never reaches a result, a record or the audit
 	// log, even when a server echoed it back to the tool.
 	job.redact.result(res)
-	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit)
-	c.Trace.Mark("run record and audit")
+	err := c.finish(res, p, job.redact.bytes(stdout.kept), job.redact.bytes(stderr.kept), job.Audit, job.Trace)
+	job.Trace.Mark("run record and audit")
+	// What waited for the result, so as not to take the CPU from it: the
+	// sandbox's teardown and the pool's refill of the claimed sandbox.
+	if job.teardown != nil {
+		c.Behind.goTeardown(p.RunID, job.teardown)
+		job.teardown = nil
+	}
+	job.warm.refillNow()
 	return res, err
 }
 
@@ -230,7 +240,7 @@ func joinCaptures(cs []*capture) joined {
 
 // finish writes the run record (with the plan the backend was given, nil
 // for a run refused before planning) and the audit line.
-func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error) error {
+func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []byte, audit func(*Result) error, trace *Tracer) error {
 	// The run record and the audit line (which waits for its fsync) are
 	// written side by side.
 	start := time.Now()
@@ -256,7 +266,7 @@ func (c *Controller) finish(res *Result, plan *isolation.Plan, stdout, stderr []
 	}
 	auditTook := time.Since(start)
 	errs = append(errs, <-recorded)
-	c.Trace.Note("run record written in %.2fms, audit line on disk in %.2fms (side by side)",
+	trace.Note("run record written in %.2fms, audit line on disk in %.2fms (side by side)",
 		float64(recordTook.Microseconds())/1000, float64(auditTook.Microseconds())/1000)
 	return errors.Join(errs...)
 }
@@ -292,7 +302,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		fail(&runFailure{CodeInitFailed, err.Error(), hintFor(err)})
 		return nil
 	}
-	c.Trace.Mark("check")
+	job.Trace.Mark("check")
 
 	host, f := c.setUpHost(ctx, job, b)
 	if f != nil {
@@ -313,16 +323,16 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		defer stop()
 	}
 
-	c.Trace.Mark("prepare (run dir, proxy)")
+	job.Trace.Mark("prepare (run dir, proxy)")
 	sb, err := c.start(runCtx, b, job)
 	if p.Limits.Timeout > 0 && clockAfterStart && err == nil {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeoutCause(runCtx, p.Limits.Timeout, context.DeadlineExceeded)
 		defer stop()
 	}
-	c.Trace.Mark("start sandbox")
+	job.Trace.Mark("start sandbox")
 	if ll, ok := sb.(interface{ Landlock() int }); ok && err == nil {
-		c.Trace.Note("landlock abi %d", ll.Landlock())
+		job.Trace.Note("landlock abi %d", ll.Landlock())
 	}
 	if err != nil {
 		switch {
@@ -338,7 +348,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	live := liveWriters(job)
 	main, cleanups := splitCleanup(job.Steps)
 	oc, killed := c.watchSteps(ctx, runCtx, sb, p.Limits.KillGrace, main, live, res, outs)
-	c.Trace.Mark("steps")
+	job.Trace.Mark("steps")
 	runEnded := runCtx.Err() != nil || killed
 	if runEnded {
 		c.ended(runCtx, res)
@@ -353,19 +363,21 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		c.cleanupFresh(ctx, b, p, cleanups, live, res, outs)
 	case len(cleanups) > 0:
 		c.runCleanup(ctx, sb, cleanups, live, res, outs, oc.outputs)
-		return c.closeLast(ctx, sb, p, res, host)
+		return c.closeLast(ctx, job, sb, res, host)
 	default:
-		return c.closeLast(ctx, sb, p, res, host)
+		return c.closeLast(ctx, job, sb, res, host)
 	}
 	return host.stopEgress()
 }
 
 // closeLast closes the run's sandbox after its last command and stops its
 // egress proxy, returning the proxy's records. With c.Behind the sandbox
-// and the host setup are torn down behind the result: what the result
-// needs of them (peak memory, the OOM verdict, the egress records) is
-// read first.
-func (c *Controller) closeLast(ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, res *Result, host *hostSetup) []EgressEntry {
+// and the host setup are torn down behind the result, from now on, or, in
+// a resident controller (c.Pool), once the result is final (job.teardown,
+// which Execute starts): what the result needs of them (peak memory, the
+// OOM verdict, the egress records) is read first.
+func (c *Controller) closeLast(ctx context.Context, job *Job, sb isolation.Sandbox, res *Result, host *hostSetup) []EgressEntry {
+	p := job.Plan
 	if c.Behind == nil {
 		c.closeSandbox(ctx, sb, p, res)
 		return host.stopEgress()
@@ -376,13 +388,20 @@ func (c *Controller) closeLast(ctx context.Context, sb isolation.Sandbox, p *iso
 	eg := host.stopEgress()
 	undo := host.undo
 	host.undo = nil
-	c.Behind.goTeardown(p.RunID, func() error {
+	teardown := func() error {
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer ccancel()
 		err := sb.Close(cctx)
 		(&hostSetup{undo: undo}).tearDown()
 		return err
-	})
+	}
+	if c.Pool == nil {
+		// A one-shot run waits for its teardown before it exits: the
+		// teardown runs beside the run record and the audit line.
+		c.Behind.goTeardown(p.RunID, teardown)
+	} else {
+		job.teardown = teardown
+	}
 	return eg
 }
 
@@ -394,13 +413,13 @@ func (c *Controller) start(ctx context.Context, b isolation.Backend, job *Job) (
 	if w := job.warm; w != nil {
 		sb, err := w.w.Claim(ctx, job.Plan)
 		if err == nil {
-			c.Trace.Note("warm sandbox claimed")
+			job.Trace.Note("warm sandbox claimed")
 			return sb, nil
 		}
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		c.Trace.Note("claim of the warm sandbox failed, starting cold: %v", err)
+		job.Trace.Note("claim of the warm sandbox failed, starting cold: %v", err)
 	}
 	return b.Start(ctx, job.Plan)
 }

@@ -29,7 +29,10 @@ type PoolSettings struct {
 // is ready, else waits for one being started that no other run waits for
 // (it is further along than a cold start would be), else starts cold (a
 // burst larger than the pool does not queue); each claim refills the
-// pool in the background.
+// pool in the background. The refill of a ready sandbox's claim waits
+// until the claiming run's result is final (or refillDelay), so that
+// starting its successor does not take the CPU from the run itself; a
+// run that finds the pool empty starts the refill at once.
 //
 // Each warm sandbox is born with a run id that is held live (holdRun)
 // and a host directory, like a run in progress: when the controller dies
@@ -67,6 +70,16 @@ type pooled struct {
 	release func() // the run id's live hold
 	owned   bool   // a run's host setup owns it (Controller.setUpHost)
 	once    sync.Once
+	// refill, when set, starts the refill its claim put off; it is
+	// idempotent, and runs by itself after refillDelay.
+	refill func()
+}
+
+// refillNow starts the refill w's claim put off, if any.
+func (w *pooled) refillNow() {
+	if w != nil && w.refill != nil {
+		w.refill()
+	}
 }
 
 // drop discards the warm sandbox if no run claimed it, then removes what
@@ -99,6 +112,10 @@ func NewPool(s PoolSettings, runtimeDir string, log io.Writer) *Pool {
 
 // maxWait bounds how long a run waits for a sandbox being started.
 const maxWait = 10 * time.Second
+
+// refillDelay bounds how long the refill of a claimed ready sandbox
+// waits for the claiming run to end (Controller.Execute starts it then).
+const refillDelay = 50 * time.Millisecond
 
 // retryAfter is how long a key whose prestart failed starts its runs
 // cold before it tries again (a plan the backend cannot prestart, a host
@@ -154,7 +171,7 @@ func (p *Pool) takeOrWait(b isolation.Prestarter, key string) (*pooled, chan *po
 		got := kp.ready[n-1]
 		kp.ready = kp.ready[:n-1]
 		p.claims++
-		p.refillLocked(key, kp)
+		got.refill = p.refillLater(key, kp)
 		return got, nil
 	}
 	p.refillLocked(key, kp)
@@ -164,6 +181,23 @@ func (p *Pool) takeOrWait(b isolation.Prestarter, key string) (*pooled, chan *po
 		return nil, wait
 	}
 	return nil, nil
+}
+
+// refillLater returns a function that starts the sandboxes key lacks,
+// once, and calls it after refillDelay if nobody did.
+func (p *Pool) refillLater(key string, kp *keyPool) func() {
+	var once sync.Once
+	refill := func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.closed && p.keys[key] == kp {
+				p.refillLocked(key, kp)
+			}
+		})
+	}
+	time.AfterFunc(refillDelay, refill)
+	return refill
 }
 
 // refillLocked starts the sandboxes key lacks. p.mu is held.
@@ -357,6 +391,7 @@ func (c *Controller) warmFor(pr *Prepared) (*Prepared, *pooled) {
 	again, err := pr.withRunID(w.w.RunID())
 	if err != nil || again.Plan.HostDir != w.hostDir {
 		c.Pool.discard(w)
+		w.refillNow()
 		return pr, nil
 	}
 	return again, w

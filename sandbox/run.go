@@ -23,6 +23,10 @@ const ApproveIsolationProcess = "isolation-process"
 // Request is one `sandboxed run`: a loaded definition, its arguments, and
 // what the operator and the caller said.
 type Request struct {
+	// Trace, when set, is told when each phase of the run ends
+	// (SANDBOXED_TRACE=1): the run's own, so that a server's concurrent
+	// runs each trace to their caller.
+	Trace  *Tracer
 	Def    *tool.Definition
 	Input  tool.Input
 	Policy *policy.Policy
@@ -358,7 +362,7 @@ func (c *Controller) Prepare(req *Request) (*Prepared, error) {
 // Refused records a run that was refused before it started (its run
 // record and audit line) and returns its Result.
 func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
-	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) })
+	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) }, req.Trace)
 }
 
 // RunPrepared executes a prepared run of req and returns its Result.
@@ -368,7 +372,8 @@ func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared)
 		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
 		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
 	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
-	c.Trace.Mark("prepare (bind, policy, plan)")
+	job.Trace = req.Trace
+	job.Trace.Mark("prepare (bind, policy, plan)")
 	return c.Execute(ctx, job)
 }
 

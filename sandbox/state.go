@@ -15,6 +15,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
@@ -39,23 +40,7 @@ func StateDir() string {
 // It is short, so Unix socket paths stay under the kernel's 108-byte limit:
 // $SANDBOXED_RUNTIME_DIR, else /run/sandboxed for root, else
 // $XDG_RUNTIME_DIR/sandboxed, else /tmp/sandboxed-UID.
-func RuntimeDir() string {
-	if d := os.Getenv("SANDBOXED_RUNTIME_DIR"); d != "" {
-		// A relative one is relative to the working directory; the plan
-		// names the run's host directory by its absolute path.
-		if abs, err := filepath.Abs(d); err == nil {
-			return abs
-		}
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/run/sandboxed"
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		return filepath.Join(d, "sandboxed")
-	}
-	return fmt.Sprintf("/tmp/sandboxed-%d", os.Geteuid())
-}
+func RuntimeDir() string { return xdg.RuntimeDir() }
 
 // NewRunID returns a fresh run id: UTC time then 6 random bytes, so ids sort
 // by start time and are safe in cgroup names, Docker labels and paths.

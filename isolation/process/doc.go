@@ -104,11 +104,13 @@
 // Warm sandboxes (isolation.Prestarter, warm_linux.go): Prestart does the
 // first half of Start for a pool key (WarmKey: the init binary, the
 // invoking ids, the privilege and the user namespace it maps, the masked
-// and read-only paths below /proc, the bounding set) — the run's cgroup
-// with no limit, the init cloned into it and its namespaces, the id maps
-// written, and the skeleton of the root built (sbinit.Skeleton: the root
-// tmpfs, system paths, /dev, /proc and its masks, lo up, the bounding set
-// cut; a cold start sends the same prepare frame ahead of its config) —
+// and read-only paths below /proc, the bounding set, the host name and
+// the size of /tmp) — the run's cgroup with no limit, the init cloned
+// into it and its namespaces, the id maps written, and the skeleton of
+// the root built (sbinit.Skeleton: the root tmpfs, system paths, /dev,
+// /proc and its masks, the generated /etc files, /tmp, lo up, the
+// bounding set cut; a cold start sends the same prepare frame ahead of
+// its config) —
 // and the init waits for its config on the control socket. Its mount
 // namespace stays a slave of the host's until the claim, so a grant's
 // source is what the host has then, while the root's own mounts are
@@ -116,8 +118,8 @@
 // again, the config sent (with the grants prepared here where the init
 // built its root as another identity, idmapped with the namespace where
 // the plan needs them), the cgroup's limits written while the init adds
-// the run's part (generated /etc files, /tmp, grants, the other masks,
-// pivot_root, hostname, egress relay, Landlock, credentials, seccomp),
+// the run's part (grants, the other masks, pivot_root, hostname, egress
+// relay, Landlock, credentials, seccomp),
 // ready awaited: nothing of the run runs before Claim returns. A claimed
 // or discarded sandbox is never handed out again.
 //

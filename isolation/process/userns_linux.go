@@ -8,7 +8,9 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -135,8 +137,68 @@ func planIDMapping(h hostIDs, priv privilege.Privilege, uid, gid uint32) (*idMap
 }
 
 // probeHostIDs reads what planIDMapping needs. Missing files are no ids.
+// The last answer is kept with the state of the files it read (a claim
+// probes for its key and again for its check, and they seldom change):
+// it is answered again while each file is the one read then, unchanged,
+// and was last changed more than a second before it was read (a change
+// within the file system's timestamp granularity would not show).
 func probeHostIDs() (hostIDs, error) {
-	h := hostIDs{euid: os.Geteuid(), egid: os.Getegid()}
+	euid, egid := os.Geteuid(), os.Getegid()
+	files := []string{"/etc/subuid", "/etc/subgid"}
+	if euid != 0 {
+		files = append(files, "/etc/passwd") // the user's name
+	}
+	stamp, settled := idFilesStamp(euid, egid, files)
+	c := &hostIDsCache
+	c.mu.Lock()
+	if c.valid && c.stamp == stamp {
+		h := c.ids
+		c.mu.Unlock()
+		return h, nil
+	}
+	c.mu.Unlock()
+	h, err := readHostIDs(euid, egid)
+	if err == nil && settled {
+		c.mu.Lock()
+		c.stamp, c.ids, c.valid = stamp, h, true
+		c.mu.Unlock()
+	}
+	return h, err
+}
+
+// hostIDsCache is probeHostIDs' last answer.
+var hostIDsCache struct {
+	mu    sync.Mutex
+	valid bool
+	stamp string
+	ids   hostIDs
+}
+
+// idFilesStamp names the ids and the state of files (device, inode,
+// size, change and modification times; or absent), and reports whether
+// each was last changed more than a second ago.
+func idFilesStamp(euid, egid int, files []string) (string, bool) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d:%d", euid, egid)
+	settled := true
+	recent := time.Now().Add(-time.Second).UnixNano()
+	for _, f := range files {
+		var st unix.Stat_t
+		if err := unix.Stat(f, &st); err != nil {
+			fmt.Fprintf(&b, " %s:%v", f, err)
+			continue
+		}
+		fmt.Fprintf(&b, " %s:%d:%d:%d:%d:%d", f, st.Dev, st.Ino, st.Size, st.Ctim.Nano(), st.Mtim.Nano())
+		if st.Ctim.Nano() > recent || st.Mtim.Nano() > recent {
+			settled = false
+		}
+	}
+	return b.String(), settled
+}
+
+// readHostIDs is probeHostIDs, reading the files.
+func readHostIDs(euid, egid int) (hostIDs, error) {
+	h := hostIDs{euid: euid, egid: egid}
 	if h.euid == 0 {
 		r, err := reservedStart("/etc/subuid", "/etc/subgid")
 		if err != nil {

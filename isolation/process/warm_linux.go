@@ -19,8 +19,9 @@ var _ isolation.Prestarter = (*Backend)(nil)
 // WarmKey names what a process-tier sandbox fixes when its init starts:
 // the tier, the init binary, the user namespace (the privilege and the
 // ids it maps, from the invoking user's ids), and what its skeleton holds
-// of the spec (see sbinit.Skeleton): the masked and read-only paths below
-// /proc and the capabilities' bounding set. The namespaces, the cgroup and
+// of the plan (see sbinit.Skeleton): the masked and read-only paths below
+// /proc, the capabilities' bounding set, the host name and the size of
+// /tmp. The namespaces, the cgroup and
 // the network namespace (with or without an egress relay, which the init
 // starts from its config) are the same for every plan.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
@@ -50,6 +51,7 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 			return "", false
 		}
 	}
+	k.Hostname, k.TmpfsBytes = p.Spec.Hostname, p.Limits.TmpfsBytes
 	return k.String(), true
 }
 
@@ -71,6 +73,10 @@ type warmKey struct {
 	// Bounding is the bounding set of the spec's capabilities, which the
 	// skeleton cuts.
 	Bounding uint64 `json:"bounding,omitempty"`
+	// Hostname (the spec's) and TmpfsBytes (the limit's) are written into
+	// the skeleton's /etc and its /tmp.
+	Hostname   string `json:"hostname,omitempty"`
+	TmpfsBytes int64  `json:"tmpfs_bytes,omitempty"`
 }
 
 func (k warmKey) String() string {
@@ -118,7 +124,8 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 		}
 	}
 	// What initConfig and check ask of every root (no RootBase, lo up).
-	sk := &sbinit.Skeleton{MaskedPaths: k.Masked, ReadonlyPaths: k.Readonly, NetworkUp: true, Bounding: k.Bounding}
+	sk := &sbinit.Skeleton{MaskedPaths: k.Masked, ReadonlyPaths: k.Readonly, NetworkUp: true, Bounding: k.Bounding,
+		UID: k.UID, GID: k.GID, Hostname: k.Hostname, TmpfsBytes: k.TmpfsBytes}
 	if m != nil && m.become != nil {
 		sk.BuildAs = &sbinit.ID{UID: m.become[0], GID: m.become[1]}
 	}
@@ -148,6 +155,7 @@ func (b *Backend) mappingOf(key string) (warmKey, *idMapping, error) {
 	}
 	again := warmKeyOf(b.Exe, ids, k.Privilege, k.UID, k.GID, m)
 	again.Masked, again.Readonly, again.Bounding = k.Masked, k.Readonly, k.Bounding
+	again.Hostname, again.TmpfsBytes = k.Hostname, k.TmpfsBytes
 	if again.String() != key {
 		return k, nil, bad
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -12,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func lastCap() uintptr {
+// lastCap is the kernel's highest capability, read once: the skeleton
+// and the privilege drop both walk the bounding set.
+var lastCap = sync.OnceValue(func() uintptr {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n < 64 {
@@ -20,7 +23,7 @@ func lastCap() uintptr {
 		}
 	}
 	return 40
-}
+})
 
 // thisThread runs a per-thread syscall on the calling (locked) thread,
 // from which every command is forked.

@@ -93,6 +93,13 @@ func runInit(args []string) int {
 		pgids:  make(map[uint64]int),
 		forked: make(chan struct{}, 1),
 	}
+	// Signals are caught before the first frame, so that a SIGTERM during
+	// setup is not lost, and so that a warm init has paid for it before a
+	// run claims it: the first Notify starts the runtime's signal thread
+	// and waits for it, which costs a third of a millisecond of thread
+	// hand-offs.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	m, fds, err := st.c.recv()
 	var sk *rootSkeleton
 	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
@@ -106,17 +113,16 @@ func runInit(args []string) int {
 		if err := st.c.send(&Message{Type: MsgPrepared}); err != nil {
 			return 1
 		}
+		if len(st.c.buf) == 0 {
+			// No config yet (a warm init, which waits for a claim).
+			warmDecoder()
+		}
 		m, fds, err = st.c.recv()
 	}
 	if err != nil || m.Type != MsgConfig || m.Config == nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
 		return 1
 	}
-	// Signals are caught before setup so that a SIGTERM during setup is
-	// not lost.
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-
 	st.setsid = m.Config.NewSession
 	st.nproc = m.Config.NprocLimit
 	if s := m.Config.Setup; s != nil {
@@ -212,6 +218,11 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 		// Its paths are those of the root the init builds.
 		return 0, fmt.Errorf("config asks for Landlock without building the root")
 	}
+	var llBase *landlockBase
+	if sk != nil {
+		llBase, sk.landlock = sk.landlock, nil
+		defer llBase.close()
+	}
 	if cfg.BuildRoot {
 		if err := buildRoot(cfg, s, trees, sk); err != nil {
 			return 0, err
@@ -238,7 +249,7 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 	abi := 0
 	if cfg.Landlock != nil {
 		var err error
-		if abi, err = applyLandlock(cfg.Landlock); err != nil {
+		if abi, err = applyLandlock(cfg.Landlock, llBase, s); err != nil {
 			return 0, err
 		}
 	}
@@ -270,7 +281,8 @@ func setup(cfg *Config, trees []int, sk *rootSkeleton) (int, error) {
 func sameSkeleton(a, b Skeleton) bool {
 	sameID := a.BuildAs == b.BuildAs || (a.BuildAs != nil && b.BuildAs != nil && *a.BuildAs == *b.BuildAs)
 	return a.RootBase == b.RootBase && a.NetworkUp == b.NetworkUp && a.Bounding == b.Bounding && sameID &&
-		slices.Equal(a.MaskedPaths, b.MaskedPaths) && slices.Equal(a.ReadonlyPaths, b.ReadonlyPaths)
+		slices.Equal(a.MaskedPaths, b.MaskedPaths) && slices.Equal(a.ReadonlyPaths, b.ReadonlyPaths) &&
+		a.UID == b.UID && a.GID == b.GID && a.Hostname == b.Hostname && a.TmpfsBytes == b.TmpfsBytes
 }
 
 func loopbackUp() error {

@@ -1,5 +1,10 @@
 package sbinit
 
+import (
+	"path/filepath"
+	"strings"
+)
+
 // Landlock is the second wall of the process tier, behind the mounts: a
 // Landlock ruleset the init applies to itself, and so to every command it
 // forks, after the root is built and the egress relay listens, before
@@ -53,19 +58,7 @@ const LandlockFullABI = 6
 // device nodes and /proc writable as files; TCP connect to the egress
 // relay's ports. minABI becomes MinABI. It makes no system call.
 func NewLandlock(cfg *Config, minABI int) *Landlock {
-	l := &Landlock{MinABI: minABI, Paths: []LandlockPath{{Path: "/"}}}
-	for _, d := range systemDirs {
-		l.Paths = append(l.Paths, LandlockPath{Path: d, Exec: true, Optional: true})
-	}
-	l.Paths = append(l.Paths,
-		LandlockPath{Path: "/tmp", Write: true, Exec: true},
-		LandlockPath{Path: "/dev/shm", Write: true},
-		LandlockPath{Path: "/dev/pts", Write: true, FilesOnly: true, Dev: true},
-		LandlockPath{Path: "/proc", Write: true, FilesOnly: true},
-	)
-	for _, n := range devNodes {
-		l.Paths = append(l.Paths, LandlockPath{Path: "/dev/" + n, Write: true, FilesOnly: true, Dev: true})
-	}
+	l := &Landlock{MinABI: minABI, Paths: skeletonLandlock()}
 	if s := cfg.Setup; s != nil {
 		for _, m := range s.Mounts {
 			if m.ReadOnly && m.NoExec && m.Source == "" {
@@ -79,4 +72,51 @@ func NewLandlock(cfg *Config, minABI int) *Landlock {
 		l.ConnectTCP = append(l.ConnectTCP, e.LocalhostPorts...)
 	}
 	return l
+}
+
+// skeletonLandlock are the rules every root gets, first (NewLandlock):
+// the root readable; system directories executable; /tmp and /dev/shm
+// writable; the device nodes and /proc writable as files. Their paths
+// are the skeleton's (Skeleton), so a warm init adds their rules to a
+// ruleset before a run claims it.
+func skeletonLandlock() []LandlockPath {
+	paths := []LandlockPath{{Path: "/"}}
+	for _, d := range systemDirs {
+		paths = append(paths, LandlockPath{Path: d, Exec: true, Optional: true})
+	}
+	paths = append(paths,
+		LandlockPath{Path: "/tmp", Write: true, Exec: true},
+		LandlockPath{Path: "/dev/shm", Write: true},
+		LandlockPath{Path: "/dev/pts", Write: true, FilesOnly: true, Dev: true},
+		LandlockPath{Path: "/proc", Write: true, FilesOnly: true},
+	)
+	for _, n := range devNodes {
+		paths = append(paths, LandlockPath{Path: "/dev/" + n, Write: true, FilesOnly: true, Dev: true})
+	}
+	return paths
+}
+
+// coversAny reports whether the run's part of the root (setup's mounts,
+// masked and read-only paths) mounts anything at or above one of paths:
+// there a path names another inode once the root is finished than it did
+// in the skeleton. (A read-only path is a bind of itself, the same inode;
+// it counts all the same.)
+func coversAny(setup *Setup, paths []LandlockPath) bool {
+	if setup == nil {
+		return false
+	}
+	var dsts []string
+	for _, m := range setup.Mounts {
+		dsts = append(dsts, m.Destination)
+	}
+	dsts = append(append(dsts, setup.MaskedPaths...), setup.ReadonlyPaths...)
+	for _, d := range dsts {
+		d = filepath.Clean(d)
+		for _, p := range paths {
+			if d == "/" || p.Path == d || strings.HasPrefix(p.Path, d+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -38,7 +38,7 @@ func TestLandlockPathAccess(t *testing.T) {
 // parent's abstract Unix socket, and prints how each went.
 func landlockScopeProbe(mode string) {
 	if mode == "landlock" {
-		abi, err := applyLandlock(&Landlock{Paths: []LandlockPath{{Path: "/"}}})
+		abi, err := applyLandlock(&Landlock{Paths: []LandlockPath{{Path: "/"}}}, nil, nil)
 		if err != nil {
 			fmt.Println("apply:", err)
 			os.Exit(1)

@@ -72,3 +72,28 @@ func TestNewLandlock(t *testing.T) {
 		})
 	}
 }
+
+func TestCoversAny(t *testing.T) {
+	paths := skeletonLandlock()
+	for _, tc := range []struct {
+		name  string
+		setup *Setup
+		want  bool
+	}{
+		{"no setup", nil, false},
+		{"grants beside the skeleton", &Setup{Mounts: []Mount{
+			{Source: "/h/in", Destination: "/work/in"}, {Destination: "/work", Data: "size=1m"},
+		}}, false},
+		{"below a skeleton path", &Setup{Mounts: []Mount{{Source: "/h/x", Destination: "/usr/local/x"}}}, false},
+		{"masks beside and below", &Setup{MaskedPaths: []string{"/proc/kcore", "/sys/firmware"}, ReadonlyPaths: []string{"/proc/sys"}}, false},
+		{"a grant on a system directory", &Setup{Mounts: []Mount{{Source: "/h/usr", Destination: "/usr"}}}, true},
+		{"a tmpfs on a system directory", &Setup{Mounts: []Mount{{Destination: "/lib/", Data: "size=1m"}}}, true},
+		{"a mask on a device node", &Setup{MaskedPaths: []string{"/dev/zero"}}, true},
+		{"a read-only path above one", &Setup{ReadonlyPaths: []string{"/dev"}}, true},
+		{"the root", &Setup{MaskedPaths: []string{"/"}}, true},
+	} {
+		if got := coversAny(tc.setup, paths); got != tc.want {
+			t.Errorf("%s: coversAny = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

@@ -158,8 +158,9 @@ type Config struct {
 // which a warm init builds before a run claims it (MsgPrepare): the root
 // tmpfs on RootBase, the system paths, /dev, /proc with the masked and
 // read-only paths below it (ProcPaths of the spec's lists), the
-// loopback interface up and the bounding set cut; with BuildAs, the init
-// takes that identity once it has opened the system paths. The config that claims it must ask for the same
+// generated /etc files, /tmp, the loopback interface up and the bounding
+// set cut; with BuildAs, the init takes that identity once it has opened
+// the system paths. The config that claims it must ask for the same
 // (Config.Skeleton); what it adds is applied as a cold start would.
 type Skeleton struct {
 	RootBase      string   `json:"root_base,omitempty"`
@@ -174,6 +175,13 @@ type Skeleton struct {
 	// by the host (Mount.Tree): the init no longer has the identity that
 	// could open its source.
 	BuildAs *ID `json:"build_as,omitempty"`
+	// UID, GID and Hostname are Setup's, which the generated /etc files
+	// name (passwd, group, hosts, hostname); TmpfsBytes is
+	// Config.TmpfsBytes, the size of /tmp.
+	UID        uint32 `json:"uid"`
+	GID        uint32 `json:"gid"`
+	Hostname   string `json:"hostname,omitempty"`
+	TmpfsBytes int64  `json:"tmpfs_bytes,omitempty"`
 }
 
 // Skeleton is the skeleton of c's root: what a warm init that serves c
@@ -186,6 +194,10 @@ func (c *Config) Skeleton() Skeleton {
 		NetworkUp:     c.NetworkUp,
 		Bounding:      c.Setup.Bounding,
 		BuildAs:       c.BuildAs,
+		UID:           c.Setup.UID,
+		GID:           c.Setup.GID,
+		Hostname:      c.Setup.Hostname,
+		TmpfsBytes:    c.TmpfsBytes,
 	}
 }
 
@@ -329,4 +341,31 @@ func (c *conn) dropFDs() {
 		unix.Close(fd)
 	}
 	c.fds = nil
+}
+
+// warmDecoder decodes once a frame that holds every struct type the host
+// sends (config, exec), so that encoding/json has built its per-type
+// tables before the real frames come: in a fresh process the first
+// config frame decodes in twice the time of the next (the prepare frame
+// built only the tables of its own types). A warm init calls it while it
+// waits for its config.
+func warmDecoder() {
+	sample := &Message{Type: MsgConfig,
+		Config: &Config{
+			Setup: &Setup{Groups: []uint32{0}, Rlimits: []Rlimit{{}}, Mounts: []Mount{{}}, Seccomp: []byte{0},
+				MaskedPaths: []string{""}, ReadonlyPaths: []string{""}},
+			Landlock: &Landlock{Paths: []LandlockPath{{}}, ConnectTCP: []int{0}},
+			Egress:   &EgressRelay{LocalhostPorts: []int{0}},
+			BuildAs:  &ID{},
+			Filter:   []byte{0},
+			Watch:    []byte{0},
+		},
+		Exec: &ExecReq{Args: []string{""}, Env: []string{""}},
+	}
+	b, err := json.Marshal(sample)
+	if err != nil {
+		return
+	}
+	var m Message
+	_ = json.Unmarshal(b, &m)
 }

@@ -283,14 +283,19 @@ type rootSkeleton struct {
 	// covers (RootBase), as the host has it: a grant's source below it
 	// is opened through it. -1 when there is none.
 	under int
+	// landlock is the ruleset with the rules of the skeleton's paths
+	// (nil: none; the claim makes every rule).
+	landlock *landlockBase
 }
 
-// close releases what the skeleton holds of the host.
+// close releases what the skeleton holds of the host, and its ruleset.
 func (sk *rootSkeleton) close() {
 	if sk.under >= 0 {
 		unix.Close(sk.under)
 		sk.under = -1
 	}
+	sk.landlock.close()
+	sk.landlock = nil
 }
 
 // prepareSkeleton builds the skeleton s asks for, before the init has its
@@ -305,7 +310,8 @@ func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := planRoot(&Config{RootBase: s.RootBase}, &Setup{MaskedPaths: s.MaskedPaths, ReadonlyPaths: s.ReadonlyPaths}, host)
+	setup := &Setup{MaskedPaths: s.MaskedPaths, ReadonlyPaths: s.ReadonlyPaths, UID: s.UID, GID: s.GID, Hostname: s.Hostname}
+	p := planRoot(&Config{RootBase: s.RootBase, TmpfsBytes: s.TmpfsBytes}, setup, host)
 	if len(p.masked) > 0 || len(p.readonly) > 0 {
 		return nil, fmt.Errorf("prepare root: masked and read-only paths of a skeleton must lie below /proc: %w", ErrSetup)
 	}
@@ -332,10 +338,13 @@ func prepareSkeleton(s *Skeleton) (*rootSkeleton, error) {
 			sk.under = fd
 		}
 	}
-	if err := buildSkeleton(p, binds); err != nil {
+	if err := buildSkeleton(p, setup, binds); err != nil {
 		sk.close()
 		return nil, err
 	}
+	// Where it cannot be made ahead, the claim makes every rule itself
+	// (and reports what stops it).
+	sk.landlock, _ = prepareLandlock(p.base)
 	if s.NetworkUp {
 		if err := loopbackUp(); err != nil {
 			sk.close()
@@ -373,7 +382,7 @@ func buildRoot(cfg *Config, setup *Setup, trees []int, sk *rootSkeleton) error {
 	}
 	defer closeGrants()
 	sk.close()
-	return finishRoot(p, setup, grants)
+	return finishRoot(p, grants)
 }
 
 // openSystem opens the sources of the root's system binds. The caller
@@ -434,8 +443,9 @@ func openGrants(p *rootPlan, trees []int, under int) (grants map[int]plannedBind
 
 // buildSkeleton mounts the root tmpfs on p.base and builds in it what no
 // run decides: the system paths (binds are their open sources), /dev,
-// /proc and the masked and read-only paths below it.
-func buildSkeleton(p *rootPlan, binds []plannedBind) error {
+// /proc and the masked and read-only paths below it, the generated /etc
+// files of setup and /tmp.
+func buildSkeleton(p *rootPlan, setup *Setup, binds []plannedBind) error {
 	// The new root: a small tmpfs holding mountpoints and generated files.
 	if err := mount("sandbox", p.base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
@@ -480,7 +490,16 @@ func buildSkeleton(p *rootPlan, binds []plannedBind) error {
 	if err := mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return err
 	}
-	return maskAndProtect(root, p.procMasked, p.procReadonly)
+	if err := maskAndProtect(root, p.procMasked, p.procReadonly); err != nil {
+		return err
+	}
+	if err := writeEtc(root, setup); err != nil {
+		return err
+	}
+	if err := os.Mkdir(in("/tmp"), 0o1777); err != nil {
+		return err
+	}
+	return mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", p.tmpfsBytes))
 }
 
 // maskAndProtect masks the paths masked and makes the paths readonly
@@ -500,21 +519,10 @@ func maskAndProtect(root string, masked, readonly []string) error {
 }
 
 // finishRoot adds the run's part to a root whose skeleton is built: the
-// generated /etc files, /tmp, the grants (their sources open) and tmpfs
-// mounts, the masked and read-only paths not below /proc; then pivots
-// into it.
-func finishRoot(p *rootPlan, setup *Setup, grants map[int]plannedBind) error {
+// grants (their sources open) and tmpfs mounts, the masked and read-only
+// paths not below /proc; then pivots into it.
+func finishRoot(p *rootPlan, grants map[int]plannedBind) error {
 	root := p.base
-	in := func(path string) string { return filepath.Join(root, path) }
-	if err := writeEtc(root, setup); err != nil {
-		return err
-	}
-	if err := os.Mkdir(in("/tmp"), 0o1777); err != nil {
-		return err
-	}
-	if err := mount("sandbox-tmp", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", p.tmpfsBytes)); err != nil {
-		return err
-	}
 	// A read-only tmpfs is mounted writable first, so grants nested in it
 	// get their mountpoints, and made read-only once they are bound.
 	var readonlyTmpfs []int // descriptors of the mounts

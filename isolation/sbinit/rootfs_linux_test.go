@@ -118,12 +118,14 @@ func TestOpenGrantSourceUnderBase(t *testing.T) {
 }
 
 func TestSameSkeleton(t *testing.T) {
-	cfg := &Config{NetworkUp: true, BuildAs: &ID{UID: 0, GID: 0}, Setup: &Setup{
+	cfg := &Config{NetworkUp: true, BuildAs: &ID{UID: 0, GID: 0}, TmpfsBytes: 8 << 20, Setup: &Setup{
 		Bounding:    1 << 5,
 		MaskedPaths: []string{"/proc/kcore", "/sys/firmware"}, ReadonlyPaths: []string{"/proc/sys"},
+		UID: 1000, GID: 1001, Hostname: "box",
 	}}
 	sk := cfg.Skeleton()
-	want := Skeleton{MaskedPaths: []string{"/proc/kcore"}, ReadonlyPaths: []string{"/proc/sys"}, NetworkUp: true, Bounding: 1 << 5, BuildAs: &ID{}}
+	want := Skeleton{MaskedPaths: []string{"/proc/kcore"}, ReadonlyPaths: []string{"/proc/sys"}, NetworkUp: true, Bounding: 1 << 5, BuildAs: &ID{},
+		UID: 1000, GID: 1001, Hostname: "box", TmpfsBytes: 8 << 20}
 	if !sameSkeleton(sk, want) {
 		t.Fatalf("Skeleton() = %+v, want %+v", sk, want)
 	}
@@ -135,6 +137,10 @@ func TestSameSkeleton(t *testing.T) {
 		"bounding": func(s *Skeleton) { s.Bounding = 0 },
 		"identity": func(s *Skeleton) { s.BuildAs = &ID{UID: 1} },
 		"no build": func(s *Skeleton) { s.BuildAs = nil },
+		"uid":      func(s *Skeleton) { s.UID = 0 },
+		"gid":      func(s *Skeleton) { s.GID = 1000 },
+		"hostname": func(s *Skeleton) { s.Hostname = "" },
+		"tmpfs":    func(s *Skeleton) { s.TmpfsBytes = 0 },
 	} {
 		other := want
 		edit(&other)

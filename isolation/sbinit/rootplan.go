@@ -18,10 +18,11 @@ import (
 //
 //	skeleton   what no run decides: the root tmpfs, the system paths
 //	           (symlinks, copies, read-only binds), /dev, /proc and the
-//	           masked and read-only paths below /proc (Skeleton)
-//	the run's  generated /etc files (the run's user and hostname), /tmp
-//	           (its size), grants and tmpfs mounts, the other masked and
-//	           read-only paths, pivot_root
+//	           masked and read-only paths below /proc, the generated /etc
+//	           files (the user and hostname, which a pool's key fixes) and
+//	           /tmp (its size, likewise) (Skeleton)
+//	the run's  grants and tmpfs mounts, the other masked and read-only
+//	           paths, pivot_root
 //
 // A warm init builds the skeleton before a run claims it; no grant can
 // reach below /proc (NewSetup refuses it), so the masks applied there
