@@ -1,6 +1,10 @@
 # sandboxed — build, test, benchmark.
 GO        ?= go
 BIN       ?= bin/sandboxed
+# BIN is the command users type, the small front (cmd/sandboxed-front): it
+# passes a run to a running server, and hands every other command to the
+# CLI (cmd/sandboxed) built beside it as COREBIN.
+COREBIN   ?= $(dir $(BIN))sandboxed-core
 # The same CLI with the Kubernetes backend linked; sandboxed hands a command
 # over to it when the command needs a cluster (cmd/sandboxed/kube.go).
 KUBEBIN   ?= $(dir $(BIN))sandboxed-kubernetes
@@ -17,7 +21,8 @@ INITBIN   := isolation/initbin/sandboxed-init
 build:
 	$(GO) build -trimpath -ldflags '-s -w' -o $(INITBIN) ./cmd/sandboxed-init
 	sha256sum $(INITBIN) | cut -c1-64 > $(INITBIN).sha256
-	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
+	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(COREBIN) ./cmd/sandboxed
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/sandboxed-front
 	$(GO) build -tags embedinit,urfave_cli_no_docs,kubernetes -trimpath -ldflags '$(LDFLAGS)' -o $(KUBEBIN) ./cmd/sandboxed
 
 # The README's test command. Unit tests everywhere; the e2e suite also runs

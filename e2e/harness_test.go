@@ -116,11 +116,15 @@ func setup() (int, error) {
 		if out, err := exec.Command("cp", prebuilt, env.bin).CombinedOutput(); err != nil {
 			return 1, fmt.Errorf("copy SANDBOXED_E2E_BIN: %v\n%s", err, out)
 		}
-		// The build with the Kubernetes backend, when it was built too.
-		kube := filepath.Join(filepath.Dir(prebuilt), "sandboxed-kubernetes")
-		if _, err := os.Stat(kube); err == nil {
-			if out, err := exec.Command("cp", kube, filepath.Dir(env.bin)).CombinedOutput(); err != nil {
-				return 1, fmt.Errorf("copy %s: %v\n%s", kube, err, out)
+		// The CLI the front hands its commands to, and the build with the
+		// Kubernetes backend when it was built too.
+		for _, name := range []string{"sandboxed-core", "sandboxed-kubernetes"} {
+			b := filepath.Join(filepath.Dir(prebuilt), name)
+			if _, err := os.Stat(b); err != nil && name == "sandboxed-kubernetes" {
+				continue
+			}
+			if out, err := exec.Command("cp", b, filepath.Dir(env.bin)).CombinedOutput(); err != nil {
+				return 1, fmt.Errorf("copy %s: %v\n%s", b, err, out)
 			}
 		}
 	} else {

@@ -383,5 +383,65 @@ func TestServedSameAsCold(t *testing.T) {
 				}
 			}
 		}
+		// From another directory than the server's: the paths the caller
+		// names are the caller's (the tool, the policy, the working
+		// directory the tool runs in).
+		sub := filepath.Join(dir, "sub")
+		must(t, os.Mkdir(sub, 0o755))
+		if r := env.runner; r != nil {
+			must(t, os.Chown(sub, int(r.uid), int(r.gid))) // policy init writes there
+		}
+		must(t, os.WriteFile(filepath.Join(sub, "in.txt"), []byte("input of sub\n"), 0o644))
+		if r := sandboxed(t, sub, "policy", "init", "--output", "pol.yaml"); r.code != 0 {
+			t.Fatalf("policy init: %s", r.stderr)
+		}
+		args := []string{"run", "--policy", "pol.yaml", filepath.Join("..", filepath.Base(fails))}
+		before := srv.calls()
+		served := sandboxed(t, sub, args...)
+		if srv.callsReach(before+1) != before+1 {
+			t.Fatalf("%v did not go through the server:\n%s", args, srv.log.String())
+		}
+		cold := sandboxed(t, sub, append([]string{"run", "--no-server"}, args[1:]...)...)
+		if served.code != cold.code || served.stdout != cold.stdout || served.stderr != cold.stderr {
+			t.Errorf("%v from a subdirectory: served exit %d %q %q, cold exit %d %q %q", args, served.code, served.stdout, served.stderr, cold.code, cold.stdout, cold.stderr)
+		}
+		if !strings.Contains(served.stdout, "input of sub") {
+			t.Errorf("%v from a subdirectory: the tool did not run in the caller's directory: %q %q", args, served.stdout, served.stderr)
+		}
+	})
+}
+
+// A server that declines a run (here: the caller's SANDBOXED_GLOBAL_DIR
+// is not the server's) leaves it to the caller with all it had read: the
+// parameters of --params-json - too, through the front (sandboxed) and
+// through the CLI itself (sandboxed-core).
+func TestDeclinedRunKeepsStdinParams(t *testing.T) {
+	forTierList(t, []string{"process"}, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		def := fmt.Sprintf("name: greet\ndescription: e2e tool greet\ntags: [read]\nbash: echo \"hello {who}\"\n"+
+			"parameters:\n  who: {type: string, description: who, required: true}\nsecurity:\n  isolation: %s\n", tier)
+		must(t, os.WriteFile(filepath.Join(dir, "greet.yaml"), []byte(def), 0o644))
+		srv := startServer(t, dir, "--pool-size", "1")
+		for _, bin := range []string{env.bin, env.bin + "-core"} {
+			cmd := command("run", "--params-json", "-", "greet.yaml")
+			if cmd.Path == env.bin {
+				cmd.Path = bin
+			}
+			for i, a := range cmd.Args { // also after systemd-run's --
+				if a == env.bin {
+					cmd.Args[i] = bin
+				}
+			}
+			cmd.Dir = dir
+			cmd.Env = append(cmd.Env, "SANDBOXED_GLOBAL_DIR="+filepath.Join(dir, "no-global"))
+			cmd.Stdin = strings.NewReader(`{"who": "from stdin"}`)
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "hello from stdin" {
+				t.Errorf("%s run --params-json - (declined by the server): %v: %q", filepath.Base(bin), err, out)
+			}
+		}
+		if n := srv.calls(); n != 0 {
+			t.Errorf("the server ran %d of the declined calls:\n%s", n, srv.log.String())
+		}
 	})
 }

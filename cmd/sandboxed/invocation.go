@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,6 +30,12 @@ type invocation struct {
 	// run that needs the caller's terminal is declined (the caller runs
 	// it cold).
 	served bool
+	// start is when a server accepted the call (served runs' traces).
+	start time.Time
+	// taken, when set, is called once the run is past every point where
+	// a server may still decline it: from there on its outcome is the
+	// caller's, never to be run again.
+	taken func()
 }
 
 type invocationKey struct{}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
-
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -23,8 +23,20 @@ func poolFlags() []cli.Flag {
 	}
 }
 
+// residentGCPercent is the garbage collector's target of a resident
+// controller, whose live heap is small (a few MB) while each call
+// allocates several hundred KB (the MCP SDK's decoders, plans, records):
+// at Go's default of 100 it collected every few calls. GOGC in the
+// environment wins.
+const residentGCPercent = 400
+
 // poolSettings are the pool settings of pol, overridden by the flags.
+// Only the resident controllers (serve, mcp) have a pool: it also sets
+// their garbage collector's target (residentGCPercent).
 func poolSettings(c *cli.Context, pol *policy.Policy) (sandbox.PoolSettings, error) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(residentGCPercent)
+	}
 	s := sandbox.PoolSettings{Size: pol.Pool.Size, Idle: time.Duration(pol.Pool.Idle)}
 	if c.IsSet("pool-size") {
 		s.Size = c.Int("pool-size")

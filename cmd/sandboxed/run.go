@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -67,11 +66,21 @@ func runAction(c *cli.Context) error {
 		return usageError(errors.New("run: which tool? usage: sandboxed run [flags] TOOL [NAME=VALUE ...]"))
 	}
 	if !inv.served {
-		if done, err := runServed(c); done {
+		if done, err := runServed(c, inv); done {
 			return err
 		}
 	}
-	def, err := loadTool(c, c.Args().First())
+	toolArg := c.Args().First()
+	if inv.served {
+		// The caller's paths, as the caller meant them.
+		toolArg = absToolArg(inv.cwd, toolArg)
+		if p := c.String("policy"); p != "" {
+			if err := c.Set("policy", absFrom(inv.cwd, p)); err != nil {
+				return err
+			}
+		}
+	}
+	def, err := loadTool(c, toolArg)
 	if err != nil {
 		return err
 	}
@@ -128,16 +137,17 @@ func runAction(c *cli.Context) error {
 		// The output first, then the teardown, then the exit.
 		defer func() {
 			ctl.Behind.Wait()
-			ctl.Trace.Mark("output, teardown behind it")
+			req.Trace.Mark("output, teardown behind it")
 		}()
 	}
 	if inv.getenv("SANDBOXED_TRACE") == "1" {
+		// From the process's start, or the server's accepting the call.
 		start := processStart
 		if inv.served {
-			start = time.Now()
+			start = inv.start
 		}
-		ctl.Trace = sandbox.NewTracer(c.App.ErrWriter, start)
-		ctl.Trace.Mark("load tool and policy")
+		req.Trace = sandbox.NewTracer(c.App.ErrWriter, start)
+		req.Trace.Mark("load tool and policy")
 	}
 	p, err := ctl.Prepare(req)
 	var pe *sandbox.PrepareError
@@ -161,6 +171,9 @@ func runAction(c *cli.Context) error {
 		// Their values are read from the host as the caller's process
 		// would read them (its environment, its commands).
 		return errDecline("the run has credentials, read from the caller's own process")
+	}
+	if inv.taken != nil && (err == nil || errors.As(err, &pe)) {
+		inv.taken()
 	}
 	var res *sandbox.Result
 	switch {

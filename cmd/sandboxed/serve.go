@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/serveclient"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -49,19 +50,8 @@ it; a kind unused for --pool-idle is given back.`,
 	Action: serveAction,
 }
 
-// serveSocketEnv names the socket `sandboxed run` tries first.
-const serveSocketEnv = "SANDBOXED_SERVE_SOCKET"
-
-// noServerEnv set to 1 makes `sandboxed run` run cold (as --no-server).
-const noServerEnv = "SANDBOXED_NO_SERVER"
-
 // defaultServeSocket is the socket of a server of this user.
-func defaultServeSocket() string {
-	if p := os.Getenv(serveSocketEnv); p != "" {
-		return p
-	}
-	return filepath.Join(sandbox.RuntimeDir(), "serve.sock")
-}
+func defaultServeSocket() string { return serveclient.Socket() }
 
 // serverEnv are the variables that choose what a run reads and where it
 // records: a server serves a caller whose values differ from its own
@@ -69,31 +59,6 @@ func defaultServeSocket() string {
 var serverEnv = []string{
 	"HOME", "SUDO_USER", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
 	"SANDBOXED_STATE_DIR", "SANDBOXED_RUNTIME_DIR", "SANDBOXED_GLOBAL_DIR", testHostsEnv, "DOCKER_HOST",
-}
-
-// serveRequest is one `sandboxed run` sent to a server: its arguments (as
-// run takes them, with the paths it names made absolute), and the
-// caller's working directory, environment and stdin.
-type serveRequest struct {
-	Args          []string `json:"args"`
-	Cwd           string   `json:"cwd"`
-	Env           []string `json:"env"`
-	Stdin         []byte   `json:"stdin,omitempty"`
-	StdinTerminal bool     `json:"stdin_terminal,omitempty"`
-	CanAsk        bool     `json:"can_ask,omitempty"`
-}
-
-// serveFrame is one line of a server's answer: output as it comes, then
-// exactly one of Exit (the run ended: the exit status sandboxed run
-// exits with), Declined (the server does not serve this call; nothing
-// ran and nothing was recorded: run it cold) or Refused (the caller may
-// not use this server).
-type serveFrame struct {
-	Stdout   []byte `json:"stdout,omitempty"`
-	Stderr   []byte `json:"stderr,omitempty"`
-	Exit     *int   `json:"exit,omitempty"`
-	Declined string `json:"declined,omitempty"`
-	Refused  string `json:"refused,omitempty"`
 }
 
 // declined is a run the server leaves to its caller (errDecline).
@@ -231,32 +196,13 @@ func (s *server) serve(ln net.Listener) {
 	}
 }
 
-// peerUID is the uid of the process at the other end of conn.
-func peerUID(conn *net.UnixConn) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return int(cred.Uid), nil
-}
-
 // frames writes a server's answer; safe for concurrent use.
 type frames struct {
 	mu  sync.Mutex
 	enc *json.Encoder
 }
 
-func (f *frames) send(fr serveFrame) error {
+func (f *frames) send(fr serveclient.Frame) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.enc.Encode(fr)
@@ -269,9 +215,9 @@ type frameWriter struct {
 
 func (w frameWriter) Write(p []byte) (int, error) {
 	b := append([]byte(nil), p...)
-	fr := serveFrame{Stdout: b}
+	fr := serveclient.Frame{Stdout: b}
 	if w.stderr {
-		fr = serveFrame{Stderr: b}
+		fr = serveclient.Frame{Stderr: b}
 	}
 	if err := w.f.send(fr); err != nil {
 		return 0, err
@@ -281,24 +227,30 @@ func (w frameWriter) Write(p []byte) (int, error) {
 
 // handle serves one connection: one request, its answer.
 func (s *server) handle(conn *net.UnixConn) {
+	start := time.Now()
 	out := &frames{enc: json.NewEncoder(conn)}
-	uid, err := peerUID(conn)
+	uid, err := serveclient.PeerUID(conn)
 	if err != nil {
-		out.send(serveFrame{Refused: "read the caller's credentials: " + err.Error()})
+		out.send(serveclient.Frame{Refused: "read the caller's credentials: " + err.Error()})
 		return
 	}
 	if uid != s.uid {
-		out.send(serveFrame{Refused: fmt.Sprintf("this server runs as uid %d and serves that uid only, not uid %d: run your own (the user unit contrib/systemd/sandboxed.socket, or `sandboxed serve`), or run with --no-server", s.uid, uid)})
+		out.send(serveclient.Frame{Refused: fmt.Sprintf("this server runs as uid %d and serves that uid only, not uid %d: run your own (the user unit contrib/systemd/sandboxed.socket, or `sandboxed serve`), or run with --no-server", s.uid, uid)})
 		return
 	}
 	rd := bufio.NewReader(io.LimitReader(conn, 64<<20))
-	var req serveRequest
+	var req serveclient.Request
 	if err := json.NewDecoder(rd).Decode(&req); err != nil {
-		out.send(serveFrame{Declined: "read the request: " + err.Error()})
+		out.send(serveclient.Frame{Declined: "read the request: " + err.Error()})
 		return
 	}
 	if why := envMismatch(req.Env); why != "" {
-		out.send(serveFrame{Declined: why})
+		out.send(serveclient.Frame{Declined: why})
+		return
+	}
+	callerEnv := &invocation{env: req.Env}
+	if why := serveclient.Cold(req.Args, callerEnv.getenv); why != "" {
+		out.send(serveclient.Frame{Declined: why + " runs in the caller"})
 		return
 	}
 	// The caller going away (or interrupted) interrupts the run, as a
@@ -310,14 +262,15 @@ func (s *server) handle(conn *net.UnixConn) {
 		cancel(sandbox.ErrInterrupted)
 	}()
 	inv := &invocation{cwd: req.Cwd, env: req.Env, in: bytes.NewReader(req.Stdin), stdinTerminal: req.StdinTerminal,
-		canAsk: req.CanAsk, ctl: s.ctl, served: true}
+		canAsk: req.CanAsk, ctl: s.ctl, served: true, start: start,
+		taken: func() { out.send(serveclient.Frame{Taken: true}) }}
 	app := newServeApp(frameWriter{out, false}, frameWriter{out, true})
 	err = app.RunContext(withInvocation(ctx, inv), append([]string{"sandboxed", "run"}, req.Args...))
 	var d *declined
 	if errors.As(err, &d) {
 		// Declined before anything ran or was recorded (only trace lines
 		// may have been sent): the caller runs it cold.
-		out.send(serveFrame{Declined: d.why})
+		out.send(serveclient.Frame{Declined: d.why})
 		return
 	}
 	code := exitCode(err)
@@ -325,7 +278,7 @@ func (s *server) handle(conn *net.UnixConn) {
 		fmt.Fprintln(app.ErrWriter, "sandboxed:", err)
 	}
 	// The caller first: the log (a terminal, the journal) may be slow.
-	out.send(serveFrame{Exit: &code})
+	out.send(serveclient.Frame{Exit: &code})
 	fmt.Fprintf(s.log, "sandboxed: serve: call %s: exit %d (pool: %d warm claims so far, %d ready)\n",
 		strings.Join(req.Args, " "), code, s.ctl.Pool.Claims(), s.ctl.Pool.Ready())
 }
@@ -362,101 +315,61 @@ func newServeApp(stdout, stderr io.Writer) *cli.App {
 }
 
 // runServed sends the run of c to a server when one answers on the
-// socket. done is false when the run is to run cold: no server answers
+// socket. done is false when the run is to run here: no server answers
 // (no socket, connection refused, the socket out of reach),
-// --no-server (or SANDBOXED_NO_SERVER=1), a dry run, a run for a cluster
-// (--backend kubernetes), or the server
-// declined before it ran anything. Once a server took the run, its
-// outcome is the run's (never run twice).
-func runServed(c *cli.Context) (done bool, err error) {
-	if c.Bool("no-server") || os.Getenv(noServerEnv) == "1" || c.Bool("dry-run") || c.Bool("dump-plan") {
+// --no-server (or SANDBOXED_NO_SERVER=1), a dry run, a run for a
+// cluster (--backend kubernetes), or the server declined before it ran
+// anything; parameters it read from stdin for the server are then inv's
+// stdin. Once a server took the run, its outcome is the run's (never run
+// twice). The CLI's front (cmd/sandboxed-front) makes the same call
+// before this program starts; it passes --no-server when it did.
+func runServed(c *cli.Context, inv *invocation) (done bool, err error) {
+	args := serveArgsOf(c)
+	if serveclient.Cold(args, os.Getenv) != "" || c.Bool("no-server") || c.Bool("dry-run") || c.Bool("dump-plan") {
 		return false, nil
 	}
 	if b := c.String("backend"); b != "" && b != "local" {
 		return false, nil // a cluster's run: the server runs this host's tiers
 	}
-	path := defaultServeSocket()
-	conn, err := net.DialTimeout("unix", path, 200*time.Millisecond)
-	if err != nil {
-		// No server took the run (none listens, the socket is out of
-		// reach, it does not accept in time): it runs here.
-		return false, nil
-	}
-	defer conn.Close()
-	// The request carries the caller's arguments and environment: it goes
-	// only to a server of the caller's own uid. A socket another user
-	// made at that path (a runtime directory under /tmp) gets nothing,
-	// and the run runs here.
-	if uid, err := peerUID(conn.(*net.UnixConn)); err != nil || uid != os.Geteuid() {
-		return false, nil
-	}
-	req, err := serveRequestOf(c)
+	req, err := serveclient.NewRequest(args)
 	if err != nil {
 		return true, err
 	}
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return false, nil // the server went away before it took the run
-	}
 	// An interrupt is passed on: the server tears the run down and
-	// reports, as a cold run does.
+	// reports, as a run here does.
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	interrupt := make(chan struct{})
 	go func() {
 		<-ctx.Done()
 		if context.Cause(ctx) == sandbox.ErrInterrupted {
-			conn.(*net.UnixConn).CloseWrite()
+			close(interrupt)
 		}
 	}()
-	dec := json.NewDecoder(bufio.NewReader(conn))
-	taken := false
-	for {
-		var fr serveFrame
-		if err := dec.Decode(&fr); err != nil {
-			if !taken {
-				return false, nil // gone before it took the run: run cold
-			}
-			return true, &codeError{code: exitSandbox, err: fmt.Errorf("the server on %s went away during the run: %w", path, err)}
+	o := serveclient.Call(serveclient.Socket(), req, c.App.Writer, c.App.ErrWriter, interrupt)
+	switch {
+	case !o.Taken:
+		if req.Stdin != nil {
+			inv.in = bytes.NewReader(req.Stdin) // read for the server, run here
 		}
-		switch {
-		case fr.Refused != "":
-			return true, &codeError{code: exitSandbox, err: fmt.Errorf("server on %s: %s", path, fr.Refused)}
-		case fr.Declined != "":
-			return false, nil
-		case fr.Exit != nil:
-			if *fr.Exit != 0 {
-				return true, exitWith(*fr.Exit)
-			}
-			return true, nil
-		}
-		if fr.Stdout != nil {
-			taken = true
-			c.App.Writer.Write(fr.Stdout)
-		}
-		if fr.Stderr != nil {
-			taken = true
-			c.App.ErrWriter.Write(fr.Stderr)
-		}
+		return false, nil
+	case o.Err != nil:
+		return true, &codeError{code: o.Code, err: o.Err}
+	case o.Code != 0:
+		return true, exitWith(o.Code)
 	}
+	return true, nil
 }
 
-// serveRequestOf is the request for the run of c: its flags and
-// arguments, with the tool's and the policy's paths made absolute (the
-// server's working directory is not the caller's).
-func serveRequestOf(c *cli.Context) (*serveRequest, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
-	req := &serveRequest{Cwd: cwd, Env: os.Environ(), StdinTerminal: isTerminal(os.Stdin),
-		CanAsk: isTerminal(os.Stdin) && isTerminal(os.Stderr)}
+// serveArgsOf is run's arguments as c parsed them, for a server: the
+// flags a server takes and the tool with its parameters (the server
+// resolves the paths they name against the caller's directory).
+func serveArgsOf(c *cli.Context) []string {
 	var args []string
 	if c.Bool("json") {
 		args = append(args, "--json")
 	}
-	if p := c.String("policy"); p != "" {
-		args = append(args, "--policy", absFrom(cwd, p))
-	}
-	for _, name := range []string{"scope", "isolation"} {
+	for _, name := range []string{"policy", "scope", "isolation", "params-json"} {
 		if c.IsSet(name) {
 			args = append(args, "--"+name, c.String(name))
 		}
@@ -467,33 +380,20 @@ func serveRequestOf(c *cli.Context) (*serveRequest, error) {
 	for _, p := range c.StringSlice("param") {
 		args = append(args, "--param", p)
 	}
-	if pj := c.String("params-json"); pj != "" {
-		args = append(args, "--params-json", pj)
-		if pj == "-" {
-			data, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
-			if err != nil {
-				return nil, fmt.Errorf("read --params-json: %w", err)
-			}
-			req.Stdin = data
-		}
-	}
 	args = append(args, "--")
-	args = append(args, absToolArg(cwd, c.Args().First()))
-	args = append(args, c.Args().Tail()...)
-	req.Args = args
-	return req, nil
+	return append(args, c.Args().Slice()...)
 }
 
-// absToolArg is TOOL as a server must see it: a definition file named by a
-// relative path becomes absolute (a name stays a name: the server looks
-// it up in the caller's scopes).
+// absToolArg is TOOL as a server sees it for a caller in cwd: a
+// definition file named by a relative path becomes absolute (a name stays
+// a name: the server looks it up in the caller's scopes).
 func absToolArg(cwd, arg string) string {
 	lower := strings.ToLower(arg)
 	looksPath := strings.ContainsRune(arg, '/') || strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")
 	if !looksPath || filepath.IsAbs(arg) {
 		return arg
 	}
-	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(cwd, arg)); err == nil && !fi.IsDir() {
 		return filepath.Join(cwd, arg)
 	}
 	return arg

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/serveclient"
 )
 
 // A tool named by a path the server must find from another working
@@ -11,7 +13,7 @@ import (
 // the caller's directory without naming a path, stays as it is.
 func TestAbsToolArg(t *testing.T) {
 	cwd := t.TempDir()
-	t.Chdir(cwd)
+	t.Chdir(t.TempDir()) // the server's directory is not the caller's
 	for _, f := range []string{"tool.yaml", "sub/other.yml", "plain"} {
 		p := filepath.Join(cwd, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -59,5 +61,44 @@ func TestEnvMismatch(t *testing.T) {
 	}
 	if why := envMismatch(append([]string{"TOKEN=y"}, base...)); why != "" {
 		t.Errorf("a variable of the run's own is declined: %s", why)
+	}
+}
+
+// A server's run command has no cluster flags, so the front and the CLI
+// must keep a run that names one away from it (serveclient.Cold): every
+// cluster flag, and every name of it, is known there. A new cluster flag
+// that is not fails here rather than as a server's usage error.
+func TestColdKnowsEveryClusterFlag(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, f := range clusterFlags() {
+		for _, name := range f.Names() {
+			args := []string{"--" + name, "value", "tool"}
+			if name == "backend" {
+				args[1] = "kubernetes"
+			}
+			if why := serveclient.Cold(args, none); why == "" {
+				t.Errorf("serveclient.Cold does not keep --%s from a server; add it to its cluster flags", name)
+			}
+		}
+	}
+	// And the server's run command knows every other flag of run.
+	served := map[string]bool{}
+	for _, f := range newRunCommand(false).Flags {
+		for _, n := range f.Names() {
+			served[n] = true
+		}
+	}
+	cluster := map[string]bool{}
+	for _, f := range clusterFlags() {
+		for _, n := range f.Names() {
+			cluster[n] = true
+		}
+	}
+	for _, f := range newRunCommand(true).Flags {
+		for _, n := range f.Names() {
+			if !served[n] && !cluster[n] {
+				t.Errorf("run's --%s is neither a server's flag nor a cluster flag", n)
+			}
+		}
 	}
 }

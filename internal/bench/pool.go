@@ -17,7 +17,7 @@ import (
 )
 
 // residentBench times the resident controller against the same peers, in
-// one interleaved run: a call through `sandboxed mcp` (its warm pool) per
+// one run, each tier's rows interleaved among themselves: a call through `sandboxed mcp` (its warm pool) per
 // tier, `sandboxed run` with a running `sandboxed serve` and without, and
 // runs per second with 4 calls in flight through the MCP server.
 //
@@ -101,9 +101,23 @@ func residentBench(bin, work string, env []string, image string, container bool,
 		{"sandboxed run, served (process)", exe(peer{argv: []string{bin, "run", "noop_process"}, dir: dir, env: env})},
 		{"sandboxed run, cold (process)", exe(peer{argv: []string{bin, "run", "--no-server", "noop_process"}, dir: dir, env: env})},
 	}
+	if core := filepath.Join(filepath.Dir(bin), "sandboxed-core"); fileExists(core) {
+		// The same runs made by the CLI the front hands over to: what the
+		// front saves a served run, and what it costs a cold one.
+		rows = append(rows, row{"sandboxed-core run, served (process)", exe(peer{argv: []string{core, "run", "noop_process"}, dir: dir, env: env})},
+			row{"sandboxed-core run, cold (process)", exe(peer{argv: []string{core, "run", "--no-server", "noop_process"}, dir: dir, env: env})})
+	}
+	// Each tier's rows are interleaved among themselves: a container
+	// row's engine keeps working after it returns (removing the
+	// container, the pool's refill), which would slow the process rows
+	// around it, bubblewrap as much as sandboxed, by more than the
+	// process rows' own cost.
+	groups := [][]row{rows}
 	docker := row{"docker run --rm --network none", exe(peer{argv: []string{"docker", "run", "--rm", "--network", "none", image, "/bin/bash", "-c", "true"}})}
 	if container {
-		rows = append(rows, docker, row{"mcp call (container)", func() error { return call("noop_container") }})
+		crows := []row{docker, {"mcp call (container)", func() error { return call("noop_container") }}}
+		groups = append(groups, crows)
+		rows = append(rows, crows...)
 	}
 	for _, r := range rows { // warm caches and pools; fail early
 		for i := 0; i < 3; i++ {
@@ -113,14 +127,16 @@ func residentBench(bin, work string, env []string, image string, container bool,
 		}
 	}
 	times := map[string][]time.Duration{}
-	for i := 0; i < n; i++ {
-		for j := range rows { // rotate the order so no peer always goes first
-			r := rows[(i+j)%len(rows)]
-			t0 := time.Now()
-			if err := r.run(); err != nil {
-				return fmt.Errorf("%s: %w", r.name, err)
+	for _, g := range groups {
+		for i := 0; i < n; i++ {
+			for j := range g { // rotate the order so no peer always goes first
+				r := g[(i+j)%len(g)]
+				t0 := time.Now()
+				if err := r.run(); err != nil {
+					return fmt.Errorf("%s: %w", r.name, err)
+				}
+				times[r.name] = append(times[r.name], time.Since(t0))
 			}
-			times[r.name] = append(times[r.name], time.Since(t0))
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -183,6 +199,11 @@ func residentBench(bin, work string, env []string, image string, container bool,
 	}
 	fmt.Println()
 	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 type syncBuf struct {

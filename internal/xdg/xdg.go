@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // CacheDir is $XDG_CACHE_HOME/sandboxed, else ~/.cache/sandboxed: what can
@@ -19,4 +20,26 @@ func CacheDir() (string, error) {
 		return "", fmt.Errorf("find the cache directory: no home directory (%v): set XDG_CACHE_HOME", err)
 	}
 	return filepath.Join(home, ".cache", "sandboxed"), nil
+}
+
+// RuntimeDir is where sandboxed keeps what lives only while it runs
+// (runs' host directories, the server's socket): $SANDBOXED_RUNTIME_DIR,
+// else /run/sandboxed as root, $XDG_RUNTIME_DIR/sandboxed, or
+// /tmp/sandboxed-UID. It is not created.
+func RuntimeDir() string {
+	if d := os.Getenv("SANDBOXED_RUNTIME_DIR"); d != "" {
+		// A relative one is relative to the working directory; the plan
+		// names the run's host directory by its absolute path.
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/run/sandboxed"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sandboxed")
+	}
+	return "/tmp/sandboxed-" + strconv.Itoa(os.Geteuid())
 }
