@@ -482,13 +482,17 @@ func seccompJSON(plan *specs.LinuxSeccomp, caps []string) (string, error) {
 // Under runsc the engine's pids limit bounds the host tasks of the whole
 // gVisor sandbox (the Sentry's threads, and on the ptrace platform a stub
 // process and tracer threads for each process inside), not the processes
-// of the tool: an idle sandbox holds about 40 host tasks and each process
-// inside about 9. runscHostPids turns a plan's limit into that host bound,
-// so a fork bomb still stops at a fixed host cost near pids processes
-// inside; the count inside is not exact.
+// of the tool: an idle sandbox holds about 40 host tasks, and each process
+// inside 9 when idle and up to about 20 under a fork bomb (786-1294 host
+// tasks for 64 processes, runsc 20221219 on ptrace). runscHostPids turns a
+// plan's limit into that host bound, with room above the worst seen: the
+// init's RLIMIT_NPROC must stop the tool first. Were the host bound hit
+// first, the Sentry could not start a stub and would die ("error
+// initializing first thread"), taking the run down as a sandbox failure,
+// and the engine sometimes took longer to remove it than teardown waits.
 const (
 	runscBaseTasks       = 64
-	runscTasksPerProcess = 10
+	runscTasksPerProcess = 32
 )
 
 func runscHostPids(pids int64) int64 {
