@@ -21,7 +21,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/serveclient"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -127,6 +129,9 @@ func residentController(s sandbox.PoolSettings, logw io.Writer) *sandbox.Control
 	ctl := newController()
 	ctl.Behind = sandbox.NewBehind(logw)
 	ctl.GCEvery = 10 * time.Second
+	if pb, ok := ctl.Backends[isolation.TierProcess].(*process.Backend); ok {
+		pb.Spawner = true
+	}
 	if s.Size > 0 {
 		ctl.Pool = sandbox.NewPool(s, ctl.RuntimeDir, logw)
 	}

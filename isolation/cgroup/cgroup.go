@@ -77,4 +77,7 @@ type SelfMover interface {
 	// the thread must not be unlocked: exiting the goroutine while still
 	// locked makes the runtime retire the thread.
 	EnterSelf() (leave func() error, stuck bool, err error)
+	// MovePaths returns the tasks files EnterSelf and its leave write to
+	// (see MoveSelf), for a thread of another process to do the move.
+	MovePaths() (enter, leave []string, err error)
 }

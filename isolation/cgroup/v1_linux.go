@@ -281,49 +281,66 @@ func threadCgroups() (map[string]string, error) {
 	return out, nil
 }
 
-// EnterSelf moves the calling thread into every controller of the group.
-func (g *v1Group) EnterSelf() (func() error, bool, error) {
+// MovePaths returns the tasks files a thread writes "0" to: enter, to
+// join every controller of the group, and leave, to go back where the
+// calling thread is now (for a rootless host, the user's delegated
+// cgroup, outside every run), in the same order.
+func (g *v1Group) MovePaths() (enter, leave []string, err error) {
 	orig, err := threadCgroups()
 	if err != nil {
-		return nil, false, fmt.Errorf("read thread cgroups: %w", err)
+		return nil, nil, fmt.Errorf("read thread cgroups: %w", err)
 	}
-	ctls := make([]string, 0, 4)
 	for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
-		if _, ok := g.h.V1[ctl]; ok {
-			if _, ok := orig[ctl]; !ok {
-				return nil, false, fmt.Errorf("thread is in no %s cgroup", ctl)
-			}
-			ctls = append(ctls, ctl)
+		mnt, ok := g.h.V1[ctl]
+		if !ok {
+			continue
 		}
-	}
-	move := func(ctl, path string) error {
-		// "0" names the writer itself: a self-move of one thread.
-		return writeFile(filepath.Join(g.h.V1[ctl], path, "tasks"), []byte("0"))
-	}
-	if g.h.Rootless {
-		// Where the thread came from belongs to root: it goes back to
-		// the user's delegated cgroup instead, outside every run.
-		for _, ctl := range ctls {
-			orig[ctl] = g.h.Base
+		from, ok := orig[ctl]
+		if !ok {
+			return nil, nil, fmt.Errorf("thread is in no %s cgroup", ctl)
 		}
+		if g.h.Rootless {
+			// Where the thread came from belongs to root.
+			from = g.h.Base
+		}
+		enter = append(enter, filepath.Join(mnt, g.path, "tasks"))
+		leave = append(leave, filepath.Join(mnt, from, "tasks"))
 	}
-	leave := func(n int) error {
+	return enter, leave, nil
+}
+
+// EnterSelf moves the calling thread into every controller of the group.
+func (g *v1Group) EnterSelf() (func() error, bool, error) {
+	enter, leave, err := g.MovePaths()
+	if err != nil {
+		return nil, false, err
+	}
+	return MoveSelf(enter, leave)
+}
+
+// MoveSelf moves the calling thread into the cgroups of the tasks files
+// enter, and returns leave, which moves it to those of leave. stuck: the
+// thread could not be moved back from a part of enter. Preconditions: as
+// SelfMover.EnterSelf.
+func MoveSelf(enter, leave []string) (_ func() error, stuck bool, _ error) {
+	back := func(n int) error {
 		var errs []error
-		for _, ctl := range ctls[:n] {
-			if err := move(ctl, orig[ctl]); err != nil {
-				errs = append(errs, fmt.Errorf("move thread back to %s cgroup %s: %w", ctl, orig[ctl], err))
+		for _, p := range leave[:n] {
+			// "0" names the writer itself: a self-move of one thread.
+			if err := writeFile(p, []byte("0")); err != nil {
+				errs = append(errs, fmt.Errorf("move thread back to %s: %w", filepath.Dir(p), err))
 			}
 		}
 		return errors.Join(errs...)
 	}
-	for i, ctl := range ctls {
-		if err := move(ctl, g.path); err != nil {
-			err = fmt.Errorf("move thread into %s cgroup %s: %w", ctl, g.path, err)
-			if lerr := leave(i); lerr != nil {
+	for i, p := range enter {
+		if err := writeFile(p, []byte("0")); err != nil {
+			err = fmt.Errorf("move thread into %s: %w", filepath.Dir(p), err)
+			if lerr := back(i); lerr != nil {
 				return nil, true, errors.Join(err, lerr)
 			}
 			return nil, false, err
 		}
 	}
-	return func() error { return leave(len(ctls)) }, false, nil
+	return func() error { return back(len(enter)) }, false, nil
 }

@@ -34,12 +34,28 @@ type Backend struct {
 	// sbinit.Main early (see package doc).
 	Exe string
 
+	// Spawner: the inits are started through a small process of the
+	// init binary, started with the first (see sbinit's spawner), not
+	// forked from this one. For a long-lived process, whose fork copies
+	// its page tables and makes its next writes fault. The spawner lives
+	// as long as this process.
+	Spawner bool
+
 	once  sync.Once
 	feats Features
+	sp    spawner
 }
 
 // New returns the process-tier backend.
 func New() *Backend { return &Backend{} }
+
+// spawner is the backend's spawner, nil when it starts its inits itself.
+func (b *Backend) spawner() *spawner {
+	if !b.Spawner {
+		return nil
+	}
+	return &b.sp
+}
 
 var _ isolation.Backend = (*Backend)(nil)
 
@@ -140,7 +156,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, p, b.Exe, b.features(ctx).cgroups, cfg, m)
+	return start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m)
 }
 
 // StartUnconfined starts the init of the none tier: no namespaces, no new
@@ -172,7 +188,7 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 	if p.Spec.Process != nil {
 		cwd = p.Spec.Process.Cwd
 	}
-	return start(ctx, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}, nil)
+	return start(ctx, nil, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}, nil)
 }
 
 // start starts the init with cfg. A cfg that builds a root selects the
@@ -181,7 +197,7 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 // warm sandbox's does: the same steps in the same order. host is nil when
 // the run needs no cgroup (none tier without limits); m is the run's user
 // namespace, nil for none.
-func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
+func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
 	var sk *sbinit.Skeleton
 	if cfg.BuildRoot {
 		s := cfg.Skeleton()
@@ -194,9 +210,9 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	var l *launched
 	var err error
 	if afterStart {
-		l, err = launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, nil, nil)
+		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, nil, nil)
 	} else {
-		l, err = launch(ctx, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, sk, cfg)
+		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, sk, cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -204,7 +220,7 @@ func start(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host
 	l.cl.KillGrace = p.Limits.KillGrace
 	if afterStart {
 		if m.helper {
-			err = writeIDMaps(l.cmd.Process.Pid, m)
+			err = writeIDMaps(l.proc.pid, m)
 		}
 		if err == nil {
 			err = l.configure(ctx, m, sk, cfg)
@@ -246,7 +262,7 @@ func (l *launched) configure(ctx context.Context, m *idMapping, sk *sbinit.Skele
 	if !trees {
 		return l.cl.SendConfig(cfg)
 	}
-	fds, err := preparedTrees(l.cmd.Process.Pid, cfg.Setup, m.idmapGrants)
+	fds, err := preparedTrees(l.proc.pid, cfg.Setup, m.idmapGrants)
 	if err != nil {
 		return err
 	}
@@ -261,19 +277,19 @@ func (l *launched) configure(ctx context.Context, m *idMapping, sk *sbinit.Skele
 // launched is a sandbox's init started in its cgroup and namespaces. It
 // runs no command before it got its config and reported ready (ready).
 type launched struct {
-	runID  string
-	cg     cgroup.Group // nil: no cgroup
-	cl     *sbinit.Client
-	cmd    *exec.Cmd
-	waited chan struct{}
+	runID string
+	cg    cgroup.Group // nil: no cgroup
+	cl    *sbinit.Client
+	proc  *initProc
 }
 
 // launch starts the init of run runID: its cgroup (with limits r) made
 // first, then the init, born in it, in new namespaces when confined (with
 // the user namespace m, nil for none). sk and cfg, when set, are sent at
 // once; otherwise the init waits for them. host is nil when the run needs
-// no cgroup. On error nothing is left behind.
-func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (_ *launched, retErr error) {
+// no cgroup. sp, when set, starts the init. On error nothing is left
+// behind.
+func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (_ *launched, retErr error) {
 	var undo []func()
 	defer func() {
 		if retErr != nil {
@@ -388,7 +404,21 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 	}
 	dropGroups := m != nil && m.dropGroups
 	mover, _ := cg.(cgroup.SelfMover)
-	err = startInit(cmd, mover, dropGroups)
+	startCmd := func(cmd *exec.Cmd) (*initProc, error) {
+		if sp != nil {
+			p, err := sp.start(cmd, mover, dropGroups)
+			if !errors.Is(err, errSpawnerGone) {
+				return p, err
+			}
+			// Its children die with it: this one never started,
+			// or is dead. Once more, with a new spawner.
+			if p, err = sp.start(cmd, mover, dropGroups); !errors.Is(err, errSpawnerGone) {
+				return p, err
+			}
+		}
+		return startDirect(cmd, mover, dropGroups)
+	}
+	proc, err := startCmd(cmd)
 	if err != nil && cached {
 		// The cached init would not run (a security module forbids
 		// executing from the cache, another build's gc removed it, ...):
@@ -406,7 +436,7 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 			return nil, fmt.Errorf("start sandbox %s: %w", runID, perr)
 		}
 		defer closeMem()
-		if err = startInit(cmd, mover, dropGroups); err != nil {
+		if proc, err = startCmd(cmd); err != nil {
 			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
 		}
 	}
@@ -421,10 +451,8 @@ func launch(ctx context.Context, runID, exe string, host *cgroup.Host, r cgroup.
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 	}
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
 	child.Close()
-	return &launched{runID: runID, cg: cg, cl: cl, cmd: cmd, waited: waited}, nil
+	return &launched{runID: runID, cg: cg, cl: cl, proc: proc}, nil
 }
 
 // ready waits until the init, configured, reports it is ready, and
@@ -435,7 +463,7 @@ func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sand
 		l.destroy(ctx)
 		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
 	}
-	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, cmd: l.cmd, waited: l.waited}
+	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, proc: l.proc}
 	if p.Observe {
 		fd := l.cl.TakeListener()
 		var err error
@@ -458,9 +486,9 @@ func (l *launched) initFailed(err error) error {
 	if !errors.Is(err, sbinit.ErrInitGone) {
 		return err
 	}
-	_ = l.cmd.Process.Kill()
-	<-l.waited
-	if tail := l.cmd.Stderr.(*tailBuffer).String(); tail != "" {
+	_ = l.proc.kill()
+	<-l.proc.waited
+	if tail := l.proc.stderr.String(); tail != "" {
 		err = fmt.Errorf("%w: %s", err, tail)
 	}
 	return err
@@ -471,8 +499,8 @@ func (l *launched) initFailed(err error) error {
 func (l *launched) destroy(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_ = l.cmd.Process.Kill()
-	<-l.waited
+	_ = l.proc.kill()
+	<-l.proc.waited
 	l.cl.Close()
 	if l.cg != nil {
 		_ = l.cg.Kill(cctx)
@@ -535,7 +563,7 @@ func startInit(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) error {
 		if dropGroups {
 			// The clone inherits this thread's credentials: it sheds its
 			// supplementary groups for the start only.
-			restore, err := dropThreadGroups()
+			restore, err := sbinit.DropThreadGroups()
 			if err != nil {
 				runtime.UnlockOSThread()
 				errc <- err
@@ -646,11 +674,10 @@ func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
 func (s *sandbox) Landlock() int { return s.cl.Landlock() }
 
 type sandbox struct {
-	plan   *isolation.Plan
-	cg     cgroup.Group
-	cl     *sbinit.Client
-	cmd    *exec.Cmd
-	waited chan struct{}
+	plan *isolation.Plan
+	cg   cgroup.Group
+	cl   *sbinit.Client
+	proc *initProc
 
 	mu     sync.Mutex
 	killed bool
@@ -710,7 +737,7 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	_ = s.cg.Signal(syscall.SIGTERM)
 	// The init forwards the SIGTERM and outlives it; wait for the rest.
 	gctx, cancel := context.WithTimeout(ctx, grace)
-	_ = waitEmpty(gctx, s.cg, s.cmd.Process.Pid)
+	_ = waitEmpty(gctx, s.cg, s.proc.pid)
 	cancel()
 	if err := s.cg.Kill(ctx); err != nil {
 		return fmt.Errorf("kill sandbox %s: %w", s.plan.RunID, err)
@@ -776,7 +803,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	_ = s.cl.Close()
 	t := time.NewTimer(time.Second)
 	select {
-	case <-s.waited:
+	case <-s.proc.waited:
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -790,10 +817,10 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 	}
 	select {
-	case <-s.waited:
+	case <-s.proc.waited:
 	case <-ctx.Done():
-		_ = s.cmd.Process.Kill()
-		<-s.waited
+		_ = s.proc.kill()
+		<-s.proc.waited
 	}
 	if s.obs != nil {
 		s.obs.Close()

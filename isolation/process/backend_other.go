@@ -9,7 +9,10 @@ import (
 )
 
 // Backend is the process tier; it needs Linux.
-type Backend struct{ Exe string }
+type Backend struct {
+	Exe     string
+	Spawner bool
+}
 
 // Features is what this host offers the process tier.
 type Features struct {

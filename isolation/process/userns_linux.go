@@ -11,7 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -322,37 +321,6 @@ func allCaps() []uintptr {
 		caps = append(caps, uintptr(c))
 	}
 	return caps
-}
-
-// dropThreadGroups clears the calling thread's supplementary groups (and
-// only that thread's: credentials are per thread in the kernel) and
-// returns how to put them back. Preconditions: the goroutine is locked to
-// its thread.
-func dropThreadGroups() (restore func() error, err error) {
-	n, _, e := unix.RawSyscall(unix.SYS_GETGROUPS, 0, 0, 0)
-	if e != 0 {
-		return nil, fmt.Errorf("read supplementary groups: %w", e)
-	}
-	groups := make([]uint32, n+1)
-	if n > 0 {
-		if n, _, e = unix.RawSyscall(unix.SYS_GETGROUPS, n, uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
-			return nil, fmt.Errorf("read supplementary groups: %w", e)
-		}
-	}
-	groups = groups[:n]
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-		return nil, fmt.Errorf("drop supplementary groups: %w", e)
-	}
-	return func() error {
-		var p uintptr
-		if len(groups) > 0 {
-			p = uintptr(unsafe.Pointer(&groups[0]))
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), p, 0); e != 0 {
-			return fmt.Errorf("restore supplementary groups: %w", e)
-		}
-		return nil
-	}, nil
 }
 
 // preparedTrees makes, for each bind of s, a detached, private copy of

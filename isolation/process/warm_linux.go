@@ -113,12 +113,12 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 	if _, err := cgroupRunID(runID); err != nil {
 		return nil, err
 	}
-	l, err := launch(ctx, runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil, nil)
+	l, err := launch(ctx, b.spawner(), runID, b.Exe, f.cgroups, cgroup.Resources{}, true, m, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	if m != nil && m.helper {
-		if err := writeIDMaps(l.cmd.Process.Pid, m); err != nil {
+		if err := writeIDMaps(l.proc.pid, m); err != nil {
 			l.destroy(ctx)
 			return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
 		}

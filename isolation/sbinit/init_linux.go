@@ -67,6 +67,9 @@ func runInit(args []string) int {
 	if len(args) > 0 && strings.HasPrefix(args[0], nprocFlag) {
 		return runNproc(args)
 	}
+	if len(args) > 0 && args[0] == spawnerFlag {
+		return runSpawner()
+	}
 	for _, a := range args {
 		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
 			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
