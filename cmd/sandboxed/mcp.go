@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
@@ -82,7 +83,8 @@ func mcpAction(c *cli.Context) error {
 		ctl.Behind.Wait()
 		ctl.Pool.Close()
 	}()
-	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where}
+	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where,
+		trace: os.Getenv("SANDBOXED_TRACE") == "1"}
 	n, err := addMCPTools(srv, h, scope, logw)
 	if err != nil {
 		return err
@@ -174,10 +176,16 @@ type mcpHandler struct {
 	pol       *policy.Policy
 	polPath   string
 	approvals []string
+	trace     bool // SANDBOXED_TRACE=1: each call's trace on log
 }
 
 func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var trace *sandbox.Tracer
+		if h.trace {
+			// From the handler's start, to the server's stderr.
+			trace = sandbox.NewTracer(h.log, time.Now())
+		}
 		args := []byte(req.Params.Arguments)
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 			args = []byte("{}")
@@ -189,6 +197,7 @@ func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
 		res, _, err := h.ctl.Run(ctx, &sandbox.Request{
 			Def: def, Input: in, Policy: h.pol, PolicyFile: h.polPath,
 			Approvals: h.approvals, Egress: newEgressStarter(), Cluster: h.cluster,
+			Trace: trace,
 		})
 		if res == nil {
 			return errorResult("run "+def.Name+": "+err.Error(), nil), nil

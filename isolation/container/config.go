@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // Paths inside every container of this tier.
@@ -166,7 +167,8 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
 	}
 
-	pids := lim.Pids
+	// The init's spare threads are above the tool's limit.
+	pids := lim.Pids + sbinit.SpareThreads
 	if p.Runtime == "runsc" {
 		pids = runscHostPids(pids)
 	}

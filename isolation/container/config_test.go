@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 func basePlan() *isolation.Plan {
@@ -148,7 +149,7 @@ func TestTranslateFields(t *testing.T) {
 		}},
 		{"Limits: memory without swap, pids, cpus", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			r := hc.Resources
-			if r.Memory != 256<<20 || r.MemorySwap != 256<<20 || r.PidsLimit == nil || *r.PidsLimit != 128 || r.NanoCPUs != 1_500_000_000 {
+			if r.Memory != 256<<20 || r.MemorySwap != 256<<20 || r.PidsLimit == nil || *r.PidsLimit != 128+sbinit.SpareThreads || r.NanoCPUs != 1_500_000_000 {
 				t.Errorf("Resources = %+v", r)
 			}
 		}},

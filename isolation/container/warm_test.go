@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 var _ isolation.Prestarter = (*Backend)(nil)
@@ -188,7 +189,7 @@ func TestWarmPrestartClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(f.updated) != 1 || f.updated[0].Memory != p.Limits.MemoryBytes || f.updated[0].MemorySwap != p.Limits.MemoryBytes ||
-		*f.updated[0].PidsLimit != p.Limits.Pids || f.updated[0].NanoCPUs != int64(p.Limits.CPUs*1e9) {
+		*f.updated[0].PidsLimit != p.Limits.Pids+sbinit.SpareThreads || f.updated[0].NanoCPUs != int64(p.Limits.CPUs*1e9) {
 		t.Errorf("claim updated %+v, want the plan's limits", f.updated)
 	}
 	if _, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"true"}}, isolation.Stdio{}); err != nil {

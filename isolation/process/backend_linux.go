@@ -146,7 +146,14 @@ func cgroupRunID(id string) (string, error) {
 }
 
 func resources(l isolation.Limits) cgroup.Resources {
-	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}
+	// The init's threads count within the run's pids limit, except the
+	// spare ones it keeps so that a tool taking every pid cannot starve
+	// it (sbinit.SpareThreads): those are above the tool's limit.
+	r := cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}
+	if r.Pids > 0 {
+		r.Pids += sbinit.SpareThreads
+	}
+	return r
 }
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
@@ -711,6 +718,16 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 			// and the command died of the memory limit.
 			return isolation.Exit{Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)}, ctx.Err()
 		}
+		// The init's last words, if it said any before it died.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-s.proc.waited:
+			if tail := s.proc.stderr.String(); tail != "" {
+				err = fmt.Errorf("%w: %s", err, tail)
+			}
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	return exit, err
 }
@@ -941,25 +958,38 @@ func hasInit(pids []int) bool {
 	return false
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the first and the last max/2 bytes written to it: a
+// Go runtime that dies says why first, then dumps its goroutines.
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu      sync.Mutex
+	max     int
+	head, b []byte
+	cut     bool
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
+	n := len(p)
+	if room := t.max/2 - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
 	}
-	return len(p), nil
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max/2 {
+		t.b = t.b[len(t.b)-t.max/2:]
+		t.cut = true
+	}
+	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
+	sep := ""
+	if t.cut {
+		sep = "\n...\n"
+	}
+	return strings.TrimSpace(string(t.head) + sep + string(t.b))
 }

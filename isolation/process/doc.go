@@ -42,11 +42,22 @@
 // The controller then runs:
 //
 //	b := process.New()               // none.New() for isolation: none
+//	b.Spawner = true                 // a long-lived controller (serve, mcp)
 //	if err := b.Check(ctx, plan); err != nil { ... } // wraps ErrUnsupported
 //	sb, err := b.Start(ctx, plan)    // nothing left behind on error
 //	defer sb.Close(cleanupCtx)       // context.WithoutCancel + deadline
 //	exit, err := sb.Exec(stepCtx, isolation.Command{Args: ..., Env: ..., Cwd: ...}, stdio)
 //	stats, _ := sb.Stats(ctx)        // also valid after Close
+//
+// With Spawner set, the inits are started by a small process of the init
+// binary (the spawner, started with the first, living as long as the
+// controller) rather than forked from the controller: the init is born in
+// a user namespace, for which Go cannot use vfork, and a large process's
+// fork copies its page tables and makes every page it writes next fault
+// and flush the TLB of each CPU it runs on. The spawner starts them as
+// Start would (the same clone flags, maps, cgroup, groups dropped for the
+// start), sends back each init's pidfd, and reaps them. Where no spawner
+// can be started, the inits are started directly.
 //
 // What the plan must hold: Tier process, a RunID (names the cgroup
 // sandboxed/<run-id>, or <delegated cgroup>/<run-id>), Privilege, Limits.MemoryBytes and Limits.Pids (both

@@ -55,6 +55,8 @@ type initState struct {
 	landlock bool
 	// nproc bounds the commands' tasks (Config.NprocLimit; 0: no bound).
 	nproc int64
+	// spares makes the init's spare threads before its first command.
+	spares sync.Once
 }
 
 type spawnRequest struct {
@@ -430,6 +432,8 @@ func (st *initState) reaper() {
 // start forks and execs one command. It runs on the locked main thread,
 // whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
+	// Before the command, and before outsideTasks counts the init's.
+	st.spares.Do(spareThreads)
 	if st.landlock {
 		ownDevNull(r.fds)
 	}
@@ -587,4 +591,34 @@ func MarkInheritedCloseOnExec() {
 			unix.CloseOnExec(fd)
 		}
 	}
+}
+
+// spareThreads leaves SpareThreads idle threads to the Go runtime
+// before the first command runs. The runtime starts a thread whenever a
+// goroutine blocks in a system call (the reaper in wait4) and no thread is
+// idle; the init shares its cgroup's pids limit with the commands, and a
+// fork bomb that takes the last pid would make that start fail, which
+// kills the init ("failed to create new OS thread"), and the run as a
+// sandbox failure. Threads the runtime once made are never given back:
+// these are its own to reuse. Each goroutine locked to its thread and
+// blocked holds one; unlocked, the threads go idle.
+func spareThreads() {
+	var held, freed sync.WaitGroup
+	release := make(chan struct{})
+	held.Add(SpareThreads)
+	freed.Add(SpareThreads)
+	for range SpareThreads {
+		go func() {
+			runtime.LockOSThread()
+			held.Done()
+			<-release
+			runtime.UnlockOSThread()
+			freed.Done()
+		}()
+	}
+	held.Wait()
+	close(release)
+	// Until each is unlocked its thread is not idle: the runtime would
+	// start another for a goroutine blocking in a system call.
+	freed.Wait()
 }

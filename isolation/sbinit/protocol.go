@@ -369,3 +369,10 @@ func warmDecoder() {
 	var m Message
 	_ = json.Unmarshal(b, &m)
 }
+
+// SpareThreads is how many idle threads the init keeps for its Go runtime
+// beyond those it made by itself, before its first command: it shares the
+// run's pids limit with the commands, and a runtime that cannot start a
+// thread dies. A run's pids limit is raised by as many, so that they are
+// not the tool's loss.
+const SpareThreads = 4
