@@ -361,8 +361,10 @@ func TestForkBombIsContained(t *testing.T) {
 // that sleep and counts those that started: with perl itself that is at
 // most N-1. The control: at least N/2 start, so the limit is the tool's
 // and not eaten by the sandbox's own tasks. Those count within N on the
-// local tiers (the init's threads are in the run's cgroup) and beside it
-// under gVisor, where the init sets RLIMIT_NPROC of N plus its own tasks.
+// local tiers (the init's threads are in the run's cgroup, but for the
+// spare ones it keeps, sbinit.SpareThreads, which the limit adds) and
+// beside it under gVisor, where the init sets RLIMIT_NPROC of N plus its
+// own tasks.
 func TestPidsLimitBoundsProcesses(t *testing.T) {
 	const n = 24
 	forConformance(t, func(t *testing.T, tier string) {
