@@ -119,8 +119,10 @@ func runInit(args []string) int {
 			return 1
 		}
 		if len(st.c.buf) == 0 {
-			// No config yet (a warm init, which waits for a claim).
+			// No config yet (a warm init, which waits for a claim):
+			// what it can do now it need not do on the claim.
 			warmDecoder()
+			st.spares.Do(spareThreads)
 		}
 		m, fds, err = st.c.recv()
 	}

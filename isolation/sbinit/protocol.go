@@ -375,4 +375,4 @@ func warmDecoder() {
 // run's pids limit with the commands, and a runtime that cannot start a
 // thread dies. A run's pids limit is raised by as many, so that they are
 // not the tool's loss.
-const SpareThreads = 4
+const SpareThreads = 2
