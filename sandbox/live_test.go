@@ -62,10 +62,14 @@ func TestWriteRecordStages(t *testing.T) {
 	if err := writeRecord(state, r, nil, []byte("out"), nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"result.json", "stdout", "stderr"} {
+	for _, name := range []string{"result.json", "stdout"} {
 		if _, err := os.Stat(filepath.Join(RunDir(state, r.RunID), name)); err != nil {
 			t.Error(err)
 		}
+	}
+	// An empty output is no file.
+	if _, err := os.Stat(filepath.Join(RunDir(state, r.RunID), "stderr")); !os.IsNotExist(err) {
+		t.Errorf("empty stderr: %v, want no file", err)
 	}
 	if left, _ := os.ReadDir(stagingDir(state)); len(left) != 0 {
 		t.Errorf("left in staging: %v", left)

@@ -79,9 +79,9 @@ var warmRecord = sync.OnceFunc(func() {
 // about 10 ms).
 func stagingDir(stateDir string) string { return filepath.Join(stateDir, "runs", ".staging") }
 
-// writeRecord stores result.json, stdout and stderr of a run, and
-// plan.json, the plan its backend was given (RecordedPlan), when it got
-// that far. The files are written into a directory under stagingDir that
+// writeRecord stores result.json, stdout and stderr (those that are not
+// empty) of a run, and plan.json, the plan its backend was given
+// (RecordedPlan), when it got that far. The files are written into a directory under stagingDir that
 // is renamed into place, so a record that is visible is whole. They are
 // not fsync'd: the record is a convenience, and the audit log (fsync'd) is
 // what survives a crash.
@@ -91,7 +91,16 @@ func writeRecord(stateDir string, r *Result, plan *isolation.Plan, stdout, stder
 	if err != nil {
 		return fmt.Errorf("encode run record: %w", err)
 	}
-	files := map[string][]byte{"stdout": stdout, "stderr": stderr, "result.json": append(js, '\n')}
+	// An output the run did not write is no file: each file is an inode
+	// to allocate, and on some file systems (ext4 without a journal, after
+	// many removals) that is most of a record's cost.
+	files := map[string][]byte{"result.json": append(js, '\n')}
+	if len(stdout) > 0 {
+		files["stdout"] = stdout
+	}
+	if len(stderr) > 0 {
+		files["stderr"] = stderr
+	}
 	if plan != nil {
 		pj, err := json.MarshalIndent(RecordedPlan(plan), "", "  ")
 		if err != nil {
