@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // The units of contrib/systemd, as a user installs them, with systemd
@@ -332,7 +333,9 @@ func TestSystemdUnits(t *testing.T) {
 	if filepath.Base(runCg) == "supervisor" {
 		t.Fatalf("the tool's process is in the server's own cgroup %s", cg)
 	}
-	for file, want := range map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": "64"} {
+	// The tool's pids limit, and the init's spare threads above it.
+	pidsMax := strconv.Itoa(64 + sbinit.SpareThreads)
+	for file, want := range map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": pidsMax} {
 		b, err := os.ReadFile(filepath.Join(runCg, file))
 		if errors.Is(err, os.ErrNotExist) && file == "memory.swap.max" {
 			continue // a kernel that does not account swap
