@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"sync"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
@@ -90,7 +92,34 @@ var reducedDenied = []string{
 //
 // The uid/gid-changing syscalls are not filtered: without capabilities
 // every change except a no-op already fails with EPERM.
+//
+// The profile of a privilege is made once and shared by every spec of
+// it, so that the backends' caches of what they make of a profile (its
+// BPF program, its engine JSON), which know a profile by its pointer,
+// serve every run: callers must not change it (WithSeccomp replaces it).
 func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
+	switch priv {
+	case privilege.SameAsUser, privilege.Reduced, privilege.Elevated:
+	default:
+		return newSeccompProfile(priv)
+	}
+	profilesMu.Lock()
+	defer profilesMu.Unlock()
+	p, ok := profiles[priv]
+	if !ok {
+		p = newSeccompProfile(priv)
+		profiles[priv] = p
+	}
+	return p
+}
+
+var (
+	profilesMu sync.Mutex
+	profiles   = map[privilege.Privilege]*specs.LinuxSeccomp{}
+)
+
+// newSeccompProfile makes the profile of priv (SeccompProfile).
+func newSeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 	p := &specs.LinuxSeccomp{
 		DefaultAction: specs.ActAllow,
 		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchAARCH64},

@@ -318,3 +318,21 @@ func TestSeccompProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompProfileShared: every spec of a privilege holds the same
+// profile, which the backends' compiled-program caches know by pointer.
+func TestSeccompProfileShared(t *testing.T) {
+	for _, priv := range []privilege.Privilege{privilege.SameAsUser, privilege.Reduced, privilege.Elevated} {
+		a, err := NewSpec("run-a", priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewSpec("run-b", priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Linux.Seccomp != b.Linux.Seccomp || a.Linux.Seccomp != SeccompProfile(priv) {
+			t.Errorf("%s: two specs hold different seccomp profiles", priv)
+		}
+	}
+}
