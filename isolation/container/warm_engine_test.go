@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -102,7 +103,7 @@ func TestEngineWarmClaim(t *testing.T) {
 		{"user is nobody", "id -u", "65534\n"},
 		{"read grant", "cat /data/in.txt; touch /data/y 2>/dev/null || echo ro", "granted\nro\n"},
 		{"write grant", "echo out > /out/f && cat /out/f", "out\n"},
-		{"pids limit", "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max", "77\n"},
+		{"pids limit", "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max", fmt.Sprintf("%d\n", 77+sbinit.SpareThreads)},
 		{"memory without swap", "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null | sort -u || cat /sys/fs/cgroup/memory.max", "268435456\n"},
 		{"cwd", "pwd", "/tmp\n"},
 	} {
