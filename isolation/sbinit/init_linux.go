@@ -122,7 +122,6 @@ func runInit(args []string) int {
 			// No config yet (a warm init, which waits for a claim):
 			// what it can do now it need not do on the claim.
 			warmDecoder()
-			st.spares.Do(spareThreads)
 		}
 		m, fds, err = st.c.recv()
 	}
@@ -150,6 +149,8 @@ func runInit(args []string) int {
 	st.landlock = landlockABI > 0
 	var listener []int
 	if len(m.Config.Watch) > 0 {
+		// The watch may hold the runtime's clones: the spares first.
+		st.spares.Do(spareThreads)
 		// Last: from here on the watched syscalls of this thread, and of
 		// every command it forks, wait for the host's answer.
 		fd, err := loadWatch(m.Config.Watch)
@@ -164,6 +165,10 @@ func runInit(args []string) int {
 	if err != nil {
 		return 1
 	}
+	// While the host reads the ready frame and sends the first command:
+	// made before, the spares would be stopped by each all-thread system
+	// call of the setup (Landlock, the gid, the uid).
+	st.spares.Do(spareThreads)
 	go st.signals(sigs)
 	go st.reaper()
 	// The request loop runs on the locked main thread, which forks every
@@ -434,8 +439,6 @@ func (st *initState) reaper() {
 // start forks and execs one command. It runs on the locked main thread,
 // whose credentials every command inherits.
 func (st *initState) start(r spawnRequest) {
-	// Before the command, and before outsideTasks counts the init's.
-	st.spares.Do(spareThreads)
 	if st.landlock {
 		ownDevNull(r.fds)
 	}
