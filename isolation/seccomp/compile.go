@@ -46,33 +46,10 @@ const (
 // therefore uses only its syscall tables and builds the program itself
 // with golang.org/x/net/bpf.
 func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
-	if p == nil {
-		return nil, fmt.Errorf("compile seccomp profile: no profile: %w", ErrInvalid)
-	}
-	info, err := arch.GetInfo("")
+	info, def, a, err := begin(p)
 	if err != nil {
-		return nil, fmt.Errorf("compile seccomp profile: %v: %w", err, ErrUnsupported)
+		return nil, err
 	}
-	if p.DefaultAction == specs.ActNotify {
-		// Every syscall, the listener's own answers included, would wait.
-		return nil, fmt.Errorf("compile seccomp profile: a default action of %s: %w", p.DefaultAction, ErrUnsupported)
-	}
-	def, err := action(p.DefaultAction, p.DefaultErrnoRet)
-	if err != nil {
-		return nil, fmt.Errorf("compile seccomp profile: default action: %w", err)
-	}
-	a := &asm{}
-	// Any other ABI than the native one gets ENOSYS: a denylist must not
-	// be bypassable through int 0x80 or x32.
-	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
-	a.jump(bpf.JumpEqual, uint32(info.ID), "", "bad-abi")
-	if info.ID == arch.X86_64.ID {
-		a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
-		a.jump(bpf.JumpGreaterOrEqual, x32Bit, "bad-abi", "")
-	}
-	a.emit(bpf.Jump{Skip: 1})
-	a.label("bad-abi")
-	a.emit(bpf.RetConstant{Val: retErrno | enosys})
 	prologue, err := a.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("compile seccomp profile: %w", err)
@@ -86,16 +63,7 @@ func Compile(p *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compile seccomp profile: rule %d (%v): %w", i, r.Names, err)
 		}
-		var nrs []uint32
-		seen := map[string]bool{}
-		for _, name := range r.Names {
-			nr, ok := info.SyscallNames[name]
-			if !ok || seen[name] {
-				continue // another architecture's syscall, or repeated
-			}
-			seen[name] = true
-			nrs = append(nrs, uint32(nr|info.SeccompMask))
-		}
+		nrs := numbers(info, r.Names)
 		if len(nrs) == 0 {
 			continue
 		}
@@ -219,6 +187,55 @@ func search(ranges []span) []bpf.Instruction {
 	}
 	out = append(out, lower...)
 	return append(out, upper...)
+}
+
+// begin checks p and returns this architecture's tables, the default
+// action's return value, and a program that starts with the ABI check:
+// any other ABI than the native one gets ENOSYS (a denylist must not be
+// bypassable through int 0x80 or x32).
+func begin(p *specs.LinuxSeccomp) (*arch.Info, uint32, *asm, error) {
+	if p == nil {
+		return nil, 0, nil, fmt.Errorf("compile seccomp profile: no profile: %w", ErrInvalid)
+	}
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("compile seccomp profile: %v: %w", err, ErrUnsupported)
+	}
+	if p.DefaultAction == specs.ActNotify {
+		// Every syscall, the listener's own answers included, would wait.
+		return nil, 0, nil, fmt.Errorf("compile seccomp profile: a default action of %s: %w", p.DefaultAction, ErrUnsupported)
+	}
+	def, err := action(p.DefaultAction, p.DefaultErrnoRet)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("compile seccomp profile: default action: %w", err)
+	}
+	a := &asm{}
+	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	a.jump(bpf.JumpEqual, uint32(info.ID), "", "bad-abi")
+	if info.ID == arch.X86_64.ID {
+		a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+		a.jump(bpf.JumpGreaterOrEqual, x32Bit, "bad-abi", "")
+	}
+	a.emit(bpf.Jump{Skip: 1})
+	a.label("bad-abi")
+	a.emit(bpf.RetConstant{Val: retErrno | enosys})
+	return info, def, a, nil
+}
+
+// numbers are the syscall numbers of names on this architecture, each
+// once; names of other architectures' syscalls are left out.
+func numbers(info *arch.Info, names []string) []uint32 {
+	var nrs []uint32
+	seen := map[string]bool{}
+	for _, name := range names {
+		nr, ok := info.SyscallNames[name]
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		nrs = append(nrs, uint32(nr|info.SeccompMask))
+	}
+	return nrs
 }
 
 func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
