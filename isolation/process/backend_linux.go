@@ -417,8 +417,8 @@ func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Ho
 			if !errors.Is(err, errSpawnerGone) {
 				return p, err
 			}
-			// Its children die with it: this one never started,
-			// or is dead. Once more, with a new spawner.
+			// The request reached no spawner (the last one died
+			// between two starts): once more, with a new one.
 			if p, err = sp.start(cmd, mover, dropGroups); !errors.Is(err, errSpawnerGone) {
 				return p, err
 			}

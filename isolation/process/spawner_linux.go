@@ -35,8 +35,11 @@ func startDirect(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) (*initP
 	return p, nil
 }
 
-// errSpawnerGone: the spawner died or would start nothing more; the
-// start may be made again, by another spawner or directly.
+// errSpawnerGone: the request never reached a spawner (none runs, none
+// could be started); the start may be made again, by a new spawner or
+// directly. A spawner that dies or fails after it got the request may
+// have started the init, which may have read its first frames: that
+// start is not made again (launch's undo removes the rest).
 var errSpawnerGone = errors.New("the spawner is gone")
 
 // spawner starts inits through a small process of the init binary, so
@@ -212,7 +215,7 @@ func (s *spawner) call(req *sbinit.SpawnReq, fds []int) (sbinit.SpawnResp, int, 
 	}
 	if err != nil || n == 0 {
 		s.drop()
-		return sbinit.SpawnResp{}, -1, fmt.Errorf("%w: %v", errSpawnerGone, err)
+		return sbinit.SpawnResp{}, -1, fmt.Errorf("the spawner died while it started the init (%v); start the run again", err)
 	}
 	pidfd := -1
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -234,7 +237,7 @@ func (s *spawner) call(req *sbinit.SpawnReq, fds []int) (sbinit.SpawnResp, int, 
 			unix.Close(pidfd)
 		}
 		s.drop()
-		return resp, -1, fmt.Errorf("%w: its answer: %v", errSpawnerGone, err)
+		return resp, -1, fmt.Errorf("the spawner's answer: %v", err)
 	}
 	if resp.Stuck {
 		s.drop()
@@ -246,11 +249,7 @@ func (s *spawner) call(req *sbinit.SpawnReq, fds []int) (sbinit.SpawnResp, int, 
 		if resp.Err == "" {
 			resp.Err = "no pid"
 		}
-		var err error = &spawnError{msg: resp.Err, errno: syscall.Errno(resp.Errno)}
-		if resp.Stuck {
-			err = fmt.Errorf("%w: %w", errSpawnerGone, err)
-		}
-		return resp, -1, err
+		return resp, -1, &spawnError{msg: resp.Err, errno: syscall.Errno(resp.Errno)}
 	}
 	return resp, pidfd, nil
 }
