@@ -130,7 +130,7 @@ func residentController(s sandbox.PoolSettings, logw io.Writer) *sandbox.Control
 	ctl.Behind = sandbox.NewBehind(logw)
 	ctl.GCEvery = 10 * time.Second
 	if pb, ok := ctl.Backends[isolation.TierProcess].(*process.Backend); ok {
-		pb.Spawner = true
+		pb.Spawner, pb.Log = true, logw
 	}
 	if s.Size > 0 {
 		ctl.Pool = sandbox.NewPool(s, ctl.RuntimeDir, logw)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -40,10 +41,15 @@ type Backend struct {
 	// its page tables and makes its next writes fault. The spawner lives
 	// as long as this process.
 	Spawner bool
+	// Log is where the backend says what it falls back on (a spawner that
+	// cannot be started: the inits are then started directly); nil:
+	// nowhere.
+	Log io.Writer
 
-	once  sync.Once
-	feats Features
-	sp    spawner
+	once   sync.Once
+	feats  Features
+	spOnce sync.Once
+	sp     spawner
 }
 
 // New returns the process-tier backend.
@@ -54,6 +60,7 @@ func (b *Backend) spawner() *spawner {
 	if !b.Spawner {
 		return nil
 	}
+	b.spOnce.Do(func() { b.sp.log = b.Log })
 	return &b.sp
 }
 

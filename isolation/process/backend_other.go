@@ -4,6 +4,7 @@ package process
 
 import (
 	"context"
+	"io"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -12,6 +13,7 @@ import (
 type Backend struct {
 	Exe     string
 	Spawner bool
+	Log     io.Writer
 }
 
 // Features is what this host offers the process tier.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -53,6 +54,7 @@ type spawner struct {
 	// not execute from where it is kept, ...); the inits are started
 	// directly, which has its own fallbacks.
 	broken error
+	log    io.Writer // says once that it is broken; nil: nowhere
 }
 
 // ensure starts the spawner process if none runs. Preconditions: s.mu is
@@ -195,7 +197,9 @@ func (s *spawner) call(req *sbinit.SpawnReq, fds []int) (sbinit.SpawnResp, int, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken == nil {
-		s.broken = s.ensure()
+		if s.broken = s.ensure(); s.broken != nil && s.log != nil {
+			fmt.Fprintf(s.log, "sandboxed: process tier: no spawner (%v); each init is started from this process instead, which costs more\n", s.broken)
+		}
 	}
 	if s.broken != nil {
 		return sbinit.SpawnResp{}, -1, fmt.Errorf("%w: %w", errSpawnerGone, s.broken)

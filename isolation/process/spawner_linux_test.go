@@ -2,8 +2,10 @@ package process_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +23,12 @@ import (
 // one.
 func TestSpawnerStartsInits(t *testing.T) {
 	needRoot(t)
+	// Spawners of this process's other backends (an earlier run of this
+	// test, with -count) are not this backend's.
+	others := spawnersOf(t, os.Getpid())
+	mine := func() []int {
+		return slices.DeleteFunc(spawnersOf(t, os.Getpid()), func(pid int) bool { return slices.Contains(others, pid) })
+	}
 	b := process.New()
 	b.Spawner = true
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -46,7 +54,7 @@ func TestSpawnerStartsInits(t *testing.T) {
 			t.Fatalf("%s: exit %+v: %q %q", priv, exit, out, errs)
 		}
 	}
-	spawners := spawnersOf(t, os.Getpid())
+	spawners := mine()
 	if len(spawners) != 1 {
 		t.Fatalf("%d spawners of this process, want 1: %v", len(spawners), spawners)
 	}
@@ -72,7 +80,7 @@ func TestSpawnerStartsInits(t *testing.T) {
 	if _, _, exit := run(t, sb, "true"); exit.Code != 0 {
 		t.Fatalf("warm: exit %+v", exit)
 	}
-	if got := spawnersOf(t, os.Getpid()); len(got) != 1 || got[0] != spawners[0] {
+	if got := mine(); len(got) != 1 || got[0] != spawners[0] {
 		t.Fatalf("spawners %v after the warm start, want %v", got, spawners)
 	}
 
@@ -82,11 +90,21 @@ func TestSpawnerStartsInits(t *testing.T) {
 	if err := syscall.Kill(spawners[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Once it is gone: a start whose request it got before it died fails
+	// (it may have started the init), and is not what this tests.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", spawners[0])); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spawner %d still there 10s after SIGKILL", spawners[0])
+		}
+	}
 	sb2 := startOn(testPlan(t, privilege.Reduced))
 	if _, _, exit := run(t, sb2, "true"); exit.Code != 0 {
 		t.Fatalf("after the spawner died: exit %+v", exit)
 	}
-	if got := spawnersOf(t, os.Getpid()); len(got) != 1 || got[0] == spawners[0] {
+	if got := mine(); len(got) != 1 || got[0] == spawners[0] {
 		t.Fatalf("spawners %v after the first died (%d), want one new", got, spawners[0])
 	}
 }
