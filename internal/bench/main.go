@@ -3,7 +3,8 @@
 // bars are stated in. It is run by `make bench`; it asserts nothing, it
 // reports.
 //
-//	process tier  vs  bare exec and bubblewrap (bwrap --unshare-all, read-only /usr)
+//	process tier  vs  bare exec and bubblewrap (bwrap --unshare-all, read-only /usr), and
+//	                  the floor under any cold run (floor/: a Go program, bwrap, a Go init, an fsync)
 //	rootless process tier vs bubblewrap, both run as an unprivileged user
 //	container tier vs docker run --rm --network none of the same image
 //	container tier under runsc vs docker run --runtime runsc (when the engine has runsc)
@@ -63,6 +64,11 @@ func main() {
 	state := filepath.Join(work, "state")
 	benchEnv := []string{"SANDBOXED_STATE_DIR=" + state, "SANDBOXED_RUNTIME_DIR=" + filepath.Join(work, "run")}
 
+	floor, err := floorPeer(work)
+	if err != nil {
+		fatal(err)
+	}
+
 	tool := func(name, tier string, extra ...string) string {
 		p := filepath.Join(work, name+".yaml")
 		def := fmt.Sprintf(`name: %s
@@ -89,6 +95,7 @@ sandboxed:
 		// The CLI starting and exiting, nothing else: the floor under
 		// every sandboxed command, whatever the sandbox costs.
 		{name: "sandboxed version", argv: []string{abs, "version"}},
+		floor,
 		{name: "sandboxed process", argv: []string{abs, "run", tool("noop-process", "process")}, dir: work, env: benchEnv},
 	}}
 	if g, err := rootlessGroup(abs, work, *rootlessUser, tool("noop-rootless", "process")); err != nil {
@@ -174,7 +181,10 @@ func ensureBwrap() error {
 	return err
 }
 
-func bwrapArgv() []string {
+func bwrapArgv() []string { return bwrapAround(nil, "/bin/bash", "-c", "true") }
+
+// bwrapAround is bubblewrap's argv for cmd, with binds added before it.
+func bwrapAround(binds []string, cmd ...string) []string {
 	a := []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"}
 	for _, l := range []string{"bin", "sbin", "lib", "lib64", "lib32"} {
 		if fi, err := os.Lstat("/" + l); err == nil {
@@ -186,8 +196,32 @@ func bwrapArgv() []string {
 			}
 		}
 	}
-	return append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/bash", "-c", "true")
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, binds...)
+	return append(a, cmd...)
 }
+
+// floorPeer builds ./internal/bench/floor into work and returns it as a
+// peer: a Go program that runs bubblewrap around a Go init that execs
+// `bash -c true`, then appends an fsync'd line — what every cold run
+// costs at least, whatever it is built on.
+func floorPeer(work string) (peer, error) {
+	bin := filepath.Join(work, "floor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./internal/bench/floor")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return peer{}, fmt.Errorf("build the floor: %v: %s", err, out)
+	}
+	around := bwrapAround([]string{"--ro-bind", bin, "/floor"}, "/floor", "init", "/bin/bash", "-c", "true")
+	var err error
+	if around[0], err = exec.LookPath(around[0]); err != nil {
+		return peer{}, err
+	}
+	argv := append([]string{bin, filepath.Join(work, "floor-audit.jsonl")}, around...)
+	return peer{name: floorName, argv: argv}, nil
+}
+
+const floorName = "floor (Go CLI, bwrap, Go init, fsync)"
 
 // rootlessGroup is bwrap against the process tier, both run as name (or
 // as this unprivileged process), with directories that user owns.
@@ -277,6 +311,9 @@ func report(g []peer, times map[string][]time.Duration, n int) {
 		fmt.Printf("bar: process p50 <= 1.5x bwrap: %s (%.2fx)\n", verdict(r <= 1.5), r)
 		if v, ok := times["sandboxed version"]; ok {
 			fmt.Printf("floor: the CLI's own start-up and exit (sandboxed version) is %.2fx bwrap\n", float64(pct(v, .5))/float64(pct(times["bwrap"], .5)))
+		}
+		if v, ok := times[floorName]; ok {
+			fmt.Printf("floor: a Go program running bwrap around a Go init, then fsyncing a line, is %.2fx bwrap\n", float64(pct(v, .5))/float64(pct(times["bwrap"], .5)))
 		}
 		fmt.Println()
 	case "sandboxed container (runsc)":

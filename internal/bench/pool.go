@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 )
 
 // residentBench times the resident controller against the same peers, in
@@ -25,7 +29,8 @@ import (
 //	MCP call, container tier vs docker run --rm --network none IMAGE   target <= 0.4x
 //	sandboxed run, served    vs bwrap                                  target <= 1.0x
 //	sandboxed run, cold      vs bwrap                                  target <= 1.5x
-//	4 in parallel: process runs/s >= 200, container runs/s >= 20
+//	4 in parallel: process runs/s >= 200, container runs/s >= 20, beside the
+//	engine's own rate of fresh containers (create, start, remove)
 func residentBench(bin, work string, env []string, image string, container bool, n int) error {
 	dir := filepath.Join(work, "resident")
 	tools := filepath.Join(dir, ".sandboxed", "tools")
@@ -196,9 +201,57 @@ func residentBench(bin, work string, env []string, image string, container bool,
 			return fmt.Errorf("throughput (container): %w", err)
 		}
 		fmt.Printf("bar: 4 in parallel through mcp, container tier >= 20 runs/s: %s (%.0f runs/s)\n", verdict(rps >= 20), rps)
+		if cps, err := engineRate(ctx, image, 2*n); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: engine floor:", err)
+		} else {
+			fmt.Printf("floor: the engine alone creates, starts and removes %.0f containers/s with 4 in flight (each run needs one)\n", cps)
+		}
 	}
 	fmt.Println()
 	return nil
+}
+
+// engineRate is how many containers per second the engine creates, starts
+// and removes with 4 at a time, straight through its API with nothing of
+// sandboxed around them: the most container runs per second any design
+// that gives each run a fresh container can reach on this engine.
+func engineRate(ctx context.Context, image string, runs int) (float64, error) {
+	c, err := dockerapi.FromEnv()
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	one := func() error {
+		cr, err := c.ContainerCreate(ctx, &container.Config{Image: image, Cmd: []string{"/bin/true"}, Labels: map[string]string{"sandboxed.bench": "engine-floor"}},
+			&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		if err != nil {
+			return err
+		}
+		err = c.ContainerStart(ctx, cr.ID, container.StartOptions{})
+		return errors.Join(err, c.ContainerRemove(ctx, cr.ID, container.RemoveOptions{Force: true}))
+	}
+	next := make(chan struct{}, runs)
+	for i := 0; i < runs; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	errs := make(chan error, 4)
+	t0 := time.Now()
+	for k := 0; k < 4; k++ {
+		go func() {
+			for range next {
+				if err := one(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for k := 0; k < 4; k++ {
+		err = errors.Join(err, <-errs)
+	}
+	return float64(runs) / time.Since(t0).Seconds(), err
 }
 
 func fileExists(p string) bool {
