@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 type peer struct {
@@ -61,8 +63,19 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(work)
+	// The runtime directories on a tmpfs, where sandboxed keeps them by
+	// default (/run/sandboxed, $XDG_RUNTIME_DIR/sandboxed); the records
+	// and the audit log on disk, as in the user's state directory.
+	rt, err := os.MkdirTemp(runtimeBase(), "sandboxed-bench-")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(rt)
+	if err := os.Chmod(rt, 0o755); err != nil {
+		fatal(err)
+	}
 	state := filepath.Join(work, "state")
-	benchEnv := []string{"SANDBOXED_STATE_DIR=" + state, "SANDBOXED_RUNTIME_DIR=" + filepath.Join(work, "run")}
+	benchEnv := []string{"SANDBOXED_STATE_DIR=" + state, "SANDBOXED_RUNTIME_DIR=" + filepath.Join(rt, "run")}
 
 	floor, err := floorPeer(work)
 	if err != nil {
@@ -98,7 +111,7 @@ sandboxed:
 		floor,
 		{name: "sandboxed process", argv: []string{abs, "run", tool("noop-process", "process")}, dir: work, env: benchEnv},
 	}}
-	if g, err := rootlessGroup(abs, work, *rootlessUser, tool("noop-rootless", "process")); err != nil {
+	if g, err := rootlessGroup(abs, work, rt, *rootlessUser, tool("noop-rootless", "process")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: rootless process tier skipped:", err)
 	} else {
 		groups = append(groups, g)
@@ -183,6 +196,16 @@ func ensureBwrap() error {
 
 func bwrapArgv() []string { return bwrapAround(nil, "/bin/bash", "-c", "true") }
 
+// runtimeBase is a tmpfs to keep the runtime directories in: /dev/shm
+// where it is one, else the temporary directory.
+func runtimeBase() string {
+	var st unix.Statfs_t
+	if unix.Statfs("/dev/shm", &st) == nil && st.Type == unix.TMPFS_MAGIC {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
 // bwrapAround is bubblewrap's argv for cmd, with binds added before it.
 func bwrapAround(binds []string, cmd ...string) []string {
 	a := []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"}
@@ -225,7 +248,7 @@ const floorName = "floor (Go CLI, bwrap, Go init, fsync)"
 
 // rootlessGroup is bwrap against the process tier, both run as name (or
 // as this unprivileged process), with directories that user owns.
-func rootlessGroup(bin, work, name, tool string) ([]peer, error) {
+func rootlessGroup(bin, work, rt, name, tool string) ([]peer, error) {
 	var cred *syscall.Credential
 	uid, gid := os.Getuid(), os.Getgid()
 	home, _ := os.UserHomeDir()
@@ -248,6 +271,9 @@ func rootlessGroup(bin, work, name, tool string) ([]peer, error) {
 	var env []string
 	for _, d := range []string{"home", "rstate", "rrun", "rcache"} {
 		p := filepath.Join(work, d)
+		if d == "rrun" {
+			p = filepath.Join(rt, d)
+		}
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, err
 		}
@@ -259,7 +285,7 @@ func rootlessGroup(bin, work, name, tool string) ([]peer, error) {
 		return nil, err
 	}
 	env = append(env, "HOME="+home, "SANDBOXED_STATE_DIR="+filepath.Join(work, "rstate"),
-		"SANDBOXED_RUNTIME_DIR="+filepath.Join(work, "rrun"), "XDG_CACHE_HOME="+filepath.Join(work, "rcache"))
+		"SANDBOXED_RUNTIME_DIR="+filepath.Join(rt, "rrun"), "XDG_CACHE_HOME="+filepath.Join(work, "rcache"))
 	g := []peer{
 		{name: "bwrap (rootless)", argv: bwrapArgv(), cred: cred},
 		{name: "sandboxed process (rootless)", argv: []string{bin, "run", tool}, dir: work, env: env, cred: cred},
