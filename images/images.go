@@ -142,7 +142,7 @@ func EngineError(op string, err error) error {
 	}
 	if dockerapi.IsConnectionFailed(err) {
 		host := dockerapi.DefaultHost
-		return fmt.Errorf("%s: %w at %s: start the Docker engine (systemctl start docker) or set DOCKER_HOST: %v", op, ErrEngine, host, err)
+		return fmt.Errorf("%s: %w at %s: %s: %v", op, ErrEngine, host, dockerapi.EngineFix(err), err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/container"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
@@ -58,7 +59,7 @@ func containerChecks(c *cli.Context) []check {
 	res, err := container.Probe(c.Context, images.DefaultImage)
 	if err != nil {
 		return []check{{Tier: "container", Check: "docker engine", OK: false, Detail: err.Error(),
-			Fix: "start the Docker engine (systemctl start docker) or set DOCKER_HOST"}}
+			Fix: dockerapi.EngineFix(err)}}
 	}
 	var out []check
 	for _, pc := range res.Checks() {

@@ -158,10 +158,28 @@ type ConnectionError struct {
 }
 
 func (e *ConnectionError) Error() string {
+	if e.Denied() {
+		return fmt.Sprintf("cannot connect to the Docker daemon at %s: this user may not use its socket (%v)", e.Host, e.Err)
+	}
 	return fmt.Sprintf("cannot connect to the Docker daemon at %s: is the docker daemon running? (%v)", e.Host, e.Err)
 }
 
 func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// Denied reports whether the engine's socket refused this user (the
+// engine may well be running).
+func (e *ConnectionError) Denied() bool { return errors.Is(e.Err, os.ErrPermission) }
+
+// EngineFix says how to get at the engine after err, an error of this
+// package: a socket this user may not use needs another fix than an
+// engine that is not running.
+func EngineFix(err error) string {
+	var ce *ConnectionError
+	if errors.As(err, &ce) && ce.Denied() {
+		return "this user may not use the engine's socket: add it to the docker group (sudo usermod -aG docker $USER, then log in again; the group's members are root on this host), or set DOCKER_HOST to an engine it may use (rootless Docker)"
+	}
+	return "start the Docker engine (systemctl start docker) or set DOCKER_HOST"
+}
 
 // IsConnectionFailed reports whether err is an engine that could not be
 // reached.

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -156,8 +160,35 @@ func TestClientErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dead.Info(ctx); !IsConnectionFailed(err) {
+	_, err = dead.Info(ctx)
+	if !IsConnectionFailed(err) {
 		t.Errorf("an engine nobody serves: %v, want a connection error", err)
+	}
+	if fix := EngineFix(err); !strings.Contains(fix, "start the Docker engine") {
+		t.Errorf("fix for an engine nobody serves: %q (%v)", fix, err)
+	}
+	// A socket this user may not use: the engine runs, the fix differs.
+	denied := &ConnectionError{Host: "unix:///var/run/docker.sock", Err: &url.Error{Op: "Get", URL: "http://api.moby.localhost/_ping",
+		Err: &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}}}
+	if !denied.Denied() || !strings.Contains(denied.Error(), "may not use its socket") || !strings.Contains(EngineFix(fmt.Errorf("ping: %w", denied)), "docker group") {
+		t.Errorf("a socket that refuses this user: %v, fix %q", denied, EngineFix(denied))
+	}
+	if os.Geteuid() != 0 {
+		// For real where permissions apply: a socket only its owner's
+		// group may use, and this user is not in it.
+		sock := filepath.Join(t.TempDir(), "engine.sock")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := os.Chmod(sock, 0); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := New("unix://"+sock, nil)
+		if _, err := c.Ping(ctx); !strings.Contains(EngineFix(err), "docker group") {
+			t.Errorf("a socket of mode 0: %v, fix %q", err, EngineFix(err))
+		}
 	}
 	for _, h := range []string{"ssh://host", "npipe:////./pipe/docker", "nonsense"} {
 		if _, err := New(h, nil); err == nil {

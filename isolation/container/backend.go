@@ -141,10 +141,15 @@ func (b *Backend) engineInfo(ctx context.Context) (system.Info, error) {
 // that cannot be reached is ErrUnsupported: the run is refused, never run
 // in a weaker tier.
 func (b *Backend) engineErr(op string, err error) error {
-	if dockerapi.IsConnectionFailed(err) {
+	var ce *dockerapi.ConnectionError
+	if errors.As(err, &ce) {
+		what := "is unreachable"
+		if ce.Denied() {
+			what = "does not let this user in"
+		}
 		return fmt.Errorf("%s: %w", op, &isolation.UnsupportedError{
-			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " is unreachable",
-			Fix:  "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
+			What: "the container tier: the Docker engine at " + b.api.DaemonHost() + " " + what,
+			Fix:  dockerapi.EngineFix(err),
 		})
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -8,6 +8,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxed-dev/sandboxed/images"
+	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
@@ -36,6 +37,8 @@ type ProbeResult struct {
 	InitStatic bool `json:"init_static"`
 	// Problems say what keeps the tier from working, each with its fix.
 	Problems []string `json:"problems,omitempty"`
+
+	engineErr error // why the engine could not be reached
 }
 
 // ProbeCheck is one line of `sandboxed doctor` for the container tier.
@@ -51,10 +54,14 @@ type ProbeCheck struct {
 // needs them.
 func (r *ProbeResult) Checks() []ProbeCheck {
 	engine := ProbeCheck{Name: "docker engine", OK: r.Reachable, Detail: r.Host}
-	if r.Reachable {
+	switch {
+	case r.Reachable:
 		engine.Detail = fmt.Sprintf("%s: engine %s, API %s (client speaks %s), cgroup v%s (%s)", r.Host, r.ServerVersion, r.ServerAPI, r.APIVersion, r.CgroupVersion, r.CgroupDriver)
-	} else {
-		engine.Fix = "start the Docker engine (systemctl start docker) or set DOCKER_HOST"
+	case r.engineErr != nil:
+		engine.Detail = r.engineErr.Error()
+		engine.Fix = dockerapi.EngineFix(r.engineErr)
+	default:
+		engine.Fix = dockerapi.EngineFix(nil)
 	}
 	out := []ProbeCheck{engine}
 	if !r.Reachable {
@@ -129,6 +136,7 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 	r := &ProbeResult{Host: b.api.DaemonHost(), Image: image}
 	v, err := b.api.ServerVersion(ctx)
 	if err != nil {
+		r.engineErr = err
 		r.Problems = append(r.Problems, b.engineErr("reach the Docker engine", err).Error())
 		return r, nil
 	}
