@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -56,12 +57,18 @@ func ScopeFinder(cwd, home string) ToolFinder {
 }
 
 // ToolScopes is the standard layout of tool scopes under cwd and home,
-// with the global scope under $SANDBOXED_GLOBAL_DIR when set.
+// with the global scope under $SANDBOXED_GLOBAL_DIR when set, and the
+// index of their tools' names kept in the cache (tool-names.json), which
+// no grant reaches (OwnDirs).
 func ToolScopes(cwd, home string) tool.Scopes {
+	s := tool.DefaultScopes(cwd, home)
 	if etc := os.Getenv("SANDBOXED_GLOBAL_DIR"); etc != "" {
-		return tool.ScopesAt(cwd, home, etc)
+		s = tool.ScopesAt(cwd, home, etc)
 	}
-	return tool.DefaultScopes(cwd, home)
+	if dir, err := xdg.CacheDir(); err == nil {
+		s.Index = tool.SharedNameIndex(filepath.Join(dir, "tool-names.json"))
+	}
+	return s
 }
 
 // composition is what Prepare learned about sub-tools and dependencies.

@@ -34,6 +34,10 @@ func ParseScope(s string) (Scope, error) {
 // CYCOD one, read for compatibility.
 type Scopes struct {
 	Dirs map[Scope][]string
+	// Index, when set, lets Find parse only the files that declare the
+	// name it looks for (see NameIndex); nil: Find parses every file of
+	// the scopes it searches.
+	Index *NameIndex
 }
 
 // DefaultScopes is the standard layout: local ./.sandboxed/tools and
@@ -125,33 +129,14 @@ func (s Scopes) List(scope Scope) ([]Entry, error) {
 
 func (s Scopes) listScope(sc Scope) ([]Entry, error) {
 	var out []Entry
-	for _, dir := range s.Dirs[sc] {
-		des, err := os.ReadDir(dir)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return nil, fmt.Errorf("list %s tools in %s: %w", sc, dir, err)
-		}
-		for _, de := range des {
-			name := de.Name()
-			lower := strings.ToLower(name)
-			if strings.HasPrefix(name, ".") || !(strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")) {
-				continue
-			}
-			path := filepath.Join(dir, name)
-			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			e := Entry{Path: path, Scope: sc}
-			e.Def, e.Err = Load(path, sc)
-			if e.Def != nil {
-				e.Name = e.Def.Name
-			} else {
-				e.Name = sniffName(path)
-			}
-			out = append(out, e)
-		}
+	err := s.eachFile(sc, func(path string, _ fs.FileInfo) {
+		e := Entry{Path: path, Scope: sc}
+		e.Def, e.Err = Load(path, sc)
+		e.Name = entryName(e.Def, path)
+		out = append(out, e)
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Conflicts within the scope.
 	byName := map[string][]int{}
@@ -168,8 +153,7 @@ func (s Scopes) listScope(sc Scope) ([]Entry, error) {
 		}
 		for _, i := range idx {
 			out[i].Def = nil
-			out[i].Err = fmt.Errorf("tool %s in %s scope: %w: defined by %s (hint: rename or remove all but one)",
-				name, sc, ErrConflict, strings.Join(paths, " and "))
+			out[i].Err = conflictError(name, sc, paths)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -178,6 +162,130 @@ func (s Scopes) listScope(sc Scope) ([]Entry, error) {
 
 // sniffName is the name a file that failed to load claims: its top-level
 // name: if that can be read at all, else the file name.
+// eachFile calls f for each definition file of scope sc (a regular file,
+// or a link to one, named *.yaml or *.yml, not hidden), directory by
+// directory in the scope's order, each in name order.
+func (s Scopes) eachFile(sc Scope, f func(path string, fi fs.FileInfo)) error {
+	for _, dir := range s.Dirs[sc] {
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("list %s tools in %s: %w", sc, dir, err)
+		}
+		for _, de := range des {
+			name := de.Name()
+			lower := strings.ToLower(name)
+			if strings.HasPrefix(name, ".") || !(strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")) {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			fi, err := os.Stat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			f(path, fi)
+		}
+	}
+	return nil
+}
+
+// entryName is the name an entry goes by: its definition's, or for a
+// file that fails to load its name: line or file name.
+func entryName(def *Definition, path string) string {
+	if def != nil {
+		return def.Name
+	}
+	return sniffName(path)
+}
+
+func conflictError(name string, sc Scope, paths []string) error {
+	return fmt.Errorf("tool %s in %s scope: %w: defined by %s (hint: rename or remove all but one)",
+		name, sc, ErrConflict, strings.Join(paths, " and "))
+}
+
+// findIndexed is Find's search of one scope with s.Index: the files the
+// index knows are not parsed unless they declare name; the others are,
+// and are indexed. found is false when no file of sc declares name. A
+// file that does not declare the name the index said sends the search
+// back to a full parse of the scope.
+func (s Scopes) findIndexed(name string, sc Scope) (def *Definition, found bool, err error) {
+	x := s.Index
+	defer x.save()
+	type match struct {
+		path   string
+		def    *Definition
+		err    error
+		parsed bool
+	}
+	var matches []match
+	seen := map[string]map[string]bool{}
+	err = s.eachFile(sc, func(path string, fi fs.FileInfo) {
+		dir := filepath.Dir(path)
+		if seen[dir] == nil {
+			seen[dir] = map[string]bool{}
+		}
+		seen[dir][path] = true
+		id, ok := identify(fi)
+		if ok {
+			if n, known := x.name(path, id); known {
+				if n == name {
+					matches = append(matches, match{path: path})
+				}
+				return
+			}
+		}
+		d, lerr := Load(path, sc)
+		n := entryName(d, path)
+		if ok {
+			x.put(path, id, n)
+		}
+		if n == name {
+			matches = append(matches, match{path: path, def: d, err: lerr, parsed: true})
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, dir := range s.Dirs[sc] {
+		x.forget(dir, seen[dir])
+	}
+	for i := range matches {
+		if m := &matches[i]; !m.parsed {
+			m.def, m.err = Load(m.path, sc)
+			if entryName(m.def, m.path) != name {
+				return s.findListed(name, sc) // the index was wrong about it
+			}
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, false, nil
+	case 1:
+		return matches[0].def, true, matches[0].err
+	}
+	var paths []string
+	for _, m := range matches {
+		paths = append(paths, m.path)
+	}
+	return nil, true, conflictError(name, sc, paths)
+}
+
+// findListed is Find's search of one scope without an index.
+func (s Scopes) findListed(name string, sc Scope) (*Definition, bool, error) {
+	entries, err := s.listScope(sc)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, e := range entries {
+		if e.Name == name {
+			return e.Def, true, e.Err
+		}
+	}
+	return nil, false, nil
+}
+
 func sniffName(path string) string {
 	data, err := os.ReadFile(path)
 	if err == nil && len(data) <= MaxFileSize {
@@ -207,17 +315,16 @@ func (s Scopes) Find(name string, scope Scope) (*Definition, error) {
 	}
 	var searched []string
 	for _, sc := range scs {
-		entries, err := s.listScope(sc)
-		if err != nil {
-			return nil, err
+		find := s.findListed
+		if s.Index != nil {
+			find = s.findIndexed
 		}
-		for _, e := range entries {
-			if e.Name == name {
-				if e.Err != nil {
-					return nil, e.Err
-				}
-				return e.Def, nil
+		def, found, err := find(name, sc)
+		if found || err != nil {
+			if err != nil {
+				return nil, err
 			}
+			return def, nil
 		}
 		searched = append(searched, fmt.Sprintf("%s: %s", sc, strings.Join(s.Dirs[sc], ", ")))
 	}
