@@ -35,7 +35,13 @@ type NameIndex struct {
 	loaded  bool
 	dirty   bool
 	entries map[string]indexEntry
+	used    map[string]bool // entries this process looked up or made
 }
+
+// maxIndexEntries bounds the index: past it, a save drops the entries of
+// files that are gone or changed, then, if that is not enough, all that
+// this process did not use (the local scopes of projects left behind).
+var maxIndexEntries = 4096
 
 // DefaultSettle is NameIndex.Settle's default.
 const DefaultSettle = time.Second
@@ -88,6 +94,7 @@ func (x *NameIndex) load() {
 	}
 	x.loaded = true
 	x.entries = map[string]indexEntry{}
+	x.used = map[string]bool{}
 	if x.Path == "" {
 		return
 	}
@@ -113,6 +120,7 @@ func (x *NameIndex) name(path string, id fileID) (string, bool) {
 	if !ok || e.ID != id {
 		return "", false
 	}
+	x.used[path] = true
 	return e.Name, true
 }
 
@@ -133,7 +141,34 @@ func (x *NameIndex) put(path string, id fileID, name string) {
 		return
 	}
 	x.entries[path] = indexEntry{ID: id, Name: name}
+	x.used[path] = true
 	x.dirty = true
+}
+
+// prune keeps the index within maxIndexEntries. Preconditions: x.mu is
+// held.
+func (x *NameIndex) prune() {
+	if len(x.entries) <= maxIndexEntries {
+		return
+	}
+	for p, e := range x.entries {
+		fi, err := os.Stat(p)
+		if err != nil {
+			delete(x.entries, p)
+			continue
+		}
+		if id, ok := identify(fi); !ok || id != e.ID {
+			delete(x.entries, p)
+		}
+	}
+	if len(x.entries) <= maxIndexEntries {
+		return
+	}
+	for p := range x.entries {
+		if !x.used[p] {
+			delete(x.entries, p)
+		}
+	}
 }
 
 // forget drops the entries of files in dir that are no longer there
@@ -158,6 +193,7 @@ func (x *NameIndex) save() {
 	if !x.dirty || x.Path == "" {
 		return
 	}
+	x.prune()
 	data, err := json.Marshal(indexFile{Version: indexVersion, Files: x.entries})
 	if err != nil {
 		return

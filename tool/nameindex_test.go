@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,53 @@ func TestNameIndexSettleAndPersist(t *testing.T) {
 	damaged.Index = &NameIndex{Path: path}
 	if d, err := damaged.Find("alpha", ScopeAny); err != nil || d.Name != "alpha" {
 		t.Errorf("Find with a damaged index = %v, %v", d, err)
+	}
+}
+
+// Past its bound, the index drops the entries of files that are gone,
+// then those this process did not use.
+func TestNameIndexPrune(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.yaml")
+	writeFile(t, live, okTool)
+	fi, err := os.Stat(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := identify(fi)
+	x := &NameIndex{Path: filepath.Join(dir, "idx.json"), Settle: time.Nanosecond}
+	x.mu.Lock()
+	x.load()
+	for i := range maxIndexEntries + 10 {
+		x.entries[filepath.Join(dir, "gone", strconv.Itoa(i)+".yaml")] = indexEntry{Name: "t"}
+	}
+	x.dirty = true
+	x.mu.Unlock()
+	x.put(live, id, "live")
+	x.save()
+	if len(x.entries) != 1 || x.entries[live].Name != "live" {
+		t.Fatalf("after pruning gone files: %d entries, live %+v", len(x.entries), x.entries[live])
+	}
+
+	// Files that are there and unchanged, but that this process never
+	// used: the local scopes of projects left behind.
+	defer func(n int) { maxIndexEntries = n }(maxIndexEntries)
+	maxIndexEntries = 2
+	x.mu.Lock()
+	for _, n := range []string{"a", "b", "c"} {
+		p := filepath.Join(dir, "old", n+".yaml")
+		writeFile(t, p, okTool)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oid, _ := identify(fi)
+		x.entries[p] = indexEntry{ID: oid, Name: n}
+	}
+	x.dirty = true
+	x.mu.Unlock()
+	x.save()
+	if len(x.entries) != 1 || x.entries[live].Name != "live" {
+		t.Fatalf("after pruning unused entries: %v, want the used one only", x.entries)
 	}
 }
