@@ -23,37 +23,54 @@ const MaxFileSize = 4 << 20
 // A definition with problems returns a *LoadError (errors.Is ErrInvalid)
 // listing every problem; a missing file wraps ErrNotFound.
 func Load(path string, scope Scope) (*Definition, error) {
-	abs, err := filepath.Abs(path)
+	data, abs, err := readDefinition(path)
 	if err != nil {
-		return nil, fmt.Errorf("load tool %s: %w", path, err)
+		return nil, err
+	}
+	return build(data, path, abs, scope)
+}
+
+// readDefinition reads the definition file at path (a regular file, or a
+// link to one, of at most MaxFileSize bytes) and returns its bytes and
+// absolute path.
+func readDefinition(path string) (data []byte, abs string, err error) {
+	abs, err = filepath.Abs(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
 	// A FIFO or device would block or never end: only regular files
 	// (or symlinks to them) are definitions.
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("load tool %s: %w: no such file", path, ErrNotFound)
+			return nil, "", fmt.Errorf("load tool %s: %w: no such file", path, ErrNotFound)
 		}
-		return nil, fmt.Errorf("load tool %s: %w", path, err)
+		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("load tool %s: not a regular file", path)
+		return nil, "", fmt.Errorf("load tool %s: not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load tool %s: %w", path, err)
+		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err = io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("load tool %s: %w", path, err)
+		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, newLoadError(path, []Diagnostic{{
+		return nil, "", newLoadError(path, []Diagnostic{{
 			Pos: Pos{File: path, Line: 1, Col: 1},
 			Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileSize), Hint: "a tool definition is a small YAML file",
 		}})
 	}
+	return data, abs, nil
+}
+
+// build parses data, read from path (abs), into the definition Load
+// returns.
+func build(data []byte, path, abs string, scope Scope) (*Definition, error) {
 	def, err := Parse(data, path)
 	if err != nil {
 		return nil, err

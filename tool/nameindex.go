@@ -1,73 +1,66 @@
 package tool
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
+	"syscall"
+
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 )
 
-// NameIndex remembers the tool name each definition file declares, by the
-// file's identity (device, inode, size, modification and change times), so
-// that finding a tool by name (Scopes.Find) parses only the files that
-// declare that name, not every file of every scope searched: with many
-// tools installed, that parse was most of a run's start.
+// NameIndex remembers the tool name each definition declares, by a hash
+// of what the name follows from (the file's bytes and its base name), so
+// that finding a tool by name (Scopes.Find) reads every definition file
+// but parses only those that declare the name, not every file of every
+// scope searched: with many tools installed, that parse was most of a
+// run's start. Reading and hashing a file is cheap; parsing it is not.
 //
-// A file changed since it was indexed has another change time, which no
-// unprivileged program can set back, and is parsed again. A file changed
-// less than Settle before it would be indexed is not kept: two changes
-// within the file system's timestamp granularity could leave the same
-// times. The index only chooses which files to parse: the file Find
-// returns is always parsed in full, and a name that does not match what
-// the index said makes Find parse the whole scope, as without an index.
+// An entry can be wrong only if the index file was edited: a file's name
+// is a function of the hashed input, a file that changes has another
+// hash, and the file Find returns is parsed from the very bytes that were
+// hashed (a parsed match whose name differs sends the search back to
+// parsing the whole scope). The index is kept, and read, only in a
+// directory that root and this user alone can change (xdg.CheckOwned):
+// under sudo with the user's HOME it is not used. The cache directory it
+// is kept in is one no grant reaches (see sandbox.OwnDirs).
 //
-// It is kept at Path between processes (a cache: written best-effort,
-// rebuilt when missing or unreadable) and is safe for concurrent use.
+// It is a cache: written best-effort, rebuilt when missing or unreadable.
+// It is safe for concurrent use.
 type NameIndex struct {
 	// Path is the file the index is kept in; "" keeps it in memory only.
 	Path string
-	// Settle is how long a file must have been unchanged to be indexed;
-	// zero is DefaultSettle.
-	Settle time.Duration
 
 	mu      sync.Mutex
 	loaded  bool
 	dirty   bool
-	entries map[string]indexEntry
-	used    map[string]bool // entries this process looked up or made
+	names   map[string]string // hash -> name
+	used    map[string]bool   // entries this process looked up or made
+	refused bool              // Path is not in a directory of this user's
 }
 
-// maxIndexEntries bounds the index: past it, a save drops the entries of
-// files that are gone or changed, then, if that is not enough, all that
-// this process did not use (the local scopes of projects left behind).
+// maxIndexEntries bounds the index: past it, a save drops the entries
+// this process did not use (definitions changed or removed, the local
+// scopes of projects left behind).
 var maxIndexEntries = 4096
 
-// DefaultSettle is NameIndex.Settle's default.
-const DefaultSettle = time.Second
+// maxIndexSize is the largest index file read.
+const maxIndexSize = 4 << 20
 
-// indexEntry is what the index knows of one file.
-type indexEntry struct {
-	ID   fileID `json:"id"`
-	Name string `json:"name"`
-}
-
-// fileID is what tells one version of a file from another.
-type fileID struct {
-	Dev   uint64 `json:"dev"`
-	Ino   uint64 `json:"ino"`
-	Size  int64  `json:"size"`
-	Mtime int64  `json:"mtime"` // ns
-	Ctime int64  `json:"ctime"` // ns
-}
+// nameRules names the rules that make a definition's name (Parse,
+// sniffName); entries made under other rules are not used. Change it when
+// those rules change.
+const nameRules = "1"
 
 // indexFile is the index's format on disk.
 type indexFile struct {
-	Version int                   `json:"version"`
-	Files   map[string]indexEntry `json:"files"`
+	Rules string            `json:"rules"`
+	Names map[string]string `json:"names"`
 }
-
-const indexVersion = 1
 
 var (
 	sharedMu      sync.Mutex
@@ -87,129 +80,127 @@ func SharedNameIndex(path string) *NameIndex {
 	return x
 }
 
+// indexKey is the hash a file's name follows from.
+func indexKey(path string, data []byte) string {
+	h := sha256.New()
+	io.WriteString(h, filepath.Base(path))
+	h.Write([]byte{0})
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // load reads the index from Path once. Preconditions: x.mu is held.
 func (x *NameIndex) load() {
 	if x.loaded {
 		return
 	}
 	x.loaded = true
-	x.entries = map[string]indexEntry{}
+	x.names = map[string]string{}
 	x.used = map[string]bool{}
 	if x.Path == "" {
 		return
 	}
-	data, err := os.ReadFile(x.Path)
+	dir, err := filepath.EvalSymlinks(filepath.Dir(x.Path))
+	if err == nil {
+		err = xdg.CheckOwned(dir)
+	}
+	if err != nil && !os.IsNotExist(err) {
+		x.refused = true // someone else's: neither read nor written
+		return
+	}
+	f, err := os.OpenFile(x.Path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}
-	var f indexFile
-	if json.Unmarshal(data, &f) != nil || f.Version != indexVersion {
-		return // another version's, or damaged: rebuilt as files are read
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		return
 	}
-	for p, e := range f.Files {
-		x.entries[p] = e
+	data, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
+	if err != nil || len(data) > maxIndexSize {
+		return
+	}
+	var file indexFile
+	if json.Unmarshal(data, &file) != nil || file.Rules != nameRules {
+		return // other rules', or damaged: rebuilt as files are parsed
+	}
+	for k, n := range file.Names {
+		x.names[k] = n
 	}
 }
 
-// name is the name the index holds for path at id.
-func (x *NameIndex) name(path string, id fileID) (string, bool) {
+// name is the name the index holds for key.
+func (x *NameIndex) name(key string) (string, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	e, ok := x.entries[path]
-	if !ok || e.ID != id {
-		return "", false
+	n, ok := x.names[key]
+	if ok {
+		x.used[key] = true
 	}
-	x.used[path] = true
-	return e.Name, true
+	return n, ok
 }
 
-// put records that path at id declares name, unless the file changed too
-// recently to be told apart from its next change.
-func (x *NameIndex) put(path string, id fileID, name string) {
-	settle := x.Settle
-	if settle == 0 {
-		settle = DefaultSettle
-	}
-	if time.Since(time.Unix(0, max(id.Ctime, id.Mtime))) < settle {
-		return
-	}
+// put records that the file of key declares name.
+func (x *NameIndex) put(key, name string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	if e, ok := x.entries[path]; ok && e.ID == id && e.Name == name {
+	x.used[key] = true
+	if n, ok := x.names[key]; ok && n == name {
 		return
 	}
-	x.entries[path] = indexEntry{ID: id, Name: name}
-	x.used[path] = true
+	x.names[key] = name
 	x.dirty = true
 }
 
-// prune keeps the index within maxIndexEntries. Preconditions: x.mu is
-// held.
-func (x *NameIndex) prune() {
-	if len(x.entries) <= maxIndexEntries {
-		return
+// snapshot is the index to write, pruned to maxIndexEntries, or nil when
+// there is nothing to write. Preconditions: x.mu is held.
+func (x *NameIndex) snapshot() []byte {
+	if !x.dirty || x.Path == "" || x.refused {
+		return nil
 	}
-	for p, e := range x.entries {
-		fi, err := os.Stat(p)
-		if err != nil {
-			delete(x.entries, p)
-			continue
-		}
-		if id, ok := identify(fi); !ok || id != e.ID {
-			delete(x.entries, p)
+	if len(x.names) > maxIndexEntries {
+		for k := range x.names {
+			if !x.used[k] {
+				delete(x.names, k)
+			}
 		}
 	}
-	if len(x.entries) <= maxIndexEntries {
-		return
+	data, err := json.Marshal(indexFile{Rules: nameRules, Names: x.names})
+	if err != nil {
+		return nil
 	}
-	for p := range x.entries {
-		if !x.used[p] {
-			delete(x.entries, p)
-		}
-	}
+	x.dirty = false
+	return data
 }
 
-// forget drops the entries of files in dir that are no longer there
-// (seen lists those that are).
-func (x *NameIndex) forget(dir string, seen map[string]bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.load()
-	for p := range x.entries {
-		if filepath.Dir(p) == dir && !seen[p] {
-			delete(x.entries, p)
-			x.dirty = true
-		}
-	}
-}
-
-// save writes the index to Path if it changed. A failure to write leaves
-// the next process to parse the files again, nothing worse.
+// save writes the index to Path if it changed, through a temporary file
+// renamed over it. A failure to write leaves the next process to parse
+// the files again, nothing worse.
 func (x *NameIndex) save() {
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	if !x.dirty || x.Path == "" {
+	data := x.snapshot()
+	x.mu.Unlock()
+	if data == nil {
 		return
 	}
-	x.prune()
-	data, err := json.Marshal(indexFile{Version: indexVersion, Files: x.entries})
-	if err != nil {
+	dir := filepath.Dir(x.Path)
+	// Nothing is created where someone else could have prepared the way.
+	if xdg.CheckOwned(xdg.ExistingPrefix(dir)) != nil || os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(x.Path), 0o700); err != nil {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil || xdg.CheckOwned(real) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(x.Path), ".tool-names-*")
+	tmp, err := os.CreateTemp(real, ".tool-names-*")
 	if err != nil {
 		return
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), x.Path) != nil {
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(real, filepath.Base(x.Path))) != nil {
 		os.Remove(tmp.Name())
-		return
 	}
-	x.dirty = false
 }

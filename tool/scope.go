@@ -160,8 +160,6 @@ func (s Scopes) listScope(sc Scope) ([]Entry, error) {
 	return out, nil
 }
 
-// sniffName is the name a file that failed to load claims: its top-level
-// name: if that can be read at all, else the file name.
 // eachFile calls f for each definition file of scope sc (a regular file,
 // or a link to one, named *.yaml or *.yml, not hidden), directory by
 // directory in the scope's order, each in name order.
@@ -200,64 +198,65 @@ func entryName(def *Definition, path string) string {
 	return sniffName(path)
 }
 
+// entryNameOf is entryName for a definition parsed from data.
+func entryNameOf(def *Definition, data []byte, path string) string {
+	if def != nil {
+		return def.Name
+	}
+	return sniffData(data, path)
+}
+
 func conflictError(name string, sc Scope, paths []string) error {
 	return fmt.Errorf("tool %s in %s scope: %w: defined by %s (hint: rename or remove all but one)",
 		name, sc, ErrConflict, strings.Join(paths, " and "))
 }
 
-// findIndexed is Find's search of one scope with s.Index: the files the
-// index knows are not parsed unless they declare name; the others are,
-// and are indexed. found is false when no file of sc declares name. A
-// file that does not declare the name the index said sends the search
-// back to a full parse of the scope.
+// findIndexed is Find's search of one scope with s.Index: every file is
+// read, but only those that declare name, or that the index does not
+// know, are parsed (and indexed). found is false when no file of sc
+// declares name. A file that turns out not to declare the name the index
+// said sends the search back to parsing the whole scope.
 func (s Scopes) findIndexed(name string, sc Scope) (def *Definition, found bool, err error) {
 	x := s.Index
-	defer x.save()
 	type match struct {
-		path   string
-		def    *Definition
-		err    error
-		parsed bool
+		path string
+		def  *Definition
+		err  error
 	}
 	var matches []match
-	seen := map[string]map[string]bool{}
-	err = s.eachFile(sc, func(path string, fi fs.FileInfo) {
-		dir := filepath.Dir(path)
-		if seen[dir] == nil {
-			seen[dir] = map[string]bool{}
-		}
-		seen[dir][path] = true
-		id, ok := identify(fi)
-		if ok {
-			if n, known := x.name(path, id); known {
-				if n == name {
-					matches = append(matches, match{path: path})
-				}
-				return
+	wrong := false
+	err = s.eachFile(sc, func(path string, _ fs.FileInfo) {
+		data, abs, rerr := readDefinition(path)
+		if rerr != nil {
+			// Not indexed (the reason may be this process's): as
+			// without an index.
+			if sniffName(path) == name {
+				matches = append(matches, match{path, nil, rerr})
 			}
+			return
 		}
-		d, lerr := Load(path, sc)
-		n := entryName(d, path)
-		if ok {
-			x.put(path, id, n)
+		key := indexKey(path, data)
+		n, known := x.name(key)
+		if known && n != name {
+			return
 		}
-		if n == name {
-			matches = append(matches, match{path: path, def: d, err: lerr, parsed: true})
+		d, lerr := build(data, path, abs, sc)
+		got := entryNameOf(d, data, path)
+		if !known {
+			x.put(key, got)
+		}
+		switch {
+		case got == name:
+			matches = append(matches, match{path, d, lerr})
+		case known:
+			wrong = true
 		}
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	for _, dir := range s.Dirs[sc] {
-		x.forget(dir, seen[dir])
-	}
-	for i := range matches {
-		if m := &matches[i]; !m.parsed {
-			m.def, m.err = Load(m.path, sc)
-			if entryName(m.def, m.path) != name {
-				return s.findListed(name, sc) // the index was wrong about it
-			}
-		}
+	if wrong {
+		return s.findListed(name, sc)
 	}
 	switch len(matches) {
 	case 0:
@@ -286,19 +285,27 @@ func (s Scopes) findListed(name string, sc Scope) (*Definition, bool, error) {
 	return nil, false, nil
 }
 
+// sniffName is the name a file that failed to load claims: its top-level
+// name: if that can be read at all, else the file name.
 func sniffName(path string) string {
 	data, err := os.ReadFile(path)
-	if err == nil && len(data) <= MaxFileSize {
-		var head struct {
-			Name any `yaml:"name"`
-		}
-		func() {
-			defer func() { _ = recover() }()
-			_ = yaml.Unmarshal(data, &head)
-		}()
-		if n, ok := head.Name.(string); ok && isToolName(n) {
-			return n
-		}
+	if err != nil || len(data) > MaxFileSize {
+		return nameFromFile(path)
+	}
+	return sniffData(data, path)
+}
+
+// sniffData is sniffName for the bytes data read from path.
+func sniffData(data []byte, path string) string {
+	var head struct {
+		Name any `yaml:"name"`
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = yaml.Unmarshal(data, &head)
+	}()
+	if n, ok := head.Name.(string); ok && isToolName(n) {
+		return n
 	}
 	return nameFromFile(path)
 }
@@ -312,6 +319,9 @@ func (s Scopes) Find(name string, scope Scope) (*Definition, error) {
 	scs, err := s.scopes(scope)
 	if err != nil {
 		return nil, err
+	}
+	if s.Index != nil {
+		defer s.Index.save()
 	}
 	var searched []string
 	for _, sc := range scs {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 )
 
 // Embedded reports whether this build carries the init binary.
@@ -55,7 +57,7 @@ func Cached(dir string) (string, error) {
 	}
 	// Nothing is created where someone else could have prepared the way
 	// (root under sudo with the user's HOME, a link to elsewhere).
-	if err := checkPath(existingPrefix(dir)); err != nil {
+	if err := xdg.CheckOwned(xdg.ExistingPrefix(dir)); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -65,7 +67,7 @@ func Cached(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := checkPath(real); err != nil {
+	if err := xdg.CheckOwned(real); err != nil {
 		return "", err
 	}
 	var fs unix.Statfs_t
@@ -90,44 +92,6 @@ func Cached(dir string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return name, nil
-}
-
-// existingPrefix is the longest prefix of dir that exists, with its
-// symlinks resolved.
-func existingPrefix(dir string) string {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return real
-		}
-		if p == filepath.Dir(p) {
-			return p
-		}
-	}
-}
-
-// checkPath accepts dir when it and every directory above it belong to
-// root or this user, and no one else can write them (a sticky directory
-// such as /tmp may be an ancestor: no one else can rename what is in it).
-func checkPath(dir string) error {
-	uid := uint32(os.Geteuid())
-	for p, first := dir, true; ; p, first = filepath.Dir(p), false {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		switch {
-		case !fi.IsDir():
-			return fmt.Errorf("%s is not a directory", p)
-		case st.Uid != 0 && st.Uid != uid:
-			return fmt.Errorf("%s belongs to uid %d", p, st.Uid)
-		case fi.Mode().Perm()&0o022 != 0 && (first || fi.Mode()&os.ModeSticky == 0):
-			return fmt.Errorf("%s is writable by others (mode %v)", p, fi.Mode())
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
 }
 
 // checkFile accepts the cached init: a regular file of this user, mode
@@ -188,7 +152,7 @@ func RemoveStale(dir string) ([]string, error) {
 	if err != nil {
 		return nil, nil // no cache, nothing to remove
 	}
-	if err := checkPath(real); err != nil {
+	if err := xdg.CheckOwned(real); err != nil {
 		return nil, nil // not ours to clean: Cached never wrote there
 	}
 	old, err := filepath.Glob(filepath.Join(real, "init-*"))
