@@ -31,6 +31,11 @@ func FuzzLoad(f *testing.F) {
 		if def == nil {
 			t.Fatal("nil definition without error")
 		}
+		// The name index relies on it: a file's name does not depend
+		// on whether it is valid.
+		if n := sniffData(data, "fuzz.yaml"); n != def.Name {
+			t.Fatalf("sniffData says %q, Parse %q", n, def.Name)
+		}
 		checkRoundTrip(t, "fuzz", def)
 	})
 }

@@ -20,11 +20,14 @@ import (
 // scope searched: with many tools installed, that parse was most of a
 // run's start. Reading and hashing a file is cheap; parsing it is not.
 //
-// An entry can be wrong only if the index file was edited: a file's name
-// is a function of the hashed input, a file that changes has another
-// hash, and the file Find returns is parsed from the very bytes that were
-// hashed (a parsed match whose name differs sends the search back to
-// parsing the whole scope). The index is kept, and read, only in a
+// An entry can be wrong only if the index file was edited, or written
+// under other naming rules (nameRules): a file's name is a function of the
+// hashed input (its name: scalar and base name, whether the rest of the
+// file is valid or not: sniffData), a file that changes has another hash,
+// and the file Find returns is parsed from the very bytes that were hashed
+// (a parsed match whose name differs is corrected and sends the search
+// back to parsing the whole scope). An entry that hides a file (names it
+// otherwise) is trusted: hence the checks on where the index is kept. The index is kept, and read, only in a
 // directory that root and this user alone can change (xdg.CheckOwned):
 // under sudo with the user's HOME it is not used. The cache directory it
 // is kept in is one no grant reaches (see sandbox.OwnDirs).
@@ -51,9 +54,11 @@ var maxIndexEntries = 4096
 // maxIndexSize is the largest index file read.
 const maxIndexSize = 4 << 20
 
-// nameRules names the rules that make a definition's name (Parse,
-// sniffName); entries made under other rules are not used. Change it when
-// those rules change.
+// nameRules names the rules that make a file's name (the name: scalar if
+// it is a tool name, else the file name: Parse's finish, sniffData);
+// entries made under other rules are not used. Change it when those
+// rules change. Validity rules do not count: a file's name does not
+// depend on them.
 const nameRules = "1"
 
 // indexFile is the index's format on disk.
@@ -104,11 +109,13 @@ func (x *NameIndex) load() {
 	if err == nil {
 		err = xdg.CheckOwned(dir)
 	}
-	if err != nil && !os.IsNotExist(err) {
-		x.refused = true // someone else's: neither read nor written
+	if err != nil {
+		// Someone else's is neither read nor written; a missing one is
+		// made by the first save.
+		x.refused = !os.IsNotExist(err)
 		return
 	}
-	f, err := os.OpenFile(x.Path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(filepath.Join(dir, filepath.Base(x.Path)), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}
@@ -166,6 +173,9 @@ func (x *NameIndex) snapshot() []byte {
 				delete(x.names, k)
 			}
 		}
+		// The next prune keeps what is used from now on: a server
+		// that sees every version of its tools keeps only the last.
+		x.used = map[string]bool{}
 	}
 	data, err := json.Marshal(indexFile{Rules: nameRules, Names: x.names})
 	if err != nil {

@@ -123,10 +123,38 @@ func TestNameIndexWrongEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	y := filepath.Join(dir, "y.yaml")
+	ydata, err := os.ReadFile(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both wrong: x said to be foo, y said to be something else. Only the
+	// parse of the whole scope finds y.
 	s.Index.put(indexKey(x, data), "foo")
+	s.Index.put(indexKey(y, ydata), "zzz")
 	d, err := s.Find("foo", ScopeLocal)
 	if err != nil || d.Description != "the real foo" {
-		t.Fatalf("Find(foo) with a wrong entry = %v, %v; want y.yaml's, and no conflict", d, err)
+		t.Fatalf("Find(foo) with wrong entries = %v, %v; want y.yaml's, and no conflict", d, err)
+	}
+	if n, _ := s.Index.name(indexKey(x, data)); n != "bar" {
+		t.Errorf("the wrong entry for x.yaml was not corrected: %q", n)
+	}
+}
+
+// An entry that names a file otherwise hides it: the index is trusted,
+// which is why it is kept only where no one else can change it.
+func TestNameIndexIsTrusted(t *testing.T) {
+	s, root := testScopes(t)
+	s = indexed(s, "")
+	y := filepath.Join(root, "cwd/.sandboxed/tools/y.yaml")
+	writeFile(t, y, "name: foo\n"+okTool)
+	data, err := os.ReadFile(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Index.put(indexKey(y, data), "bar")
+	if _, err := s.Find("foo", ScopeAny); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Find(foo) with y.yaml indexed as bar = %v; want it unread, so not found", err)
 	}
 }
 
@@ -143,8 +171,14 @@ func TestNameIndexTrust(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	a := filepath.Join(root, "cwd/.sandboxed/tools/a.yaml")
+	adata, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(`{"rules":"` + nameRules + `","names":{"` + indexKey(a, adata) + `":"zzz"}}`)
 	planted := filepath.Join(open, "tool-names.json")
-	if err := os.WriteFile(planted, []byte(`{"rules":"`+nameRules+`","names":{}}`), 0o600); err != nil {
+	if err := os.WriteFile(planted, forged, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	si := indexed(s, planted)
@@ -155,7 +189,19 @@ func TestNameIndexTrust(t *testing.T) {
 		t.Errorf("the index was written in a directory others can write: %s", data)
 	}
 
+	// A forged index in a directory of this user's, in a file of
+	// someone else's (root can make one), is not read either.
 	path := filepath.Join(root, "cache/tool-names.json")
+	if os.Geteuid() == 0 {
+		writeFile(t, path, string(forged))
+		if err := os.Chown(path, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := indexed(s, path).Find("alpha", ScopeAny); err != nil || d.Name != "alpha" {
+			t.Fatalf("Find(alpha) with a forged index of another uid = %v, %v", d, err)
+		}
+		os.Remove(path)
+	}
 	writeFile(t, path, "{not json")
 	damaged := indexed(s, path)
 	if d, err := damaged.Find("alpha", ScopeAny); err != nil || d.Name != "alpha" {
@@ -184,5 +230,58 @@ func TestNameIndexPrune(t *testing.T) {
 	}
 	if len(si.Index.names) != 1 {
 		t.Fatalf("after pruning: %v, want alpha's entry only", si.Index.names)
+	}
+}
+
+// A file's name does not depend on whether the rest of it is valid: for
+// every definition Parse accepts, sniffData (the rule for files it does
+// not) gives the same name, and a file made invalid keeps it.
+func TestSniffDataAgreesWithParse(t *testing.T) {
+	var files []string
+	for _, root := range []string{"testdata", "../examples"} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	cases := map[string]string{
+		"number.yaml":   "name: 123\n" + okTool,
+		"quoted.yaml":   "name: 'q-1'\n" + okTool,
+		"empty.yaml":    "name: ''\n" + okTool,
+		"null.yaml":     "name: ~\n" + okTool,
+		"nameless.yaml": okTool,
+	}
+	valid := 0
+	check := func(file string, data []byte) {
+		def, err := Parse(data, file)
+		if err != nil {
+			return
+		}
+		valid++
+		if n := sniffData(data, file); n != def.Name {
+			t.Errorf("%s: sniffData says %q, Parse %q", file, n, def.Name)
+		}
+		// The same file made invalid by an unknown key keeps its name.
+		broken := append(append([]byte(nil), data...), "\nno-such-key-here: 1\n"...)
+		if _, err := Parse(broken, file); err == nil {
+			t.Errorf("%s: still valid with an unknown key", file)
+		} else if n := sniffData(broken, file); n != def.Name {
+			t.Errorf("%s made invalid: sniffData says %q, Parse said %q when it was valid", file, n, def.Name)
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(f, data)
+	}
+	for name, data := range cases {
+		check(filepath.Join(t.TempDir(), name), []byte(data))
+	}
+	if valid < 20 {
+		t.Errorf("only %d valid definitions checked", valid)
 	}
 }

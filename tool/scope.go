@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -242,8 +243,8 @@ func (s Scopes) findIndexed(name string, sc Scope) (def *Definition, found bool,
 		}
 		d, lerr := build(data, path, abs, sc)
 		got := entryNameOf(d, data, path)
-		if !known {
-			x.put(key, got)
+		if got != n {
+			x.put(key, got) // new, or wrong
 		}
 		switch {
 		case got == name:
@@ -295,19 +296,35 @@ func sniffName(path string) string {
 	return sniffData(data, path)
 }
 
-// sniffData is sniffName for the bytes data read from path.
-func sniffData(data []byte, path string) string {
-	var head struct {
-		Name any `yaml:"name"`
-	}
-	func() {
-		defer func() { _ = recover() }()
-		_ = yaml.Unmarshal(data, &head)
+// sniffData is sniffName for the bytes data read from path. It follows
+// Parse's rule for a valid definition's name (the last top-level name:
+// scalar of the first document, else the file name), so that a file's
+// name does not depend on whether the rest of it is valid: the name index
+// relies on that.
+func sniffData(data []byte, path string) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = nameFromFile(path)
+		}
 	}()
-	if n, ok := head.Name.(string); ok && isToolName(n) {
-		return n
+	var doc yaml.Node
+	if yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc) != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nameFromFile(path)
 	}
-	return nameFromFile(path)
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nameFromFile(path)
+	}
+	var v *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "name" {
+			v = root.Content[i+1]
+		}
+	}
+	if v == nil || nodeIsNull(v) || v.Kind != yaml.ScalarNode || !isToolName(v.Value) {
+		return nameFromFile(path)
+	}
+	return v.Value
 }
 
 // Find returns the definition called name in scope; with ScopeAny it
