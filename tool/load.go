@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 )
@@ -39,22 +40,24 @@ func readDefinition(path string) (data []byte, abs string, err error) {
 		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
 	// A FIFO or device would block or never end: only regular files
-	// (or symlinks to them) are definitions.
-	fi, err := os.Stat(path)
+	// (or symlinks to them) are definitions. Opened without blocking (a
+	// FIFO's open would wait for a writer) and checked as opened, so a
+	// file swapped after a check is not read either.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, "", fmt.Errorf("load tool %s: %w: no such file", path, ErrNotFound)
 		}
 		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("load tool %s: not a regular file", path)
-	}
-	f, err := os.Open(path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, "", fmt.Errorf("load tool %s: %w", path, err)
 	}
-	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("load tool %s: not a regular file", path)
+	}
 	data, err = io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("load tool %s: %w", path, err)

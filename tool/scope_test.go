@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const okTool = "description: d\nbash: echo hi\n"
@@ -187,5 +189,23 @@ func TestLoadSource(t *testing.T) {
 func TestLoadRefusesNonRegularFiles(t *testing.T) {
 	if _, err := Load(t.TempDir(), ScopePath); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("Load(dir) = %v", err)
+	}
+	// A FIFO with no writer: refused at once, not waited on.
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(fifo, ScopePath)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Load(fifo) = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load(fifo) blocked")
 	}
 }
