@@ -132,8 +132,7 @@ func (s Scopes) listScope(sc Scope) ([]Entry, error) {
 	var out []Entry
 	err := s.eachFile(sc, func(path string, _ fs.FileInfo) {
 		e := Entry{Path: path, Scope: sc}
-		e.Def, e.Err = Load(path, sc)
-		e.Name = entryName(e.Def, path)
+		e.Def, e.Name, e.Err = loadEntry(path, sc)
 		out = append(out, e)
 	})
 	if err != nil {
@@ -190,16 +189,19 @@ func (s Scopes) eachFile(sc Scope, f func(path string, fi fs.FileInfo)) error {
 	return nil
 }
 
-// entryName is the name an entry goes by: its definition's, or for a
-// file that fails to load its name: line or file name.
-func entryName(def *Definition, path string) string {
-	if def != nil {
-		return def.Name
+// loadEntry loads the definition at path (Load) and returns the name its
+// entry goes by: the definition's, or for a file that fails to load its
+// name: line or file name, read from the same bytes.
+func loadEntry(path string, sc Scope) (*Definition, string, error) {
+	data, abs, err := readDefinition(path)
+	if err != nil {
+		return nil, sniffName(path), err
 	}
-	return sniffName(path)
+	def, err := build(data, path, abs, sc)
+	return def, entryNameOf(def, data, path), err
 }
 
-// entryNameOf is entryName for a definition parsed from data.
+// entryNameOf is the name an entry parsed from data goes by (loadEntry).
 func entryNameOf(def *Definition, data []byte, path string) string {
 	if def != nil {
 		return def.Name
