@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
@@ -211,6 +212,9 @@ func residentBench(bin, work string, env []string, image string, container bool,
 	return nil
 }
 
+// engineFloorLabel marks the containers engineRate makes.
+const engineFloorLabel = "sandboxed.bench=engine-floor"
+
 // engineRate is how many containers per second the engine creates, starts
 // and removes with 4 at a time, straight through its API with nothing of
 // sandboxed around them: the most container runs per second any design
@@ -221,6 +225,18 @@ func engineRate(ctx context.Context, image string, runs int) (float64, error) {
 		return 0, err
 	}
 	defer c.Close()
+	// What an interrupted bench left behind, before and after.
+	sweep := func() {
+		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", engineFloorLabel))})
+		if err != nil {
+			return
+		}
+		for _, ct := range list {
+			c.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true})
+		}
+	}
+	sweep()
+	defer sweep()
 	one := func() error {
 		cr, err := c.ContainerCreate(ctx, &container.Config{Image: image, Cmd: []string{"/bin/true"}, Labels: map[string]string{"sandboxed.bench": "engine-floor"}},
 			&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
