@@ -121,7 +121,7 @@ func (comp *composition) bindSubs(find ToolFinder, b *tool.Bound, grants []permi
 			if strings.Contains(v, ".output}") || strings.Contains(v, ".error}") || strings.Contains(v, ".exit-code}") {
 				return fmt.Errorf("%s: with.%s uses a step result; a sub-tool is bound (and its permissions checked) before any step runs, so with: takes parameters and fixed values only: %w", where, k, ErrComposition)
 			}
-			in[k] = v
+			in[k] = tool.Text(v)
 		}
 		senv := env
 		senv.ToolName = def.Name

@@ -188,7 +188,7 @@ func (c *Controller) runCase(ctx context.Context, req *SuiteRequest, tc tool.Tes
 	def := withEnv(req.Def, ts.Environment)
 	in := tool.Input{}
 	for k, v := range tc.Parameters {
-		in[k] = v
+		in[k] = tool.Text(v)
 	}
 	res, _, err := c.Run(ctx, &Request{
 		Def: def, Input: in, Policy: req.Policy, PolicyFile: req.PolicyFile, Isolation: req.Isolation,

@@ -31,9 +31,16 @@ import (
 // parameter's text after its transform and before its format.
 
 // Input holds argument values by parameter name. Values from the command
-// line are strings; values from --params-json keep their JSON types. Both
-// are coerced to the declared type by Bind.
+// line are Text; values from --params-json keep their JSON types. Bind
+// reads Text by the parameter's type (or its schema, see paramschema.go)
+// and keeps a JSON value as given where the type allows it.
 type Input map[string]any
+
+// Text is a value given as text (NAME=VALUE on the command line, a test
+// case's or a with: map's value), to be read by the parameter's type: "1"
+// is the number 1 for a number parameter and the string "1" for a string
+// one. A plain string in an Input is a JSON string.
+type Text string
 
 // ParseArgs parses command-line arguments of the forms NAME=VALUE,
 // "--param NAME=VALUE" and "--param=NAME=VALUE". VALUE may contain '='.
@@ -59,7 +66,7 @@ func ParseArgs(args []string) (Input, error) {
 		if _, dup := in[name]; dup {
 			return nil, fmt.Errorf("parse arguments: parameter %s given twice: %w", name, ErrBadArgs)
 		}
-		in[name] = value
+		in[name] = Text(value)
 	}
 	return in, nil
 }
@@ -90,12 +97,12 @@ func ParseParamsJSON(data []byte) (Input, error) {
 	return in, nil
 }
 
-// InputFromStrings makes an Input from string values, as a test case's
+// InputFromStrings makes an Input from text values, as a test case's
 // parameters or a use-tool step's with: map.
 func InputFromStrings(m map[string]string) Input {
 	in := make(Input, len(m))
 	for k, v := range m {
-		in[k] = v
+		in[k] = Text(v)
 	}
 	return in
 }
@@ -640,6 +647,10 @@ func (bd *binder) resolve(name string) error {
 				return err
 			}
 			raw = expanded
+			if st.source == SourceAliasDefault || expanded != s {
+				// Text written in the definition, read by the type.
+				raw = Text(expanded)
+			}
 		}
 	}
 	if st.source == SourceNone {
@@ -649,7 +660,15 @@ func (bd *binder) resolve(name string) error {
 		return nil
 	}
 
-	v, err := coerce(p.Type, raw)
+	var v any
+	var err error
+	if sch := bd.d.ParamSchemaOf(name); sch != nil {
+		if v, err = coerceSchema(sch, raw); err == nil {
+			err = checkSchema(sch, v)
+		}
+	} else {
+		v, err = coerce(p.Type, raw)
+	}
 	if err != nil {
 		st.invalid = fmt.Errorf("bind %s: parameter %s (%s): %v: %w", bd.d.Name, name, st.source, err, ErrInvalidParam)
 		bd.invalids = append(bd.invalids, st.invalid)

@@ -104,7 +104,7 @@ func TestBindCleanupAndTemp(t *testing.T) {
 	if len(b.Cleanup) != 1 || !reflect.DeepEqual(b.Cleanup[0].Argv, []string{"/bin/sh", "-c", "rm -rf 'a b' {TEMP_DIR}"}) {
 		t.Errorf("cleanup %+v", b.Cleanup)
 	}
-	if in := InputFromStrings(map[string]string{"A": "1"}); in["A"] != "1" {
+	if in := InputFromStrings(map[string]string{"A": "1"}); in["A"] != Text("1") {
 		t.Errorf("InputFromStrings %v", in)
 	}
 }

@@ -457,7 +457,7 @@ func TestParseArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(in, Input{"A": "1", "B": "x=y", "C": "", "D": "a b"}) {
+	if !reflect.DeepEqual(in, Input{"A": Text("1"), "B": Text("x=y"), "C": Text(""), "D": Text("a b")}) {
 		t.Errorf("got %v", in)
 	}
 	for _, bad := range [][]string{{"noequals"}, {"=v"}, {"--param"}, {"A=1", "A=2"}} {

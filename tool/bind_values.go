@@ -21,6 +21,8 @@ var numberRe = lazyRegexp(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$
 // slices and maps to the JSON shapes, recursively.
 func normalizeJSON(v any) any {
 	switch x := v.(type) {
+	case Text:
+		return string(x)
 	case int:
 		return float64(x)
 	case int8:
@@ -87,9 +89,9 @@ func formatNumber(f float64) string {
 }
 
 // textOf is the text a typed value substitutes as: strings as they are,
-// numbers without a trailing ".0", booleans as true/false, arrays as their
-// elements' text joined with "," (JavaScript's String(array)), objects as
-// compact JSON, nil as "".
+// numbers without a trailing ".0", booleans as true/false, arrays and
+// objects as compact JSON (escaped as one word where they are used), nil
+// as "".
 func textOf(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -103,13 +105,7 @@ func textOf(v any) string {
 			return "true"
 		}
 		return "false"
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = textOf(e)
-		}
-		return strings.Join(parts, ",")
-	case map[string]any:
+	case []any, map[string]any:
 		b, err := json.Marshal(x)
 		if err != nil {
 			return fmt.Sprint(x)
@@ -276,13 +272,8 @@ func checkRules(v any, r *Validation) error {
 			return fmt.Errorf("%d items, more than maxItems %d", len(x), *r.MaxItems)
 		}
 		if r.UniqueItems {
-			seen := map[string]int{}
-			for i, e := range x {
-				k := canonical(e)
-				if j, dup := seen[k]; dup {
-					return fmt.Errorf("items %d and %d are equal, but uniqueItems is set", j, i)
-				}
-				seen[k] = i
+			if j, i, dup := firstDuplicate(x); dup {
+				return fmt.Errorf("items %d and %d are equal, but uniqueItems is set", j, i)
 			}
 		}
 	case map[string]any:
@@ -349,6 +340,19 @@ func hasType(v any, t ParamType) bool {
 		return ok
 	}
 	return true
+}
+
+// firstDuplicate returns the indexes of the first two equal items of x.
+func firstDuplicate(x []any) (int, int, bool) {
+	seen := map[string]int{}
+	for i, e := range x {
+		k := canonical(e)
+		if j, dup := seen[k]; dup {
+			return j, i, true
+		}
+		seen[k] = i
+	}
+	return 0, 0, false
 }
 
 // canonical is a comparable encoding of a JSON value (map keys sorted by

@@ -472,7 +472,36 @@ func DefinitionFor(s Script, fd FunctionDecl, name, action string) (*Definition,
 	exec := &Exec{Kind: ExecBash, Command: simpleJSONCommand(s, params, orig, action)}
 	d := discovered(s, ToolNameFor(name), fd.Description, "Discovered from "+s.File+" (simple JSON convention)", exec, params, ConventionSimpleJSON)
 	exposeAs(d, name, orig)
+	if err := keepSchemas(d, fd, orig); err != nil {
+		return nil, fmt.Errorf("tool %s: %w", name, err)
+	}
 	return d, nil
+}
+
+// keepSchemas puts the script's own schema of each parameter under
+// sandboxed.parameter-schemas: values reach the script with the JSON
+// types the script declared (a union, an array of objects, an untyped
+// value), checked against that schema, and agents see it as the script
+// wrote it. A schema binding could not check is refused.
+func keepSchemas(d *Definition, fd FunctionDecl, orig map[string]string) error {
+	props, _ := fd.Input["properties"].(map[string]any)
+	for _, p := range d.Parameters {
+		ps, ok := normalizeJSON(props[orig[p.Name]]).(map[string]any)
+		if !ok {
+			ps = map[string]any{}
+		}
+		if err := CheckParamSchema(ps); err != nil {
+			return fmt.Errorf("parameter %q: %w", orig[p.Name], err)
+		}
+		if d.Sandboxed == nil {
+			d.Sandboxed = &SandboxedExt{}
+		}
+		if d.Sandboxed.ParameterSchemas == nil {
+			d.Sandboxed.ParameterSchemas = map[string]ParamSchema{}
+		}
+		d.Sandboxed.ParameterSchemas[p.Name] = ps
+	}
+	return nil
 }
 
 // discovered is the definition of a tool found in script s: it reads only
@@ -563,6 +592,16 @@ func discoveredParam(name string, s map[string]any, required bool) Parameter {
 		p.Description = name
 	}
 	t, _ := s["type"].(string)
+	if ts, ok := s["type"].([]any); ok {
+		// A union: its first type that is not null stands for it in
+		// CYCOD's type; the schema kept beside says the rest.
+		for _, e := range ts {
+			if n, _ := e.(string); n != "" && n != "null" {
+				t = n
+				break
+			}
+		}
+	}
 	switch t {
 	case "string", "boolean", "array", "object", "number":
 		p.Type = ParamType(t)
@@ -570,10 +609,7 @@ func discoveredParam(name string, s map[string]any, required bool) Parameter {
 		p.Type = TypeNumber
 	default:
 		p.Type = TypeString
-		if t == "" && s["enum"] == nil {
-			// Untyped: any JSON value; passed as text.
-			p.Description += " (untyped in the script's schema)"
-		}
+
 	}
 	v := &Validation{}
 	set := false

@@ -177,6 +177,8 @@ type defLoader struct {
 	testParams map[*yaml.Node][]*yaml.Node // test parameters key nodes
 	// exposedParams is sandboxed.exposed-as.parameters.
 	exposedParams *yaml.Node
+	// paramSchemaNode is sandboxed.parameter-schemas.
+	paramSchemaNode *yaml.Node
 	// credNodes are the sandboxed.credentials items (index = credential).
 	credNodes []*yaml.Node
 }

@@ -1055,10 +1055,11 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 				x.CPUs = f
 			}
 		},
-		"tmpfs-size":  func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
-		"exposed-as":  func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
-		"credentials": func(k, v *yaml.Node) { x.Credentials = l.credentials(v) },
-		"http":        func(k, v *yaml.Node) { x.HTTP = l.httpRules(v) },
+		"tmpfs-size":        func(k, v *yaml.Node) { x.TmpfsSize, _ = l.size(v, "sandboxed.tmpfs-size") },
+		"exposed-as":        func(k, v *yaml.Node) { x.ExposedAs = l.exposedAs(v) },
+		"parameter-schemas": func(k, v *yaml.Node) { x.ParameterSchemas = l.paramSchemas(v) },
+		"credentials":       func(k, v *yaml.Node) { x.Credentials = l.credentials(v) },
+		"http":              func(k, v *yaml.Node) { x.HTTP = l.httpRules(v) },
 	}, map[string]string{"memory": "memory is CYCOD's resources.max-memory", "timeout": "timeouts are CYCOD's timeout or resources.timeout", "network": "network access is requested with security.required-permissions"})
 	return x
 }
@@ -1088,6 +1089,37 @@ func (l *defLoader) exposedAs(n *yaml.Node) *ExposedAs {
 		},
 	}, nil)
 	return x
+}
+
+// paramSchemas reads sandboxed.parameter-schemas: parameter name → JSON
+// Schema (a mapping). That each names a declared parameter is checked in
+// validate.
+func (l *defLoader) paramSchemas(n *yaml.Node) map[string]ParamSchema {
+	if n.Kind != yaml.MappingNode {
+		l.errf(n, "write parameter-schemas: {NAME: {type: [number, boolean]}}", "sandboxed.parameter-schemas must be a mapping, got %s", nodeKindName(n))
+		return nil
+	}
+	l.paramSchemaNode = n
+	out := map[string]ParamSchema{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		what := "sandboxed.parameter-schemas." + k.Value
+		if v.Kind != yaml.MappingNode {
+			l.errf(v, "a JSON Schema is a mapping, e.g. {type: [number, boolean]}", "%s must be a mapping, got %s", what, nodeKindName(v))
+			continue
+		}
+		a, ok := l.toAny(v, what)
+		if !ok {
+			continue
+		}
+		sch, _ := normalizeJSON(a).(map[string]any)
+		if err := CheckParamSchema(sch); err != nil {
+			l.errf(v, "binding checks type, enum, const, minimum, maximum, lengths, pattern, items, properties, required and anyOf/oneOf/allOf", "%s: %v", what, err)
+			continue
+		}
+		out[k.Value] = sch
+	}
+	return out
 }
 
 // validExposedParam reports whether s may be a parameter's exposed name:

@@ -395,6 +395,12 @@ type SandboxedExt struct {
 	// ExposedAs holds the names agents call the tool and its parameters
 	// by, where CYCOD cannot spell them (a discovered script's own names).
 	ExposedAs *ExposedAs `json:"exposed-as,omitempty" yaml:"exposed-as,omitempty"`
+	// ParameterSchemas holds, by parameter name, the JSON Schema of a
+	// parameter whose type CYCOD's single type cannot say (a union, no
+	// type, integer, typed items): binding reads and checks values by it
+	// and schema export shows it (paramschema.go). discover writes the
+	// script's own schema of every parameter here.
+	ParameterSchemas map[string]ParamSchema `json:"parameter-schemas,omitempty" yaml:"parameter-schemas,omitempty"`
 	// Credentials are host secrets the tool may use only through the egress
 	// proxy: the sandbox sees a stand-in, the proxy puts the real value in
 	// requests to the credential's hosts.

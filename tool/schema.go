@@ -160,6 +160,21 @@ func mapType(g *SchemaGeneration, t ParamType) string {
 // paramSchema returns one property's schema and whether it has a default
 // value (a parameter default or an alias default-parameters entry).
 func paramSchema(d *Definition, p *Parameter, g *SchemaGeneration, descs, defaults, examples bool, declared map[string]bool) (*OrderedObject, bool, error) {
+	if own := d.ParamSchemaOf(p.Name); own != nil {
+		// The tool's own schema of the parameter, as it gave it.
+		s := NewOrderedObject()
+		for _, k := range sortedAnyKeys(own) {
+			if k == "description" && !descs || k == "default" && !defaults || k == "examples" && !examples {
+				continue
+			}
+			s.Set(k, own[k])
+		}
+		if _, has := own["description"]; !has && descs && p.Description != "" {
+			s.Set("description", p.Description)
+		}
+		_, hasDefault := d.DefaultParameters[p.Name]
+		return s, hasDefault || p.HasDefault || p.Default != nil, nil
+	}
 	s := NewOrderedObject().Set("type", mapType(g, p.Type))
 	if descs && p.Description != "" {
 		s.Set("description", p.Description)

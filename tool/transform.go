@@ -283,7 +283,7 @@ func evalIn(vm *goja.Runtime, expr string, value any, lim TransformLimits) (stri
 		text = x
 	case []any, map[string]any:
 		// Large results are refused before they are exported as text.
-		s, err := vm.RunString(`(function (v) { return Array.isArray(v) ? v.join(',') : JSON.stringify(v); })`)
+		s, err := vm.RunString(`(function (v) { return JSON.stringify(v); })`)
 		if err != nil {
 			return "", &TransformError{Reason: err.Error()}
 		}

@@ -35,7 +35,7 @@ func TestTransformSpecExamples(t *testing.T) {
 		{"value / 4", 1.0, "0.25"},
 		{"null", "x", ""},
 		{"undefined", "x", ""},
-		{"value.map(function (x) { return x * 2 })", []any{1.0, 2.0}, "2,4"},
+		{"value.map(function (x) { return x * 2 })", []any{1.0, 2.0}, "[2,4]"},
 		{"({a: value})", "b", `{"a":"b"}`},
 		{"value.k + '!' // comment", map[string]any{"k": "v"}, "v!"},
 		{"typeof require + typeof console + typeof process + typeof ArrayBuffer", "", "undefinedundefinedundefinedundefined"},

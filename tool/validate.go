@@ -113,6 +113,7 @@ func (l *defLoader) validate() {
 		}
 	}
 	l.checkExposedParams(params, paramNames)
+	l.checkParamSchemaNames(params, paramNames)
 	l.checkCredentialVars()
 	if l.def.Type != "alias" {
 		for cn, keys := range l.testParams {
@@ -426,6 +427,21 @@ func (l *defLoader) checkExposedParams(params map[string]bool, paramNames []stri
 			continue
 		}
 		seen[v.Value] = k.Value
+	}
+}
+
+// checkParamSchemaNames checks that sandboxed.parameter-schemas names
+// declared parameters only.
+func (l *defLoader) checkParamSchemaNames(params map[string]bool, paramNames []string) {
+	n := l.paramSchemaNode
+	if n == nil || l.def.Type == "alias" {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !params[k.Value] {
+			l.errf(k, nearestNameHint(k.Value, paramNames, "list names declared under parameters:"),
+				"parameter-schemas names %s, which is not a declared parameter", k.Value)
+		}
 	}
 }
 

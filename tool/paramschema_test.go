@@ -1,0 +1,201 @@
+package tool
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+)
+
+// unionDump is a script's schema with the parameter shapes CYCOD's single
+// type cannot say.
+const unionDump = `{"name":"shape","description":"shapes","parameters":{"type":"object","properties":{
+ "u":{"type":["number","boolean"]},
+ "su":{"type":["string","number"]},
+ "any":{"description":"anything"},
+ "i":{"type":"integer","minimum":1},
+ "ao":{"type":"array","items":{"type":"object","required":["k"]}},
+ "o":{"type":"object","properties":{"n":{"type":"number"}},"additionalProperties":false},
+ "e":{"enum":["a",2]},
+ "s":{"type":"string"}},"required":[]}}`
+
+// TestDiscoveredTypesPassThrough binds a discovered tool whose script
+// declares unions, untyped, integer, array-of-object and object
+// parameters, runs the generated command against a script that prints
+// its argv[1], and checks the JSON the script got: JSON values as given,
+// command-line text read by the script's schema.
+func TestDiscoveredTypesPassThrough(t *testing.T) {
+	testenv.NeedCommand(t, "bash")
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	echo := filepath.Join(dir, "echo.sh")
+	if err := os.WriteFile(echo, []byte("#!/bin/sh\nprintf '%s\\n' \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ParseSchemaDump(unionDump, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := DefinitionFor(Script{File: "echo.sh", Path: echo, Argv: []string{echo}}, ds[0], "shape", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def = roundTrip(t, def)
+
+	js := func(s string) Input {
+		in, err := ParseParamsJSON([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want string // the JSON the script gets
+	}{
+		{"union number json", js(`{"u": 1}`), `{"u":1}`},
+		{"union boolean json", js(`{"u": true}`), `{"u":true}`},
+		{"union number text", Input{"u": Text("1")}, `{"u":1}`},
+		{"union boolean text", Input{"u": Text("false")}, `{"u":false}`},
+		{"union string json stays a string", js(`{"su": "123"}`), `{"su":"123"}`},
+		{"union text tries number first", Input{"su": Text("123")}, `{"su":123}`},
+		{"union text falls back to string", Input{"su": Text("abc")}, `{"su":"abc"}`},
+		{"untyped json array", js(`{"any": [1, "a", {"b": null}]}`), `{"any":[1,"a",{"b":null}]}`},
+		{"untyped text json", Input{"any": Text(`{"x": [true]}`)}, `{"any":{"x":[true]}}`},
+		{"untyped text", Input{"any": Text("hello world")}, `{"any":"hello world"}`},
+		{"integer", js(`{"i": 3}`), `{"i":3}`},
+		{"array of objects", js(`{"ao": [{"k": 1}, {"k": "x", "z": [1]}]}`), `{"ao":[{"k":1},{"k":"x","z":[1]}]}`},
+		{"array text", Input{"ao": Text(`[{"k": 2}]`)}, `{"ao":[{"k":2}]}`},
+		{"object", js(`{"o": {"n": 2.5}}`), `{"o":{"n":2.5}}`},
+		{"enum number", js(`{"e": 2}`), `{"e":2}`},
+		{"enum text", Input{"e": Text("2")}, `{"e":2}`},
+		{"string text that looks like a number", Input{"s": Text("007")}, `{"s":"007"}`},
+		{"hostile string", js(`{"s": "'\"; $(id) ` + "`id`" + `\n\\"}`), `{"s":"'\"; $(id) ` + "`id`" + `\n\\"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Bind(def, tc.in, BindEnv{Workspace: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv := b.Steps[0].Argv
+			out, err := exec.Command(bash, "-c", argv[len(argv)-1]).Output()
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			var got, want any
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("argv[1] is not JSON: %v: %q", err, out)
+			}
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("argv[1] = %s, want %s", out, tc.want)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		in   Input
+		msg  string
+	}{
+		{"union refuses a string", js(`{"u": "x"}`), `"x" is not a number or a boolean`},
+		{"union refuses text", Input{"u": Text("maybe")}, `"maybe" is not a number or a boolean`},
+		{"union refuses an array", js(`{"u": [1]}`), "want a number or a boolean, got an array"},
+		{"integer refuses a fraction", js(`{"i": 2.5}`), "want an integer"},
+		{"integer minimum", js(`{"i": 0}`), "less than the minimum 1"},
+		{"item required", js(`{"ao": [{"k": 1}, {}]}`), "[1]: missing required properties: k"},
+		{"additional property", js(`{"o": {"m": 1}}`), "property m is not allowed"},
+		{"nested type", js(`{"o": {"n": "2"}}`), "n: want a number, got a string"},
+		{"enum", js(`{"e": "b"}`), "not one of the allowed values"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Bind(def, tc.in, BindEnv{Workspace: dir})
+			if !errors.Is(err, ErrInvalidParam) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v, want ErrInvalidParam with %q", err, tc.msg)
+			}
+		})
+	}
+
+	// Agents see the script's own schema.
+	fs, err := FunctionSchema(def, SchemaMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(fs)
+	var got struct {
+		InputSchema struct {
+			Properties map[string]map[string]any `json:"properties"`
+		} `json:"inputSchema"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if u := got.InputSchema.Properties["u"]["type"]; !reflect.DeepEqual(u, []any{"number", "boolean"}) {
+		t.Errorf("u's exported type = %v (%s)", u, raw)
+	}
+	if a, ok := got.InputSchema.Properties["any"]; !ok || a["type"] != nil || a["description"] != "anything" {
+		t.Errorf("any's exported schema = %v", a)
+	}
+	if items := got.InputSchema.Properties["ao"]["items"]; !reflect.DeepEqual(items, map[string]any{"type": "object", "required": []any{"k"}}) {
+		t.Errorf("ao's items = %v", items)
+	}
+}
+
+// TestCYCODTypesInCommands: every CYCOD type reaches a command; an array
+// or object is its JSON text, escaped as one word.
+func TestCYCODTypesInCommands(t *testing.T) {
+	def, err := Parse([]byte(`description: d
+bash: printf '%s\n' {A} {O} "{A}"
+parameters:
+  A: {type: array, description: a}
+  O: {type: object, description: o}
+`), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := ParseParamsJSON([]byte(`{"A": ["x y", "'"], "O": {"k": "$(id)"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Bind(def, in, BindEnv{Workspace: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `printf '%s\n' '["x y","'\''"]' '{"k":"$(id)"}' "[\"x y\",\"'\"]"`
+	if got := b.Steps[0].Command; got != want {
+		t.Errorf("command\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestParamSchemaLoad: sandboxed.parameter-schemas is checked where it is
+// written.
+func TestParamSchemaLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, msg string
+	}{
+		{"unknown type", "    A: {type: [number, float]}\n", "9:8: sandboxed.parameter-schemas.A: type: float is not a JSON Schema type"},
+		{"bad pattern", "    A: {pattern: '(?<=x)'}\n", "does not compile"},
+		{"undeclared", "    B: {type: number}\n", "9:5: parameter-schemas names B, which is not a declared parameter"},
+		{"not a mapping", "    A: number\n", "9:8: sandboxed.parameter-schemas.A must be a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "description: d\nbash: echo {A}\nparameters:\n  A:\n    type: number\n    description: a\nsandboxed:\n  parameter-schemas:\n" + tc.yaml
+			_, err := Parse([]byte(src), "t.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v, want %q", err, tc.msg)
+			}
+		})
+	}
+}
