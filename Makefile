@@ -58,7 +58,7 @@ vagrant-validate:
 	VAGRANT_DEFAULT_PROVIDER=libvirt vagrant validate
 
 # The test cluster: a real single-node Kubernetes cluster on this machine
-# for the Kubernetes backend's tests (root; README, "The test cluster").
+# for the Kubernetes backend's tests (root; docs/development.md, "The test cluster").
 # Its admin kubeconfig is written to .cluster/kubeconfig. The Kubernetes
 # binaries are built once per release into /var/cache/sandboxed-k8s.
 cluster-up:

@@ -24,7 +24,7 @@ import (
 
 // The test cluster is a real single-node Kubernetes cluster on this
 // machine, made by `make cluster-up` (.ci/cluster/cluster.sh, which says
-// what it holds; README, "The test cluster"). CI brings it up before the
+// what it holds; docs/development.md, "The test cluster"). CI brings it up before the
 // suite and takes it down after.
 
 // clusterKubeconfigVar names a kubeconfig to use instead of the checkout's.
@@ -70,7 +70,7 @@ var documentationPrefixes = []netip.Prefix{
 }
 
 // TestClusterFacts checks what `make cluster-up` promises the Kubernetes
-// backend (README, "The test cluster"): one Ready node, the gVisor
+// backend (docs/development.md, "The test cluster"): one Ready node, the gVisor
 // RuntimeClasses marked as having no network, the namespace for test runs,
 // and the ConfigMap kube-system/sandboxed-cluster whose ranges are
 // documentation ranges. It reads the cluster and changes nothing.

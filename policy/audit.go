@@ -17,7 +17,7 @@ import (
 )
 
 // AuditRecord is one line of the audit log (JSON Lines). Field names are
-// stable; the README documents them.
+// stable; docs/operations.md documents them.
 type AuditRecord struct {
 	Time             time.Time `json:"time"`
 	User             string    `json:"user"`

@@ -36,7 +36,7 @@ const (
 )
 
 // Result is one run's outcome: the object `run --json` prints and the run
-// record stores. Field names are documented in the README; do not rename.
+// record stores. Field names are documented in docs/ci.md; do not rename.
 type Result struct {
 	RunID           string        `json:"run_id"`
 	Tool            string        `json:"tool"`

@@ -19,7 +19,7 @@ var auditCommand = &cli.Command{
 	Description: `Reads STATE/audit.jsonl, where STATE is $SANDBOXED_STATE_DIR, else
 $XDG_STATE_HOME/sandboxed, else ~/.local/state/sandboxed. The table shows
 TIME, TOOL, STATUS, EXIT, TIER, USER and RUN ID; --format json prints the
-records as they are stored (README: audit log fields).`,
+records as they are stored (docs/operations.md: the audit log).`,
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "since", Usage: "only records of the last `DURATION` (30m, 24h, 7d)"},
 		&cli.StringFlag{Name: "tool", Usage: "only records of the tool `NAME`"},
