@@ -3,6 +3,7 @@ package isolation
 import (
 	"context"
 	"io"
+	"regexp"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,10 @@ const (
 	AnnotationRunID = "dev.sandboxed.run-id"
 	AnnotationTool  = "dev.sandboxed.tool"
 )
+
+// RunIDPattern is the shape of a run id (sandbox.NewRunID: UTC time, then
+// 12 hex digits), which also names a run's host directory.
+var RunIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$`)
 
 // Plan is everything a backend needs to build one sandbox. It is data only:
 // building a Plan has no side effects, and the same Plan is printed by

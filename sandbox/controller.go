@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -475,15 +474,14 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		// warm sandbox; the run owns them now.
 		h.undo = append(h.undo, w.drop)
 	} else {
-		release, err := holdRun(p.RunID)
+		// The run's directory appears with its liveness lock held, before
+		// any labelled resource exists; release removes it, then drops
+		// the lock.
+		release, err := holdRun(p.HostDir)
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, err.Error(), ""}
 		}
 		h.undo = append(h.undo, release)
-		if err := os.Mkdir(p.HostDir, 0o700); err != nil {
-			return h, &runFailure{CodeInitFailed, fmt.Sprintf("create run dir %s: %v", p.HostDir, err), ""}
-		}
-		h.undo = append([]func(){func() { os.RemoveAll(p.HostDir) }}, h.undo...)
 	}
 	// Reap what crashed runs of this tier left, alongside this run's start
 	// (`sandboxed gc` covers every tier).
@@ -493,7 +491,7 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 			defer close(gcDone)
 			gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer gcancel()
-			_, _ = c.gc(gctx, b)
+			_, _ = c.gc(gctx, nil, b)
 		}()
 		h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
 	}

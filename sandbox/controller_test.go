@@ -171,8 +171,8 @@ func (s *fakeSandbox) Close(context.Context) error {
 	return nil
 }
 
-// job is a job of a fresh run id: a run is marked live host-wide by its
-// id (holdRun), so two test processes must not share one.
+// job is a job of a fresh run id: a run's host directory is named by its
+// id (holdRun), so two runs must not share one.
 func job(timeout time.Duration, steps ...JobStep) *Job {
 	return &Job{
 		Plan: &isolation.Plan{RunID: NewRunID(time.Now()), Tool: "t", Tier: isolation.TierProcess,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -90,7 +89,6 @@ func (w *pooled) drop() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		_ = w.w.Discard(ctx)
-		os.RemoveAll(w.hostDir)
 		w.release()
 	})
 }
@@ -257,20 +255,15 @@ func (p *Pool) make(b isolation.Prestarter, key string) (_ *pooled, retErr error
 	if err := ensurePrivateDir(p.runtimeDir); err != nil {
 		return nil, err
 	}
-	release, err := holdRun(runID)
+	hostDir := HostDir(p.runtimeDir, runID)
+	release, err := holdRun(hostDir)
 	if err != nil {
 		return nil, err
-	}
-	hostDir := HostDir(p.runtimeDir, runID)
-	if err := os.Mkdir(hostDir, 0o700); err != nil {
-		release()
-		return nil, fmt.Errorf("create run dir %s: %w", hostDir, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	w, err := b.Prestart(ctx, key, runID, hostDir)
 	if err != nil {
-		os.RemoveAll(hostDir)
 		release()
 		return nil, err
 	}

@@ -20,8 +20,10 @@ import (
 var gcCommand = &cli.Command{
 	Name:  "gc",
 	Usage: "remove what crashed runs left behind (processes, cgroups, containers, mounts, sockets, run dirs), and other builds' cached inits",
-	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock,
-so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does this as it starts.`,
+	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock on a
+file in its run directory, so gc only reaps runs whose controller is gone. A run gc cannot judge
+(its run directory is not here: another host, container, user or runtime directory) is left alone
+and listed. Every 'sandboxed run' also does this as it starts.`,
 	// The cluster flags say which cluster's pods to reap too.
 	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
@@ -33,29 +35,29 @@ so gc only reaps runs whose controller is gone. Every 'sandboxed run' also does 
 				return fmt.Errorf("run %s gc: %w", path, err)
 			}
 		}
-		reaped, err := newController().GC(c.Context)
+		rep, err := newController().GC(c.Context)
 		if sock := staleServeSocket(); sock != "" {
-			reaped = append(reaped, "socket of a server that is gone "+sock)
+			rep.Removed = append(rep.Removed, "socket of a server that is gone "+sock)
 		}
 		if dir, derr := xdg.CacheDir(); derr == nil {
 			stale, serr := initbin.RemoveStale(dir)
 			for _, s := range stale {
-				reaped = append(reaped, "init binary of another build "+s)
+				rep.Removed = append(rep.Removed, "init binary of another build "+s)
 			}
 			err = errors.Join(err, serr)
 		}
 		if c.Bool("json") {
-			if reaped == nil {
-				reaped = []string{}
-			}
-			if werr := writeJSON(c.App.Writer, map[string]any{"removed": reaped}); werr != nil {
+			if werr := writeJSON(c.App.Writer, rep); werr != nil {
 				return werr
 			}
 		} else {
-			for _, r := range reaped {
+			for _, r := range rep.Removed {
 				fmt.Fprintf(c.App.Writer, "removed %s\n", r)
 			}
-			if len(reaped) == 0 {
+			for _, u := range rep.LeftAlone {
+				fmt.Fprintf(c.App.Writer, "left alone run %s: cannot tell whether it is live: %s\n", u.RunID, u.Reason)
+			}
+			if len(rep.Removed) == 0 && len(rep.LeftAlone) == 0 {
 				fmt.Fprintln(c.App.ErrWriter, "nothing to remove")
 			}
 		}

@@ -7,13 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 
 	"github.com/docker/docker/api/types/mount"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // bindIdentity is the file a bind mount's source was when the plan was
@@ -23,10 +24,6 @@ type bindIdentity struct {
 	source, target string
 	dev, ino       uint64
 }
-
-// runIDPattern is the shape of a run id (sandbox.NewRunID), which names a
-// run's host directory.
-var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$`)
 
 // pinBinds pins every bind source that is not ours: it opens the source
 // without following any symlink and records its identity. dockerd resolves
@@ -194,10 +191,10 @@ func gcStaged(keep func(runID string) bool) ([]string, error) {
 // under the host directory of run id run.
 func stagedRun(mountpoint string) (run string, root, ok bool) {
 	dir, base := filepath.Dir(mountpoint), filepath.Base(mountpoint)
-	if base == stagingDirName && runIDPattern.MatchString(filepath.Base(dir)) {
+	if base == stagingDirName && isolation.RunIDPattern.MatchString(filepath.Base(dir)) {
 		return filepath.Base(dir), true, true
 	}
-	if filepath.Base(dir) == stagingDirName && runIDPattern.MatchString(filepath.Base(filepath.Dir(dir))) {
+	if filepath.Base(dir) == stagingDirName && isolation.RunIDPattern.MatchString(filepath.Base(filepath.Dir(dir))) {
 		return filepath.Base(filepath.Dir(dir)), false, true
 	}
 	return "", false, false

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gcReport is `sandboxed gc --json`.
+type gcReport struct {
+	Removed   []string `json:"removed"`
+	LeftAlone []struct {
+		RunID  string `json:"run_id"`
+		Reason string `json:"reason"`
+	} `json:"left_alone"`
+}
+
+// TestGCNeverReapsALiveRun runs `sandboxed gc` while a run is live: from
+// another network namespace, from another network and PID namespace, and
+// as a controller that cannot see the run's directory (another container
+// sharing the host's cgroup tree and engine: here, another runtime
+// directory). None of them changes the run's outcome; the last says it
+// left the run alone.
+func TestGCNeverReapsALiveRun(t *testing.T) {
+	forTierList(t, []string{"process", "container"}, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.keep": ""})
+		tool := toolYAML(t, dir, tier, "survivor",
+			`touch out/started; while [ ! -e out/go ]; do sleep 0.05; done; echo survived`,
+			[]string{"filesystem:write:./out"}, "timeout: 120000\n")
+		run := command("run", "--json", tool)
+		run.Dir = dir
+		var stdout, stderr bytes.Buffer
+		run.Stdout, run.Stderr = &stdout, &stderr
+		must(t, run.Start())
+		done := false
+		defer func() {
+			if !done {
+				run.Process.Kill()
+				run.Wait()
+			}
+		}()
+		waitForFile(t, filepath.Join(dir, "out", "started"), 60*time.Second)
+
+		elsewhere := filepath.Join(t.TempDir(), "another-runtime-dir")
+		for _, gc := range []struct {
+			name    string
+			unshare []string
+			env     []string
+			seen    bool // the run's directory is visible to this gc
+		}{
+			{"netns", []string{"--net"}, nil, true},
+			{"netns+pidns", []string{"--net", "--pid", "--fork"}, nil, true},
+			{"another runtime dir", nil, []string{"SANDBOXED_RUNTIME_DIR=" + elsewhere}, false},
+		} {
+			args := append([]string{}, gc.unshare...)
+			if env.runner != nil && len(args) > 0 {
+				args = append([]string{"--map-current-user"}, args...)
+			}
+			var cmd *exec.Cmd
+			if len(args) > 0 {
+				cmd = exec.Command("unshare", append(args, env.bin, "gc", "--json")...)
+			} else {
+				cmd = exec.Command(env.bin, "gc", "--json")
+			}
+			asRunner(cmd)
+			cmd.Env = append(runEnv(), gc.env...)
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("gc (%s): %v\n%s", gc.name, err, out)
+			}
+			var rep gcReport
+			if err := json.Unmarshal(out, &rep); err != nil {
+				t.Fatalf("gc (%s) --json: %v\n%s", gc.name, err, out)
+			}
+			for _, r := range rep.Removed {
+				if strings.Contains(r, "cgroup") || strings.Contains(r, "container") || strings.Contains(r, "run dir") {
+					t.Errorf("gc (%s) removed %s during a live run", gc.name, r)
+				}
+			}
+			if !gc.seen && len(rep.LeftAlone) == 0 {
+				t.Errorf("gc (%s) found the live run's resources without its directory and reported nothing left alone: %s", gc.name, out)
+			}
+			if gc.seen && len(rep.LeftAlone) != 0 {
+				t.Errorf("gc (%s) could not judge a run whose directory it sees: %s", gc.name, out)
+			}
+			for _, u := range rep.LeftAlone {
+				if u.Reason == "" {
+					t.Errorf("gc (%s) left run %s alone without a reason", gc.name, u.RunID)
+				}
+			}
+		}
+
+		must(t, os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644))
+		err := run.Wait()
+		done = true
+		var r result
+		if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
+			t.Fatalf("run: %v, result %v\nstdout: %s\nstderr: %s", err, jerr, stdout.String(), stderr.String())
+		}
+		if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "survived" {
+			t.Fatalf("the live run ended %s (exit %d) after gc: %+v\nstderr: %s", r.Status, r.ExitCode, r.Error, r.Stderr)
+		}
+	})
+}
+
+// waitForFile waits until path exists.
+func waitForFile(t *testing.T, path string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within %s", path, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
