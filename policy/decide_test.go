@@ -783,6 +783,7 @@ func TestCapAndRequestWrittenAlikeAgree(t *testing.T) {
 func TestBracketInPathRulesIsLiteral(t *testing.T) {
 	p := mutate(Default(), func(p *Policy) {
 		p.Paths.Deny = []PathPattern{"/data/[x]/secret", "/data/[ab]"}
+		p.Secrets.Mask = nil // path rules only
 		p.Sources = []SourceRule{{Scope: SourceAny, Path: "/defs/[team]/*.yaml", Trusted: true,
 			Isolation: IsolationRule{Allowed: []tool.Isolation{tool.IsolationProcess}, Minimum: tool.IsolationProcess}}}
 	})
@@ -853,7 +854,7 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 		{"/data/*/x/*/secret", "/data/a/x", []string{"*/secret"}},
 		{"/data/**.pem", "/data/a", nil},
 	} {
-		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(c.rule)} })
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny, p.Secrets.Mask = []PathPattern{PathPattern(c.rule)}, nil })
 		perm := "filesystem:read:" + c.grant
 		r := baseRequest()
 		r.Grants = grants(t, perm)
@@ -879,7 +880,7 @@ func TestGlobRuleAboveGrantIsMaskedInside(t *testing.T) {
 	}
 	// A rule that cannot match under the grant leaves it alone.
 	for rule, grant := range map[string]string{"/data/*/secret": "/srv/a", "/data/x**": "/data/y", "/data/a/x**.pem": "/data/b"} {
-		p := mutate(Default(), func(p *Policy) { p.Paths.Deny = []PathPattern{PathPattern(rule)} })
+		p := mutate(Default(), func(p *Policy) { p.Paths.Deny, p.Secrets.Mask = []PathPattern{PathPattern(rule)}, nil })
 		r := baseRequest()
 		r.Grants = grants(t, "filesystem:read:"+grant)
 		if d := p.Decide(r); d.Verdict != Allow || len(d.Masks) != 0 {

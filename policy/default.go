@@ -187,6 +187,43 @@ paths:
   # e.g. /tmp/builds.
   allow-write: []
 
+secrets:
+  # Names of files and folders that hold secrets. Inside every granted folder,
+  # at any depth, what they name is masked: the tool sees an empty file or an
+  # empty, unreadable folder. A grant that names one itself (a path or a
+  # {PARAM} that is one) needs approval, at high risk. Names, not paths: a
+  # base name (.env, *.pem) or a short relative path (.kube/config); * and ?
+  # globs. Masks match names only: a hard link under another name, secrets
+  # committed in .git objects or written inside ordinary files are not caught.
+  mask:
+    - .env
+    - .env.*
+    - id_rsa*
+    - id_dsa*
+    - id_ecdsa*
+    - id_ed25519*
+    - "*.pem"
+    - "*.key"
+    - "*.p12"
+    - "*.pfx"
+    - .ssh
+    - .aws
+    - .gnupg
+    - .azure
+    - .config/gcloud
+    - .config/gh
+    - .netrc
+    - .git-credentials
+    - .npmrc
+    - .pypirc
+    - .kube/config
+    - .docker/config.json
+  # Path patterns (as under paths) that lift the masks: what they match stays
+  # visible, and a grant of it needs no approval (public keys by default;
+  # add e.g. ~/work/app/.env.example).
+  except:
+    - "**/*.pub"
+
 network:
   # Hosts any source may reach without approval: names, IP addresses,
   # *.example.com (subdomains, not the apex). "*" here would allow every host.

@@ -186,6 +186,7 @@ var validators = map[reflect.Type]func(string) error{
 		return nil
 	},
 	reflect.TypeOf(PathPattern("")): func(s string) error { return checkPathPattern(s) },
+	reflect.TypeOf(SecretName("")):  func(s string) error { return checkSecretName(s) },
 	reflect.TypeOf(HostPattern("")): func(s string) error { return checkHostPattern(s) },
 	reflect.TypeOf(Matcher("")):     func(s string) error { return checkMatcher(s) },
 	reflect.TypeOf(Approval("")):    func(s string) error { return ValidateApprovals([]string{s}) },

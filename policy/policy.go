@@ -23,6 +23,9 @@ type Policy struct {
 	Limits Limits `yaml:"limits"`
 	// Paths are the filesystem rules.
 	Paths PathRules `yaml:"paths"`
+	// Secrets are the names of secret files and folders, masked inside
+	// every grant (masks.go).
+	Secrets SecretRules `yaml:"secrets"`
 	// Network are the egress rules.
 	Network NetworkRules `yaml:"network"`
 	// Environment are the rules for env: grants.
@@ -339,6 +342,10 @@ func Default() *Policy {
 			},
 			Approve:    []PathPattern{},
 			AllowWrite: []PathPattern{},
+		},
+		Secrets: SecretRules{
+			Mask:   DefaultSecretNames(),
+			Except: []PathPattern{"**/*.pub"},
 		},
 		Network: NetworkRules{
 			Allow:          []HostPattern{},

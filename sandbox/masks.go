@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
@@ -62,7 +63,12 @@ func maskMount(mk policy.PathMask, mounts []*permissions.Mount) *permissions.Mou
 // gatherMasks fills f.Masks and f.Files for the masks of granted mounts.
 // Every glob of one mount is expanded in a single walk of it. It reads
 // the host and changes nothing.
-func gatherMasks(f *HostFacts, masks []policy.PathMask, mounts []*permissions.Mount) {
+//
+// The matches of a secret mask (secrets.mask) that the policy's
+// secrets.except lifts, by the declared or the resolved path, are left
+// out: they stay visible.
+func gatherMasks(f *HostFacts, d *policy.Decision, mounts []*permissions.Mount) {
+	masks := d.Masks
 	f.Masks = map[policy.PathMask]MaskMatch{}
 	if f.Files == nil {
 		f.Files = map[string]FileFact{}
@@ -102,6 +108,11 @@ func gatherMasks(f *HostFacts, masks []policy.PathMask, mounts []*permissions.Mo
 			mm = walked[m][rel]
 		} else {
 			mm.Paths, mm.Err = expandMask(m.Resolved, rel)
+		}
+		if mk.Secret && mm.Err == nil {
+			mm.Paths = slices.DeleteFunc(mm.Paths, func(hostRel string) bool {
+				return d.SecretExcepted(filepath.Join(m.Resolved, hostRel)) || d.SecretExcepted(filepath.Join(m.HostPath, hostRel))
+			})
 		}
 		f.Masks[mk] = mm
 		for _, hostRel := range mm.Paths {
@@ -143,12 +154,19 @@ func statFact(p string) (FileFact, bool) {
 // matches now is masked, but what the tool creates cannot be (a new
 // nested repository's .git/hooks), so the controller looks again after
 // the run.
-func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFacts) ([]SpecOpt, []protectedWatch, error) {
+//
+// A secret mask (secrets.mask) pins no directory: a folder moved with a
+// hidden secret inside carries the mount over it along, and the secret
+// stays hidden; what it protects is the content, not the place.
+//
+// The masked paths are returned as the plan lists them (Plan.Masked).
+func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFacts) ([]SpecOpt, []protectedWatch, []isolation.MaskedPath, error) {
 	type maskMountPlan struct {
 		src, dst string
 		dir      bool
 		hide     bool
 		anchor   bool // a read-write bind of a directory onto itself
+		rule     string
 	}
 	byDst := map[string]maskMountPlan{}
 	var watches []protectedWatch
@@ -159,15 +177,15 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 		}
 		rel, err := filepath.Rel(m.Target, mk.Path)
 		if err != nil || outside(rel) {
-			return nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
+			return nil, nil, nil, fmt.Errorf("policy mask %s (%s) is outside the mount %s: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		mm, ok := f.Masks[mk]
 		if !ok {
 			// Fail closed: a mask nobody looked for is not an empty one.
-			return nil, nil, fmt.Errorf("policy mask %s (%s) under %s was not looked up on the host: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
+			return nil, nil, nil, fmt.Errorf("policy mask %s (%s) under %s was not looked up on the host: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		if mm.Err != nil {
-			return nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, mm.Err, ErrPlan)
+			return nil, nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, mm.Err, ErrPlan)
 		}
 		// What does not exist yet cannot be masked: under a write grant,
 		// the controller looks again after the run (a glob for new
@@ -185,15 +203,24 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 			if !ok {
 				continue // gone since it matched
 			}
+			if fi.IsLink && mk.Secret {
+				// A secret's content is masked under its own name: a link
+				// to it inside the grant leads to the mask, one to outside
+				// leads nowhere the sandbox can see.
+				continue
+			}
 			if fi.IsLink {
 				// A mount on a symlink would land wherever it points; the
 				// init refuses it. Say so here, with the way out.
-				return nil, nil, fmt.Errorf("policy mask %s (%s): %s is a symlink (to %s), which cannot be protected in place; grant a narrower path that does not hold it: %w",
+				return nil, nil, nil, fmt.Errorf("policy mask %s (%s): %s is a symlink (to %s), which cannot be protected in place; grant a narrower path that does not hold it: %w",
 					mk.Path, mk.Rule, src, fi.Link, ErrPlan)
 			}
 			dst := filepath.Join(m.Target, hostRel)
 			if old, ok := byDst[dst]; !ok || old.anchor || (mk.Hide && !old.hide) {
-				byDst[dst] = maskMountPlan{src: src, dst: dst, dir: fi.Dir, hide: mk.Hide}
+				byDst[dst] = maskMountPlan{src: src, dst: dst, dir: fi.Dir, hide: mk.Hide, rule: mk.Rule}
+			}
+			if mk.Secret {
+				continue
 			}
 			// A mountpoint cannot be renamed or removed, but its parents
 			// can: `mv .git .git.old` would carry a protected .git/hooks
@@ -215,7 +242,7 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 				}
 				asrc := filepath.Join(m.Resolved, d)
 				if afi, ok := f.Files[asrc]; !ok || afi.IsLink || !afi.Dir {
-					return nil, nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
+					return nil, nil, nil, fmt.Errorf("apply policy mask %s (%s): %s is not a directory; refusing: %w", mk.Path, mk.Rule, asrc, ErrPlan)
 				}
 				byDst[adst] = maskMountPlan{src: asrc, dst: adst, dir: true, anchor: true}
 			}
@@ -235,14 +262,16 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 		return all[i].dst < all[j].dst
 	})
 	var opts []SpecOpt
+	var masked []isolation.MaskedPath
 	for _, mm := range all {
 		if mm.anchor {
 			opts = append(opts, WithWriteBind(mm.src, mm.dst))
 			continue
 		}
 		opts = append(opts, maskOpt(mm.src, mm.dst, mm.dir, mm.hide))
+		masked = append(masked, isolation.MaskedPath{Path: mm.dst, Source: mm.src, Dir: mm.dir, Hide: mm.hide, Rule: mm.rule})
 	}
-	return opts, watches, nil
+	return opts, watches, masked, nil
 }
 
 func maskOpt(src, dst string, dir, hide bool) SpecOpt {

@@ -262,7 +262,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		}
 	}
 	opts = append(opts, inspect.opts...)
-	maskOpts, watches, err := planMasks(d.Masks, mounts, f)
+	maskOpts, watches, masked, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,6 +281,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		Spec:      spec,
 		Limits:    limits,
 		Egress:    eg,
+		Masked:    masked,
 		HostDir:   hostDir,
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,

@@ -169,6 +169,7 @@ func TestPlanMasks(t *testing.T) {
 	hooks := policy.PathMask{Path: "/w/**/.git/hooks", Under: "/w", Rule: "deny-write hooks"}
 	env := policy.PathMask{Path: "/w/.env", Under: "/w", Hide: true, Rule: "deny .env"}
 	dotdot := policy.PathMask{Path: "/w/..env", Under: "/w", Hide: true, Rule: "deny ..env"}
+	secret := policy.PathMask{Path: "/w/**/.env", Under: "/w", Hide: true, Rule: "secrets.mask[0] .env", Secret: true}
 	tests := []struct {
 		name    string
 		mount   *permissions.Mount
@@ -198,6 +199,17 @@ func TestPlanMasks(t *testing.T) {
 		{"a symlinked match is refused with its target", ro,
 			[]policy.PathMask{env}, map[policy.PathMask]MaskMatch{env: {Paths: []string{".env"}}},
 			map[string]FileFact{"/h/w/.env": {IsLink: true, Link: "/etc/passwd"}}, nil, 0, "symlink (to /etc/passwd)"},
+		// A secret is hidden where it lies; no parent is pinned, and a
+		// symlink named like one is left alone (what it leads to is
+		// masked under its own name, or not in the sandbox).
+		{"a secret under a write grant pins no parent; new ones are watched", rw,
+			[]policy.PathMask{secret}, map[policy.PathMask]MaskMatch{secret: {Paths: []string{"a/b/.env"}}},
+			map[string]FileFact{"/h/w/a": dir, "/h/w/a/b": dir, "/h/w/a/b/.env": {}},
+			[]string{"/w/a/b/.env bind /dev/null ro"}, 1, ""},
+		{"a symlink named like a secret is not mounted over", ro,
+			[]policy.PathMask{secret}, map[policy.PathMask]MaskMatch{secret: {Paths: []string{".env", "x/.env"}}},
+			map[string]FileFact{"/h/w/.env": {IsLink: true, Link: "/etc/passwd"}, "/h/w/x": dir, "/h/w/x/.env": dir},
+			[]string{"/w/x/.env tmpfs tmpfs ro"}, 0, ""},
 		{"a parent that is not a directory is refused", rw,
 			[]policy.PathMask{hooks}, map[policy.PathMask]MaskMatch{hooks: {Paths: []string{"a/.git/hooks"}}},
 			map[string]FileFact{"/h/w/a": {IsLink: true, Link: "/x"}, "/h/w/a/.git": dir, "/h/w/a/.git/hooks": dir}, nil, 0, "is not a directory"},
@@ -218,7 +230,7 @@ func TestPlanMasks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &HostFacts{Masks: tt.matches, Files: tt.files}
-			opts, watches, err := planMasks(tt.masks, []*permissions.Mount{tt.mount}, f)
+			opts, watches, _, err := planMasks(tt.masks, []*permissions.Mount{tt.mount}, f)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrPlan) {
 					t.Fatalf("err %v, want one saying %q", err, tt.wantErr)

@@ -42,7 +42,7 @@ func ReviewPlan(def *tool.Definition, b *tool.Bound, grants []permissions.Grant,
 	if pol != nil {
 		in.EnvDeny = pol.Environment.Deny
 	}
-	gatherMasks(f, d.Masks, mountGrants(gs))
+	gatherMasks(f, &d, mountGrants(gs))
 	p, _, err := planSandbox(in)
 	if err != nil && len(d.Masks) > 0 {
 		// A mask that cannot be applied is shown with the masks; the rest

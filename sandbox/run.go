@@ -166,7 +166,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	if err := CheckNoSockets(br.grants, facts.Cwd); err != nil {
 		return nil, rf.refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
 	}
-	gatherMasks(facts, d.Masks, mountGrants(br.grants))
+	gatherMasks(facts, &d, mountGrants(br.grants))
 
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,

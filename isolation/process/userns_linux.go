@@ -361,6 +361,11 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 		if err != nil {
 			return nil, fmt.Errorf("open bind source %s: %w", m.Source, err)
 		}
+		// A character device (the /dev/null a policy mask binds over a
+		// hidden file) holds no files to own: it is not idmapped, and
+		// devtmpfs could not be.
+		var sst unix.Stat_t
+		isDev := unix.Fstat(src, &sst) == nil && sst.Mode&unix.S_IFMT == unix.S_IFCHR
 		tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 		unix.Close(src)
 		if err != nil {
@@ -371,7 +376,7 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 		// shares would receive what the host mounts below it later, and
 		// pass on what the init mounts below it.
 		ma := &unix.MountAttr{Attr_set: sbinit.MountAttr(*m), Propagation: unix.MS_PRIVATE}
-		if !idmap {
+		if !idmap || isDev {
 			if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, ma); err != nil {
 				return nil, fmt.Errorf("set the flags of bind source %s: %w", m.Source, err)
 			}
