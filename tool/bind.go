@@ -902,7 +902,7 @@ type commandSpec struct {
 //	script bash           /bin/bash -c SCRIPT
 //	script dash|ash|ksh|zsh|mksh   SHELL -c SCRIPT (POSIX quoting)
 //	script pwsh|powershell pwsh -NoLogo -NoProfile -NonInteractive -Command SCRIPT
-//	script python|python3 python3 -c SCRIPT   (escaped references refused)
+//	script python|python3 python3 -c SCRIPT   (Python quoting, subst_python.go)
 //	script node           node -e SCRIPT      (escaped references refused)
 //	script ruby|perl      SHELL -e SCRIPT     (escaped references refused)
 //	script other          SHELL -c SCRIPT     (escaped references refused)
@@ -936,7 +936,7 @@ func specFor(name string, ex *Exec) (commandSpec, error) {
 		case "cmd", "cmd.exe":
 			return commandSpec{}, fmt.Errorf("bind %s: shell: cmd is Windows CMD, which does not exist on linux; use bash or sh: %w", name, ErrUnsupportedExec)
 		case "python", "python3":
-			return commandSpec{syntax: SyntaxPlain, prefix: []string{"python3", "-c"}, interp: "python"}, nil
+			return commandSpec{syntax: SyntaxPython, prefix: []string{"python3", "-c"}}, nil
 		case "node", "nodejs":
 			return commandSpec{syntax: SyntaxPlain, prefix: []string{"node", "-e"}, interp: "node"}, nil
 		case "ruby", "perl":

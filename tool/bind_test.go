@@ -299,15 +299,15 @@ func TestBindArgvKinds(t *testing.T) {
 		}
 	}
 	// Interpreters whose quoting we do not do refuse escaped values ...
-	if _, err := bindCmd(t, ExecScript, "python3", "print({X})", "v"); !errors.Is(err, ErrUnsupportedExec) {
-		t.Errorf("python escaped: %v", err)
+	if _, err := bindCmd(t, ExecScript, "node", "console.log({X})", "v"); !errors.Is(err, ErrUnsupportedExec) {
+		t.Errorf("node escaped: %v", err)
 	}
 	// ... and take unescaped ones verbatim.
-	d := &Definition{Name: "t", Description: "d", Exec: &Exec{Kind: ExecScript, Shell: "python3", Command: "print({N})"},
+	d := &Definition{Name: "t", Description: "d", Exec: &Exec{Kind: ExecScript, Shell: "node", Command: "console.log({N})"},
 		Parameters: []Parameter{{Name: "N", Type: TypeNumber, EscapeShell: new(bool)}}}
 	b, err := Bind(d, Input{"N": "3"}, BindEnv{})
-	if err != nil || !reflect.DeepEqual(b.Steps[0].Argv, []string{"python3", "-c", "print(3)"}) {
-		t.Errorf("python unescaped: %v %v", err, b)
+	if err != nil || !reflect.DeepEqual(b.Steps[0].Argv, []string{"node", "-e", "console.log(3)"}) {
+		t.Errorf("node unescaped: %v %v", err, b)
 	}
 	if _, err := bindCmd(t, ExecScript, "cmd", "dir", "v"); !errors.Is(err, ErrUnsupportedExec) {
 		t.Errorf("script cmd: %v", err)
@@ -497,7 +497,10 @@ func TestSubstituteSteps(t *testing.T) {
 	if got != "a'b" {
 		t.Errorf("plain %q", got)
 	}
-	if s, ok := SyntaxOf(ExecScript, "python3"); ok || s != SyntaxPlain {
+	if s, ok := SyntaxOf(ExecScript, "node"); ok || s != SyntaxPlain {
+		t.Errorf("SyntaxOf node")
+	}
+	if s, ok := SyntaxOf(ExecScript, "python3"); !ok || s != SyntaxPython {
 		t.Errorf("SyntaxOf python3")
 	}
 	if s, ok := SyntaxOf(ExecBash, ""); !ok || s != SyntaxBash {

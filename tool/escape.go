@@ -102,6 +102,8 @@ func escapeValue(ctx qctx, why, name, v string) (string, error) {
 		return b.String(), nil
 	case ctxPwshComment:
 		return strings.NewReplacer("\n", " ", "\r", " ", "#>", "# >").Replace(v), nil
+	case ctxPyString, ctxPyBytes, ctxPyComment, ctxPyBare:
+		return escapePython(ctx, name, v)
 	}
 	// ctxPlain, ctxArgv: verbatim.
 	return v, nil

@@ -200,6 +200,10 @@ type refCtx struct {
 	desc  bool   // {DESCRIPTION} may be referenced (description-template)
 	param string // the text is the default of this parameter
 	perm  bool   // a permission: resolved before any step runs
+	// cmd, for a command, returns how it runs once the whole definition
+	// is read (a script's shell comes after its text), so validate can
+	// check where each reference stands in its quoting.
+	cmd func() *Exec
 }
 
 func (l *defLoader) site(n *yaml.Node, text string, ctx refCtx) {
@@ -273,6 +277,9 @@ func (l *defLoader) top(root *yaml.Node) {
 	execKey := func(kind ExecKind) fieldFn {
 		return func(k, v *yaml.Node) {
 			l.execKeys = append(l.execKeys, k)
+			if len(l.execKeys) == 1 {
+				l.def.Pos.Exec = l.pos(k)
+			}
 			s, ok := l.str(v, k.Value)
 			if !ok {
 				return
@@ -282,7 +289,7 @@ func (l *defLoader) top(root *yaml.Node) {
 			}
 			if d.Exec == nil {
 				d.Exec = &Exec{Kind: kind, Command: s}
-				l.site(v, s, refCtx{what: k.Value + " command", step: -1})
+				l.site(v, s, refCtx{what: k.Value + " command", step: -1, cmd: func() *Exec { return d.Exec }})
 			}
 		}
 	}
@@ -322,6 +329,9 @@ func (l *defLoader) top(root *yaml.Node) {
 		},
 		"commands": func(k, v *yaml.Node) {
 			l.execKeys = append(l.execKeys, k)
+			if len(l.execKeys) == 1 {
+				l.def.Pos.Exec = l.pos(k)
+			}
 			c := l.commands(v)
 			if d.Commands == nil && c != nil {
 				d.Commands = c
@@ -329,6 +339,9 @@ func (l *defLoader) top(root *yaml.Node) {
 		},
 		"steps": func(k, v *yaml.Node) {
 			l.execKeys = append(l.execKeys, k)
+			if len(l.execKeys) == 1 {
+				l.def.Pos.Exec = l.pos(k)
+			}
 			l.steps(v)
 		},
 		"parameters":       func(k, v *yaml.Node) { l.parameters(v) },
@@ -362,6 +375,7 @@ func (l *defLoader) top(root *yaml.Node) {
 		"tags":               func(k, v *yaml.Node) { d.Tags, _ = l.strList(v, "tags", false) },
 		"platforms": func(k, v *yaml.Node) {
 			d.Platforms, _ = l.strList(v, "platforms", false)
+			l.def.Pos.Platforms = l.pos(v)
 			l.checkPlatforms(v, d.Platforms)
 		},
 		"working-directory": func(k, v *yaml.Node) {

@@ -34,13 +34,13 @@ func (l *defLoader) commands(n *yaml.Node) *PlatformCommands {
 				return
 			}
 			c.Platforms[k.Value] = s
-			l.site(v, s, refCtx{what: "commands." + k.Value + " command", step: -1})
+			l.site(v, s, refCtx{what: "commands." + k.Value + " command", step: -1, cmd: shCommand})
 		}
 	}
 	fields := map[string]fieldFn{
 		"default": func(k, v *yaml.Node) {
 			c.Default, _ = l.str(v, "commands.default")
-			l.site(v, c.Default, refCtx{what: "commands.default command", step: -1})
+			l.site(v, c.Default, refCtx{what: "commands.default command", step: -1, cmd: shCommand})
 		},
 		"platforms": func(k, v *yaml.Node) {
 			pf := map[string]fieldFn{}
@@ -126,7 +126,9 @@ func (l *defLoader) step(i int, sn *yaml.Node) {
 			if k.Value == "python" {
 				st.Exec.Shell = "python3"
 			}
-			l.site(v, s, sctx(k.Value+" command"))
+			c := sctx(k.Value + " command")
+			c.cmd = func() *Exec { return st.Exec }
+			l.site(v, s, c)
 		}
 	}
 	fields := map[string]fieldFn{
@@ -226,6 +228,9 @@ func (l *defLoader) step(i int, sn *yaml.Node) {
 	}
 }
 
+// shCommand is how commands: entries and cleanup commands run (/bin/sh).
+func shCommand() *Exec { return &Exec{} }
+
 // mapSites registers every value of mapping n as a substitution site.
 func (l *defLoader) mapSites(n *yaml.Node, ctx func(key string) refCtx) {
 	if n == nil || n.Kind != yaml.MappingNode {
@@ -276,6 +281,14 @@ func (l *defLoader) errorHandling(step int, n *yaml.Node) *ErrorHandling {
 		"fallback": func(k, v *yaml.Node) {
 			eh.Fallback, _ = l.str(v, "fallback")
 			ctx := refCtx{what: "fallback", step: step, steps: true, self: true}
+			ctx.cmd = func() *Exec {
+				// A fallback runs the way its step's command does.
+				if step >= 0 && step < len(l.def.Steps) && l.def.Steps[step].Exec != nil {
+					ex := *l.def.Steps[step].Exec
+					return &ex
+				}
+				return &Exec{Kind: ExecBash}
+			}
 			l.site(v, eh.Fallback, ctx)
 		},
 	}, map[string]string{"on-error-output": "not part of the format; print a message from the fallback command instead"})
@@ -792,7 +805,7 @@ func (l *defLoader) resources(n *yaml.Node) *Resources {
 						s, ok := l.str(v, "final-command")
 						if ok {
 							c.FinalCommands = append(c.FinalCommands, s)
-							l.site(v, s, refCtx{what: "final-command", step: -1})
+							l.site(v, s, refCtx{what: "final-command", step: -1, cmd: shCommand})
 						}
 					},
 				}, nil)

@@ -124,6 +124,8 @@ type Source struct {
 // DefPositions locates the nodes later stages may need to point at.
 type DefPositions struct {
 	Name        Pos
+	Exec        Pos            // the first execution key (bash, python, commands, steps, …)
+	Platforms   Pos            // platforms:
 	Permissions []Pos          // parallel to Security.RequiredPermissions
 	Parameters  map[string]Pos // by parameter name
 	Steps       map[string]Pos // by step name

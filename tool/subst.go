@@ -24,6 +24,8 @@ const (
 	// SyntaxArgv is a `run:` command: split into words with shell-like
 	// quoting, executed directly without a shell. Values never split words.
 	SyntaxArgv
+	// SyntaxPython is a Python program (python3 -c); see subst_python.go.
+	SyntaxPython
 )
 
 // String returns the syntax name used in error messages.
@@ -39,6 +41,8 @@ func (s Syntax) String() string {
 		return "pwsh"
 	case SyntaxArgv:
 		return "run"
+	case SyntaxPython:
+		return "python"
 	}
 	return fmt.Sprintf("syntax(%d)", int(s))
 }
@@ -141,6 +145,8 @@ func ParseTemplate(text string, syntax Syntax, known func(name string) bool) *Te
 		t.pieces = s.scan()
 	case SyntaxArgv:
 		t.words = splitArgv(text, known)
+	case SyntaxPython:
+		t.pieces = scanPython(text, known)
 	default:
 		t.pieces = scanPlain(text, known)
 	}

@@ -103,6 +103,9 @@ func (l *defLoader) validate() {
 		for _, r := range scanRefs(s.text) {
 			l.checkRef(s, r, params, paramNames, waits, defaultEdges)
 		}
+		if s.ctx.cmd != nil {
+			l.checkQuoting(s)
+		}
 	}
 	l.checkDefaultCycles(defaultEdges)
 
@@ -427,6 +430,63 @@ func (l *defLoader) checkExposedParams(params map[string]bool, paramNames []stri
 			continue
 		}
 		seen[v.Value] = k.Value
+	}
+}
+
+// checkQuoting refuses, where it stands, a reference to an escaped value
+// that no value could be substituted for safely: in backticks or ${...}
+// of a shell script, in a Python f-string or raw string, or anywhere in a
+// script of an interpreter whose quoting sandboxed does not do. Binding
+// would refuse every run of it with a value; validating says so first.
+func (l *defLoader) checkQuoting(s textSite) {
+	ex := s.ctx.cmd()
+	if ex == nil {
+		return
+	}
+	spec, err := specFor(l.def.Name, ex)
+	if err != nil || spec.syntax == SyntaxArgv {
+		return // cmd: and the like are said by CheckRunnable; run: words are always safe
+	}
+	escaped := map[string]bool{}
+	for i := range l.def.Parameters {
+		escaped[l.def.Parameters[i].Name] = l.def.Parameters[i].Escapes()
+	}
+	known := func(n string) bool {
+		if e, ok := escaped[n]; ok {
+			return e
+		}
+		if strings.Contains(n, ".") {
+			return s.ctx.steps
+		}
+		return inList(builtinRefNames, n)
+	}
+	where := s.ctx.what
+	if s.ctx.step >= 0 {
+		where += " of " + l.stepLabel(s.ctx.step)
+	}
+	off := 0
+	for _, p := range ParseTemplate(s.text, spec.syntax, known).pieces {
+		at := off
+		off += len(p.lit)
+		if p.ref == "" {
+			continue
+		}
+		param := p.ref
+		if strings.Contains(param, ".") || inList(builtinRefNames, param) {
+			param = ""
+		}
+		fix := "pass the value in environment.variables (NAME: \"{" + p.ref + "}\") and read it from the environment"
+		if param != "" {
+			fix += ", or set security.escape-shell: false on " + param + " and give it a validation pattern"
+		}
+		switch {
+		case spec.interp != "":
+			l.errAt(l.textPos(s.node, at), fix+"; sandboxed quotes values for bash, sh, pwsh and python",
+				"%s: {%s} stands in a %s script, whose quoting sandboxed does not do, so no value can be substituted safely", where, p.ref, spec.interp)
+		case p.ctx == ctxUnsupported:
+			l.errAt(l.textPos(s.node, at), fix,
+				"%s: {%s} is %s, where no value can be quoted safely", where, p.ref, p.why)
+		}
 	}
 }
 

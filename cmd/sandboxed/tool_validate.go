@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -19,7 +20,10 @@ var toolValidateCommand = &cli.Command{
 	ArgsUsage: "FILE|DIR|NAME...",
 	Description: `Loads each definition (a file, every .yaml/.yml file of a directory, or a tool
 name looked up in --scope) and prints "FILE: ok" or every problem as
-FILE:LINE:COL: message (hint: ...). An alias whose base tool is not found in
+FILE:LINE:COL: message (hint: ...). Beyond the format, a definition must be
+able to run here: its platforms include linux, its commands: has an entry for
+linux, unix or default, it uses no cmd: (Windows CMD), and its shell or
+interpreter is in this host's system directories, the only ones a sandbox sees. An alias whose base tool is not found in
 any scope gets a warning, not an error. Exit status 0 when every definition
 is valid, 2 when any is not.
 
@@ -106,6 +110,23 @@ func toolValidateAction(c *cli.Context) error {
 	return nil
 }
 
+// sandboxLookPath finds a program where a sandbox's PATH does: in the
+// host's system directories, which are all a sandbox sees of the host.
+func sandboxLookPath(prog string) error {
+	if filepath.IsAbs(prog) {
+		if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s is not an executable file", prog)
+		}
+		return nil
+	}
+	for _, dir := range filepath.SplitList(sandbox.DefaultPath) {
+		if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is not in %s", prog, sandbox.DefaultPath)
+}
+
 // validateArg checks one argument: a directory (each definition file in
 // it), a file, or a tool name.
 func validateArg(s tool.Scopes, scope tool.Scope, arg string) []validateResult {
@@ -154,6 +175,13 @@ func validateDef(s tool.Scopes, label string, load func() (*tool.Definition, err
 	r.Valid, r.Name = true, def.Name
 	if def.Source.Scope != tool.ScopePath && def.Source.Path != "" {
 		r.File = def.Source.Path // a name was given: say which file it is
+	}
+	if diags := tool.CheckRunnable(def, sandboxLookPath); len(diags) > 0 {
+		r.Valid = false
+		for _, d := range diags {
+			r.Diagnostics = append(r.Diagnostics, diagnosticJSON{File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col, Message: d.Msg, Hint: d.Hint})
+		}
+		return r
 	}
 	if def.Type == "alias" {
 		_, err := s.Find(def.BaseTool, tool.ScopeAny)

@@ -124,6 +124,7 @@ var Commands = map[string]string{
 	"docker":      ".ci/prepare.sh",
 	"debootstrap": ".ci/prepare.sh",
 	"hyperfine":   ".ci/prepare.sh",
+	"python3":     ".ci/prepare.sh",
 }
 
 // NeedCommand stops a test that needs the command name on PATH. A name
