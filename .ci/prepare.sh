@@ -13,7 +13,7 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
 command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
 # Python quoting and discovery of Python tools; /usr/bin/python3, the one a sandbox sees.
-[ -x /usr/bin/python3 ] || need_pkgs+=(python3)
+{ command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; } || need_pkgs+=(python3)
 command -v newuidmap >/dev/null 2>&1 || need_pkgs+=(uidmap)  # reduced without root: subordinate ids
 command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
 # The cgroup v2 test VM, and the check of the Vagrantfile.
