@@ -1,13 +1,8 @@
 # sandboxed — build, test, benchmark.
 GO        ?= go
 BIN       ?= bin/sandboxed
-# BIN is the command users type, the small front (cmd/sandboxed-front): it
-# passes a run to a running server, and hands every other command to the
-# CLI (cmd/sandboxed) built beside it as COREBIN.
-COREBIN   ?= $(dir $(BIN))sandboxed-core
-# The same CLI with the Kubernetes backend linked; sandboxed hands a command
-# over to it when the command needs a cluster (cmd/sandboxed/kube.go).
-KUBEBIN   ?= $(dir $(BIN))sandboxed-kubernetes
+# BIN is the one binary users install: every command, tier and backend
+# (cmd/sandboxed); it works copied alone.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 export CGO_ENABLED := 0
@@ -16,14 +11,14 @@ export CGO_ENABLED := 0
 
 # The sandbox init is built first and embedded in the CLI (package
 # isolation/initbin): each sandbox then starts a 3 MB init, not the whole CLI.
+# Without the tag embedinit (a plain go build or go install) the CLI runs
+# itself as the init: the same sandboxes, a few ms slower to start.
 INITBIN   := isolation/initbin/sandboxed-init
 
 build:
 	$(GO) build -trimpath -ldflags '-s -w' -o $(INITBIN) ./cmd/sandboxed-init
 	sha256sum $(INITBIN) | cut -c1-64 > $(INITBIN).sha256
-	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(COREBIN) ./cmd/sandboxed
-	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/sandboxed-front
-	$(GO) build -tags embedinit,urfave_cli_no_docs,kubernetes -trimpath -ldflags '$(LDFLAGS)' -o $(KUBEBIN) ./cmd/sandboxed
+	$(GO) build -tags embedinit,urfave_cli_no_docs -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxed
 
 # The README's test command. Unit tests everywhere; the e2e suite also runs
 # when SANDBOXED_E2E=1 (root, a real kernel, a Docker engine).

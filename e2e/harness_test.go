@@ -113,19 +113,9 @@ func setup() (int, error) {
 	// SANDBOXED_E2E_BIN names one built that way already, for a machine
 	// without the Go toolchain (the cgroup v2 test VM).
 	if prebuilt := os.Getenv("SANDBOXED_E2E_BIN"); prebuilt != "" {
+		// One file: the binary works copied alone.
 		if out, err := exec.Command("cp", prebuilt, env.bin).CombinedOutput(); err != nil {
 			return 1, fmt.Errorf("copy SANDBOXED_E2E_BIN: %v\n%s", err, out)
-		}
-		// The CLI the front hands its commands to, and the build with the
-		// Kubernetes backend when it was built too.
-		for _, name := range []string{"sandboxed-core", "sandboxed-kubernetes"} {
-			b := filepath.Join(filepath.Dir(prebuilt), name)
-			if _, err := os.Stat(b); err != nil && name == "sandboxed-kubernetes" {
-				continue
-			}
-			if out, err := exec.Command("cp", b, filepath.Dir(env.bin)).CombinedOutput(); err != nil {
-				return 1, fmt.Errorf("copy %s: %v\n%s", b, err, out)
-			}
 		}
 	} else {
 		build := exec.Command("make", "-s", "build", "BIN="+env.bin)

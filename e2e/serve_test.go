@@ -413,8 +413,7 @@ func TestServedSameAsCold(t *testing.T) {
 
 // A server that declines a run (here: the caller's SANDBOXED_GLOBAL_DIR
 // is not the server's) leaves it to the caller with all it had read: the
-// parameters of --params-json - too, through the front (sandboxed) and
-// through the CLI itself (sandboxed-core).
+// parameters of --params-json - too.
 func TestDeclinedRunKeepsStdinParams(t *testing.T) {
 	forTierList(t, []string{"process"}, func(t *testing.T, tier string) {
 		dir := workdir(t, nil)
@@ -422,22 +421,14 @@ func TestDeclinedRunKeepsStdinParams(t *testing.T) {
 			"parameters:\n  who: {type: string, description: who, required: true}\nsecurity:\n  isolation: %s\n", tier)
 		must(t, os.WriteFile(filepath.Join(dir, "greet.yaml"), []byte(def), 0o644))
 		srv := startServer(t, dir, "--pool-size", "1")
-		for _, bin := range []string{env.bin, env.bin + "-core"} {
+		{
 			cmd := command("run", "--params-json", "-", "greet.yaml")
-			if cmd.Path == env.bin {
-				cmd.Path = bin
-			}
-			for i, a := range cmd.Args { // also after systemd-run's --
-				if a == env.bin {
-					cmd.Args[i] = bin
-				}
-			}
 			cmd.Dir = dir
 			cmd.Env = append(cmd.Env, "SANDBOXED_GLOBAL_DIR="+filepath.Join(dir, "no-global"))
 			cmd.Stdin = strings.NewReader(`{"who": "from stdin"}`)
 			out, err := cmd.CombinedOutput()
 			if err != nil || strings.TrimSpace(string(out)) != "hello from stdin" {
-				t.Errorf("%s run --params-json - (declined by the server): %v: %q", filepath.Base(bin), err, out)
+				t.Errorf("run --params-json - (declined by the server): %v: %q", err, out)
 			}
 		}
 		if n := srv.calls(); n != 0 {

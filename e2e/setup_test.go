@@ -284,7 +284,7 @@ func asUserShell(t *testing.T, u *user.User, script string) string {
 func TestDoctorInsideAnUnprivilegedContainer(t *testing.T) {
 	begin(t)
 	out, err := exec.Command("docker", "run", "--rm", "--network", "none", "--user", "1000:1000",
-		"-v", env.bin+":/sandboxed:ro", "-v", env.bin+"-core:/sandboxed-core:ro", runnerImage, "/sandboxed", "doctor", "--format", "json").Output()
+		"-v", env.bin+":/sandboxed:ro", runnerImage, "/sandboxed", "doctor", "--format", "json").Output()
 	if err != nil && len(out) == 0 {
 		t.Fatalf("doctor in a container: %v", err)
 	}

@@ -204,13 +204,12 @@ func (u *unitSet) run(dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *by
 	return cmd, &out, &errb
 }
 
-// serverProcs are the processes of the binary under test (the CLI the
-// front replaced itself with).
+// serverProcs are the processes of the binary under test.
 func serverProcs() []int {
 	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
 	for _, p := range procs {
-		if target, _ := os.Readlink(p); (target == env.bin || target == env.bin+"-core") && !exited(filepath.Dir(p)) {
+		if target, _ := os.Readlink(p); target == env.bin && !exited(filepath.Dir(p)) {
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 			pids = append(pids, pid)
 		}

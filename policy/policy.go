@@ -364,17 +364,3 @@ func Default() *Policy {
 		},
 	}
 }
-
-// SendsToKubernetes reports whether a source rule of the policy sends runs
-// to the Kubernetes backend, whatever the operator's setting.
-func (p *Policy) SendsToKubernetes() bool {
-	if p == nil {
-		return false
-	}
-	for _, s := range p.Sources {
-		if s.Isolation.Backend == BackendKubernetes {
-			return true
-		}
-	}
-	return false
-}

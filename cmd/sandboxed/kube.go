@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/isolation/kubernetes"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -25,8 +21,7 @@ var cluster struct {
 }
 
 // clusterSettings are the flags of the Kubernetes backend, as
-// kubernetes.Settings takes them (kube_linked.go): they are parsed in every
-// build, so a command line means the same whichever build reads it.
+// kubernetes.Settings takes them.
 type clusterSettings struct {
 	Kubeconfig            string
 	Namespace             string
@@ -74,60 +69,51 @@ func clusterChoice() (sandbox.Cluster, error) {
 	return sandbox.Cluster{Backend: cluster.backend, RuntimeClass: cluster.runtimeClass}, nil
 }
 
-// kubernetesBinary is the build of this CLI that links the Kubernetes
-// backend (make build puts it beside sandboxed; built with -tags
-// kubernetes). client-go and the Kubernetes API types cost every command
-// about as much package initialisation as the rest of the CLI together, so
-// the default build leaves them out and hands a command over to this one
-// when the command needs a cluster.
-const kubernetesBinary = "sandboxed-kubernetes"
-
-// handOver runs the command in the build with the Kubernetes backend when
-// the command needs it (--backend kubernetes, or a policy that sends a
-// source there) and this build lacks it. It replaces the process, before
-// the command has done anything but read its flags, definition and
-// policy; it returns only with an error, or nil when there is nothing to
-// hand over. A server cannot hand a caller's run over: served, it declines
-// and the caller runs the command itself.
-func handOver(pol *policy.Policy, served bool) error {
-	if kubernetesLinked {
-		return nil
+// kubernetesBackendSettings are the flags' settings for the backend.
+func kubernetesBackendSettings() kubernetes.Settings {
+	s := cluster.settings
+	return kubernetes.Settings{
+		Kubeconfig: s.Kubeconfig, Namespace: s.Namespace, NetworkPolicyEnforced: s.NetworkPolicyEnforced,
+		Concurrency: s.Concurrency, ImagePullPolicy: s.ImagePullPolicy, SeccompProfile: s.SeccompProfile,
 	}
-	why := ""
-	switch {
-	case cluster.backend == isolation.BackendKubernetes:
-		why = "--backend kubernetes"
-	case pol.SendsToKubernetes():
-		why = "the policy sends a source to the Kubernetes backend"
-	default:
-		return nil
-	}
-	if served {
-		return errDecline(why + ": the server was started from the build without the Kubernetes backend")
-	}
-	path, err := kubernetesBinaryPath()
-	if err != nil {
-		return &isolation.UnsupportedError{
-			What: "the Kubernetes backend (" + why + "): " + err.Error(),
-			Fix:  "install " + kubernetesBinary + " beside sandboxed or on PATH (make build builds both)",
-		}
-	}
-	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
-	return fmt.Errorf("run %s for %s: %w", path, why, err)
 }
 
-// kubernetesBinaryPath finds the build with the Kubernetes backend: beside
-// this executable, else on PATH.
-func kubernetesBinaryPath() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), kubernetesBinary)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(kubernetesBinary)
+// kubernetesBackend is the Kubernetes backend of the current flags. It
+// reads no kubeconfig until a run or gc needs the cluster.
+func kubernetesBackend() isolation.Backend {
+	return kubernetes.New(kubernetesBackendSettings())
+}
+
+// kubernetesChecks reports the cluster for doctor, when one is configured.
+func kubernetesChecks(c *cli.Context) []check {
+	pr, err := kubernetes.Probe(c.Context, kubernetesBackendSettings(), 10*time.Second)
 	if err != nil {
-		return "", errors.New(kubernetesBinary + " is neither beside this executable nor on PATH")
+		return []check{{Tier: "kubernetes", Check: "cluster", OK: false, Detail: err.Error(),
+			Fix: "set --kubeconfig or KUBECONFIG to the cluster's kubeconfig (kubectl must work with it)"}}
 	}
-	return p, nil
+	out := []check{{Tier: "kubernetes", Check: "cluster", OK: true, Detail: fmt.Sprintf("%s (Kubernetes %s), namespace %s", pr.Host, pr.Version, pr.Namespace)}}
+	if len(pr.RuntimeClasses) == 0 {
+		out = append(out, check{Tier: "kubernetes", Check: "runtime classes", OK: false, Detail: "none: pods run on the nodes' default runtime",
+			Fix: "create a RuntimeClass for gVisor (handler runsc), annotated " + kubernetes.NoNetworkAnnotation + "=true if its handler runs with --network=none"})
+	}
+	switch {
+	case cluster.settings.SeccompProfile != "":
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: cluster.settings.SeccompProfile + " (--kube-seccomp-profile)"})
+	case pr.SeccompProfile != "":
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: "Localhost " + pr.SeccompProfile + " (the cluster facts)"})
+	default:
+		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true,
+			Detail: "RuntimeDefault: under gVisor glibc's select is refused (the profile names pselect6 only); install the container tier's on the nodes: sandboxed setup --seccomp-profile"})
+	}
+	for _, rc := range pr.RuntimeClasses {
+		d := "handler " + rc.Handler
+		if rc.NoNetwork {
+			d += ", no network"
+		}
+		if rc.GVisor {
+			d += ", gVisor (the pids limit is the run's own)"
+		}
+		out = append(out, check{Tier: "kubernetes", Check: "runtime class " + rc.Name, OK: true, Detail: d})
+	}
+	return out
 }

@@ -50,9 +50,6 @@ func mcpAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := handOver(pol, false); err != nil {
-		return err
-	}
 	// The protocol owns stdout: everything else that would write to fd 1
 	// (a library, a child that inherited it) goes to stderr instead.
 	out, err := protocolStdout()

@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -27,14 +25,6 @@ and listed. Every 'sandboxed run' also does this as it starts.`,
 	// The cluster flags say which cluster's pods to reap too.
 	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
-		if !kubernetesLinked {
-			// The build with the Kubernetes backend also reaps the pods
-			// of crashed runs; without it this one reaps this host.
-			if path, err := kubernetesBinaryPath(); err == nil {
-				err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
-				return fmt.Errorf("run %s gc: %w", path, err)
-			}
-		}
 		rep, err := newController().GC(c.Context)
 		if sock := staleServeSocket(); sock != "" {
 			rep.Removed = append(rep.Removed, "socket of a server that is gone "+sock)
@@ -82,11 +72,6 @@ var doctorCommand = &cli.Command{
 		format, err := checkFormat(c, "table", "json")
 		if err != nil {
 			return err
-		}
-		if cluster.backend == isolation.BackendKubernetes {
-			// Without the build that has the backend, the check below
-			// says where to get it.
-			_ = handOver(nil, false)
 		}
 		checks := hostChecks(c)
 		checks = append(checks, processChecks(c)...)

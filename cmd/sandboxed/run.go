@@ -91,9 +91,6 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := handOver(pol, inv.served); err != nil {
-		return err
-	}
 	input, err := runInput(c, inv.in)
 	if err != nil {
 		return err

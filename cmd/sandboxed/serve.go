@@ -326,8 +326,7 @@ func newServeApp(stdout, stderr io.Writer) *cli.App {
 // cluster (--backend kubernetes), or the server declined before it ran
 // anything; parameters it read from stdin for the server are then inv's
 // stdin. Once a server took the run, its outcome is the run's (never run
-// twice). The CLI's front (cmd/sandboxed-front) makes the same call
-// before this program starts; it passes --no-server when it did.
+// twice).
 func runServed(c *cli.Context, inv *invocation) (done bool, err error) {
 	args := serveArgsOf(c)
 	if serveclient.Cold(args, os.Getenv) != "" || c.Bool("no-server") || c.Bool("dry-run") || c.Bool("dump-plan") {

@@ -64,8 +64,7 @@ func TestEnvMismatch(t *testing.T) {
 	}
 }
 
-// A server's run command has no cluster flags, so the front and the CLI
-// must keep a run that names one away from it (serveclient.Cold): every
+// A server's run command has no cluster flags, so the CLI must keep a run that names one away from it (serveclient.Cold): every
 // cluster flag, and every name of it, is known there. A new cluster flag
 // that is not fails here rather than as a server's usage error.
 func TestColdKnowsEveryClusterFlag(t *testing.T) {

@@ -67,9 +67,6 @@ func toolTestAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := handOver(pol, false); err != nil {
-		return err
-	}
 	if err := checkIsolationFlag(c); err != nil {
 		return err
 	}

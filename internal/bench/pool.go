@@ -107,12 +107,6 @@ func residentBench(bin, work string, env []string, image string, container bool,
 		{"sandboxed run, served (process)", exe(peer{argv: []string{bin, "run", "noop_process"}, dir: dir, env: env})},
 		{"sandboxed run, cold (process)", exe(peer{argv: []string{bin, "run", "--no-server", "noop_process"}, dir: dir, env: env})},
 	}
-	if core := filepath.Join(filepath.Dir(bin), "sandboxed-core"); fileExists(core) {
-		// The same runs made by the CLI the front hands over to: what the
-		// front saves a served run, and what it costs a cold one.
-		rows = append(rows, row{"sandboxed-core run, served (process)", exe(peer{argv: []string{core, "run", "noop_process"}, dir: dir, env: env})},
-			row{"sandboxed-core run, cold (process)", exe(peer{argv: []string{core, "run", "--no-server", "noop_process"}, dir: dir, env: env})})
-	}
 	// Each tier's rows are interleaved among themselves: a container
 	// row's engine keeps working after it returns (removing the
 	// container, the pool's refill), which would slow the process rows

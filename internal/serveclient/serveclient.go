@@ -2,9 +2,9 @@
 // request a `sandboxed run` sends on the server's socket, the frames the
 // server answers with, and the call itself.
 //
-// It is small on purpose. The CLI's front (cmd/sandboxed-front, installed
-// as sandboxed) links it and nothing heavier, so that a run a server takes
-// costs the caller the start of a small program, not the whole CLI's.
+// `sandboxed run` makes the call first thing, before it reads the
+// definition or the policy: a run a server takes costs the caller the
+// CLI's start-up and this call.
 //
 //	sandboxed run ARGS ──request──▶ server: parse ARGS, run, record, audit
 //	         ◀──frames── stdout/stderr as they come, then one of

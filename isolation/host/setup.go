@@ -287,12 +287,7 @@ func (s *System) checkExecutableSafe(what string) error {
 	if s.Executable == "" || !filepath.IsAbs(s.Executable) {
 		return fmt.Errorf("%s: the path of the sandboxed binary is unknown", what)
 	}
-	files := s.Executable
-	if dir, base := filepath.Split(s.Executable); base == "sandboxed-core" {
-		// The CLI behind the front users type: both go together.
-		files = dir + "sandboxed " + s.Executable
-	}
-	fix := fmt.Sprintf("install it where only root can change it (sudo install -m 0755 %s /usr/local/bin/) and run setup from there", files)
+	fix := fmt.Sprintf("install it where only root can change it (sudo install -m 0755 %s /usr/local/bin/) and run setup from there", s.Executable)
 	return s.checkOnlyRootReplaces(what, s.Executable, fix)
 }
 
