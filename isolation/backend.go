@@ -21,6 +21,7 @@ const (
 	TierNone      = tier.None
 	TierProcess   = tier.Process
 	TierContainer = tier.Container
+	TierLandlock  = tier.Landlock
 )
 
 // BackendKubernetes names the Kubernetes backend (Plan.Backend), and is
@@ -87,6 +88,15 @@ type Plan struct {
 	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
 	// Landlock ABI 6); without it the tier enforces what the kernel has.
 	RequireLandlock bool `json:"require_landlock,omitempty"`
+	// Scratch is, in the landlock tier, the run's private writable
+	// directory on the host (the commands' TMPDIR and HOME): the backend
+	// creates it for the tool's uid when the run starts and removes it
+	// with the sandbox. The planner names it inside HostDir.
+	Scratch string `json:"scratch,omitempty"`
+	// AcceptGaps names what the landlock tier may leave unenforced on
+	// this run because the operator's policy accepts it
+	// (policy.LandlockGap values); a gap not named here refuses the run.
+	AcceptGaps []string `json:"accept_gaps,omitempty"`
 	// HostDir is a private, run-labelled host directory (mode 0700) the
 	// backend may use for sockets and bookkeeping. The planner names it;
 	// the controller creates it when the run starts, before Start, and

@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/container"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -20,8 +21,9 @@ import (
 // another tier.
 func backends() map[isolation.Tier]isolation.Backend {
 	m := map[isolation.Tier]isolation.Backend{
-		isolation.TierProcess: process.New(),
-		isolation.TierNone:    none.New(),
+		isolation.TierProcess:  process.New(),
+		isolation.TierNone:     none.New(),
+		isolation.TierLandlock: landlock.New(),
 	}
 	// Runs whose plan names the Kubernetes backend go there (a pod each).
 	m[isolation.Tier(isolation.BackendKubernetes)] = kubernetesBackend()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -175,34 +176,92 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 
 // StartUnconfined starts the init of the none tier: no namespaces, no new
 // root, no credential change; commands run as host processes in their own
-// sessions. The run's cgroup still holds every process and enforces the
-// plan's memory and pids limits; a limit that cannot be enforced is
-// refused. exe is the init binary ("" for the one this build carries, else
+// sessions. The run's cgroup holds every process and enforces the plan's
+// memory and pids limits where this host has a cgroup it may use;
+// otherwise each command gets them as rlimits (RlimitConfine) and the
+// init, their child subreaper, kills every descendant at the end. exe is
+// the init binary ("" for the one this build carries, else
 // /proc/self/exe).
 func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolation.Sandbox, error) {
 	if p == nil || p.Spec == nil {
 		return nil, fmt.Errorf("start: no plan or spec: %w", ErrBadPlan)
 	}
-	if _, err := cgroupRunID(p.RunID); err != nil {
-		return nil, err
-	}
-	var host *cgroup.Host
-	r := resources(p.Limits)
-	if r != (cgroup.Resources{}) {
-		h, err := cgroup.Detect()
-		if err != nil {
-			return nil, err
-		}
-		if errs := h.Missing(r); len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		host = h
-	}
 	cwd := ""
 	if p.Spec.Process != nil {
 		cwd = p.Spec.Process.Cwd
 	}
-	return start(ctx, nil, p, exe, host, &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true}, nil)
+	cfg := &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true, KillTree: true}
+	host := UsableCgroup(p.Limits)
+	if host == nil && resources(p.Limits) != (cgroup.Resources{}) {
+		cfg.Confine = RlimitConfine(p.Limits, true)
+		cfg.Confine.LimitsOnly = true
+	}
+	return StartOutside(ctx, p, exe, host, cfg)
+}
+
+// UsableCgroup is the cgroup hierarchy that can hold a run with limits
+// l, or nil when there is none this process may use (a container's
+// read-only cgroupfs) or l has no limit a cgroup would hold.
+func UsableCgroup(l isolation.Limits) *cgroup.Host {
+	r := resources(l)
+	if r == (cgroup.Resources{}) {
+		return nil
+	}
+	h, err := cgroup.Detect()
+	if err != nil || len(h.Missing(r)) > 0 || readOnlyCgroups(h) {
+		return nil
+	}
+	return h
+}
+
+// readOnlyCgroups reports whether a hierarchy of h is mounted read-only
+// (a container's cgroupfs, by Docker's default).
+func readOnlyCgroups(h *cgroup.Host) bool {
+	roots := []string{h.V2}
+	if h.Version == 1 {
+		roots = slices.Collect(maps.Values(h.V1))
+	}
+	for _, r := range roots {
+		var st unix.Statfs_t
+		if err := unix.Statfs(r, &st); err != nil || st.Flags&unix.ST_RDONLY != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// RlimitConfine is the Confine that approximates limits l where no cgroup
+// holds them: RLIMIT_DATA of the memory limit (per process: several
+// processes may each use that much), RLIMIT_NPROC of the pids limit (per
+// uid across the kernel: with sharedUID, on top of what the uid runs
+// already), RLIMIT_FSIZE of the tmpfs size (per file, not the total) and
+// RLIMIT_CORE 0. Its identity and confinement are the caller's to fill.
+func RlimitConfine(l isolation.Limits, sharedUID bool) *sbinit.Confine {
+	c := &sbinit.Confine{NprocLimit: l.Pids, SharedUID: sharedUID}
+	if l.MemoryBytes > 0 {
+		c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_DATA, Soft: uint64(l.MemoryBytes), Hard: uint64(l.MemoryBytes)})
+	}
+	if l.TmpfsBytes > 0 {
+		c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_FSIZE, Soft: uint64(l.TmpfsBytes), Hard: uint64(l.TmpfsBytes)})
+	}
+	c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_CORE})
+	return c
+}
+
+// StartOutside starts an init with no namespaces and cfg (the none tier's,
+// or the landlock tier's with its Confine) for plan p. host, when set,
+// holds the run in a cgroup with the plan's limits; nil: none. The init
+// is the commands' child subreaper, and dies with this process only after
+// it killed every one of their descendants (it is not sent SIGKILL when
+// its parent goes, which would leave them behind).
+func StartOutside(ctx context.Context, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config) (isolation.Sandbox, error) {
+	if p == nil || p.Spec == nil || cfg == nil || cfg.BuildRoot {
+		return nil, fmt.Errorf("start: no plan, spec or config, or a config that builds a root: %w", ErrBadPlan)
+	}
+	if _, err := cgroupRunID(p.RunID); err != nil {
+		return nil, err
+	}
+	return start(ctx, nil, p, exe, host, cfg, nil)
 }
 
 // start starts the init with cfg. A cfg that builds a root selects the
@@ -365,6 +424,12 @@ func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Ho
 			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
+	}
+	if !confined {
+		// An init outside namespaces kills its commands' descendants
+		// when its control socket closes, which this process's death
+		// does; SIGKILL would leave them behind. SIGTERM it forwards.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
 	closeExe, err := setInitPath(cmd, exe)
 	if err != nil {

@@ -55,6 +55,12 @@ type initState struct {
 	landlock bool
 	// nproc bounds the commands' tasks (Config.NprocLimit; 0: no bound).
 	nproc int64
+	// confine is the descriptor of the commands' Confine (confineFile),
+	// -1 without one.
+	confine int
+	// tree: signal every descendant, not only the started groups
+	// (Config.KillTree).
+	tree bool
 	// spares makes the init's spare threads before its first command.
 	spares sync.Once
 }
@@ -68,6 +74,9 @@ type spawnRequest struct {
 func runInit(args []string) int {
 	if len(args) > 0 && strings.HasPrefix(args[0], nprocFlag) {
 		return runNproc(args)
+	}
+	if len(args) > 0 && args[0] == confineFlag {
+		return runConfine(args)
 	}
 	if len(args) > 0 && args[0] == spawnerFlag {
 		return runSpawner()
@@ -92,11 +101,12 @@ func runInit(args []string) int {
 	// the new root. The control socket is already a close-on-exec dup.
 	MarkInheritedCloseOnExec()
 	st := &initState{
-		c:      newConn(sock),
-		pid1:   os.Getpid() == 1,
-		byPid:  make(map[int]uint64),
-		pgids:  make(map[uint64]int),
-		forked: make(chan struct{}, 1),
+		c:       newConn(sock),
+		pid1:    os.Getpid() == 1,
+		byPid:   make(map[int]uint64),
+		pgids:   make(map[uint64]int),
+		forked:  make(chan struct{}, 1),
+		confine: -1,
 	}
 	// Signals are caught before the first frame, so that a SIGTERM during
 	// setup is not lost, and so that a warm init has paid for it before a
@@ -131,6 +141,17 @@ func runInit(args []string) int {
 	}
 	st.setsid = m.Config.NewSession
 	st.nproc = m.Config.NprocLimit
+	st.tree = m.Config.KillTree && !st.pid1
+	if c := m.Config.Confine; c != nil {
+		if !m.Config.NewSession || !m.Config.KillTree || m.Config.BuildRoot {
+			_ = st.c.send(&Message{Type: MsgError, Error: "a confined config needs new sessions, the tree kill and no root of its own"})
+			return 1
+		}
+		if st.confine, err = confineFile(c); err != nil {
+			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+			return 1
+		}
+	}
 	if s := m.Config.Setup; s != nil {
 		st.cwd = s.Cwd
 	}
@@ -352,6 +373,9 @@ func (st *initState) readLoop() {
 	}
 	// The host is gone or closed the channel: nothing may outlive it.
 	st.killAll(unix.SIGKILL)
+	if st.tree {
+		st.killTreeEmpty()
+	}
 	os.Exit(0)
 }
 
@@ -384,6 +408,10 @@ func (st *initState) signal(id uint64, sig syscall.Signal) {
 func (st *initState) killAll(sig syscall.Signal) {
 	if st.pid1 {
 		_ = unix.Kill(-1, sig)
+		return
+	}
+	if st.tree {
+		signalTree(os.Getpid(), sig)
 		return
 	}
 	st.mu.Lock()
@@ -464,7 +492,13 @@ func (st *initState) start(r spawnRequest) {
 		return
 	}
 	argv := r.req.Args
-	if st.nproc > 0 {
+	files := []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])}
+	if st.confine >= 0 {
+		// The command confines itself, then executes path (confine.go).
+		argv = confineArgs(path, argv)
+		path = "/proc/self/exe"
+		files = append(files, uintptr(st.confine))
+	} else if st.nproc > 0 {
 		// The command starts as the init binary, which sets the limit
 		// on itself and executes path (nproc_linux.go).
 		argv = nprocArgs(st.nproc+outsideTasks(), path, argv)
@@ -473,7 +507,7 @@ func (st *initState) start(r spawnRequest) {
 	attr := &syscall.ProcAttr{
 		Dir:   cwd,
 		Env:   r.req.Env,
-		Files: []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: !st.setsid, Setsid: st.setsid},
 	}
 	st.mu.Lock()

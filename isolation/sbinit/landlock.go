@@ -120,3 +120,34 @@ func coversAny(setup *Setup, paths []LandlockPath) bool {
 	}
 	return false
 }
+
+// hostEtcEntries are the parts of the host's /etc the landlock tier's
+// commands may read besides etcEntries: the user and group names (there
+// is no generated /etc/passwd without a root of its own).
+var hostEtcEntries = []string{"passwd", "group", "nsswitch.conf", "hostname", "hosts"}
+
+// HostSystemLandlock are the rules every command of the landlock tier gets
+// on the host's own tree, which it shares: the system directories readable
+// and executable; the parts of /etc programs need (etcEntries and
+// hostEtcEntries) and /proc readable (Landlock keeps the processes
+// outside the command's domain from being traced or read through
+// /proc/PID/environ and mem); the harmless device nodes readable and
+// writable as files. Nothing else of the host: no /tmp, /dev/shm, /run,
+// /home, /var or /sys.
+func HostSystemLandlock() []LandlockPath {
+	var paths []LandlockPath
+	for _, d := range systemDirs {
+		paths = append(paths, LandlockPath{Path: d, Exec: true, Optional: true})
+	}
+	for _, e := range append(append([]string(nil), etcEntries...), hostEtcEntries...) {
+		paths = append(paths, LandlockPath{Path: "/etc/" + e, Optional: true})
+	}
+	paths = append(paths, LandlockPath{Path: "/proc"})
+	for _, n := range devNodes {
+		if n == "tty" {
+			continue // commands have no controlling terminal
+		}
+		paths = append(paths, LandlockPath{Path: "/dev/" + n, Write: true, FilesOnly: true, Optional: true})
+	}
+	return paths
+}

@@ -63,26 +63,14 @@ func runNproc(args []string) int {
 // same uid) are not counted: they make the commands' bound tighter, never
 // looser.
 func outsideTasks() int64 {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	self := os.Getpid()
 	var n int64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		ppid, threads, ok := parseStat(string(b))
+	eachStat(func(pid int, stat string) {
+		ppid, threads, ok := parseStat(stat)
 		if ok && (pid == self || ppid == 0) {
 			n += threads
 		}
-	}
+	})
 	return n
 }
 
@@ -91,11 +79,7 @@ func outsideTasks() int64 {
 // hold spaces and parentheses, so the fields are counted after its last
 // ')').
 func parseStat(s string) (ppid int, threads int64, ok bool) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(s[i+1:])
+	f := statFields(s)
 	if len(f) < 18 {
 		return 0, 0, false
 	}
@@ -105,4 +89,32 @@ func parseStat(s string) (ppid int, threads int64, ok bool) {
 		return 0, 0, false
 	}
 	return p, t, true
+}
+
+// statFields are the fields of a /proc/PID/stat line after the command
+// name (field 3 on), nil when the line has none.
+func statFields(s string) []string {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+// eachStat calls fn with the pid and the /proc/PID/stat line of each
+// process this one can see.
+func eachStat(fn func(pid int, stat string)) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			fn(pid, string(b))
+		}
+	}
 }

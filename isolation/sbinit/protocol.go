@@ -111,6 +111,16 @@ type Config struct {
 	// than only its own process group (none tier: detach from the
 	// controller's terminal).
 	NewSession bool `json:"new_session,omitempty"`
+	// Confine, when set, confines each command in its own process
+	// before it executes (the landlock tier; see Confine); the init
+	// itself stays outside. It needs NewSession and KillTree.
+	Confine *Confine `json:"confine,omitempty"`
+	// KillTree makes the init, a child subreaper outside any pid
+	// namespace, signal every process descending from it when it signals
+	// everything (not only the process groups it started: a daemon that
+	// left its session too), and, when the host goes, kill them all and
+	// wait until none is left before it exits.
+	KillTree bool `json:"kill_tree,omitempty"`
 	// Landlock, when set, is the ruleset the init applies to itself and
 	// every command (process tier; needs BuildRoot). NewLandlock makes it.
 	Landlock *Landlock `json:"landlock,omitempty"`

@@ -1,0 +1,298 @@
+package landlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
+)
+
+// Backend is the landlock tier.
+type Backend struct {
+	// Exe is the binary executed as the init; empty means the init this
+	// build carries (package initbin), else /proc/self/exe. It must call
+	// sbinit.Main early.
+	Exe string
+	// ABI, when set, stands in for the kernel's Landlock ABI
+	// (sbinit.LandlockABI) in Check: tests of the refusals.
+	ABI func() int
+}
+
+// New returns the landlock-tier backend.
+func New() *Backend { return &Backend{} }
+
+var _ isolation.Backend = (*Backend)(nil)
+
+// Tier reports isolation.TierLandlock.
+func (b *Backend) Tier() isolation.Tier { return isolation.TierLandlock }
+
+// Check refuses a plan this host cannot enforce in this tier, with the
+// reason and the way out. It reads the host and changes nothing.
+func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
+	_, err := b.check(p)
+	return err
+}
+
+// checked is what Check proved of a plan, for Start.
+type checked struct {
+	grants []grant
+	setup  *sbinit.Setup // rlimits and the compiled seccomp filter
+	root   bool          // sandboxed runs as root: the tool gets a uid of its own
+}
+
+func (b *Backend) check(p *isolation.Plan) (*checked, error) {
+	if p == nil || p.Spec == nil || p.Spec.Process == nil {
+		return nil, fmt.Errorf("check plan: no spec or process: %w", ErrBadPlan)
+	}
+	if p.Tier != isolation.TierLandlock {
+		return nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
+	}
+	if p.RunID == "" || strings.ContainsAny(p.RunID, "/\x00") {
+		return nil, fmt.Errorf("check plan: run id %q: %w", p.RunID, ErrBadPlan)
+	}
+	if p.Observe {
+		return nil, isolation.ObserveUnsupported(p.Tier)
+	}
+	if p.Egress != nil {
+		return nil, &isolation.UnsupportedError{
+			What: "network grants in the landlock tier (Landlock's TCP rules match a port, not an address, and this tier has no supervised connect: the tool gets no network at all)",
+			Fix:  "run the tool where namespaces can be made (the process or container tier), or without its network grants",
+		}
+	}
+	if p.Privilege == privilege.Elevated {
+		return nil, &isolation.UnsupportedError{What: "elevated in the landlock tier (without a user namespace, root in the sandbox would be root in the container)", Fix: "run it in the process or container tier"}
+	}
+	if !filepath.IsAbs(p.Scratch) || filepath.Clean(p.Scratch) != p.Scratch {
+		return nil, fmt.Errorf("check plan: scratch directory %q is not an absolute, clean path: %w", p.Scratch, ErrBadPlan)
+	}
+	if p.Spec.Linux == nil || !hasSeccompRules(p.Spec.Linux.Seccomp) {
+		return nil, fmt.Errorf("check plan: its seccomp profile does not start with the landlock tier's rules (SeccompRules): %w", ErrBadPlan)
+	}
+	if !seccomp.Supported() {
+		return nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	grants, err := planGrants(p)
+	if err != nil {
+		return nil, err
+	}
+	abi := sbinit.LandlockABI()
+	if b.ABI != nil {
+		abi = b.ABI()
+	}
+	root := os.Geteuid() == 0
+	if r := abiRefusal(abi, !root, p.AcceptGaps); r != nil {
+		return nil, r.err()
+	}
+	for _, g := range grants {
+		if err := checkGrant(g, root); err != nil {
+			return nil, err
+		}
+	}
+	setup, err := sbinit.NewSetup(p.Spec, compiledFilter)
+	if err != nil {
+		return nil, fmt.Errorf("check plan: %w", err)
+	}
+	return &checked{grants: grants, setup: setup, root: root}, nil
+}
+
+// abiRefusal is the refusal of a run on a kernel of Landlock ABI abi, nil
+// when the tier can run it there: files need ABI 1; a tool that shares
+// the invoking user's uid needs signal scoping (ABI 6) unless the gap is
+// accepted. TCP rules (ABI 4) are not needed: no socket can be made.
+func abiRefusal(abi int, sharedUID bool, accept []string) *refusal {
+	if abi < 1 {
+		return &refusal{what: "Landlock (this kernel has none: nothing would keep the tool from the container's files)",
+			fix: "use Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= boot parameter, or run where namespaces can be made (the process tier)"}
+	}
+	if abi < 6 && sharedUID && !slices.Contains(accept, tier.GapSignals) {
+		return &refusal{gap: tier.GapSignals,
+			what: fmt.Sprintf("signal scoping for a tool running as your own uid (Landlock ABI 6; this kernel has ABI %d: the tool could signal your other processes)", abi),
+			fix:  "use Linux 6.12 or later, run sandboxed as root (the tool then gets a uid of its own), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapSignals + "])"}
+	}
+	return nil
+}
+
+// checkGrant refuses a grant the commands could not use as planned: a
+// destination that is not the host path (nothing is mounted: the tool
+// sees the host's tree), or, as root, a write grant the tool's own uid
+// may not write.
+func checkGrant(g grant, root bool) error {
+	if g.dest != g.source {
+		real, err := filepath.EvalSymlinks(g.dest)
+		if err != nil || real != g.source {
+			return &isolation.UnsupportedError{
+				What: fmt.Sprintf("the grant of %s at %s (without mounts the tool sees host paths where they are)", g.source, g.dest),
+				Fix:  "grant the path where it is on the host",
+			}
+		}
+	}
+	if !root || !g.write {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(g.source, &st); err != nil {
+		return fmt.Errorf("write grant %s: %w", g.source, err)
+	}
+	if st.Mode&0o002 == 0 {
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("the write grant of %s in the landlock tier as root (the tool runs as an unprivileged uid of its own, which may not write there: mode %o, owner %d)", g.source, st.Mode&0o7777, st.Uid),
+			Fix:  "run the job as a non-root user (docker run --user UID, runAsUser), grant a directory that any user may write, or run where namespaces can be made (the process tier)",
+		}
+	}
+	return nil
+}
+
+// compiled caches the filter of each profile by its pointer (the planner
+// shares one profile per privilege).
+var compiled sync.Map
+
+func compiledFilter(pr *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
+	if v, ok := compiled.Load(pr); ok {
+		return v.([]bpf.RawInstruction), nil
+	}
+	prog, err := seccomp.Compile(pr)
+	if err != nil {
+		return nil, err
+	}
+	compiled.Store(pr, prog)
+	return prog, nil
+}
+
+// Start starts the run's init, outside every confinement, and makes the
+// run's scratch directory for the tool. On error nothing is left behind.
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+	c, err := b.check(p)
+	if err != nil {
+		return nil, err
+	}
+	conf := &sbinit.Confine{
+		Landlock: &sbinit.Landlock{Paths: commandPaths(c.grants, p.Scratch), MinABI: 1},
+		Seccomp:  c.setup.Seccomp,
+		Rlimits:  c.setup.Rlimits,
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if c.root {
+		if uid, err = freeUID(); err != nil {
+			return nil, err
+		}
+		gid = uid
+		conf.SetID, conf.UID, conf.GID = true, uint32(uid), uint32(gid)
+	}
+	if err := os.Mkdir(p.Scratch, 0o700); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = removeTree(p.Scratch)
+		}
+	}()
+	if c.root {
+		if err := os.Lchown(p.Scratch, uid, gid); err != nil {
+			return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
+		}
+	}
+	host := process.UsableCgroup(p.Limits)
+	if host == nil {
+		rl := process.RlimitConfine(p.Limits, !c.root)
+		conf.Rlimits = mergeRlimits(conf.Rlimits, rl.Rlimits)
+		conf.NprocLimit, conf.SharedUID = rl.NprocLimit, rl.SharedUID
+	}
+	cfg := &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: p.Spec.Process.Cwd}, NewSession: true, KillTree: true, Confine: conf}
+	sb, err := process.StartOutside(ctx, p, b.Exe, host, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &sandbox{Sandbox: sb, scratch: p.Scratch}, nil
+}
+
+// mergeRlimits is base with each of extra, which replaces a limit of the
+// same resource.
+func mergeRlimits(base, extra []sbinit.Rlimit) []sbinit.Rlimit {
+	out := slices.DeleteFunc(slices.Clone(base), func(r sbinit.Rlimit) bool {
+		return slices.ContainsFunc(extra, func(e sbinit.Rlimit) bool { return e.Resource == r.Resource })
+	})
+	return append(out, extra...)
+}
+
+// uidBase starts the range of uids a run's tool gets as root (one per run,
+// picked at random among 2^20): far above any account's, and below the
+// ids user namespaces commonly map.
+const uidBase = 0x5b000000
+
+// freeUID picks an unused uid for a run's tool: no process runs as it.
+func freeUID() (int, error) {
+	for range 16 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		uid := uidBase + int(binary.LittleEndian.Uint32(b[:])&0xfffff)
+		if sbinit.UIDTasks(uid, true) == 0 {
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("pick a uid for the tool: every try was in use")
+}
+
+// sandbox is a started run: the init's sandbox, and the scratch
+// directory, removed once the init has killed every process of the run.
+type sandbox struct {
+	isolation.Sandbox
+	scratch string
+}
+
+// Close ends the run and removes its scratch directory.
+func (s *sandbox) Close(ctx context.Context) error {
+	err := s.Sandbox.Close(ctx)
+	if rerr := removeTree(s.scratch); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("remove scratch directory: %w", rerr))
+	}
+	return err
+}
+
+// removeTree removes dir and everything in it, making the directories the
+// tool left unreadable or unwritable to their owner writable first. It
+// follows no symlink.
+func removeTree(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	// A directory the walk could not enter yet is now writable: once more.
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// GC removes the cgroups of dead runs (shared with the process and none
+// tiers, which name them alike) and their scratch directories.
+func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
+	return process.New().GC(ctx, keep)
+}

@@ -1,0 +1,319 @@
+package landlock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if sbinit.IsInit() {
+		sbinit.Main()
+	}
+	os.Exit(m.Run())
+}
+
+var seq atomic.Int64
+
+// plan is a landlock-tier plan with binds (host path, "ro" or "rw").
+func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.Plan {
+	t.Helper()
+	id := fmt.Sprintf("lltest-%d-%d", os.Getpid(), seq.Add(1))
+	spec := sandbox.DefaultSpec(id, privilege.SameAsUser)
+	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp)
+	for _, b := range binds {
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: b[0], Source: b[0], Type: "bind", Options: []string{"bind", b[1]}})
+	}
+	if limits.KillGrace == 0 {
+		limits.KillGrace = 100 * time.Millisecond
+	}
+	return &isolation.Plan{RunID: id, Tier: isolation.TierLandlock, Privilege: privilege.SameAsUser, Spec: spec,
+		Limits: limits, Scratch: filepath.Join(t.TempDir(), "scratch")}
+}
+
+func run(t *testing.T, ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, script string) (string, isolation.Exit) {
+	t.Helper()
+	var out syncBuffer
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + p.Scratch, "TMPDIR=" + p.Scratch}
+	exit, err := sb.Exec(ctx, isolation.Command{Args: []string{"/bin/sh", "-c", script}, Env: env, Cwd: "/"},
+		isolation.Stdio{Stdout: &out, Stderr: &out})
+	if err != nil && ctx.Err() == nil {
+		t.Fatalf("exec %q: %v", script, err)
+	}
+	return out.String(), exit
+}
+
+// syncBuffer takes a command's stdout and stderr, written concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, p *isolation.Plan) isolation.Sandbox {
+	t.Helper()
+	if sbinit.LandlockABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	sb, err := landlock.New().Start(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// The walls of the tier, each from inside a started run.
+func TestConfinement(t *testing.T) {
+	ctx := context.Background()
+	readDir, writeDir := t.TempDir(), t.TempDir()
+	secret := t.TempDir()
+	for _, d := range []string{readDir, writeDir, secret} {
+		os.Chmod(d, 0o777)
+		os.Chmod(filepath.Dir(d), 0o755)
+	}
+	os.WriteFile(filepath.Join(readDir, "in"), []byte("readable"), 0o644)
+	os.WriteFile(filepath.Join(secret, "key"), []byte("secret"), 0o644)
+	p := plan(t, isolation.Limits{}, [2]string{readDir, "ro"}, [2]string{writeDir, "rw"})
+	sb := start(t, p)
+	cases := []struct {
+		name, script, want string
+	}{
+		{"read grant", "cat " + readDir + "/in", "readable"},
+		{"write grant", "echo w > " + writeDir + "/out && cat " + writeDir + "/out", "w"},
+		{"scratch is HOME", "echo s > $HOME/f && cat $TMPDIR/f", "s"},
+		{"no read outside grants", "cat " + secret + "/key || echo refused", "refused"},
+		{"no listing outside grants", "ls " + secret + " || echo refused", "refused"},
+		{"no write in a read grant", "echo x > " + readDir + "/in || echo refused", "refused"},
+		{"no write to /tmp", "echo x > /tmp/ll-" + p.RunID + " || echo refused", "refused"},
+		{"no environ of others", "cat /proc/1/environ || echo refused", "refused"},
+		{"no environ of the init", "cat /proc/$PPID/environ; echo; cat /proc/" + strconv.Itoa(os.Getpid()) + "/environ || echo refused", "refused"},
+		{"no tcp", "(echo > /dev/tcp/127.0.0.1/22) 2>&1 || echo refused", "refused"},
+		{"no capabilities", "grep CapEff /proc/self/status", "0000000000000000"},
+		{"no_new_privs", "grep NoNewPrivs /proc/self/status", "1"},
+		{"own session", `read pid comm state ppid pgrp sid rest < /proc/$$/stat; test $sid = $$ && echo own`, "own"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, exit := run(t, ctx, sb, p, c.script)
+			if !strings.Contains(out, c.want) {
+				t.Fatalf("%s: want %q in (exit %+v):\n%s", c.script, c.want, exit, out)
+			}
+			if c.want == "refused" && strings.Contains(out, "secret") {
+				t.Fatalf("%s: leaked:\n%s", c.script, out)
+			}
+		})
+	}
+	if os.Geteuid() == 0 {
+		out, _ := run(t, ctx, sb, p, "id -u")
+		if uid, _ := strconv.Atoi(strings.TrimSpace(out)); uid < 1<<20 {
+			t.Fatalf("as root the tool runs as uid %s, want one of its own", out)
+		}
+	}
+	if _, err := os.Stat("/tmp/ll-" + p.RunID); err == nil {
+		t.Fatal("wrote to /tmp")
+	}
+}
+
+// A daemon that left its session, and the processes a fork loop made,
+// die with the run; the scratch directory goes.
+func TestNothingOutlivesTheRun(t *testing.T) {
+	ctx := context.Background()
+	p := plan(t, isolation.Limits{Pids: 32, MemoryBytes: 64 << 20, TmpfsBytes: 1 << 20})
+	sb, err := landlock.New().Start(ctx, p)
+	if sbinit.LandlockABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := "llmark" + strconv.Itoa(os.Getpid()) + p.RunID[len(p.RunID)-2:]
+	out, exit := run(t, ctx, sb, p, "setsid bash -c 'exec -a "+marker+" sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2; echo started")
+	if exit.Code != 0 || !strings.Contains(out, "started") {
+		t.Fatalf("daemon: %v %s", exit, out)
+	}
+	// A fork loop: the process limit stops it (several processes).
+	out, _ = run(t, ctx, sb, p, "i=0; while [ $i -lt 100 ]; do sleep 20 >/dev/null 2>&1 & i=$((i+1)); done; echo done")
+	if !strings.Contains(strings.ToLower(out), "fork") {
+		t.Fatalf("fork loop not stopped: %s", out)
+	}
+	// A memory hog: the per-process limit stops it.
+	out, exit = run(t, ctx, sb, p, "head -c 200000000 /dev/zero | tr '\\0' a | (x=$(cat); echo ${#x})")
+	if exit.Code == 0 && strings.Contains(out, "200000000") {
+		t.Fatalf("memory limit: %v %s", exit, out)
+	}
+	// A file larger than the tmpfs size.
+	out, _ = run(t, ctx, sb, p, "head -c 3000000 /dev/zero > $TMPDIR/big; wc -c < $TMPDIR/big")
+	if strings.Contains(out, "3000000") {
+		t.Fatalf("file size limit: %s", out)
+	}
+	if !hasProcess(marker) {
+		t.Fatal("the daemon did not start")
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hasProcess(marker) {
+		t.Fatal("a daemon outlived its run")
+	}
+	if _, err := os.Stat(p.Scratch); !os.IsNotExist(err) {
+		t.Fatalf("scratch directory left: %v", err)
+	}
+}
+
+// A timeout kills the whole tree.
+func TestKillKillsTheTree(t *testing.T) {
+	ctx := context.Background()
+	p := plan(t, isolation.Limits{Pids: 32})
+	sb := start(t, p)
+	marker := "llkill" + strconv.Itoa(os.Getpid())
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	go func() {
+		<-tctx.Done()
+		sb.Kill(ctx, 100*time.Millisecond)
+	}()
+	_, exit := run(t, tctx, sb, p, "setsid bash -c 'exec -a "+marker+" sleep 300' </dev/null >/dev/null 2>&1 & sleep 30")
+	if exit.Signal == 0 {
+		t.Fatalf("exit %+v", exit)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for hasProcess(marker) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if hasProcess(marker) {
+		t.Fatal("a daemon outlived the kill")
+	}
+}
+
+func hasProcess(marker string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.HasPrefix(b, []byte(marker)) {
+			return true
+		}
+	}
+	return false
+}
+
+// What the tier cannot give is refused, with the gap named, unless the
+// plan accepts it.
+func TestRefusals(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name   string
+		abi    int
+		edit   func(p *isolation.Plan)
+		refuse string // "" accepts
+	}{
+		{"no landlock", 0, nil, "this kernel has none"},
+		{"abi 1", 1, func(p *isolation.Plan) { p.AcceptGaps = []string{tier.GapSignals} }, ""},
+		{"network", 7, func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxyPort: 3128} }, "network grants"},
+		{"elevated", 7, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "elevated"},
+		{"observe", 7, func(p *isolation.Plan) { p.Observe = true }, "observing"},
+		{"no tier rules", 7, func(p *isolation.Plan) { p.Spec.Linux.Seccomp = sandbox.SeccompProfile(privilege.SameAsUser) }, "SeccompRules"},
+		{"mask in a grant", 7, func(p *isolation.Plan) { addMask(p, dir) }, "mask at " + dir + "/hidden"},
+		{"mask accepted", 7, func(p *isolation.Plan) { addMask(p, dir); p.AcceptGaps = []string{tier.GapMasks} }, ""},
+		{"read grant inside a write grant", 7, func(p *isolation.Plan) { addBind(p, dir, "rw"); addBind(p, dir+"/sub", "ro") }, "mask at " + dir + "/sub"},
+		{"write grant inside a read grant", 7, func(p *isolation.Plan) { addBind(p, dir, "ro"); addBind(p, dir+"/sub", "rw") }, ""},
+		{"tool tmpfs", 7, func(p *isolation.Plan) {
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "tmpfs", Options: []string{"rw"}})
+		}, "mounts nothing"},
+	}
+	if os.Geteuid() != 0 {
+		// A tool sharing the user's uid needs signal scoping.
+		cases = append(cases, struct {
+			name   string
+			abi    int
+			edit   func(p *isolation.Plan)
+			refuse string
+		}{"abi 5 shared uid", 5, nil, "signal scoping"}, struct {
+			name   string
+			abi    int
+			edit   func(p *isolation.Plan)
+			refuse string
+		}{"abi 5 accepted", 5, func(p *isolation.Plan) { p.AcceptGaps = []string{tier.GapSignals} }, ""})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := plan(t, isolation.Limits{})
+			if c.edit != nil {
+				c.edit(p)
+			}
+			b := &landlock.Backend{ABI: func() int { return c.abi }}
+			err := b.Check(context.Background(), p)
+			switch {
+			case c.refuse == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse)):
+				t.Fatalf("want a refusal with %q, got %v", c.refuse, err)
+			case c.refuse != "" && !errors.Is(err, isolation.ErrUnsupported) && !errors.Is(err, landlock.ErrBadPlan):
+				t.Fatalf("refusal is neither unsupported nor a bad plan: %v", err)
+			}
+		})
+	}
+}
+
+// The signal-scoping refusal for a tool sharing the user's uid, whatever
+// uid this test runs as.
+func TestSignalScopingRefusal(t *testing.T) {
+	for _, c := range []struct {
+		abi    int
+		shared bool
+		accept []string
+		refuse bool
+	}{
+		{1, true, nil, true}, {2, true, nil, true}, {4, true, nil, true}, {5, true, nil, true},
+		{6, true, nil, false}, {7, true, nil, false},
+		{2, false, nil, false}, {4, true, []string{tier.GapSignals}, false},
+		{0, false, []string{tier.GapSignals, tier.GapMasks}, true},
+	} {
+		r := landlock.ABIRefusal(c.abi, c.shared, c.accept)
+		if (r != nil) != c.refuse {
+			t.Errorf("abi %d shared %v accept %v: refusal %v", c.abi, c.shared, c.accept, r)
+		}
+	}
+}
+
+func addBind(p *isolation.Plan, path, mode string) {
+	os.MkdirAll(path, 0o755)
+	if mode == "rw" {
+		os.Chmod(path, 0o777)
+	}
+	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: path, Source: path, Type: "bind", Options: []string{"bind", mode}})
+}
+
+func addMask(p *isolation.Plan, dir string) {
+	addBind(p, dir, "ro")
+	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: dir + "/hidden", Type: "tmpfs", Options: []string{"ro", "size=4k"}})
+}

@@ -1,0 +1,38 @@
+// Package landlock is the landlock tier: a tool runs with no namespaces,
+// no mounts and no cgroup of its own, confined by what an unprivileged
+// process may always do to itself, so that it runs where a CI job runs —
+// inside a container with Docker's or the kubelet's defaults, where user
+// namespaces cannot be made and the cgroupfs is read-only.
+//
+// The init (package sbinit, re-executed without namespaces) stays outside
+// the confinement: it is the commands' child subreaper, which they cannot
+// signal, and it kills every process descending from it, daemons that
+// left their session included, at a timeout and at the end of the run.
+// Each command confines itself before it executes (sbinit.Confine):
+//
+//   - files: Landlock. Read and execute the system directories; read the
+//     parts of /etc programs need and /proc; read the read grants; write
+//     the write grants and the run's scratch directory (Plan.Scratch, its
+//     TMPDIR and HOME). Nothing else of the host is readable.
+//   - network: none. socket() fails for every family (seccomp), and on a
+//     kernel of Landlock ABI 4 no TCP connect or bind is allowed either;
+//     a plan with network grants is refused: Landlock's TCP rules match a
+//     port, not an address, and this tier has no supervised connect yet.
+//   - system calls: the plan's profile, which the planner narrows for this
+//     tier with SeccompRules (no sockets, no bind/listen/connect, Unix
+//     socket pairs of stream or seqpacket only, no MSG_FASTOPEN, no System
+//     V or POSIX message IPC, no chown or xattr changes, no path
+//     truncate).
+//   - processes: no_new_privs, no capabilities; signals and abstract Unix
+//     sockets scoped to the run on Landlock ABI 6. As root the command runs
+//     as an unprivileged uid of its own, chosen per run.
+//   - limits: the run's cgroup where this host has one this process may
+//     write; otherwise rlimits (memory per process, processes per uid,
+//     file size, no core) — approximations the plan's notes state.
+//
+// What a plan needs and the host's Landlock cannot give (a mask inside a
+// grant; signal scoping below ABI 6 for a tool that shares the user's uid)
+// refuses the run, unless the plan accepts that gap by name
+// (Plan.AcceptGaps, from the operator's policy). Nothing is weakened in
+// silence. It must not decide when this tier is used: the policy does.
+package landlock

@@ -1,0 +1,227 @@
+package landlock
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+)
+
+// Errno values of the rules (Linux, every architecture we build).
+const (
+	errnoEPERM        = 1
+	errnoEAFNOSUPPORT = 97
+)
+
+// Socket constants the rules test (linux/socket.h, linux/net.h).
+const (
+	afUnix        = 1
+	sockStream    = 1
+	sockSeqpacket = 5
+	// sockTypeMask clears SOCK_NONBLOCK and SOCK_CLOEXEC from a socket
+	// type, in its low 32 bits (the argument is an int).
+	sockTypeMask = 0xffffffff &^ (0x800 | 0x80000)
+	msgFastOpen  = 0x20000000
+)
+
+// SeccompRules are the rules the planner puts first in the seccomp profile
+// of a landlock-tier run (the compiler matches rules in order, first match
+// wins): with no namespace around it, the tool must not reach the
+// container's network, its Unix sockets (a mounted Docker socket is root
+// on the host) or its IPC, nor change the ownership or extended attributes
+// of a file it can name.
+//
+//   - socket: every family fails with EAFNOSUPPORT (no network in this
+//     tier; no Unix socket of the container can be connected to without
+//     one); connect, bind and listen fail with EPERM.
+//   - socketpair: AF_UNIX stream or seqpacket only (the type tested with
+//     SOCK_NONBLOCK and SOCK_CLOEXEC masked off).
+//   - sendto, sendmsg, sendmmsg with MSG_FASTOPEN (it connects without
+//     connect) fail with EPERM.
+//   - System V IPC and POSIX message queues: EPERM (they are the
+//     container's, there being no IPC namespace).
+//   - chown, fchown, lchown, fchownat and every extended-attribute change:
+//     EPERM (Landlock does not restrict them).
+//   - truncate by path: EPERM (Landlock handles it only from ABI 3;
+//     ftruncate needs a descriptor opened for writing, which it checks).
+//
+// The rules are data; the same value is checked by the backend to open the
+// plan's profile.
+func SeccompRules() []specs.LinuxSyscall {
+	eperm := uint(errnoEPERM)
+	eafnosupport := uint(errnoEAFNOSUPPORT)
+	deny := func(names ...string) specs.LinuxSyscall {
+		return specs.LinuxSyscall{Names: names, Action: specs.ActErrno, ErrnoRet: &eperm}
+	}
+	masked := func(i uint, mask, v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: i, Value: mask, ValueTwo: v, Op: specs.OpMaskedEqual}
+	}
+	eq := func(i uint, v uint64) specs.LinuxSeccompArg {
+		return specs.LinuxSeccompArg{Index: i, Value: v, Op: specs.OpEqualTo}
+	}
+	pair := func(typ uint64) specs.LinuxSyscall {
+		return specs.LinuxSyscall{Names: []string{"socketpair"}, Action: specs.ActAllow,
+			Args: []specs.LinuxSeccompArg{eq(0, afUnix), masked(1, sockTypeMask, typ)}}
+	}
+	fastOpen := func(name string, flagsArg uint) specs.LinuxSyscall {
+		r := deny(name)
+		r.Args = []specs.LinuxSeccompArg{masked(flagsArg, msgFastOpen, msgFastOpen)}
+		return r
+	}
+	return []specs.LinuxSyscall{
+		{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eafnosupport},
+		deny("connect", "bind", "listen"),
+		pair(sockStream),
+		pair(sockSeqpacket),
+		deny("socketpair"),
+		fastOpen("sendto", 3),
+		fastOpen("sendmsg", 2),
+		fastOpen("sendmmsg", 3),
+		deny("msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+			"shmget", "shmat", "shmdt", "shmctl",
+			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+		deny("chown", "fchown", "lchown", "fchownat",
+			"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+			"setxattrat", "removexattrat"),
+		deny("truncate"),
+	}
+}
+
+// WithSeccompRules is profile with SeccompRules first: the profile of a
+// landlock-tier run.
+func WithSeccompRules(profile *specs.LinuxSeccomp) *specs.LinuxSeccomp {
+	p := *profile
+	p.Syscalls = append(SeccompRules(), profile.Syscalls...)
+	return &p
+}
+
+// hasSeccompRules reports whether profile starts with SeccompRules.
+func hasSeccompRules(profile *specs.LinuxSeccomp) bool {
+	want := SeccompRules()
+	if profile == nil || len(profile.Syscalls) < len(want) {
+		return false
+	}
+	for i, r := range want {
+		if !sameRule(r, profile.Syscalls[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameRule(a, b specs.LinuxSyscall) bool {
+	errno := func(p *uint) uint {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return slices.Equal(a.Names, b.Names) && a.Action == b.Action && errno(a.ErrnoRet) == errno(b.ErrnoRet) &&
+		slices.Equal(a.Args, b.Args)
+}
+
+// skeletonMounts are the spec's mounts a root of its own would have
+// (DefaultSpec's): this tier has no root of its own, and the scratch
+// directory stands in for /tmp.
+var skeletonMounts = map[string]bool{"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true, "/tmp": true, "/sys": true}
+
+// grant is one bind of the plan: a host hierarchy the commands may use.
+type grant struct {
+	source, dest string
+	write, exec  bool
+}
+
+// refusal is a run this tier refuses, with the gap that would accept it
+// ("" when nothing accepts it).
+type refusal struct {
+	gap, what, fix string
+}
+
+func (r refusal) err() error {
+	return &isolation.UnsupportedError{What: r.what, Fix: r.fix}
+}
+
+// planGrants reads the binds of p's spec: the grants the commands get as
+// Landlock rules. It refuses what this tier cannot do without mounts: a
+// mask inside a grant (unless accepted by gap name), a tmpfs of the tool's
+// own, a mount type of its own. It makes no system call.
+func planGrants(p *isolation.Plan) ([]grant, error) {
+	var binds []grant
+	isBind := func(m specs.Mount) bool {
+		return m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+	}
+	for _, m := range p.Spec.Mounts {
+		if isBind(m) {
+			binds = append(binds, grant{source: filepath.Clean(m.Source), dest: filepath.Clean(m.Destination),
+				write: !slices.Contains(m.Options, "ro"), exec: !slices.Contains(m.Options, "noexec")})
+		}
+	}
+	accepted := func(gap string) bool { return slices.Contains(p.AcceptGaps, gap) }
+	var out []grant
+	for _, m := range p.Spec.Mounts {
+		dst := filepath.Clean(m.Destination)
+		var outer *grant
+		for i := range binds {
+			if b := &binds[i]; strings.HasPrefix(dst, b.dest+"/") && (outer == nil || len(b.dest) > len(outer.dest)) {
+				outer = b
+			}
+		}
+		if !isBind(m) {
+			switch {
+			case outer != nil:
+				if !accepted(tier.GapMasks) {
+					return nil, maskRefusal(dst, outer.dest).err()
+				}
+			case skeletonMounts[dst]:
+			case m.Type == "tmpfs" && slices.Contains(m.Options, "ro"):
+				// An empty, read-only directory where the process tier
+				// shows an uncovered working directory: here the host's
+				// directory is there, and no rule lets it be read.
+			default:
+				return nil, fmt.Errorf("mount %s (%s): the landlock tier mounts nothing: %w", dst, m.Type, ErrBadPlan)
+			}
+			continue
+		}
+		g := grant{source: filepath.Clean(m.Source), dest: dst, write: !slices.Contains(m.Options, "ro"), exec: !slices.Contains(m.Options, "noexec")}
+		if !filepath.IsAbs(g.source) {
+			return nil, fmt.Errorf("bind of %s: source %q is not an absolute path: %w", dst, m.Source, ErrBadPlan)
+		}
+		if outer != nil {
+			// A bind inside a grant narrows it (a mask, a protected path,
+			// a read grant inside a write grant) unless it gives at least
+			// the grant's rights to the same place: Landlock can add
+			// rights beneath a rule, never take them away.
+			same := g.source == g.dest && (g.write || !outer.write) && (g.exec || !outer.exec)
+			if !same && !accepted(tier.GapMasks) {
+				return nil, maskRefusal(dst, outer.dest).err()
+			}
+			if g.source != g.dest {
+				continue // a hiding bind (/dev/null over a file), accepted: not applied
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func maskRefusal(path, grant string) refusal {
+	return refusal{gap: tier.GapMasks,
+		what: fmt.Sprintf("the mask at %s inside the grant of %s in the landlock tier (Landlock rights hold for a whole hierarchy and cannot exclude a subtree)", path, grant),
+		fix:  "grant narrower paths that hold nothing the policy masks, run the tool where namespaces can be made (the process tier), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapMasks + "])"}
+}
+
+// commandPaths are the Landlock rules of the commands: the host's system
+// paths, the grants and the scratch directory.
+func commandPaths(grants []grant, scratch string) []sbinit.LandlockPath {
+	paths := sbinit.HostSystemLandlock()
+	for _, g := range grants {
+		paths = append(paths, sbinit.LandlockPath{Path: g.source, Write: g.write, Exec: g.exec})
+	}
+	return append(paths, sbinit.LandlockPath{Path: scratch, Write: true, Exec: true})
+}

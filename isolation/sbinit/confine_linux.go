@@ -1,0 +1,202 @@
+package sbinit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// confineFD is the descriptor on which a command started through Confine
+// finds its Confine (JSON), in a memory file the init wrote once.
+const confineFD = 3
+
+// confineFile writes c into a sealed memory file and returns its
+// descriptor (close-on-exec: each command gets it as confineFD only).
+func confineFile(c *Confine) (int, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return -1, fmt.Errorf("encode confinement: %w", err)
+	}
+	fd, err := unix.MemfdCreate("sandboxed-confine", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, fmt.Errorf("confinement file: %w", err)
+	}
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("write confinement file: %w", err)
+		}
+		b = b[n:]
+	}
+	seals := unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("seal confinement file: %w", err)
+	}
+	return fd, nil
+}
+
+// runConfine is the init binary started by confineArgs: args are those
+// after InitArg. It returns only on failure, with the exit status the init
+// gives a command that could not start.
+func runConfine(args []string) int {
+	if len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "sandboxed: malformed confined start:", args)
+		return 126
+	}
+	path, argv := args[1], args[2:]
+	if err := confineSelf(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxed: confine %s: %v\n", argv[0], err)
+		return 126
+	}
+	err := unix.Exec(path, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "sandboxed: exec %s: %v\n", argv[0], err)
+	if err == unix.ENOENT {
+		return 127
+	}
+	return 126
+}
+
+// confineSelf reads the Confine on confineFD and applies it to this
+// process, in the order the kernel requires: the Landlock rules are made
+// while the paths can still be opened, the identity is dropped, then the
+// limits, no_new_privs, the Landlock domain and the seccomp filter.
+func confineSelf() error {
+	f := os.NewFile(confineFD, "confine")
+	if f == nil {
+		return fmt.Errorf("no confinement on fd %d: %w", confineFD, ErrProtocol)
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, maxFrame))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read confinement: %w", err)
+	}
+	var c Confine
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("decode confinement: %w: %w", err, ErrProtocol)
+	}
+	// The fork passed the stdio on 0-2 and the confinement on 3, now
+	// closed; every other descriptor of the init is close-on-exec
+	// (MarkInheritedCloseOnExec). Whatever this process has open now is
+	// the Go runtime's own (its poller): marked close-on-exec too, so
+	// nothing reaches the command, which starts with 0-2 alone.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("mark descriptors close-on-exec: %w", err)
+	}
+	rs := -1
+	var prog []bpf.RawInstruction
+	if !c.LimitsOnly {
+		if c.Landlock == nil || len(c.Seccomp) == 0 {
+			return fmt.Errorf("confinement without Landlock or seccomp: %w", ErrSetup)
+		}
+		if len(c.Landlock.ConnectTCP) > 0 {
+			return fmt.Errorf("confinement with TCP ports: this tier gives a command none: %w", ErrSetup)
+		}
+		if prog, err = decodeBPF(c.Seccomp); err != nil {
+			return err
+		}
+		abi := LandlockABI()
+		if need := max(c.Landlock.MinABI, 1); abi < need {
+			return fmt.Errorf("landlock: the kernel enforces ABI %d, the run requires %d: %w", abi, need, ErrSetup)
+		}
+		var handledFS uint64
+		if rs, handledFS, err = landlockRuleset(abi); err != nil {
+			return err
+		}
+		defer unix.Close(rs)
+		if err := addLandlockRules(rs, handledFS, -1, c.Landlock.Paths); err != nil {
+			return err
+		}
+	}
+	if c.SetID {
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("drop supplementary groups: %w", err)
+		}
+		if err := syscall.Setresgid(int(c.GID), int(c.GID), int(c.GID)); err != nil {
+			return fmt.Errorf("set gid %d: %w", c.GID, err)
+		}
+		if err := syscall.Setresuid(int(c.UID), int(c.UID), int(c.UID)); err != nil {
+			return fmt.Errorf("set uid %d: %w", c.UID, err)
+		}
+	}
+	if eff, perm, _, err := capget(); !c.LimitsOnly && (err != nil || eff != 0 || perm != 0) {
+		if err := capset(0, 0, 0); err != nil {
+			return err
+		}
+	}
+	rlimits := slices.Clone(c.Rlimits)
+	if c.NprocLimit > 0 {
+		limit := uint64(c.NprocLimit)
+		if c.SharedUID {
+			limit += uint64(UIDTasks(os.Getuid(), false))
+		}
+		rlimits = append(rlimits, Rlimit{Resource: unix.RLIMIT_NPROC, Soft: limit, Hard: limit})
+	}
+	if !c.LimitsOnly {
+		// Both on every thread by the same means (go-landlock's),
+		// whether or not the binary links cgo.
+		if err := ll.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("set no_new_privs: %w", err)
+		}
+		if err := ll.AllThreadsLandlockRestrictSelf(rs, 0); err != nil {
+			return fmt.Errorf("landlock: restrict the command: %w", err)
+		}
+		if err := loadSeccomp(prog); err != nil {
+			return err
+		}
+	}
+	// The limits last, right before the exec: a memory limit below what
+	// this Go process has mapped would fail its next allocation. They are
+	// the command's from its first instruction.
+	for _, rl := range rlimits {
+		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
+		}
+	}
+	return nil
+}
+
+// UIDTasks counts the tasks (threads) this process can see whose real
+// uid is uid (anyUID: whose real, effective, saved or file-system uid is),
+// itself included.
+func UIDTasks(uid int, anyUID bool) int64 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(uid)
+	var n int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		match, threads := false, int64(1)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				f := strings.Fields(v)
+				match = len(f) > 0 && (f[0] == want || anyUID && slices.Contains(f, want))
+			}
+			if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+		if match {
+			n += threads
+		}
+	}
+	return n
+}
