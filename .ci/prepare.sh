@@ -14,6 +14,8 @@ command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
 command -v wget >/dev/null 2>&1 || need_pkgs+=(wget)
 # Python quoting and discovery of Python tools; /usr/bin/python3, the one a sandbox sees.
 { command -v python3 >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; } || need_pkgs+=(python3)
+command -v zsh >/dev/null 2>&1 || need_pkgs+=(zsh)     # sandboxed completion zsh
+command -v fish >/dev/null 2>&1 || need_pkgs+=(fish)   # sandboxed completion fish
 command -v newuidmap >/dev/null 2>&1 || need_pkgs+=(uidmap)  # reduced without root: subordinate ids
 command -v runsc >/dev/null 2>&1 || need_pkgs+=(runsc)
 # The cgroup v2 test VM, and the check of the Vagrantfile.

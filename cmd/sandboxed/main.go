@@ -35,6 +35,7 @@ func newApp() *cli.App {
 			mcpCommand,
 			serveCommand,
 			versionCommand,
+			completionCommand,
 		},
 		// Usage errors exit 2, through exitCode.
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {

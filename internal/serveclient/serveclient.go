@@ -111,6 +111,10 @@ func Cold(args []string, getenv func(string) string) string {
 			}
 		case "help", "h":
 			return "--help"
+		case "generate-bash-completion":
+			// A shell asking for completions (sandboxed completion): the
+			// CLI answers it before any command runs.
+			return "--generate-bash-completion"
 		case "backend":
 			if !hasValue && i+1 < len(args) {
 				value = args[i+1]

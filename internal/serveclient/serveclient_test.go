@@ -26,6 +26,7 @@ func TestCold(t *testing.T) {
 		{args: []string{"-no-server", "tool"}, want: "--no-server"},
 		{args: []string{"--no-server=true", "tool"}, want: "--no-server"},
 		{args: []string{"--dry-run", "tool"}, want: "--dry-run"},
+		{args: []string{"tool.yaml", "--generate-bash-completion"}, want: "--generate-bash-completion"},
 		{args: []string{"tool", "--dump-plan"}, want: "--dump-plan"},
 		{args: []string{"--help"}, want: "--help"},
 		{args: []string{"-h"}, want: "--help"},

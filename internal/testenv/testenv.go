@@ -125,6 +125,8 @@ var Commands = map[string]string{
 	"debootstrap": ".ci/prepare.sh",
 	"hyperfine":   ".ci/prepare.sh",
 	"python3":     ".ci/prepare.sh",
+	"zsh":         ".ci/prepare.sh", // the completion scripts' checks
+	"fish":        ".ci/prepare.sh",
 }
 
 // NeedCommand stops a test that needs the command name on PATH. A name
