@@ -83,6 +83,12 @@ type Request struct {
 	HomeResolved string
 	// Credentials are the definition's sandboxed.credentials.
 	Credentials []tool.Credential
+	// Commands are the run's commands that hold the caller's text, for
+	// the command rules; the host controller fills them from the bound
+	// tool. CallerParams are the definition's parameters substituted
+	// unescaped (escape-shell: false), known before binding.
+	Commands     []CallerCommand
+	CallerParams []string
 	// Approvals are the --approve values.
 	Approvals []string
 }
@@ -107,6 +113,7 @@ func NewRequest(def *tool.Definition, grants []permissions.Grant, cwd, home stri
 	if def.Metadata != nil {
 		r.Tags = append(r.Tags, def.Metadata.Tags...)
 	}
+	r.CallerParams = callerParams(def)
 	if def.Sandboxed != nil {
 		r.Runtime = def.Sandboxed.Runtime
 	}
@@ -324,6 +331,9 @@ func (p *Policy) Decide(req Request) Decision {
 	for _, c := range req.Credentials {
 		d.Items = append(d.Items, p.decideCredential(src, c))
 	}
+	cmdItems := p.decideCommands(req.Commands)
+	d.Items = append(d.Items, cmdItems...)
+	d.Notes = append(d.Notes, p.commandNotes(req, cmdItems)...)
 	for _, h := range p.Network.Deny {
 		d.EgressDeny = append(d.EgressDeny, string(h))
 	}

@@ -224,6 +224,35 @@ secrets:
   except:
     - "**/*.pub"
 
+commands:
+  # Rules on the commands of tools whose command comes from their caller: a
+  # parameter substituted with escape-shell: false (a bash {COMMAND} tool).
+  # Each simple command is matched, in pipelines, lists, subshells, $(…) and
+  # the scripts of bash -c '…'. A rule's prefix is the leading words of a
+  # command (the first one matches the program's base name); its match and
+  # not-match examples are checked when the policy loads. Deny wins; when
+  # allow has rules, a command none matches is refused. What cannot be judged
+  # before it runs is refused unless an allow rule names it: eval, exec,
+  # source, env, command, xargs, sudo and other commands that run commands,
+  # find -exec, a shell that reads its script from stdin, a file or a
+  # variable (curl … | sh), and a program word that expands ($CMD, $(…)).
+  # Commands that allow admits, e.g.:
+  #   - prefix: git status
+  #     match: ["git status --short"]
+  #     not-match: ["git push"]
+  allow: []
+  # Commands refused: those that ask for another user's rights.
+  deny:
+    - prefix: sudo
+      match: ["sudo rm -rf /", "bash -c 'sudo id'"]
+      not-match: ["echo sudo"]
+    - prefix: su
+      match: ["su -c id root"]
+      not-match: ["sum file"]
+    - prefix: doas
+      match: ["doas id"]
+      not-match: []
+
 network:
   # Hosts any source may reach without approval: names, IP addresses,
   # *.example.com (subdomains, not the apex). "*" here would allow every host.

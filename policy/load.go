@@ -373,6 +373,11 @@ func (p *Policy) validate() error {
 			}
 		}
 	}
+	if c, err := p.compileCommands(); err != nil {
+		return err
+	} else if err := c.checkExamples(p); err != nil {
+		return err
+	}
 	for _, f := range p.Network.ExtraCA {
 		if !filepath.IsAbs(f) {
 			return fmt.Errorf("network.extra-ca: %q is not an absolute path", f)

@@ -26,6 +26,9 @@ type Policy struct {
 	// Secrets are the names of secret files and folders, masked inside
 	// every grant (masks.go).
 	Secrets SecretRules `yaml:"secrets"`
+	// Commands are the rules on commands that come from a tool's caller
+	// (cmdrules.go).
+	Commands CommandRules `yaml:"commands"`
 	// Network are the egress rules.
 	Network NetworkRules `yaml:"network"`
 	// Environment are the rules for env: grants.
@@ -347,6 +350,7 @@ func Default() *Policy {
 			Mask:   DefaultSecretNames(),
 			Except: []PathPattern{"**/*.pub"},
 		},
+		Commands: CommandRules{Allow: []CommandRule{}, Deny: DefaultCommandDeny()},
 		Network: NetworkRules{
 			Allow:          []HostPattern{},
 			Deny:           []HostPattern{"metadata.google.internal", "169.254.169.254", "fd00:ec2::254"},

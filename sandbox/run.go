@@ -269,6 +269,7 @@ func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun,
 		preq.Isolation = tool.Isolation(req.Isolation)
 	}
 	preq.CwdResolved, preq.HomeResolved = facts.CwdResolved, facts.HomeResolved
+	preq.Commands = callerCommands(br.bound)
 	d := pol.Decide(preq)
 	if perr := refusalOf(d, br.resolveErr, rf); perr != nil {
 		return d, perr
