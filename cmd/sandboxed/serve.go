@@ -86,7 +86,10 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logw := c.App.ErrWriter
+	// A caller or a log reader that goes away must not kill the server
+	// (SIGPIPE on stderr) before its runs are torn down.
+	catchBrokenPipes()
+	logw := dropOnError(c.App.ErrWriter)
 	// Started by systemd in a unit with Delegate=yes (contrib/systemd):
 	// the runs go in the unit's cgroup, where stopping the unit reaches
 	// them.
