@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
-	"time"
+	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -22,41 +24,76 @@ var mcpCommand = &cli.Command{
 	Name:  "mcp",
 	Usage: "serve the tools in scope to an MCP client over stdio",
 	Description: `Lists every tool of the scope with its JSON Schema and runs each call
-through the policy and the sandbox, exactly as 'sandboxed run' would, with
-no terminal to ask: a call that needs approval is refused with the reason
-(restart with --approve WHAT, or allow it in the policy). A call's result
-carries the tool's stdout as text and the whole run result as structured
-content; isError is set unless the run's status is ok.
+through the policy and the sandbox, exactly as 'sandboxed run' would. The
+project's tools are those in DIR/.sandboxed/tools of --project DIR, else of
+each root the client gives (MCP roots), else of the working directory;
+the user's (~/.sandboxed/tools) and the global ones are listed too.
+Definitions added, changed or removed while serving are listed (and the
+client told) within a second; one that fails to load is skipped with a
+line on stderr. A server with no tools says why in its instructions.
+
+A call that needs an approval is asked of the client's user when the
+client can ask (elicitation: this call, this session, or no; declined or
+unanswered is a refusal); otherwise it is refused with the reason
+(restart with --approve WHAT, or allow it in the policy). A call that
+asks for what the policy denies is refused without asking.
+
+A result gives the model the tool's stdout, then the status, what the
+sandbox blocked (with the permission that would allow it), the error and
+stderr, within --output-budget bytes of output; the whole captured output
+stays in the run record, linked from the result (resource_link) and read
+piece by piece with resources/read
+sandboxed://runs/RUN/stdout?offset=N&length=M. The structured content is
+the run result (its outputSchema); each tool's annotations say whether its
+sandbox lets it write (readOnlyHint, destructiveHint) or reach the network
+(openWorldHint). Calls with a progress token get progress notifications;
+log lines go to the client at the level it sets (logging/setLevel).
 
 Calls claim sandboxes started ahead of time (a warm pool, as 'sandboxed
 serve' keeps; --pool-size 0 turns it off): each serves one call and is
-destroyed after it, its teardown running behind the call's result.
+destroyed after it, its teardown running behind the call's result. When
+the client goes away (stdin closes), the calls in flight are cancelled
+and their sandboxes torn down before the server exits.
 
-Definitions that fail to load are skipped with a line on stderr. Nothing
-but the protocol is ever written to stdout.`,
+Nothing but the protocol is ever written to stdout.
+
+Register it with a client (see docs/mcp.md for more):
+  Claude Code:     claude mcp add sandboxed -- sandboxed mcp --project "$PWD"
+  Claude Desktop:  claude_desktop_config.json:
+                   {"mcpServers": {"sandboxed": {"command": "sandboxed",
+                     "args": ["mcp", "--project", "/path/to/project"]}}}
+  Cursor:          .cursor/mcp.json:
+                   {"mcpServers": {"sandboxed": {"command": "sandboxed",
+                     "args": ["mcp", "--project", "${workspaceFolder}"]}}}
+  VS Code:         .vscode/mcp.json:
+                   {"servers": {"sandboxed": {"type": "stdio", "command": "sandboxed",
+                     "args": ["mcp", "--project", "${workspaceFolder}"]}}}
+Check that it serves your tools:
+  sandboxed mcp --project DIR --list`,
 	Flags: append([]cli.Flag{
 		scopeFlag,
 		policyFlag,
 		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for every call (elevated, isolation-none, env-inherit, tier:TIER, a permission, all)"},
+		&cli.StringFlag{Name: "project", Usage: "serve the tools of `DIR`/.sandboxed/tools, and run calls in DIR (default: the client's roots, else the working directory)"},
+		&cli.StringFlag{Name: "output-budget", Value: "64KiB", EnvVars: []string{"SANDBOXED_MCP_OUTPUT_BUDGET"},
+			Usage: "at most `SIZE` of a call's output in its result; the rest is read from the run record"},
+		&cli.BoolFlag{Name: "list", Usage: "print the tools the server would serve (name, hints, definition) and its instructions, then exit"},
 	}, append(clusterFlags(), poolFlags()...)...),
 	Action: mcpAction,
 }
 
 func mcpAction(c *cli.Context) error {
 	if c.NArg() != 0 {
-		return usageError(fmt.Errorf("mcp takes no arguments; usage: sandboxed mcp [--scope SCOPE] [--policy FILE] [--approve WHAT]"))
+		return usageError(fmt.Errorf("mcp takes no arguments; usage: sandboxed mcp [--project DIR] [--scope SCOPE] [--policy FILE] [--approve WHAT]"))
 	}
+	// A client that goes away closes our stdin, stdout and stderr: the
+	// server must outlive its pipes to tear its sandboxes down.
+	catchBrokenPipes()
+	log := &mcpLog{w: dropOnError(c.App.ErrWriter)}
 	pol, polPath, err := loadPolicy(c)
 	if err != nil {
 		return err
 	}
-	// The protocol owns stdout: everything else that would write to fd 1
-	// (a library, a child that inherited it) goes to stderr instead.
-	out, err := protocolStdout()
-	if err != nil {
-		return err
-	}
-	logw := c.App.ErrWriter
 	scope, err := tool.ParseScope(c.String("scope"))
 	if err != nil {
 		return usageError(err)
@@ -64,37 +101,123 @@ func mcpAction(c *cli.Context) error {
 	if err := policy.ValidateApprovals(c.StringSlice("approve")); err != nil {
 		return usageError(err)
 	}
+	budget, err := units.ParseSize(c.String("output-budget"))
+	if err != nil || budget < minOutputBudget || budget > 1<<30 {
+		return usageError(fmt.Errorf("--output-budget %q: use a size from 1KiB to 1GiB, such as 64KiB", c.String("output-budget")))
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("mcp: working directory: %w", err)
+	}
+	project := ""
+	if p := c.String("project"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return usageError(fmt.Errorf("--project %s: %w", p, err))
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return usageError(fmt.Errorf("--project %s: not a directory", p))
+		}
+		project = abs
+	}
 	settings, err := poolSettings(c, pol)
 	if err != nil {
 		return err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Version: version}, &mcp.ServerOptions{
-		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
 	where, err := clusterChoice()
 	if err != nil {
 		return err
 	}
-	ctl := residentController(settings, logw)
+	h := &mcpHandler{log: log, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where,
+		trace: os.Getenv("SANDBOXED_TRACE") == "1", budget: int(budget)}
+	tools := &mcpTools{h: h, scope: scope, project: project, cwd: cwd, home: sandbox.InvokingHome(), log: log,
+		served: map[string]servedTool{}, skipped: map[string]bool{}}
+	want, scopes, projects := tools.scan()
+	instr := instructions(len(want), scopes, scope, projects, int(budget))
+	if c.Bool("list") {
+		return printMCPTools(c.App.Writer, want, instr)
+	}
+
+	// The protocol owns stdout: everything else that would write to fd 1
+	// (a library, a child that inherited it) goes to stderr instead.
+	out, err := protocolStdout()
+	if err != nil {
+		return err
+	}
+	ctl := residentController(settings, log.w)
+	h.ctl = ctl
+	h.out = &outputStore{stateDir: ctl.StateDir, uid: os.Geteuid(), piece: int(budget)}
 	defer func() {
 		ctl.Behind.Wait()
 		ctl.Pool.Close()
 	}()
-	h := &mcpHandler{log: logw, ctl: ctl, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where,
-		trace: os.Getenv("SANDBOXED_TRACE") == "1"}
-	n, err := addMCPTools(srv, h, scope, logw)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(logw, "sandboxed: mcp: serving %d tool(s) from scope %s, policy %s\n", n, scope, policyName(polPath))
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxed", Title: "sandboxed: tools in sandboxes", Version: version}, &mcp.ServerOptions{
+		Logger:       slog.New(slog.NewTextHandler(log.w, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Instructions: instr,
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:   &mcp.LoggingCapabilities{},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			go tools.askRoots(context.WithoutCancel(ctx), req.Session)
+		},
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			go tools.askRoots(context.WithoutCancel(ctx), req.Session)
+		},
+	})
+	srv.AddReceivingMiddleware(onlyAdvertised)
+	srv.AddResourceTemplate(h.out.template(), h.out.read)
+	tools.srv = srv
+	tools.mu.Lock()
+	n := tools.apply(want)
+	tools.sig = dirsSignature(tools.scopes(projects), scope)
+	tools.mu.Unlock()
+	log.srv.Store(srv)
+	log.logf("info", "serving %d tool(s) from scope %s (project %s), policy %s", n, scope, projects[0], policyName(polPath))
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go tools.watch(watchCtx)
+	err = srv.Run(ctx, cancelAware{inner: &mcp.IOTransport{Reader: os.Stdin, Writer: out}, onInitialize: tools.initializeParams})
 	if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "EOF") {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
+}
+
+// printMCPTools prints what a server would list (mcp --list).
+func printMCPTools(w io.Writer, tools map[string]scanned, instr string) error {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tHINTS\tDEFINITION")
+	for _, n := range names {
+		t := tools[n]
+		var hints []string
+		if a := t.tool.Annotations; a != nil {
+			if a.ReadOnlyHint {
+				hints = append(hints, "read-only")
+			}
+			if a.DestructiveHint != nil && *a.DestructiveHint {
+				hints = append(hints, "destructive")
+			}
+			if a.OpenWorldHint != nil && *a.OpenWorldHint {
+				hints = append(hints, "open-world")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(hints, ","), t.path)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\ninstructions: %s\n", instr)
+	return err
 }
 
 func policyName(p string) string {
@@ -102,153 +225,4 @@ func policyName(p string) string {
 		return "built-in"
 	}
 	return p
-}
-
-// addMCPTools registers every loadable tool of scope and returns how many.
-func addMCPTools(srv *mcp.Server, h *mcpHandler, scope tool.Scope, logw io.Writer) (int, error) {
-	s := scopes()
-	entries, err := s.List(scope)
-	if err != nil {
-		return 0, err
-	}
-	seen := map[string]string{}
-	n := 0
-	for _, e := range entries {
-		skip := func(format string, args ...any) {
-			fmt.Fprintf(logw, "sandboxed: mcp: skip %s: %s\n", e.Path, fmt.Sprintf(format, args...))
-		}
-		switch {
-		case e.Err != nil:
-			skip("%v", e.Err)
-			continue
-		case e.Shadowed:
-			continue
-		}
-		def, err := s.WithBase(e.Def)
-		if err != nil {
-			skip("%v", err)
-			continue
-		}
-		t, err := mcpTool(def)
-		if err != nil {
-			skip("%v", err)
-			continue
-		}
-		if other, dup := seen[t.Name]; dup {
-			skip("function name %s is already served for %s", t.Name, other)
-			continue
-		}
-		seen[t.Name] = e.Path
-		srv.AddTool(t, h.handler(def))
-		n++
-	}
-	return n, nil
-}
-
-// mcpTool is the MCP declaration of def, from its function schema.
-func mcpTool(def *tool.Definition) (*mcp.Tool, error) {
-	fs, err := tool.FunctionSchema(def, tool.SchemaMCP)
-	if err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(fs)
-	if err != nil {
-		return nil, fmt.Errorf("export schema of %s: %w", def.Name, err)
-	}
-	var decl struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-	}
-	if err := json.Unmarshal(data, &decl); err != nil {
-		return nil, fmt.Errorf("export schema of %s: %w", def.Name, err)
-	}
-	return &mcp.Tool{Name: decl.Name, Description: decl.Description, InputSchema: decl.InputSchema}, nil
-}
-
-type mcpHandler struct {
-	log       io.Writer // stderr: never the protocol stream
-	ctl       *sandbox.Controller
-	cluster   sandbox.Cluster // --backend and --runtime-class
-	pol       *policy.Policy
-	polPath   string
-	approvals []string
-	trace     bool // SANDBOXED_TRACE=1: each call's trace on log
-}
-
-func (h *mcpHandler) handler(def *tool.Definition) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var trace *sandbox.Tracer
-		if h.trace {
-			// From the handler's start, to the server's stderr.
-			trace = sandbox.NewTracer(h.log, time.Now())
-		}
-		args := []byte(req.Params.Arguments)
-		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
-			args = []byte("{}")
-		}
-		in, err := tool.ParseParamsJSON(args)
-		if err != nil {
-			return errorResult(err.Error(), nil), nil
-		}
-		res, _, err := h.ctl.Run(ctx, &sandbox.Request{
-			Def: def, Input: in, Policy: h.pol, PolicyFile: h.polPath,
-			Approvals: h.approvals, Egress: newEgressStarter(), Cluster: h.cluster,
-			Trace: trace,
-		})
-		if res == nil {
-			return errorResult("run "+def.Name+": "+err.Error(), nil), nil
-		}
-		if err != nil {
-			fmt.Fprintf(h.log, "sandboxed: mcp: %s: warning: %v\n", def.Name, err)
-		}
-		fmt.Fprintf(h.log, "sandboxed: mcp: call %s: %s, exit %d (run %s)\n", def.Name, res.Status, res.ExitCode, res.RunID)
-		// Warnings are for the operator as much as for the agent.
-		for _, w := range res.Warnings {
-			fmt.Fprintf(h.log, "sandboxed: mcp: %s: warning: %s\n", def.Name, w)
-		}
-		return callResult(res), nil
-	}
-}
-
-// callResult renders a run: stdout as text, the Result as structured
-// content; a run that did not end ok also says why in a second text.
-func callResult(res *sandbox.Result) *mcp.CallToolResult {
-	r := &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: res.Stdout}},
-		StructuredContent: res,
-		IsError:           res.Status != sandbox.StatusOK,
-	}
-	if r.IsError {
-		var why strings.Builder
-		fmt.Fprintf(&why, "status %s, exit code %d", res.Status, res.ExitCode)
-		if res.Error != nil {
-			fmt.Fprintf(&why, ": %s", res.Error.Message)
-			if res.Error.Hint != "" {
-				fmt.Fprintf(&why, "\nhint: %s", mcpHint(res.Error.Hint))
-			}
-		}
-		if s := strings.TrimSpace(res.Stderr); s != "" {
-			fmt.Fprintf(&why, "\nstderr:\n%s", s)
-		}
-		r.Content = append(r.Content, &mcp.TextContent{Text: why.String()})
-	}
-	return r
-}
-
-// mcpHint says where --approve goes when sandboxed serves MCP: on the
-// server's command line, since a call cannot carry it.
-func mcpHint(h string) string {
-	if strings.Contains(h, "--approve") {
-		return h + "\n(restart `sandboxed mcp` with that --approve flag, or allow it in the policy)"
-	}
-	return h
-}
-
-func errorResult(msg string, structured any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
-		StructuredContent: structured,
-		IsError:           true,
-	}
 }

@@ -256,16 +256,7 @@ func signalContext(parent context.Context) (context.Context, func()) {
 // promptApproval shows what the run asks for and why, and reads y/N.
 func promptApproval(w io.Writer, r io.Reader, def *tool.Definition, d *policy.Decision) (bool, error) {
 	w = terminalSafe(w) // subjects hold paths an agent chose
-	fmt.Fprintf(w, "sandboxed: %s asks for what the policy does not allow without your approval:\n", def.Name)
-	for _, it := range d.Items {
-		if it.Verdict != policy.NeedsApproval {
-			continue
-		}
-		fmt.Fprintf(w, "  - %s [%s risk]\n      %s\n      why the policy asks: %s\n", it.Subject, it.Risk, it.Description, it.Reason)
-	}
-	if j := def.Security.Justification; j != "" {
-		fmt.Fprintf(w, "  the tool's justification: %q\n", j)
-	}
+	describeApproval(w, def, d)
 	fmt.Fprintf(w, "Approve for this run? [y/N] ")
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
