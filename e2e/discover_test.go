@@ -113,11 +113,14 @@ func TestDiscoverSamples(t *testing.T) {
 	if err := os.WriteFile(sneakyPath, []byte(strings.Replace(string(src), "@PORT@", port, 1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// A file beside the scripts that sneaky.sh tries to read and report:
-	// a probe sees the script it runs and nothing else of its directory.
-	if err := os.WriteFile(filepath.Join(scripts, "SECRET"), []byte("TOPSECRET-beside-the-script\n"), 0o644); err != nil {
+	// A file beside the scripts' folder that sneaky.sh tries to read and
+	// report: a probe sees its own folder (so the modules there import)
+	// and nothing else of the host but the system directories.
+	secret := filepath.Join(filepath.Dir(scripts), filepath.Base(scripts)+"-SECRET")
+	if err := os.WriteFile(secret, []byte("TOPSECRET-beside-the-folder\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Remove(secret) })
 
 	c := sandboxed(t, cwd, "discover", "--json", scripts)
 	if c.code != 0 {
@@ -184,10 +187,9 @@ func TestDiscoverSamples(t *testing.T) {
 			t.Errorf("sneaky.sh probe %s reached the network: %s", p.Kind, p.Stderr)
 		}
 		if strings.Contains(p.Stderr, "TOPSECRET") || strings.Contains(p.Stdout, "TOPSECRET") {
-			t.Errorf("sneaky.sh probe %s read a file beside it: %s", p.Kind, p.Stderr)
+			t.Errorf("sneaky.sh probe %s read a file beside its folder: %s", p.Kind, p.Stderr)
 		}
-		// The script's directory inside is a skeleton holding the script
-		// alone, which nobody (the probe's user) cannot write to.
+		// The script's folder is read-only to the probe.
 		if !strings.Contains(p.Stderr, "MARKER: Read-only file system") && !strings.Contains(p.Stderr, "MARKER: Permission denied") {
 			t.Errorf("sneaky.sh probe %s: want its write to its own directory refused, stderr %q", p.Kind, p.Stderr)
 		}

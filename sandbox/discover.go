@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -35,25 +36,43 @@ var DefaultProbeLimits = ProbeLimits{
 // probeTmpfs is the size of /tmp in a probe's sandbox.
 const probeTmpfs = 16 << 20
 
+// ProbeAccess is what a probe may see beyond the script's own reads
+// (tool.Script.ReadPaths): the filesystem grants given to discover, as
+// resolved host paths bound at their own paths.
+type ProbeAccess struct {
+	Read  []string
+	Write []string // only with the user's approval (discover --approve write)
+}
+
 // ProbePlan is the plan of one probe of s: the process tier, reduced
-// privilege, no network, s's directory bound read-only at its own path
-// (and the working directory), lim's limits, its host directory under
-// runtimeDir. It is data only.
-func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isolation.Plan, error) {
+// privilege, no network, what s reads (its folder, so the modules beside
+// it import, or the script alone where the folder is a home or shared
+// directory; an interpreter's environment) bound read-only at its own
+// path, acc's grants, the script's folder as the working directory, lim's
+// limits, its host directory under runtimeDir. It is data only.
+func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits, acc ProbeAccess) (*isolation.Plan, error) {
 	dir := filepath.Dir(s.Path)
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
-	spec, err := NewSpec(runID, privilege.Reduced,
+	opts := []SpecOpt{
 		WithMemory(lim.MemoryBytes),
 		WithPids(lim.Pids),
 		WithTmpfs(probeTmpfs),
 		WithEnv(env),
-		// The script alone, not its directory: a probe of an untrusted
-		// script in ~ must not read ~/.ssh and report it in its
-		// description, which is written into definitions served to agents.
-		WithReadBind(s.Path, s.Path),
-		WithCwd(dir),
-		WithAnnotation(isolation.AnnotationTool, "discover-"+tool.BaseName(s.File)),
-	)
+	}
+	for _, r := range s.ReadPaths() {
+		// A probe of an untrusted script in ~ must not read ~/.ssh and
+		// report it in its description, which is written into definitions
+		// served to agents: tool.FindScripts shows such a script alone.
+		opts = append(opts, WithReadBind(r, r))
+	}
+	for _, r := range acc.Read {
+		opts = append(opts, WithReadBind(r, r))
+	}
+	for _, w := range acc.Write {
+		opts = append(opts, WithWriteBind(w, w))
+	}
+	opts = append(opts, WithCwd(dir), WithAnnotation(isolation.AnnotationTool, "discover-"+tool.BaseName(s.File)))
+	spec, err := NewSpec(runID, privilege.Reduced, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("plan probe of %s: %w", s.File, err)
 	}
@@ -80,11 +99,11 @@ func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits) (*isola
 // A sandbox that fails to start, or fails under the probe, says nothing
 // about the script, so the probe is tried again, up to probeAttempts
 // times in all.
-func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) tool.ProbeOutput {
+func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits, acc ProbeAccess) tool.ProbeOutput {
 	var out tool.ProbeOutput
 	for i := 0; i < probeAttempts; i++ {
 		var started bool
-		out, started = c.probeOnce(ctx, s, k, lim)
+		out, started = c.probeOnce(ctx, s, k, lim, acc)
 		if started || ctx.Err() != nil {
 			break
 		}
@@ -95,10 +114,10 @@ func (c *Controller) Probe(ctx context.Context, s tool.Script, k tool.ProbeKind,
 // probeAttempts bounds the tries of a probe whose sandbox did not start.
 const probeAttempts = 3
 
-func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits) (tool.ProbeOutput, bool) {
+func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeKind, lim ProbeLimits, acc ProbeAccess) (tool.ProbeOutput, bool) {
 	out := tool.ProbeOutput{Kind: k}
 	runID := NewRunID(time.Now())
-	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim)
+	plan, err := ProbePlan(runID, c.RuntimeDir, s, lim, acc)
 	if err != nil {
 		out.Error, out.ExitCode = err.Error(), ExitSandbox
 		return out, true // planning is deterministic: no retry
@@ -134,22 +153,41 @@ func (c *Controller) probeOnce(ctx context.Context, s tool.Script, k tool.ProbeK
 	return out, true
 }
 
-// DiscoverDir finds the self-describing executables of dir and probes each
-// inside sandboxes (tool.FindScripts, tool.Discover). Files are probed
-// concurrently, at most parallel at a time; the result is in file order,
-// files passed over by the scan included.
-func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimits, parallel int) ([]*tool.Discovery, error) {
-	scripts, skipped, err := tool.FindScripts(dir)
+// DiscoverOptions steer DiscoverDir.
+type DiscoverOptions struct {
+	Limits ProbeLimits
+	// Parallel is how many files are probed at a time.
+	Parallel int
+	// Scan says how deep to search and which interpreter to run scripts with.
+	Scan tool.ScanOptions
+	// Grants are the permissions discover --grant adds to every
+	// definition. Probes get their filesystem paths that exist: read-only,
+	// and a write grant writable only with ApproveWrite (a probe runs a
+	// script nobody has reviewed yet).
+	Grants       []string
+	ApproveWrite bool
+	// Cwd and Home resolve the grants' relative and ~ paths.
+	Cwd, Home string
+}
+
+// DiscoverDir finds the self-describing executables under dir and probes
+// each inside sandboxes (tool.FindScripts, tool.Discover). Files are
+// probed concurrently, at most o.Parallel at a time; the result is in file
+// order, files passed over by the scan included.
+func (c *Controller) DiscoverDir(ctx context.Context, dir string, o DiscoverOptions) ([]*tool.Discovery, error) {
+	acc, err := probeAccess(o)
 	if err != nil {
 		return nil, err
 	}
-	if parallel < 1 {
-		parallel = 1
+	scripts, skipped, err := tool.FindScripts(dir, o.Scan)
+	if err != nil {
+		return nil, err
 	}
+	parallel := max(o.Parallel, 1)
 	if len(scripts) > 0 {
 		// A host that cannot build the sandbox at all is one error, not
 		// one failed probe per file.
-		if err := c.checkProbes(ctx, scripts[0], lim); err != nil {
+		if err := c.checkProbes(ctx, scripts[0], o.Limits, acc); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +201,7 @@ func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimit
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			found[i] = tool.Discover(s, func(k tool.ProbeKind) tool.ProbeOutput {
-				return c.Probe(ctx, s, k, lim)
+				return c.Probe(ctx, s, k, o.Limits, acc)
 			})
 		}()
 	}
@@ -174,15 +212,46 @@ func (c *Controller) DiscoverDir(ctx context.Context, dir string, lim ProbeLimit
 	return all, ctx.Err()
 }
 
+// probeAccess resolves the filesystem grants of o for probes: paths that
+// exist, symlinks resolved; a write grant is read-only unless approved.
+func probeAccess(o DiscoverOptions) (ProbeAccess, error) {
+	var acc ProbeAccess
+	if len(o.Grants) == 0 {
+		return acc, nil
+	}
+	grants, err := permissions.Resolve(o.Grants, o.Cwd, o.Home)
+	if err != nil {
+		return acc, fmt.Errorf("discover: %w", err)
+	}
+	for _, g := range grants {
+		if g.Mount == nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(g.Mount.HostPath)
+		if err != nil {
+			if !g.Mount.Write {
+				return acc, fmt.Errorf("discover: --grant %s: %s does not exist; a read grant needs an existing path", g.Permission, g.Mount.HostPath)
+			}
+			continue // made when a tool first runs, not by a probe
+		}
+		if g.Mount.Write && o.ApproveWrite {
+			acc.Write = append(acc.Write, real)
+		} else {
+			acc.Read = append(acc.Read, real)
+		}
+	}
+	return acc, nil
+}
+
 // ErrNoProbeSandbox: the host cannot build the sandbox probes run in.
 var ErrNoProbeSandbox = errors.New("cannot sandbox discovery probes")
 
-func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLimits) error {
+func (c *Controller) checkProbes(ctx context.Context, s tool.Script, lim ProbeLimits, acc ProbeAccess) error {
 	b := c.Backends[isolation.TierProcess]
 	if b == nil {
 		return fmt.Errorf("discover: the process tier is not available in this build: %w", ErrNoProbeSandbox)
 	}
-	plan, err := ProbePlan(NewRunID(time.Now()), c.RuntimeDir, s, lim)
+	plan, err := ProbePlan(NewRunID(time.Now()), c.RuntimeDir, s, lim, acc)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 
 func TestProbePlan(t *testing.T) {
 	s := tool.Script{File: "greet.py", Path: "/srv/tools/greet.py", Argv: []string{"/srv/tools/greet.py"}}
-	p, err := ProbePlan("20260101T000000-abcdef", "/run/sandboxed", s, DefaultProbeLimits)
+	p, err := ProbePlan("20260101T000000-abcdef", "/run/sandboxed", s, DefaultProbeLimits, ProbeAccess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestDiscoverDir(t *testing.T) {
 	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
 	lim := DefaultProbeLimits
 	lim.Timeout = 50 * time.Millisecond
-	found, err := c.DiscoverDir(context.Background(), dir, lim, 2)
+	found, err := c.DiscoverDir(context.Background(), dir, DiscoverOptions{Limits: lim, Parallel: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestProbeRetriesStart(t *testing.T) {
 	} {
 		b := &probeBackend{failStarts: tc.failStarts, answers: map[string]string{"greet.py " + tool.PingArg: "pong"}}
 		c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
-		out := c.Probe(context.Background(), s, tool.ProbePing, DefaultProbeLimits)
+		out := c.Probe(context.Background(), s, tool.ProbePing, DefaultProbeLimits, ProbeAccess{})
 		if len(b.plans) != tc.wantStarts || (out.Error != "") != tc.wantError {
 			t.Errorf("failStarts %d: %d starts, error %q", tc.failStarts, len(b.plans), out.Error)
 		}
@@ -197,7 +197,7 @@ func TestProbeRetriesStart(t *testing.T) {
 	// A script that exits non-zero ran: one start only.
 	b := &probeBackend{answers: map[string]string{}}
 	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
-	if out := c.Probe(context.Background(), s, tool.ProbeHelp, DefaultProbeLimits); out.ExitCode != 2 || len(b.plans) != 1 {
+	if out := c.Probe(context.Background(), s, tool.ProbeHelp, DefaultProbeLimits, ProbeAccess{}); out.ExitCode != 2 || len(b.plans) != 1 {
 		t.Errorf("failing script: exit %d, %d starts", out.ExitCode, len(b.plans))
 	}
 }
@@ -208,7 +208,7 @@ func TestDiscoverDirWithoutSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{RuntimeDir: t.TempDir(), Backends: map[isolation.Tier]isolation.Backend{}}
-	if _, err := c.DiscoverDir(context.Background(), dir, DefaultProbeLimits, 1); !errors.Is(err, ErrNoProbeSandbox) {
+	if _, err := c.DiscoverDir(context.Background(), dir, DiscoverOptions{Limits: DefaultProbeLimits, Parallel: 1}); !errors.Is(err, ErrNoProbeSandbox) {
 		t.Errorf("err = %v, want ErrNoProbeSandbox", err)
 	}
 }
@@ -234,5 +234,59 @@ func TestMarkDuplicates(t *testing.T) {
 	}
 	if want := "tool name ls (ls of ls.py) is already taken by _ls of _ls.py"; ds[1].Result != tool.ResultSkipped || !strings.Contains(ds[1].Why, want) {
 		t.Errorf("ls.py: %s %q, want skipped with %q", ds[1].Result, ds[1].Why, want)
+	}
+}
+
+// TestProbePlanReadsAndGrants: a probe reads the script's folder (so the
+// modules beside it import) and the grants given to discover, read-only
+// unless a write grant is approved.
+func TestProbePlanReadsAndGrants(t *testing.T) {
+	s := tool.Script{File: "os/shell.py", Path: "/srv/tools/os/shell.py", Argv: []string{"/srv/tools/os/shell.py"}, Reads: []string{"/srv/tools/os"}}
+	p, err := ProbePlan("20260101T000000-abcdef", "/run/sandboxed", s, DefaultProbeLimits, ProbeAccess{Read: []string{"/data"}, Write: []string{"/out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binds := map[string]bool{}
+	for _, m := range p.Spec.Mounts {
+		if m.Type == "bind" && m.Source != "/dev/null" {
+			binds[m.Source+" "+strings.Join(m.Options, ",")] = slices.Contains(m.Options, "ro")
+		}
+	}
+	ro := func(src string) (bool, bool) {
+		for k, v := range binds {
+			if strings.HasPrefix(k, src+" ") {
+				return v, true
+			}
+		}
+		return false, false
+	}
+	for src, wantRO := range map[string]bool{"/srv/tools/os": true, "/data": true, "/out": false} {
+		if got, ok := ro(src); !ok || got != wantRO {
+			t.Errorf("%s: bound %v, read-only %v; want read-only %v (binds %v)", src, ok, got, wantRO, binds)
+		}
+	}
+
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	grants := []string{"filesystem:read:in", "filesystem:write:out", "filesystem:write:later", "network:external:example.com"}
+	real, _ := filepath.EvalSymlinks(dir)
+	for _, c := range []struct {
+		approve   bool
+		read, rwr []string
+	}{
+		{false, []string{filepath.Join(real, "in"), filepath.Join(real, "out")}, nil},
+		{true, []string{filepath.Join(real, "in")}, []string{filepath.Join(real, "out")}},
+	} {
+		acc, err := probeAccess(DiscoverOptions{Grants: grants, ApproveWrite: c.approve, Cwd: dir, Home: "/home/u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(acc.Read, c.read) || !slices.Equal(acc.Write, c.rwr) {
+			t.Errorf("approve %v: read %v write %v, want %v %v", c.approve, acc.Read, acc.Write, c.read, c.rwr)
+		}
+	}
+	if _, err := probeAccess(DiscoverOptions{Grants: []string{"filesystem:read:missing"}, Cwd: dir}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing read grant: %v", err)
 	}
 }

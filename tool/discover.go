@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -74,6 +75,26 @@ type Script struct {
 	// Argv runs the script: [Path] for an executable file, or the
 	// interpreter of its #! line followed by Path.
 	Argv []string `json:"argv"`
+	// Interpreter is the program its #! line runs, as a sandbox finds it
+	// (/usr/bin/env python3 is /usr/bin/python3); "" for a binary.
+	Interpreter string `json:"interpreter,omitempty"`
+	// HostInterpreter is the program of that name on the invoking user's
+	// PATH where it is another one, which a sandbox does not see (a
+	// version manager's python under the home directory).
+	HostInterpreter string `json:"host_interpreter,omitempty"`
+	// Reads are what its probes and its tools may read: its folder, so
+	// the modules beside it import (the script alone where the folder is
+	// a home or shared directory), and an interpreter's environment.
+	Reads []string `json:"reads,omitempty"`
+}
+
+// ReadPaths are the paths s's sandboxes may read: Reads, or the script
+// alone.
+func (s Script) ReadPaths() []string {
+	if len(s.Reads) > 0 {
+		return s.Reads
+	}
+	return []string{s.Path}
 }
 
 // ProbeOutput is what one probe of a script did.
@@ -96,6 +117,8 @@ type Discovery struct {
 	File   string `json:"file"`
 	Path   string `json:"path"`
 	Result string `json:"result"` // registered or skipped
+	// Interpreter is the program that ran the probes (Script.Interpreter).
+	Interpreter string `json:"interpreter,omitempty"`
 	// Convention is how the tools run: simple-json, cli-schema or
 	// cli-help; "" when skipped.
 	Convention string `json:"convention,omitempty"`
@@ -114,7 +137,7 @@ type Discovery struct {
 // Discover probes s in the order of specs/001 and turns the answers into
 // definitions. probe is called at most once per kind.
 func Discover(s Script, probe Prober) *Discovery {
-	d := &Discovery{File: s.File, Path: s.Path, Probes: []ProbeOutput{}}
+	d := &Discovery{File: s.File, Path: s.Path, Interpreter: s.Interpreter, Probes: []ProbeOutput{}}
 	run := func(k ProbeKind) ProbeOutput {
 		o := probe(k)
 		o.Kind = k
@@ -122,7 +145,7 @@ func Discover(s Script, probe Prober) *Discovery {
 		return o
 	}
 	skip := func(why string) *Discovery {
-		d.Result, d.Why, d.Tools, d.Names = ResultSkipped, why, nil, []string{}
+		d.Result, d.Why, d.Tools, d.Names = ResultSkipped, why+missingModuleHint(s, d.Probes), nil, []string{}
 		return d
 	}
 
@@ -240,6 +263,31 @@ func Discover(s Script, probe Prober) *Discovery {
 	}
 	d.Why = strings.Join(notes, "; ")
 	return d
+}
+
+// moduleRe finds the module a Python script failed to import.
+var moduleRe = lazyRegexp(`(?:ModuleNotFoundError|ImportError): No module named '([^']+)'`)
+
+// missingModuleHint says, when a probe failed to import a module, which
+// interpreter ran and how to run the script with another.
+func missingModuleHint(s Script, probes []ProbeOutput) string {
+	for _, p := range probes {
+		m := moduleRe().FindStringSubmatch(p.Stderr)
+		if m == nil {
+			continue
+		}
+		ran := s.Interpreter
+		if ran == "" && len(s.Argv) > 0 {
+			ran = s.Argv[0]
+		}
+		h := fmt.Sprintf("; the interpreter that ran is %s, which has no module %s", ran, m[1])
+		if s.HostInterpreter != "" {
+			h += fmt.Sprintf(" (the %s on your PATH, %s, is not seen in a sandbox, which shows only the system directories)", filepath.Base(ran), s.HostInterpreter)
+		}
+		h += "; install the package for " + ran + ", or run the tools with an interpreter that has it: sandboxed discover --interpreter VENV/bin/python (probes and the written definitions then run it and may read its environment)"
+		return h
+	}
+	return ""
 }
 
 // probeSummary says in a few words how a probe ended.
@@ -514,6 +562,17 @@ func discovered(s Script, name, desc, fallback string, exec *Exec, params []Para
 	if desc == "" {
 		desc = fallback
 	}
+	var perms []string
+	for _, r := range s.ReadPaths() {
+		perms = append(perms, "filesystem:read:"+r)
+	}
+	why := "reads its own script"
+	if len(s.Reads) > 0 && s.Reads[0] != s.Path {
+		why = "reads its own folder (the modules beside it)"
+	}
+	if len(s.Reads) > 1 {
+		why += " and its interpreter's environment"
+	}
 	return &Definition{
 		Name:        name,
 		Description: desc,
@@ -522,8 +581,8 @@ func discovered(s Script, name, desc, fallback string, exec *Exec, params []Para
 		Security: Security{
 			ExecutionPrivilege:  PrivilegeReduced,
 			Isolation:           IsolationProcess,
-			RequiredPermissions: []string{"filesystem:read:" + s.Path},
-			Justification:       "reads its own script",
+			RequiredPermissions: perms,
+			Justification:       why,
 		},
 		Tags:     []string{"run", "discovered"},
 		Metadata: &Metadata{Category: "discovered", Tags: []string{convention}},

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -392,7 +393,7 @@ func TestFindScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scripts, skipped, err := FindScripts(dir)
+	scripts, skipped, err := FindScripts(dir, ScanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,5 +416,96 @@ func TestFindScripts(t *testing.T) {
 	}
 	if !strings.Contains(whys["has.sh"], "companion definition") || !strings.Contains(whys["noshebang.sh"], "no #! line") || len(whys) != 2 {
 		t.Errorf("skipped = %v", whys)
+	}
+}
+
+// TestFindScriptsRepository: a repository shaped like a real one is
+// searched folder by folder; what is passed over says why.
+func TestFindScriptsRepository(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]struct {
+		body string
+		mode os.FileMode
+	}{
+		"top.sh":                      {"#!/bin/sh\n", 0o755},
+		"os/shell_tool.py":            {"#!/usr/bin/env python3\nimport os_helpers\n", 0o644},
+		"os/os_helpers.py":            {"def f(): pass\n", 0o644},
+		"crm/hub/hub_tool.py":         {"#!/usr/bin/python3\n", 0o755},
+		"lib/__init__.py":             {"", 0o644},
+		"lib/util.py":                 {"x = 1\n", 0o644},
+		"a/b/c/deep.sh":               {"#!/bin/sh\n", 0o755},
+		"node_modules/x/cli.js":       {"#!/usr/bin/env node\n", 0o755},
+		".git/hooks/pre-commit":       {"#!/bin/sh\n", 0o755},
+		"venv/pyvenv.cfg":             {"home = /usr/bin\n", 0o644},
+		"venv/bin/tool":               {"#!/bin/sh\n", 0o755},
+		"os/__pycache__/x.cpython.sh": {"#!/bin/sh\n", 0o755},
+	}
+	for n, f := range files {
+		p := filepath.Join(dir, n)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(f.body), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	scripts, skipped, err := FindScripts(dir, ScanOptions{MaxDepth: 2, SandboxPath: func(p string) string { return "/usr/bin/" + p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Script{}
+	for _, s := range scripts {
+		got[s.File] = s
+	}
+	if len(got) != 3 || got["top.sh"].Path == "" || got["crm/hub/hub_tool.py"].Path == "" {
+		t.Fatalf("scripts = %v", scripts)
+	}
+	sh := got["os/shell_tool.py"]
+	if !reflect.DeepEqual(sh.Argv, []string{"/usr/bin/env", "python3", filepath.Join(real, "os/shell_tool.py")}) || sh.Interpreter != "/usr/bin/python3" {
+		t.Errorf("shell_tool = %+v", sh)
+	}
+	if !reflect.DeepEqual(sh.ReadPaths(), []string{filepath.Join(real, "os")}) {
+		t.Errorf("shell_tool reads %v, want its folder", sh.ReadPaths())
+	}
+	whys := map[string]string{}
+	for _, d := range skipped {
+		whys[d.File] = d.Why
+	}
+	for file, want := range map[string]string{
+		"os/os_helpers.py": "a module, not a tool",
+		"lib/util.py":      "a module of the Python package lib",
+		"a/b/c/":           "deeper than --depth 2",
+		"node_modules/":    "installed JavaScript packages",
+		"venv/":            "virtual environment",
+		"os/__pycache__/":  "bytecode cache",
+	} {
+		if !strings.Contains(whys[file], want) {
+			t.Errorf("%s: why %q, want %q (all: %v)", file, whys[file], want, whys)
+		}
+	}
+	if _, ok := whys[".git/"]; ok {
+		t.Errorf(".git is reported: %v", whys)
+	}
+
+	// Another interpreter runs the scripts of its language, and its
+	// environment is readable.
+	venv := filepath.Join(dir, "venv")
+	scripts, _, err = FindScripts(filepath.Join(dir, "os"), ScanOptions{Interpreter: filepath.Join(venv, "bin", "python")})
+	if err != nil || len(scripts) != 1 {
+		t.Fatalf("%v %v", scripts, err)
+	}
+	if s := scripts[0]; s.Argv[0] != filepath.Join(venv, "bin", "python") || !slices.Contains(s.ReadPaths(), filepath.Join(real, "venv")) {
+		t.Errorf("with --interpreter: %+v", s)
+	}
+}
+
+func TestMissingModuleHint(t *testing.T) {
+	s := Script{File: "hub.py", Path: "/t/hub.py", Argv: []string{"/usr/bin/env", "python3", "/t/hub.py"}, Interpreter: "/usr/bin/python3", HostInterpreter: "/home/u/.pyenv/shims/python3"}
+	d := Discover(s, func(k ProbeKind) ProbeOutput {
+		return ProbeOutput{ExitCode: 1, Stderr: "Traceback (most recent call last):\nModuleNotFoundError: No module named 'hubspot'\n"}
+	})
+	for _, want := range []string{"the interpreter that ran is /usr/bin/python3, which has no module hubspot", "/home/u/.pyenv/shims/python3, is not seen in a sandbox", "--interpreter VENV/bin/python"} {
+		if !strings.Contains(d.Why, want) {
+			t.Errorf("why %q lacks %q", d.Why, want)
+		}
 	}
 }

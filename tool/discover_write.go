@@ -3,6 +3,7 @@ package tool
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // CheckGrants checks permissions given to discovered tools (discover
@@ -34,8 +35,8 @@ func Grant(d *Definition, perms []string) error {
 			have[p], added = true, true
 		}
 	}
-	if added && d.Security.Justification == "reads its own script" {
-		d.Security.Justification = "reads its own script; the rest granted by sandboxed discover --grant"
+	if added && strings.HasPrefix(d.Security.Justification, "reads its own") && !strings.Contains(d.Security.Justification, "--grant") {
+		d.Security.Justification += "; the rest granted by sandboxed discover --grant"
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,32 +16,48 @@ import (
 
 var discoverCommand = &cli.Command{
 	Name:      "discover",
-	Usage:     "find self-describing executables in DIR and turn them into tool definitions",
+	Usage:     "find self-describing executables under DIR and turn them into tool definitions",
 	ArgsUsage: "DIR",
-	Description: `Every executable of DIR (a file with an exec bit, or a .py/.sh file with a #!
-line) that has no companion NAME.yaml is probed, in this order: the simple JSON
-ping ('{"__test__": true}' as argv[1]), --fractalic-dump-multi-schema,
+	Description: `Every executable under DIR (a file with an exec bit, or a .py/.sh file with a
+#! line) that has no companion NAME.yaml is probed, in DIR and its folders down
+to --depth (hidden folders such as .git and .venv, virtual environments,
+node_modules and __pycache__ are not searched). The probes, in this order: the
+simple JSON ping ('{"__test__": true}' as argv[1]), --fractalic-dump-multi-schema,
 --fractalic-dump-schema, --help. Every probe runs inside a sandbox (reduced
-privilege, no network, DIR read-only, 5s, 256MiB): discovering a script never
-runs it on the host.
+privilege, no network, 5s, 256MiB) that can read, read-only, the script's own
+folder (so the modules beside it import; the script alone when the folder is a
+home or shared directory such as ~ or /tmp), the system directories, and the
+--grant paths: discovering a script never runs it on the host. A write grant is
+read-only to probes unless --approve write. Every file passed over is listed
+with the reason, and each script with the interpreter that ran it.
 
 Each tool found becomes a definition that runs the script with the simple
-JSON convention (the parameters as one JSON object in argv[1]; an answer
-{"error": ...} fails the call), reading only the script, at reduced privilege.
---grant PERMISSION (repeatable) adds a permission to every definition, for
-example filesystem:read:. for a tool that reads the workspace.
+JSON convention (the parameters as one JSON object in argv[1], each with the
+JSON type the script's schema gives it; an answer {"error": ...} fails the
+call), reading what its probes read, at reduced privilege. --grant PERMISSION
+(repeatable) adds a permission to every definition, for example
+filesystem:read:. for a tool that reads the workspace.
+
+The sandbox sees only the system directories, so #!/usr/bin/env python3 runs
+/usr/bin/python3, not a python3 of your PATH under your home. A script that
+needs packages the system's interpreter lacks runs with --interpreter
+VENV/bin/python: probes and definitions run it, and may read its environment.
 
 A name CYCOD cannot spell gets one it can ("_ls" becomes the tool ls, the
 property "-A" the parameter A); the script's own names are kept under
-sandboxed.exposed-as: 'tool schema' and 'sandboxed mcp' show them, and the
-script receives them.
+sandboxed.exposed-as and its own schema of each parameter under
+sandboxed.parameter-schemas: 'tool schema' and 'sandboxed mcp' show them, and
+the script receives them.
 
 --write writes the definitions into the scope's directory as NAME.yaml, each
 checked with the loader first; existing files are never replaced.`,
 	Flags: []cli.Flag{
 		&cli.BoolFlag{Name: "write", Usage: "write the definitions into the scope's tool directory"},
 		&cli.StringFlag{Name: "scope", Usage: "where --write puts definitions: local or user", Value: "local"},
-		&cli.StringSliceFlag{Name: "grant", Usage: "add `PERMISSION` to every definition (repeatable), e.g. filesystem:read:."},
+		&cli.StringSliceFlag{Name: "grant", Usage: "add `PERMISSION` to every definition and to the probes (repeatable), e.g. filesystem:read:."},
+		&cli.StringSliceFlag{Name: "approve", Usage: "approve `WHAT` for the probes: write (write grants are writable to them)"},
+		&cli.IntFlag{Name: "depth", Usage: "search folders down to `N` levels below DIR", Value: tool.DefaultScanDepth},
+		&cli.StringFlag{Name: "interpreter", Usage: "run scripts of this interpreter's language with `PATH` (e.g. .venv/bin/python)"},
 		&cli.BoolFlag{Name: "json", Usage: "print the findings (with every probe's output) as JSON"},
 		&cli.IntFlag{Name: "parallel", Usage: "probe up to `N` files at a time", Value: 2},
 	},
@@ -49,7 +66,7 @@ checked with the loader first; existing files are never replaced.`,
 
 func discoverAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--grant PERMISSION]... [--scope local|user] [--json] DIR"))
+		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--grant PERMISSION]... [--depth N] [--interpreter PATH] [--scope local|user] [--json] DIR"))
 	}
 	grants := c.StringSlice("grant")
 	if err := tool.CheckGrants(grants); err != nil {
@@ -59,11 +76,44 @@ func discoverAction(c *cli.Context) error {
 	if scope != tool.ScopeLocal && scope != tool.ScopeUser {
 		return usageError(fmt.Errorf("--scope %q: use local or user", scope))
 	}
+	approveWrite := false
+	for _, a := range c.StringSlice("approve") {
+		if a != "write" {
+			return usageError(fmt.Errorf("discover: --approve %q: probes can be approved only write (write grants writable to them)", a))
+		}
+		approveWrite = true
+	}
+	if c.Int("depth") < 0 {
+		return usageError(fmt.Errorf("discover: --depth %d: give 0 (DIR alone) or more", c.Int("depth")))
+	}
+	interp := c.String("interpreter")
+	if interp != "" {
+		abs, err := filepath.Abs(interp)
+		if err != nil {
+			return usageError(fmt.Errorf("discover: --interpreter %s: %w", interp, err))
+		}
+		if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return usageError(fmt.Errorf("discover: --interpreter %s: not an executable file", interp))
+		}
+		interp = abs
+	}
+	cwd, _ := os.Getwd()
+	home, _ := os.UserHomeDir()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	// Probes are not tool runs: no run records, no audit lines.
 	ctl := &sandbox.Controller{RuntimeDir: sandbox.RuntimeDir(), Backends: backends()}
-	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DefaultProbeLimits, c.Int("parallel"))
+	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DiscoverOptions{
+		Limits:   sandbox.DefaultProbeLimits,
+		Parallel: c.Int("parallel"),
+		Scan: tool.ScanOptions{
+			MaxDepth:    c.Int("depth"),
+			Interpreter: interp,
+			SandboxPath: func(prog string) string { return findIn(sandbox.DefaultPath, prog) },
+			HostPath:    func(prog string) string { return findIn(os.Getenv("PATH"), prog) },
+		},
+		Grants: grants, ApproveWrite: approveWrite, Cwd: cwd, Home: home,
+	})
 	if err != nil {
 		return err
 	}
@@ -105,10 +155,14 @@ func discoverAction(c *cli.Context) error {
 		}
 	} else {
 		w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tWHY")
+		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tINTERPRETER\tWHY")
 		for _, d := range found {
 			tools := toolNames(d)
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.File, d.Result, tools, oneLine(d.Why))
+			interp := d.Interpreter
+			if interp == "" {
+				interp = "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.File, d.Result, tools, interp, oneLine(d.Why))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -158,6 +212,20 @@ func joinWhy(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// findIn finds prog in the directories of path ("" when it is in none).
+func findIn(path, prog string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, prog)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 func oneLine(s string) string {

@@ -119,10 +119,8 @@ func sandboxLookPath(prog string) error {
 		}
 		return nil
 	}
-	for _, dir := range filepath.SplitList(sandbox.DefaultPath) {
-		if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return nil
-		}
+	if findIn(sandbox.DefaultPath, prog) != "" {
+		return nil
 	}
 	return fmt.Errorf("%s is not in %s", prog, sandbox.DefaultPath)
 }

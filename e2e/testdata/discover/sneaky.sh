@@ -6,8 +6,9 @@ for p in "$(dirname "$0")/MARKER" /tmp/sneaky-marker /var/tmp/sneaky-marker "$HO
 done
 (exec 3<>/dev/tcp/192.0.2.1/80) 2>/dev/null && echo NETWORK-REACHED >&2
 port=@PORT@ # the test writes the port of a host listener here
-# Tries to read a file beside it and report it (the probe sees the script alone).
-cat "$(dirname "$0")/SECRET" >&2 2>/dev/null
+# Tries to read a file beside its folder and report it (the probe sees its folder alone).
+d=$(dirname "$0")
+cat "$d/../$(basename "$d")-SECRET" >&2 2>/dev/null
 (exec 3<>/dev/tcp/127.0.0.1/"${port:-22}") 2>/dev/null && echo LOOPBACK-REACHED >&2
 case "$1" in
 '{"__test__": true}') echo '{"success": true, "_simple": true}' ;;

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
+)
+
+// copyTree copies testdata/NAME, folders and modes kept, into a fresh
+// world-readable directory and returns it.
+func copyTree(t *testing.T, name string) string {
+	t.Helper()
+	dir := workdir(t, nil)
+	src := filepath.Join("testdata", name)
+	err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if de.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+		return os.Chmod(dst, fi.Mode().Perm()|0o444)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := env.runner; r != nil {
+		if err := chownTree(dir, int(r.uid), int(r.gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestRealToolRepository: discover on the root of a repository shaped like
+// a real one (tools in nested folders, helper modules their siblings
+// import, a package folder that is not a tool, a virtual environment,
+// node_modules and .git) writes a valid definition of every tool, says
+// why each other file was passed over, and every tool gives the same
+// output as its script run directly with the same JSON: unions, arrays,
+// objects and untyped values keep their JSON types.
+func TestRealToolRepository(t *testing.T) {
+	begin(t)
+	testenv.NeedCommand(t, "python3")
+	repo := copyTree(t, "realtools")
+	// What a checkout also holds, made here (a repository cannot carry them).
+	for p, body := range map[string]string{
+		".git/hooks/pre-commit":         "#!/bin/sh\nexit 1\n",
+		"node_modules/left-pad/cli.js":  "#!/usr/bin/env node\n",
+		".venv/pyvenv.cfg":              "home = /usr/bin\n",
+		".venv/bin/activate_tool.py":    "#!/usr/bin/env python3\n",
+		"os/__pycache__/os_helpers.pyc": "\x00",
+	} {
+		full := filepath.Join(repo, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cwd := workdir(t, nil)
+
+	c := sandboxed(t, cwd, "discover", "--write", "--json", repo)
+	if c.code != 0 {
+		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	var found []struct {
+		discovery
+		Interpreter string `json:"interpreter"`
+	}
+	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil {
+		t.Fatalf("discover --json: %v\n%s", err, c.stdout)
+	}
+	byFile := map[string]int{}
+	for i, d := range found {
+		byFile[d.File] = i
+	}
+	for file, want := range map[string]struct{ result, tools, why, interp string }{
+		"echo.sh":                {"registered", "echo_json", "", "/bin/sh"},
+		"os/shell_tool.py":       {"registered", "shell_tool", "", "/usr/bin/python3"},
+		"crm/hub/hub_tool.py":    {"registered", "hub_search,hub_count", "", "/usr/bin/python3"},
+		"os/os_helpers.py":       {"skipped", "", "a module, not a tool", ""},
+		"crm/hub/hub_helpers.py": {"skipped", "", "a module, not a tool", ""},
+		"lib/util.py":            {"skipped", "", "a module of the Python package lib", ""},
+		"node_modules/":          {"skipped", "", "installed JavaScript packages", ""},
+		"os/__pycache__/":        {"skipped", "", "bytecode cache", ""},
+	} {
+		i, ok := byFile[file]
+		if !ok {
+			t.Errorf("%s: not reported\n%s", file, c.stdout)
+			continue
+		}
+		d := found[i]
+		if d.Result != want.result || strings.Join(d.Tools, ",") != want.tools || !strings.Contains(d.Why, want.why) || d.Interpreter != want.interp {
+			t.Errorf("%s: %s %v %q interpreter %q; want %+v", file, d.Result, d.Tools, d.Why, d.Interpreter, want)
+		}
+	}
+	for _, hidden := range []string{".git/", ".venv/", "lib/__init__.py", "docs/README.md"} {
+		if _, ok := byFile[hidden]; ok {
+			t.Errorf("%s is reported; hidden folders, __init__.py and documents are not", hidden)
+		}
+	}
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 {
+		t.Errorf("tool validate of what discover wrote: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+
+	// Each tool, given JSON, answers as its script run directly with it.
+	for _, tc := range []struct {
+		tool, script, in, direct string
+	}{
+		{"shell_tool", "os/shell_tool.py", `{"command": "ls", "timeout": 1, "args": ["-l", "a b"], "env": {"A": "x y", "N": 2}, "extra": [1, {"x": null}, "s"]}`, ""},
+		{"shell_tool", "os/shell_tool.py", `{"command": "ls", "timeout": false}`, ""},
+		{"shell_tool", "os/shell_tool.py", `{"command": "it's \"quoted\" $(id) \\ and\nnewline", "timeout": 2.5, "extra": true}`, ""},
+		{"hub_search", "crm/hub/hub_tool.py", `{"query": "a", "tags": ["math"], "limit": 5, "filters": {"min_id": 2}}`, `{"action": "hub_search", "query": "a", "tags": ["math"], "limit": 5, "filters": {"min_id": 2}}`},
+		{"hub_count", "crm/hub/hub_tool.py", `{"verbose": true}`, `{"action": "hub_count", "verbose": true}`},
+		{"echo_json", "echo.sh", `{"value": {"nested": [1, 2.5, "x", false, null]}}`, ""},
+	} {
+		direct := tc.direct
+		if direct == "" {
+			direct = tc.in
+		}
+		want := runDirect(t, filepath.Join(repo, tc.script), direct)
+		r, rc := runJSON(t, cwd, "--params-json", tc.in, tc.tool)
+		expect(t, r, rc, "ok", 0)
+		if !sameJSON(r.Stdout, want) {
+			t.Errorf("%s %s:\n via sandboxed %s\n directly      %s", tc.tool, tc.in, r.Stdout, want)
+		}
+	}
+
+	// NAME=VALUE is read by the script's schema: 1 is the number for
+	// ["number", "boolean"], false the boolean; an array and an object
+	// as JSON text.
+	r, rc := runJSON(t, cwd, "shell_tool", "command=ls", "timeout=1", `args=["x"]`, `env={"K":"v"}`, "extra=7")
+	expect(t, r, rc, "ok", 0)
+	want := runDirect(t, filepath.Join(repo, "os/shell_tool.py"), `{"command": "ls", "timeout": 1, "args": ["x"], "env": {"K": "v"}, "extra": 7}`)
+	if !sameJSON(r.Stdout, want) {
+		t.Errorf("NAME=VALUE:\n via sandboxed %s\n directly      %s", r.Stdout, want)
+	}
+	// A value the schema refuses is refused before anything runs.
+	c = sandboxed(t, cwd, "run", "--json", "hub_search", "query=a", "limit=0.5")
+	if c.code != 2 || !strings.Contains(c.stdout+c.stderr, `\"0.5\" is not an integer`) {
+		t.Errorf("limit=0.5: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	// Agents see the script's own schema.
+	s := sandboxed(t, cwd, "tool", "schema", "--format", "mcp", "shell_tool")
+	if s.code != 0 || !strings.Contains(s.stdout, `"type":["number","boolean"]`) && !strings.Contains(s.stdout, `"type": [`) {
+		t.Errorf("tool schema shell_tool: exit %d\n%s%s", s.code, s.stdout, s.stderr)
+	}
+}
+
+// runDirect runs a script on the host with /usr/bin/python3 (or as
+// itself) and one JSON argument, as a user of the repository would.
+func runDirect(t *testing.T, script, arg string) string {
+	t.Helper()
+	var cmd *exec.Cmd
+	if strings.HasSuffix(script, ".py") {
+		cmd = exec.Command("/usr/bin/python3", script, arg)
+	} else {
+		cmd = exec.Command(script, arg)
+	}
+	cmd.Dir = filepath.Dir(script)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s directly: %v\n%s", script, arg, err, out)
+	}
+	return string(out)
+}
+
+// sameJSON reports whether a and b hold equal JSON values.
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

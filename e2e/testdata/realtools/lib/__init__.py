@@ -1,0 +1,1 @@
+"""A package of this repository: modules, not tools."""
