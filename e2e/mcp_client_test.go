@@ -374,13 +374,22 @@ security:
 			}
 		})
 	}
-	// A client without elicitation gets today's actionable refusal.
-	c := startMCPGo(t, dir, true, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res := c.call(t, ctx, "root", map[string]any{}, nil)
-	if !res.IsError || !strings.Contains(res.text(), "--approve elevated") {
-		t.Errorf("no elicitation: %s", res.raw)
+	// A client without elicitation gets today's actionable refusal; so
+	// does one on the stateless protocol (2026-07-28), where a server
+	// cannot ask during a call.
+	for _, legacy := range []bool{true, false} {
+		e := &elicitor{answer: &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"approve": "this call"}}}}
+		var opts []mcpclient.ClientOption
+		if !legacy {
+			opts = append(opts, mcpclient.WithElicitationHandler(e))
+		}
+		c := startMCPGo(t, dir, legacy, opts)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res := c.call(t, ctx, "root", map[string]any{}, nil)
+		cancel()
+		if !res.IsError || !strings.Contains(res.text(), "--approve elevated") || strings.Contains(res.text(), "declined") || len(e.messages()) != 0 {
+			t.Errorf("legacy %v, no elicitation: %s", legacy, res.raw)
+		}
 	}
 }
 

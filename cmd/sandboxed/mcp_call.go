@@ -142,14 +142,21 @@ const (
 	approveNo      = "no"
 )
 
-// canElicit reports whether the client declared it can ask its user.
+// canElicit reports whether the client declared it can ask its user, on
+// a protocol where a server may ask during a call: from 2026-07-28 a
+// server asks by returning input requests instead (multi round-trip
+// requests), which this server does not make; such a call gets the
+// refusal that says which approval to give.
 func canElicit(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.ProtocolVersion < firstStatelessProtocol
 }
+
+// firstStatelessProtocol is the first MCP version without sessions.
+const firstStatelessProtocol = "2026-07-28"
 
 // elicit asks the client's user to approve what pe asks for: the same
 // items, risks and justification as the terminal prompt, and the choice
