@@ -277,34 +277,3 @@ func asUserShell(t *testing.T, u *user.User, script string) string {
 	}
 	return string(out)
 }
-
-// Inside an unprivileged container (Docker's defaults: a seccomp filter,
-// no CAP_SYS_ADMIN), doctor says it is in one, that the process tier is
-// not possible there and why, and that the none tier is.
-func TestDoctorInsideAnUnprivilegedContainer(t *testing.T) {
-	begin(t)
-	out, err := exec.Command("docker", "run", "--rm", "--network", "none", "--user", "1000:1000",
-		"-v", env.bin+":/sandboxed:ro", runnerImage, "/sandboxed", "doctor", "--format", "json").Output()
-	if err != nil && len(out) == 0 {
-		t.Fatalf("doctor in a container: %v", err)
-	}
-	d := doctorChecks(t, cli{stdout: string(out)})
-	if l := d["all/environment"]; !strings.Contains(l.Detail, "inside a container") || !strings.Contains(l.Detail, "/.dockerenv") {
-		t.Errorf("environment: %+v", l)
-	}
-	if l := d["process/user namespaces"]; l.OK || !strings.Contains(l.Detail, "seccomp filter of the enclosing container") || l.Fix == "" {
-		t.Errorf("user namespaces: %+v", l)
-	}
-	if l := d["process/possible here"]; l.OK || !strings.Contains(l.Detail, "no CAP_SYS_ADMIN") {
-		t.Errorf("process tier here: %+v", l)
-	}
-	if l := d["container/possible here"]; l.OK {
-		t.Errorf("container tier here, without a Docker socket: %+v", l)
-	}
-	if l := d["none/possible here"]; !l.OK {
-		t.Errorf("none tier here: %+v", l)
-	}
-	if l := d["all/mode"]; !strings.Contains(l.Detail, "rootless") {
-		t.Errorf("mode: %+v", l)
-	}
-}

@@ -38,6 +38,11 @@ type Controller struct {
 	// Behind, when set, tears sandboxes down behind the results
 	// (behind.go); nil tears down before Execute returns.
 	Behind *Behind
+	// EnvFix, when set, says how to let a tier run in the environment
+	// sandboxed is in (inside a container: the engine's flags); it is
+	// added to the fix of a run of that tier that could not start, as
+	// doctor adds it to its trial of the tier.
+	EnvFix func(tier isolation.Tier) string
 	// GCEvery, when set, is how often a run also reaps what crashed runs
 	// of its tier left (a resident controller's runs come many a second);
 	// 0: every run does.
@@ -278,7 +283,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	p := job.Plan
 	fail := func(f *runFailure) {
 		res.Status = StatusError
-		res.Error = f.info()
+		res.Error = c.withEnvFix(p.Tier, f.info())
 		res.ExitCode = res.ProcessExitCode()
 	}
 	b := c.Backends[p.Tier]
@@ -625,6 +630,24 @@ func (c *Controller) ended(runCtx context.Context, res *Result) {
 		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUserCancelled)
 		res.Error = &ErrorInfo{Code: CodeUserCancelled, Message: "interrupted; the sandbox was torn down"}
 	}
+}
+
+// withEnvFix adds EnvFix's fix for tier to the hint of e, the error of a
+// run that could not start.
+func (c *Controller) withEnvFix(tier isolation.Tier, e *ErrorInfo) *ErrorInfo {
+	if c.EnvFix == nil || e == nil {
+		return e
+	}
+	fix := c.EnvFix(tier)
+	if fix == "" || strings.Contains(e.Hint, fix) {
+		return e
+	}
+	if e.Hint == "" {
+		e.Hint = fix
+	} else {
+		e.Hint += "; " + fix
+	}
+	return e
 }
 
 // hintFor returns the fix an error carries, if it says one.

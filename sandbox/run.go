@@ -363,6 +363,16 @@ func (c *Controller) Prepare(req *Request) (*Prepared, error) {
 // Refused records a run that was refused before it started (its run
 // record and audit line) and returns its Result.
 func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
+	if pe.Result.Status == StatusError {
+		// The host cannot run it here (not a policy's refusal).
+		tier := pe.Result.Isolation
+		if pe.Decision != nil && pe.Decision.Isolation != "" {
+			tier = string(pe.Decision.Isolation)
+		} else if req.Isolation != "" {
+			tier = req.Isolation
+		}
+		pe.Result.Error = c.withEnvFix(isolation.Tier(tier), pe.Result.Error)
+	}
 	return pe.Result, c.finish(pe.Result, nil, nil, nil, func(r *Result) error { return c.audit(req, nil, pe.Decision, r) }, req.Trace)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/container"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -49,11 +51,28 @@ func (r refusing) Start(context.Context, *isolation.Plan) (isolation.Sandbox, er
 func (r refusing) GC(context.Context, func(string) bool) ([]string, error) { return nil, nil }
 
 func newController() *sandbox.Controller {
+	bs := backends()
 	return &sandbox.Controller{
 		StateDir:   sandbox.StateDir(),
 		RuntimeDir: sandbox.RuntimeDir(),
-		Backends:   backends(),
+		Backends:   bs,
+		EnvFix:     func(tier isolation.Tier) string { return envFix(tier, bs) },
 	}
+}
+
+// envFix is how to let tier run in the environment sandboxed is in
+// (host.Container.Fix): the fix a run that could not start and doctor's
+// trial of the tier both give.
+func envFix(tier isolation.Tier, bs map[isolation.Tier]isolation.Backend) string {
+	sys, err := host.Local()
+	if err != nil {
+		return ""
+	}
+	var tiers []string
+	for t := range bs {
+		tiers = append(tiers, string(t))
+	}
+	return sys.Environment().Fix(string(tier), os.Geteuid() == 0, tiers)
 }
 
 // containerChecks reports the container tier for doctor.

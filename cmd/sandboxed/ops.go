@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
 var gcCommand = &cli.Command{
@@ -66,37 +68,118 @@ type check struct {
 
 var doctorCommand = &cli.Command{
 	Name:  "doctor",
-	Usage: "say what this host can enforce, per isolation tier, and how to fix what is missing",
-	Flags: append([]cli.Flag{formatFlag("table", "table", "json")}, clusterFlags()...),
+	Usage: "start a sandbox in each isolation tier and say what happened, what this host can enforce, and how to fix what is missing",
+	Description: `For each tier of this build doctor runs a trivial tool (echo ok), as same-as-user and as
+reduced, through the same policy, planning and backend as 'sandboxed run --isolation TIER', and
+reports what actually happened; a tier that needs approval (none) is approved for the trial and
+says so. Inside a container a failure carries the fix for it: the 'docker run' flags or the pod
+securityContext that would let the tier run. The lines after the trials are what doctor found.
+It exits 1 when no tier could run the tool.`,
+	Flags: append([]cli.Flag{formatFlag("table", "table", "json"), policyFlag}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
 		format, err := checkFormat(c, "table", "json")
 		if err != nil {
 			return err
 		}
-		checks := hostChecks(c)
+		trials, anyOK := trialChecks(c)
+		checks := append(trials, hostChecks(c)...)
 		checks = append(checks, processChecks(c)...)
 		checks = append(checks, containerChecks(c)...)
 		if cluster.backend == isolation.BackendKubernetes {
 			checks = append(checks, kubernetesChecks(c)...)
 		}
 		if format == "json" {
-			return writeJSON(c.App.Writer, checks)
-		}
-		w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "TIER\tCHECK\tSTATUS\tDETAIL")
-		for _, ch := range checks {
-			st := "ok"
-			if !ch.OK {
-				st = "MISSING"
+			err = writeJSON(c.App.Writer, checks)
+		} else {
+			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TIER\tCHECK\tSTATUS\tDETAIL")
+			for _, ch := range checks {
+				st := "ok"
+				if !ch.OK {
+					st = "MISSING"
+				}
+				d := ch.Detail
+				if ch.Fix != "" {
+					d = strings.TrimSpace(d + " — fix: " + ch.Fix)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Tier, ch.Check, st, strings.Join(strings.Fields(d), " "))
 			}
-			d := ch.Detail
-			if ch.Fix != "" {
-				d = strings.TrimSpace(d + " — fix: " + ch.Fix)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Tier, ch.Check, st, d)
+			err = w.Flush()
 		}
-		return w.Flush()
+		if err == nil && !anyOK {
+			fmt.Fprintln(c.App.ErrWriter, "sandboxed: no isolation tier can run a tool here; see the fixes above")
+			return exitWith(exitFailure)
+		}
+		return err
 	},
+}
+
+// trialPrivileges are the execution privileges doctor tries in each tier.
+var trialPrivileges = []string{"same-as-user", "reduced"}
+
+// trialChecks starts a trivial sandbox in each local tier of this build
+// and reports what happened; anyOK is whether one of them ran the tool.
+// The trials write no run record and no audit line.
+func trialChecks(c *cli.Context) (out []check, anyOK bool) {
+	pol, _, err := loadPolicy(c)
+	if err != nil {
+		return []check{{Tier: "all", Check: "policy", OK: false, Detail: err.Error(), Fix: "fix the policy file"}}, false
+	}
+	ctl := newController()
+	ctl.StateDir = ""
+	for _, tier := range trialTiers(ctl.Backends) {
+		for _, priv := range trialPrivileges {
+			tr := ctl.Trial(c.Context, tier, priv, pol)
+			ch := check{Tier: string(tier), Check: "runs a tool (" + priv + ")", OK: tr.OK}
+			r := tr.Result
+			switch {
+			case tr.OK:
+				ch.Detail = fmt.Sprintf("started a sandbox and ran echo ok (%d ms)", r.DurationMS)
+			case r.Status == sandbox.StatusOK && r.Isolation != string(tier):
+				ch.Detail = fmt.Sprintf("a tool asking for this tier runs in the %s tier here: %s", r.Isolation, strings.Join(r.Notes, "; "))
+				ch.Fix = "the policy decides where a tool may run (sandboxed policy show)"
+			case r.Error != nil:
+				ch.Detail = fmt.Sprintf("%s: %s", r.Status, r.Error.Message)
+				ch.Fix = r.Error.Hint
+			default:
+				ch.Detail = fmt.Sprintf("%s, exit %d: %s", r.Status, r.ExitCode, strings.TrimSpace(r.Stdout+" "+r.Stderr))
+			}
+			if len(tr.Approvals) > 0 {
+				ch.Detail += " (with --approve " + strings.Join(tr.Approvals, ",") + ")"
+			}
+			anyOK = anyOK || tr.OK
+			out = append(out, ch)
+		}
+	}
+	return out, anyOK
+}
+
+// trialTiers are the tiers of bs doctor tries, in the order it shows
+// them: the local tiers (not a cluster backend), the default first, none
+// last.
+func trialTiers(bs map[isolation.Tier]isolation.Backend) []isolation.Tier {
+	order := map[isolation.Tier]int{isolation.TierProcess: 0, isolation.TierContainer: 1, isolation.TierNone: 9}
+	var ts []isolation.Tier
+	for t := range bs {
+		if string(t) != isolation.BackendKubernetes {
+			ts = append(ts, t)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		oi, ok := order[ts[i]]
+		if !ok {
+			oi = 5
+		}
+		oj, ok := order[ts[j]]
+		if !ok {
+			oj = 5
+		}
+		if oi != oj {
+			return oi < oj
+		}
+		return ts[i] < ts[j]
+	})
+	return ts
 }
 
 func processChecks(c *cli.Context) []check {

@@ -281,7 +281,7 @@ func (p *Probe) Checks() []Check {
 	if p.LandlockABI > 0 {
 		add("process", "landlock", true, landlockText(p.LandlockABI), "")
 	} else {
-		add("process", "landlock", false, p.LandlockError, "use Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot parameter")
+		add("process", "landlock", false, p.LandlockError, LandlockFix)
 	}
 
 	// The enclosing container.
@@ -293,33 +293,15 @@ func (p *Probe) Checks() []Check {
 	env := "inside a container: " + strings.Join(c.Signs, "; ")
 	env += fmt.Sprintf("; seccomp %s, CAP_SYS_ADMIN %s", seccompText(c.Seccomp), yesNo(c.CapSysAdmin))
 	add("all", "environment", true, env, "")
-	// What each tier can do here.
-	userns := p.UserNS == nil && !(p.AppArmorRestricts && !p.Root && !strings.HasPrefix(p.AppArmorLabel, "sandboxed"))
-	switch {
-	case userns:
-		add("process", "possible here", true, "this container lets sandboxed make user namespaces: the process tier builds its sandbox inside one", "")
-	case p.Root && c.CapSysAdmin && c.Seccomp != 2:
-		add("process", "possible here", true, "a privileged container (CAP_SYS_ADMIN, no seccomp filter): the process tier works as on a host", "")
-	default:
-		why := "no user namespaces here"
-		if p.UserNS != nil {
-			why += ": " + p.UserNS.Cause
-		}
-		if !c.CapSysAdmin {
-			why += "; and no CAP_SYS_ADMIN to make the other namespaces"
-		}
-		add("process", "possible here", false, why,
-			"allow user namespaces in the container (see the user namespaces line), run it privileged, or use isolation: container against a Docker engine outside, or the Kubernetes backend")
-	}
-	if c.DockerSocket != "" {
-		add("container", "possible here", true, "a Docker engine socket is configured at "+c.DockerSocket+" (whether this user may use it: see the docker engine line)", "")
-	} else {
-		add("container", "possible here", false, "no Docker engine is reachable from this container (no DOCKER_HOST, no /var/run/docker.sock)",
-			"mount the host's Docker socket (it gives root on that host) or set DOCKER_HOST to an engine for sandboxes")
-	}
-	add("none", "possible here", true, "always, with --approve isolation-none: no sandbox beyond this container", "")
+	// What each tier can do here is not inferred from these signs: doctor
+	// starts a sandbox in each tier and says what happened, with
+	// Container.Fix.
 	return out
 }
+
+// LandlockFix is the one fix for a kernel without the Landlock a plan
+// needs: the version that has every wall the tiers use.
+const LandlockFix = "use Linux 6.12 or later built with CONFIG_SECURITY_LANDLOCK=y, with landlock in the lsm= boot parameter"
 
 func rangesText(rs []SubIDRange) string {
 	var parts []string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
@@ -90,7 +91,8 @@ func landlockMissing(abi int) error {
 	}
 }
 
-const landlockFix = "use Linux 6.12 or later built with CONFIG_SECURITY_LANDLOCK=y, with landlock in the lsm= boot parameter"
+// landlockFix is the fix doctor gives too (host.LandlockFix).
+const landlockFix = host.LandlockFix
 
 // landlockDetail says what ABI abi enforces.
 func landlockDetail(abi int) string {
