@@ -79,12 +79,8 @@ func envFix(tier isolation.Tier, bs map[isolation.Tier]isolation.Backend) string
 func containerChecks(c *cli.Context) []check {
 	res, err := container.Probe(c.Context, images.DefaultImage)
 	if err != nil {
-		return []check{{Tier: "container", Check: "docker engine", OK: false, Detail: err.Error(),
+		return []check{{Tier: "container", Name: "docker engine", OK: false, Detail: err.Error(),
 			Fix: dockerapi.EngineFix(err)}}
 	}
-	var out []check
-	for _, pc := range res.Checks() {
-		out = append(out, check{Tier: "container", Check: pc.Name, OK: pc.OK, Detail: pc.Detail, Fix: pc.Fix})
-	}
-	return out
+	return res.Checks()
 }

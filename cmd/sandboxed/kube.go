@@ -88,21 +88,21 @@ func kubernetesBackend() isolation.Backend {
 func kubernetesChecks(c *cli.Context) []check {
 	pr, err := kubernetes.Probe(c.Context, kubernetesBackendSettings(), 10*time.Second)
 	if err != nil {
-		return []check{{Tier: "kubernetes", Check: "cluster", OK: false, Detail: err.Error(),
+		return []check{{Tier: "kubernetes", Name: "cluster", OK: false, Detail: err.Error(),
 			Fix: "set --kubeconfig or KUBECONFIG to the cluster's kubeconfig (kubectl must work with it)"}}
 	}
-	out := []check{{Tier: "kubernetes", Check: "cluster", OK: true, Detail: fmt.Sprintf("%s (Kubernetes %s), namespace %s", pr.Host, pr.Version, pr.Namespace)}}
+	out := []check{{Tier: "kubernetes", Name: "cluster", OK: true, Detail: fmt.Sprintf("%s (Kubernetes %s), namespace %s", pr.Host, pr.Version, pr.Namespace)}}
 	if len(pr.RuntimeClasses) == 0 {
-		out = append(out, check{Tier: "kubernetes", Check: "runtime classes", OK: false, Detail: "none: pods run on the nodes' default runtime",
+		out = append(out, check{Tier: "kubernetes", Name: "runtime classes", OK: false, Detail: "none: pods run on the nodes' default runtime",
 			Fix: "create a RuntimeClass for gVisor (handler runsc), annotated " + kubernetes.NoNetworkAnnotation + "=true if its handler runs with --network=none"})
 	}
 	switch {
 	case cluster.settings.SeccompProfile != "":
-		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: cluster.settings.SeccompProfile + " (--kube-seccomp-profile)"})
+		out = append(out, check{Tier: "kubernetes", Name: "seccomp profile", OK: true, Detail: cluster.settings.SeccompProfile + " (--kube-seccomp-profile)"})
 	case pr.SeccompProfile != "":
-		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true, Detail: "Localhost " + pr.SeccompProfile + " (the cluster facts)"})
+		out = append(out, check{Tier: "kubernetes", Name: "seccomp profile", OK: true, Detail: "Localhost " + pr.SeccompProfile + " (the cluster facts)"})
 	default:
-		out = append(out, check{Tier: "kubernetes", Check: "seccomp profile", OK: true,
+		out = append(out, check{Tier: "kubernetes", Name: "seccomp profile", OK: true,
 			Detail: "RuntimeDefault: under gVisor glibc's select is refused (the profile names pselect6 only); install the container tier's on the nodes: sandboxed setup --seccomp-profile"})
 	}
 	for _, rc := range pr.RuntimeClasses {
@@ -113,7 +113,7 @@ func kubernetesChecks(c *cli.Context) []check {
 		if rc.GVisor {
 			d += ", gVisor (the pids limit is the run's own)"
 		}
-		out = append(out, check{Tier: "kubernetes", Check: "runtime class " + rc.Name, OK: true, Detail: d})
+		out = append(out, check{Tier: "kubernetes", Name: "runtime class " + rc.Name, OK: true, Detail: d})
 	}
 	return out
 }

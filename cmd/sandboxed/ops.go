@@ -57,14 +57,8 @@ and listed. Every 'sandboxed run' also does this as it starts.`,
 	},
 }
 
-// check is one line of `sandboxed doctor`.
-type check struct {
-	Tier   string `json:"tier"`
-	Check  string `json:"check"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
+// check is one line of `sandboxed doctor`: every probe's one type.
+type check = host.Check
 
 var doctorCommand = &cli.Command{
 	Name:  "doctor",
@@ -102,7 +96,7 @@ It exits 1 when no tier could run the tool.`,
 				if ch.Fix != "" {
 					d = strings.TrimSpace(d + " — fix: " + ch.Fix)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Tier, ch.Check, st, strings.Join(strings.Fields(d), " "))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Tier, ch.Name, st, strings.Join(strings.Fields(d), " "))
 			}
 			err = w.Flush()
 		}
@@ -123,14 +117,14 @@ var trialPrivileges = []string{"same-as-user", "reduced"}
 func trialChecks(c *cli.Context) (out []check, anyOK bool) {
 	pol, _, err := loadPolicy(c)
 	if err != nil {
-		return []check{{Tier: "all", Check: "policy", OK: false, Detail: err.Error(), Fix: "fix the policy file"}}, false
+		return []check{{Tier: "all", Name: "policy", OK: false, Detail: err.Error(), Fix: "fix the policy file"}}, false
 	}
 	ctl := newController()
 	ctl.StateDir = ""
 	for _, tier := range trialTiers(ctl.Backends) {
 		for _, priv := range trialPrivileges {
 			tr := ctl.Trial(c.Context, tier, priv, pol)
-			ch := check{Tier: string(tier), Check: "runs a tool (" + priv + ")", OK: tr.OK}
+			ch := check{Tier: string(tier), Name: "runs a tool (" + priv + ")", OK: tr.OK}
 			r := tr.Result
 			switch {
 			case tr.OK:
@@ -183,11 +177,7 @@ func trialTiers(bs map[isolation.Tier]isolation.Backend) []isolation.Tier {
 }
 
 func processChecks(c *cli.Context) []check {
-	var out []check
-	for _, pc := range process.Probe(c.Context).Checks() {
-		out = append(out, check{Tier: "process", Check: pc.Name, OK: pc.OK, Detail: pc.Detail, Fix: pc.Fix})
-	}
-	return append(out, initCheck())
+	return append(process.Probe(c.Context).Checks(), initCheck())
 }
 
 // hostChecks say what this user can have: root or rootless, user
@@ -196,20 +186,16 @@ func processChecks(c *cli.Context) []check {
 func hostChecks(c *cli.Context) []check {
 	sys, err := host.Local()
 	if err != nil {
-		return []check{{Tier: "all", Check: "host", OK: false, Detail: err.Error()}}
+		return []check{{Tier: "all", Name: "host", OK: false, Detail: err.Error()}}
 	}
-	var out []check
-	for _, hc := range sys.ProbeUser(c.Context, []string{"version"}).Checks() {
-		out = append(out, check{Tier: hc.Tier, Check: hc.Name, OK: hc.OK, Detail: hc.Detail, Fix: hc.Fix})
-	}
-	return out
+	return sys.ProbeUser(c.Context, []string{"version"}).Checks()
 }
 
 // initCheck says how sandboxes start their init: the small one this build
 // carries, from the cache or a memory file, or the whole CLI. Each works;
 // they differ in start-up time.
 func initCheck() check {
-	ch := check{Tier: "all", Check: "sandbox init", OK: true}
+	ch := check{Tier: "all", Name: "sandbox init", OK: true}
 	if !initbin.Embedded() {
 		ch.Detail = "this build carries no separate init: every sandbox starts the whole sandboxed binary (a few ms slower)"
 		ch.Fix = "build with make build"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
@@ -41,19 +42,11 @@ type ProbeResult struct {
 	engineErr error // why the engine could not be reached
 }
 
-// ProbeCheck is one line of `sandboxed doctor` for the container tier.
-type ProbeCheck struct {
-	Name   string `json:"check"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // Checks renders the probe as doctor lines. Optional features (runsc,
 // user namespace remapping) are OK when absent; their detail says what
 // needs them.
-func (r *ProbeResult) Checks() []ProbeCheck {
-	engine := ProbeCheck{Name: "docker engine", OK: r.Reachable, Detail: r.Host}
+func (r *ProbeResult) Checks() []hostsetup.Check {
+	engine := hostsetup.Check{Tier: string(isolation.TierContainer), Name: "docker engine", OK: r.Reachable, Detail: r.Host}
 	switch {
 	case r.Reachable:
 		engine.Detail = fmt.Sprintf("%s: engine %s, API %s (client speaks %s), cgroup v%s (%s)", r.Host, r.ServerVersion, r.ServerAPI, r.APIVersion, r.CgroupVersion, r.CgroupDriver)
@@ -63,17 +56,17 @@ func (r *ProbeResult) Checks() []ProbeCheck {
 	default:
 		engine.Fix = dockerapi.EngineFix(nil)
 	}
-	out := []ProbeCheck{engine}
+	out := []hostsetup.Check{engine}
 	if !r.Reachable {
 		return out
 	}
 	out = append(out,
-		ProbeCheck{Name: "seccomp", OK: r.Seccomp, Detail: "the engine loads seccomp profiles", Fix: fixIf(!r.Seccomp, "use a Docker engine built with seccomp support")},
+		hostsetup.Check{Tier: string(isolation.TierContainer), Name: "seccomp", OK: r.Seccomp, Detail: "the engine loads seccomp profiles", Fix: fixIf(!r.Seccomp, "use a Docker engine built with seccomp support")},
 		runscCheck(r),
-		ProbeCheck{Name: "userns remap", OK: true, Detail: yesNo(r.UsernsRemap, "on: elevated runs are allowed", "off: elevated runs are refused in containers"),
+		hostsetup.Check{Tier: string(isolation.TierContainer), Name: "userns remap", OK: true, Detail: yesNo(r.UsernsRemap, "on: elevated runs are allowed", "off: elevated runs are refused in containers"),
 			Fix: fixIf(!r.UsernsRemap, `for elevated runs: "userns-remap": "default" in /etc/docker/daemon.json, then restart Docker`)},
 	)
-	img := ProbeCheck{Name: "runner image", OK: r.ImagePresent, Detail: r.Image}
+	img := hostsetup.Check{Tier: string(isolation.TierContainer), Name: "runner image", OK: r.ImagePresent, Detail: r.Image}
 	switch {
 	case !r.ImagePresent:
 		img.Detail += " is missing"
@@ -84,7 +77,7 @@ func (r *ProbeResult) Checks() []ProbeCheck {
 	default:
 		img.Detail += " is up to date (" + shortID(r.ImageID) + ")"
 	}
-	out = append(out, img, ProbeCheck{Name: "init binary", OK: r.InitStatic, Detail: yesNo(r.InitStatic, "static: runs in any image", "dynamically linked"),
+	out = append(out, img, hostsetup.Check{Tier: string(isolation.TierContainer), Name: "init binary", OK: r.InitStatic, Detail: yesNo(r.InitStatic, "static: runs in any image", "dynamically linked"),
 		Fix: fixIf(!r.InitStatic, "build sandboxed with CGO_ENABLED=0")})
 	return out
 }
@@ -189,8 +182,8 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 
 // runscCheck is doctor's line on runtime runsc: optional, but a runsc
 // registered without the arguments plans need is a problem with its fix.
-func runscCheck(r *ProbeResult) ProbeCheck {
-	c := ProbeCheck{Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "registered (plans may ask for runtime runsc)", "not registered (only plans that ask for it need it)"),
+func runscCheck(r *ProbeResult) hostsetup.Check {
+	c := hostsetup.Check{Tier: string(isolation.TierContainer), Name: "runtime runsc", OK: true, Detail: yesNo(r.Runsc, "registered (plans may ask for runtime runsc)", "not registered (only plans that ask for it need it)"),
 		Fix: fixIf(!r.Runsc, "for gVisor: apt-get install runsc, then sudo sandboxed setup --runtime runsc")}
 	if r.Runsc && len(r.RunscMissing) > 0 {
 		c.OK = false

@@ -206,14 +206,15 @@ func (s *System) userForFix() string {
 	return "$USER"
 }
 
-// Check is one line of `sandboxed doctor`: Tier is process, container,
-// none or all.
+// Check is one line of `sandboxed doctor`, the one type every probe of
+// every tier renders its findings as: Tier is a tier of the build or
+// "all"; Fix is set only when OK is false.
 type Check struct {
-	Tier   string
-	Name   string
-	OK     bool
-	Detail string
-	Fix    string
+	Tier   string `json:"tier"`
+	Name   string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
 }
 
 // Checks renders p for doctor, one Check per fact with its fix.

@@ -108,21 +108,12 @@ func landlockDetail(abi int) string {
 	}
 }
 
-// Check is one line of `sandboxed doctor`.
-type Check struct {
-	Name string `json:"name"`
-	OK   bool   `json:"ok"`
-	// Detail says what was found; Fix how to get it when not OK.
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // Checks renders f for `sandboxed doctor`, one Check per requirement of
 // the process tier (the user namespace only matters to elevated).
-func (f Features) Checks() []Check {
-	var out []Check
+func (f Features) Checks() []host.Check {
+	var out []host.Check
 	add := func(name string, ok bool, detail, fix string) {
-		c := Check{Name: name, OK: ok, Detail: detail}
+		c := host.Check{Tier: string(isolation.TierProcess), Name: name, OK: ok, Detail: detail}
 		if !ok {
 			c.Fix = fix
 		}

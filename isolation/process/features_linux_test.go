@@ -15,6 +15,9 @@ func TestProbeChecks(t *testing.T) {
 		t.Fatalf("checks: %+v", checks)
 	}
 	for _, c := range checks {
+		if c.Tier != "process" {
+			t.Errorf("%s: tier %q", c.Name, c.Tier)
+		}
 		if !c.OK && c.Fix == "" {
 			t.Errorf("%s: failing check without a fix", c.Name)
 		}
