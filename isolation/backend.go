@@ -62,8 +62,11 @@ type Plan struct {
 	// come through Sandbox.Exec.
 	Spec *specs.Spec `json:"spec"`
 
-	// Limits repeats the resource limits in plain units for backends and
-	// results; Spec.Linux.Resources holds the same values.
+	// Limits repeats the resource limits in plain units for results and
+	// explain: what the tool gets. Spec.Linux.Resources holds what the
+	// mechanism is set to, which backends apply; the two differ where the
+	// init shares a limit with the tool (Pids: the tool's processes, and
+	// InitSpareThreads above them in the spec).
 	Limits Limits `json:"limits"`
 
 	// Container tier, and every run of the Kubernetes backend (there
@@ -123,6 +126,23 @@ type MaskedPath struct {
 	Hide bool `json:"hide"`
 	// Rule is the policy rule that masks it.
 	Rule string `json:"rule"`
+}
+
+// InitSpareThreads is how many idle threads the sandbox's init keeps for
+// its Go runtime beyond those it made by itself, before its first command:
+// it shares the run's pids limit with the commands, and a runtime that
+// cannot start a thread dies. Where the init shares the limit (the tiers
+// that start it inside the run's cgroup or container) the planner puts the
+// tool's pids plus these into the spec, so they are not the tool's loss.
+const InitSpareThreads = 2
+
+// SpecPids is the spec's pids limit (Linux.Resources.Pids.Limit), the
+// value the mechanism is set to; 0 when the spec has none.
+func SpecPids(s *specs.Spec) int64 {
+	if s == nil || s.Linux == nil || s.Linux.Resources == nil || s.Linux.Resources.Pids == nil || s.Linux.Resources.Pids.Limit == nil {
+		return 0
+	}
+	return *s.Linux.Resources.Pids.Limit
 }
 
 // Limits are the run's resource limits. Zero means "no limit" only where

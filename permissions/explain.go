@@ -150,13 +150,17 @@ type PlanFacts struct {
 	Seccomp             SeccompFacts
 	MemoryBytes         int64
 	SwapBytes           int64
-	Pids                int64
-	CPUs                float64
-	Timeout             time.Duration
-	KillGrace           time.Duration
-	OutputBytes         int64
-	TmpfsBytes          int64
-	Image               string
+	// Pids is what the mechanism is set to (the spec's pids limit);
+	// ToolPids what the tool gets (the plan's). They differ where the
+	// init's spare threads share the limit.
+	Pids        int64
+	ToolPids    int64
+	CPUs        float64
+	Timeout     time.Duration
+	KillGrace   time.Duration
+	OutputBytes int64
+	TmpfsBytes  int64
+	Image       string
 	// Runtime is the container runtime the plan asks for ("" for the
 	// engine's default; runsc for gVisor).
 	Runtime string
@@ -892,7 +896,7 @@ func (x *explainer) resources() {
 		x.limitPoint("timeout", toReq, "may run for "+durationWords(pf.Timeout)+"; then it is stopped (status timeout, exit 124)",
 			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pf.Timeout.Milliseconds(), 10),
 				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pf.Timeout), durationWords(pf.KillGrace))}),
-		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.Pids), pidsMechanism(pf)),
+		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.toolPids()), pidsMechanism(pf)),
 		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(pf.OutputBytes)+", then truncated with a marker",
 			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(pf.OutputBytes))}),
 	)
@@ -910,10 +914,23 @@ func (x *explainer) resources() {
 // each command, beside a host bound on the sandbox's tasks.
 func pidsMechanism(pf PlanFacts) Mechanism {
 	if pf.Runtime == "runsc" {
-		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(pf.Pids, 10),
-			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", pf.Pids)}
+		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(pf.toolPids(), 10),
+			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", pf.toolPids())}
 	}
-	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: fmt.Sprintf("cgroup pids.max %d", pf.Pids)}
+	d := fmt.Sprintf("cgroup pids.max %d", pf.Pids)
+	if t := pf.toolPids(); t != pf.Pids {
+		d += fmt.Sprintf(": the tool's %d and %d spare threads of the sandbox's init", t, pf.Pids-t)
+	}
+	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: d}
+}
+
+// toolPids is how many processes and threads the tool gets: the plan's
+// limit, or the spec's where the facts have no plan's.
+func (pf PlanFacts) toolPids() int64 {
+	if pf.ToolPids > 0 {
+		return pf.ToolPids
+	}
+	return pf.Pids
 }
 
 func durationWords(d time.Duration) string {

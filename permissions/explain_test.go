@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -187,16 +188,26 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// The mechanism's value is what it is set to; where that is not what the
+// tool gets (the init's spare threads in the cgroup), both are named.
 func TestPidsMechanism(t *testing.T) {
 	for _, c := range []struct {
-		runtime, kind, detail string
+		runtime         string
+		pids, toolPids  int64
+		kind, value     string
+		detail, meaning string
 	}{
-		{"", MechCgroup, "cgroup pids.max 24"},
-		{"runsc", MechRlimit, "RLIMIT_NPROC 24 in gVisor's kernel"},
+		{"", 24, 0, MechCgroup, "24", "cgroup pids.max 24", "up to 24 "},
+		{"", 26, 24, MechCgroup, "26", "cgroup pids.max 26: the tool's 24 and 2 spare threads of the sandbox's init", "up to 24 "},
+		{"runsc", 26, 24, MechRlimit, "24", "RLIMIT_NPROC 24 in gVisor's kernel", "up to 24 "},
 	} {
-		m := pidsMechanism(PlanFacts{Pids: 24, Runtime: c.runtime})
-		if m.Kind != c.kind || m.Value != "24" || !strings.HasPrefix(m.Detail, c.detail) {
-			t.Errorf("runtime %q: %+v", c.runtime, m)
+		pf := PlanFacts{Pids: c.pids, ToolPids: c.toolPids, Runtime: c.runtime}
+		m := pidsMechanism(pf)
+		if m.Kind != c.kind || m.Value != c.value || !strings.HasPrefix(m.Detail, c.detail) {
+			t.Errorf("runtime %q pids %d/%d: %+v", c.runtime, c.pids, c.toolPids, m)
+		}
+		if got := fmt.Sprintf("up to %d ", pf.toolPids()); got != c.meaning {
+			t.Errorf("runtime %q pids %d/%d: the tool gets %q, want %q", c.runtime, c.pids, c.toolPids, got, c.meaning)
 		}
 	}
 }

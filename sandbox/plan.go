@@ -110,6 +110,23 @@ func planLimits(def *tool.Definition, d *policy.Decision, priv privilege.Privile
 	return limits
 }
 
+// initPids is how many of the spec's pids limit the tier's init takes
+// above the tool's: the process, container, landlock and none tiers start
+// the init inside the run's cgroup or container, where its spare threads
+// share the limit (isolation.InitSpareThreads; where no cgroup holds the
+// limit, the tool's own becomes RLIMIT_NPROC); a pod's limit is the
+// tool's own (gVisor's kernel counts the commands only).
+func initPids(tier isolation.Tier, kubernetes bool) int64 {
+	if kubernetes {
+		return 0
+	}
+	switch tier {
+	case isolation.TierProcess, isolation.TierContainer, isolation.TierNone, isolation.TierLandlock:
+		return isolation.InitSpareThreads
+	}
+	return 0
+}
+
 func sandboxedExt(def *tool.Definition) *tool.SandboxedExt {
 	if def.Sandboxed == nil {
 		return &tool.SandboxedExt{}
@@ -229,7 +246,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	env := baseEnv(b, f, in.Grants, envDeny, proxyEnv)
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
-		WithPids(limits.Pids),
+		WithPids(limits.Pids + initPids(d.Isolation, kubernetesRun(in))),
 		WithTmpfs(limits.TmpfsBytes),
 		WithEnv(env),
 		WithCwd(cwd),

@@ -120,6 +120,11 @@ func TestBuildPlanFromFacts(t *testing.T) {
 				if p.Limits.Pids != 16 || p.Limits.TmpfsBytes != 16<<20 {
 					t.Errorf("limits %+v", p.Limits)
 				}
+				// The tool gets 16; the cgroup holds the init's spare
+				// threads too, in the spec, where explain reads it.
+				if got := isolation.SpecPids(p.Spec); got != 16+isolation.InitSpareThreads {
+					t.Errorf("spec pids %d, want the tool's 16 and %d spare", got, isolation.InitSpareThreads)
+				}
 			}},
 		{"grants bind what the facts resolved", head + "security:\n  required-permissions: [filesystem:read:data, filesystem:write:out]\n",
 			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {

@@ -19,7 +19,6 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 // Paths inside every container of this tier.
@@ -102,8 +101,8 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		return nil, nil, fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
 	}
 	lim := p.Limits
-	if lim.MemoryBytes <= 0 || lim.Pids <= 0 {
-		return nil, nil, &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids"}
+	if lim.MemoryBytes <= 0 || lim.Pids <= 0 || isolation.SpecPids(p.Spec) < lim.Pids+isolation.InitSpareThreads {
+		return nil, nil, &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids, and a spec pids limit that holds the tool's and the init's spare threads"}
 	}
 	if lim.CPUs < 0 || lim.TmpfsBytes < 0 {
 		return nil, nil, fmt.Errorf("translate plan: %w: negative cpu or tmpfs limit", isolation.ErrUnsupported)
@@ -167,8 +166,8 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
 	}
 
-	// The init's spare threads are above the tool's limit.
-	pids := lim.Pids + sbinit.SpareThreads
+	// The spec's limit: the tool's and the init's spare threads.
+	pids := isolation.SpecPids(p.Spec)
 	if p.Runtime == "runsc" {
 		pids = runscHostPids(pids)
 	}

@@ -20,7 +20,27 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
+// setPids gives p's tool n processes: the plan's limit and the spec's,
+// which holds the init's spare threads too, as the planner writes them.
+func setPids(p *isolation.Plan, n int64) {
+	p.Limits.Pids = n
+	if p.Spec.Linux == nil {
+		p.Spec.Linux = &specs.Linux{}
+	}
+	if p.Spec.Linux.Resources == nil {
+		p.Spec.Linux.Resources = &specs.LinuxResources{}
+	}
+	m := n + isolation.InitSpareThreads
+	p.Spec.Linux.Resources.Pids = &specs.LinuxPids{Limit: &m}
+}
+
 func basePlan() *isolation.Plan {
+	p := basePlanNoPids()
+	setPids(p, p.Limits.Pids)
+	return p
+}
+
+func basePlanNoPids() *isolation.Plan {
 	return &isolation.Plan{
 		RunID:     "r1",
 		Tool:      "weather",
@@ -194,7 +214,7 @@ func TestTranslateFields(t *testing.T) {
 			}
 		}},
 		{"Spec.Linux.Seccomp becomes the engine's profile", func(p *isolation.Plan) {
-			p.Spec.Linux = &specs.Linux{Seccomp: &specs.LinuxSeccomp{
+			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, Seccomp: &specs.LinuxSeccomp{
 				DefaultAction: specs.ActAllow,
 				Syscalls:      []specs.LinuxSyscall{{Names: []string{"ptrace"}, Action: specs.ActErrno}},
 			}}
@@ -212,7 +232,7 @@ func TestTranslateFields(t *testing.T) {
 			}
 		}},
 		{"Spec.Linux masked and read-only paths add to the engine's", func(p *isolation.Plan) {
-			p.Spec.Linux = &specs.Linux{MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
+			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
 		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			if hc.MaskedPaths[len(hc.MaskedPaths)-1] != "/proc/extra" || len(hc.MaskedPaths) != len(dockerMaskedPaths)+1 {
 				t.Errorf("MaskedPaths %v", hc.MaskedPaths)

@@ -188,7 +188,7 @@ func TestEngineRun(t *testing.T) {
 	ctx := context.Background()
 	p := enginePlan(t, "run")
 	p.Privilege = privilege.Reduced
-	p.Spec.Linux = &specs.Linux{Seccomp: planner.SeccompProfile(privilege.Reduced)}
+	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, Seccomp: planner.SeccompProfile(privilege.Reduced)}
 	out := grantDirs(t, p)
 	if err := b.Check(ctx, p); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 	// Root as the invoking user, with the planner's profile and paths:
 	// still nothing writable outside /tmp, no ptrace.
 	p.Spec.Process.User = specs.User{UID: 0, GID: 0}
-	p.Spec.Linux = &specs.Linux{
+	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources,
 		Seccomp:       planner.SeccompProfile(privilege.SameAsUser),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
@@ -449,7 +449,7 @@ func TestEngineInitDies(t *testing.T) {
 func TestEnginePidsLimit(t *testing.T) {
 	b := engineBackend(t)
 	p := enginePlan(t, "pids")
-	p.Limits.Pids = 16
+	setPids(p, 16)
 	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", `
 import os, time

@@ -32,7 +32,7 @@ func warmPlan(t *testing.T, name string) *isolation.Plan {
 		t.Fatal(err)
 	}
 	p.Privilege = privilege.Reduced
-	p.Spec.Linux = &specs.Linux{
+	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources,
 		Seccomp:       planner.SeccompProfile(privilege.Reduced),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
@@ -95,7 +95,7 @@ func assertWarmGone(t *testing.T, b *Backend, p *isolation.Plan) {
 func TestEngineWarmClaim(t *testing.T) {
 	b := engineBackend(t)
 	p := warmPlan(t, "warm")
-	p.Limits.Pids = 77
+	setPids(p, 77)
 	w := prestartFor(t, b, p)
 	sb := claimFor(t, b, w, p)
 	ctx := context.Background()

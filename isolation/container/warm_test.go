@@ -34,7 +34,8 @@ func TestWarmKey(t *testing.T) {
 		"environment":         func(p *isolation.Plan) { p.Spec.Process.Env = []string{"SECRET=1"} },
 		"working directory":   func(p *isolation.Plan) { p.Spec.Process.Cwd = "/elsewhere" },
 		"memory, pids, cpu": func(p *isolation.Plan) {
-			p.Limits.MemoryBytes, p.Limits.Pids, p.Limits.CPUs = 1<<30, 7, 0.5
+			p.Limits.MemoryBytes, p.Limits.CPUs = 1<<30, 0.5
+			setPids(p, 7)
 		},
 	}
 	for name, change := range same {
@@ -53,7 +54,9 @@ func TestWarmKey(t *testing.T) {
 		"rlimits": func(p *isolation.Plan) {
 			p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 64, Hard: 64}}
 		},
-		"masked paths": func(p *isolation.Plan) { p.Spec.Linux = &specs.Linux{MaskedPaths: []string{"/proc/x"}} },
+		"masked paths": func(p *isolation.Plan) {
+			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/x"}}
+		},
 	}
 	seen := map[string]string{key: "base"}
 	for name, change := range differ {

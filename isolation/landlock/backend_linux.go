@@ -209,7 +209,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
 		}
 	}
-	host := process.UsableCgroup(p.Limits)
+	host := process.UsableCgroup(p)
 	if host == nil {
 		rl := process.RlimitConfine(p.Limits, !c.root)
 		conf.Rlimits = mergeRlimits(conf.Rlimits, rl.Rlimits)

@@ -45,6 +45,10 @@ func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.
 	if limits.KillGrace == 0 {
 		limits.KillGrace = 100 * time.Millisecond
 	}
+	if limits.Pids > 0 { // as the planner writes it: the init's spare threads above the tool's
+		n := limits.Pids + isolation.InitSpareThreads
+		spec.Linux.Resources.Pids = &specs.LinuxPids{Limit: &n}
+	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierLandlock, Privilege: privilege.SameAsUser, Spec: spec,
 		Limits: limits, Scratch: filepath.Join(t.TempDir(), "scratch")}
 }

@@ -1,6 +1,8 @@
 package none_test
 
 import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -29,8 +31,13 @@ var seq atomic.Int64
 
 func plan(t *testing.T, limits isolation.Limits) *isolation.Plan {
 	id := fmt.Sprintf("nonetest-%d-%d", os.Getpid(), seq.Add(1))
+	spec := sandbox.DefaultSpec(id, privilege.SameAsUser)
+	if limits.Pids > 0 { // as the planner writes it: the init's spare threads above the tool's
+		n := limits.Pids + isolation.InitSpareThreads
+		spec.Linux.Resources.Pids = &specs.LinuxPids{Limit: &n}
+	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: privilege.SameAsUser,
-		Spec: sandbox.DefaultSpec(id, privilege.SameAsUser), Limits: limits}
+		Spec: spec, Limits: limits}
 }
 
 func exec(t *testing.T, sb isolation.Sandbox, ctx context.Context, script string) (string, isolation.Exit, error) {

@@ -91,8 +91,8 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if p.Tier != isolation.TierProcess {
 		return nil, nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
 	}
-	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 {
-		return nil, nil, fmt.Errorf("check plan: memory and pids limits are required: %w", ErrBadPlan)
+	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 || isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
+		return nil, nil, fmt.Errorf("check plan: memory and pids limits are required, and the spec's pids limit must hold the tool's and the init's spare threads: %w", ErrBadPlan)
 	}
 	f := b.features(ctx)
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
@@ -119,7 +119,7 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if f.cgroups == nil {
 		return nil, nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
 	}
-	if errs := f.cgroups.Missing(resources(p.Limits)); len(errs) > 0 {
+	if errs := f.cgroups.Missing(resources(p)); len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
@@ -153,15 +153,13 @@ func cgroupRunID(id string) (string, error) {
 	return id, nil
 }
 
-func resources(l isolation.Limits) cgroup.Resources {
-	// The init's threads count within the run's pids limit, except the
-	// spare ones it keeps so that a tool taking every pid cannot starve
-	// it (sbinit.SpareThreads): those are above the tool's limit.
-	r := cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}
-	if r.Pids > 0 {
-		r.Pids += sbinit.SpareThreads
-	}
-	return r
+// resources are the run's cgroup limits. The pids limit is the spec's:
+// the planner put the init's spare threads above the tool's limit there
+// (isolation.InitSpareThreads), so that a tool taking every pid cannot
+// starve the init, and what explain shows is what the cgroup gets.
+func resources(p *isolation.Plan) cgroup.Resources {
+	l := p.Limits
+	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: isolation.SpecPids(p.Spec), CPUs: l.CPUs}
 }
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
@@ -191,19 +189,19 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 		cwd = p.Spec.Process.Cwd
 	}
 	cfg := &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true, KillTree: true}
-	host := UsableCgroup(p.Limits)
-	if host == nil && resources(p.Limits) != (cgroup.Resources{}) {
+	host := UsableCgroup(p)
+	if host == nil && resources(p) != (cgroup.Resources{}) {
 		cfg.Confine = RlimitConfine(p.Limits, true)
 		cfg.Confine.LimitsOnly = true
 	}
 	return StartOutside(ctx, p, exe, host, cfg)
 }
 
-// UsableCgroup is the cgroup hierarchy that can hold a run with limits
-// l, or nil when there is none this process may use (a container's
-// read-only cgroupfs) or l has no limit a cgroup would hold.
-func UsableCgroup(l isolation.Limits) *cgroup.Host {
-	r := resources(l)
+// UsableCgroup is the cgroup hierarchy that can hold the run of p, or
+// nil when there is none this process may use (a container's read-only
+// cgroupfs) or p has no limit a cgroup would hold.
+func UsableCgroup(p *isolation.Plan) *cgroup.Host {
+	r := resources(p)
 	if r == (cgroup.Resources{}) {
 		return nil
 	}
@@ -271,6 +269,12 @@ func StartOutside(ctx context.Context, p *isolation.Plan, exe string, host *cgro
 // the run needs no cgroup (none tier without limits); m is the run's user
 // namespace, nil for none.
 func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
+	// The init shares the cgroup's pids limit: a spec that does not hold
+	// the tool's limit and its spare threads would take them from the
+	// tool, or leave a cgroup without one.
+	if p.Limits.Pids > 0 && isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
+		return nil, fmt.Errorf("start: the spec's pids limit %d does not hold the tool's %d and the init's spare threads: %w", isolation.SpecPids(p.Spec), p.Limits.Pids, ErrBadPlan)
+	}
 	var sk *sbinit.Skeleton
 	if cfg.BuildRoot {
 		s := cfg.Skeleton()
@@ -283,9 +287,9 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 	var l *launched
 	var err error
 	if afterStart {
-		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, nil, nil)
+		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p), cfg.BuildRoot, m, nil, nil)
 	} else {
-		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p.Limits), cfg.BuildRoot, m, sk, cfg)
+		l, err = launch(ctx, sp, p.RunID, exe, host, resources(p), cfg.BuildRoot, m, sk, cfg)
 	}
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
@@ -34,12 +36,16 @@ func TestTailBufferKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
-// The init's spare threads are added to a pids limit, never made one.
+// The cgroup's pids limit is the spec's, which the planner made the
+// tool's and the init's spare threads; nothing is added here, and no
+// limit is made from none.
 func TestResourcesSpareThreads(t *testing.T) {
-	if r := resources(isolation.Limits{}); r.Pids != 0 {
+	if r := resources(&isolation.Plan{Spec: &specs.Spec{}}); r.Pids != 0 {
 		t.Errorf("no pids limit became %d", r.Pids)
 	}
-	if r := resources(isolation.Limits{Pids: 24}); r.Pids != 24+sbinit.SpareThreads {
-		t.Errorf("pids limit 24 became %d, want %d", r.Pids, 24+sbinit.SpareThreads)
+	n := int64(24 + sbinit.SpareThreads)
+	p := &isolation.Plan{Limits: isolation.Limits{Pids: 24}, Spec: &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &n}}}}}
+	if r := resources(p); r.Pids != n {
+		t.Errorf("pids limit 24 (spec %d) became %d, want the spec's", n, r.Pids)
 	}
 }

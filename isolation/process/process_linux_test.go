@@ -46,7 +46,7 @@ var runSeq atomic.Int64
 func testPlan(t testing.TB, priv privilege.Privilege, opts ...sandbox.SpecOpt) *isolation.Plan {
 	t.Helper()
 	id := fmt.Sprintf("test-%d-%d", os.Getpid(), runSeq.Add(1))
-	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64)}
+	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64 + isolation.InitSpareThreads)}
 	if priv == privilege.SameAsUser {
 		base = append(base, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
 	}
@@ -236,6 +236,8 @@ func TestForkBombStopped(t *testing.T) {
 	needRoot(t)
 	p := testPlan(t, privilege.SameAsUser)
 	p.Limits.Pids = 16
+	pids := int64(16 + isolation.InitSpareThreads)
+	p.Spec.Linux.Resources.Pids.Limit = &pids
 	sb := start(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

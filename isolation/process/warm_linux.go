@@ -217,7 +217,7 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 	// nothing of the run before it is ready, and nothing of the run runs
 	// before Claim has returned.
 	if l.cg != nil {
-		if err := l.cg.Update(resources(p.Limits)); err != nil {
+		if err := l.cg.Update(resources(p)); err != nil {
 			return fail(err)
 		}
 	}

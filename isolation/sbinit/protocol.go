@@ -381,8 +381,6 @@ func warmDecoder() {
 }
 
 // SpareThreads is how many idle threads the init keeps for its Go runtime
-// beyond those it made by itself, before its first command: it shares the
-// run's pids limit with the commands, and a runtime that cannot start a
-// thread dies. A run's pids limit is raised by as many, so that they are
-// not the tool's loss.
-const SpareThreads = 2
+// (isolation.InitSpareThreads, which the planner adds to the spec's pids
+// limit).
+const SpareThreads = isolation.InitSpareThreads

@@ -255,6 +255,7 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f := specFacts(pl.Spec, string(pl.Privilege))
 	f.Planned = true
 	f.Tier = string(pl.Tier)
+	f.ToolPids = pl.Limits.Pids
 	f.Timeout = pl.Limits.Timeout
 	f.KillGrace = pl.Limits.KillGrace
 	f.TmpfsBytes = pl.Limits.TmpfsBytes
