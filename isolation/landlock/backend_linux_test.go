@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
@@ -86,7 +87,7 @@ func (s *syncBuffer) String() string {
 func start(t *testing.T, p *isolation.Plan) isolation.Sandbox {
 	t.Helper()
 	if sbinit.LandlockABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testenv.Need(t, "Landlock", errors.New("this kernel has no Landlock"))
 	}
 	sb, err := landlock.New().Start(context.Background(), p)
 	if err != nil {
