@@ -193,3 +193,124 @@ func sameJSON(a, b string) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// TestImportFunctionDeclarations: an OpenAI function, an Anthropic tool
+// and an MCP tools/list answer are recognised; without a command import
+// says what is missing; with --bash each becomes a definition that runs,
+// its values keeping their JSON types.
+func TestImportFunctionDeclarations(t *testing.T) {
+	begin(t)
+	testenv.NeedCommand(t, "python3")
+	cwd := workdir(t, map[string]string{
+		"openai.json":    `{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}, "units": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}}`,
+		"anthropic.json": `{"name": "sum_numbers", "description": "Add numbers", "input_schema": {"type": "object", "properties": {"numbers": {"type": "array", "items": {"type": "number"}}}, "required": ["numbers"]}}`,
+		"mcp.json":       `{"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "echo-object", "description": "Echo an object", "inputSchema": {"type": "object", "properties": {"obj": {"type": "object"}, "flag": {"type": "boolean"}}, "required": ["obj"]}}, {"name": "other", "inputSchema": {"type": "object", "properties": {}}}]}}`,
+	})
+	for _, tc := range []struct {
+		file, format string
+		args         []string
+		tool, params string
+		want         string
+	}{
+		{"openai.json", "an OpenAI function declaration", []string{"--bash", `printf '%s|%s|%s\n' {city} "{days}" {units}`},
+			"get_weather", `{"city": "Saint-Étienne \"d'Or\" $(id)", "days": 3, "units": "c"}`, "Saint-Étienne \"d'Or\" $(id)|3|c\n"},
+		{"anthropic.json", "an Anthropic tool declaration", []string{"--bash", `python3 -c 'import json, sys; print(sum(json.loads(sys.argv[1])))' {numbers}`},
+			"sum_numbers", `{"numbers": [1, 2.5, -4]}`, "-0.5\n"},
+		{"mcp.json", "an MCP tools/list answer", []string{"--tool", "echo-object", "--bash", `printf '%s %s\n' {obj} {flag}`},
+			"echo-object", `{"obj": {"k": ["v", 1]}, "flag": false}`, `{"k":["v",1]} false` + "\n"},
+	} {
+		c := sandboxed(t, cwd, "tool", "import", tc.file)
+		if c.code != 2 || !strings.Contains(c.stderr, "it is "+tc.format) || !strings.Contains(c.stderr, "--bash") {
+			t.Errorf("import %s without a command: exit %d\n%s%s", tc.file, c.code, c.stdout, c.stderr)
+		}
+		c = sandboxed(t, cwd, append([]string{"tool", "import", tc.file}, tc.args...)...)
+		if c.code != 0 {
+			t.Errorf("import %s %v: exit %d\n%s%s", tc.file, tc.args, c.code, c.stdout, c.stderr)
+			continue
+		}
+		r, rc := runJSON(t, cwd, "--params-json", tc.params, tc.tool)
+		expect(t, r, rc, "ok", 0)
+		if r.Stdout != tc.want {
+			t.Errorf("%s: stdout %q, want %q", tc.tool, r.Stdout, tc.want)
+		}
+	}
+	if v := sandboxed(t, cwd, "tool", "validate", filepath.Join(cwd, ".sandboxed", "tools")); v.code != 0 {
+		t.Errorf("tool validate of the imports: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// TestPythonAnalyzeData: a python: tool of the corpus's analyze-data shape
+// (the path in '…', the analysis type compared in '…', a number bare in
+// code) runs, and a FILE_PATH holding quotes, backslashes and a newline
+// stays one literal string.
+func TestPythonAnalyzeData(t *testing.T) {
+	begin(t)
+	testenv.NeedCommand(t, "python3")
+	name := "we'ird \"na\\me\nx.csv"
+	cwd := workdir(t, map[string]string{
+		name: "city,temp\nParis,21\nOslo,12\nParis,23\nLima,19\n",
+		"analyze-data.yaml": `name: analyze-data
+description: Analyze data from a CSV file using Python
+python: |
+  import csv
+  import sys
+
+  # Read the CSV file: {FILE_PATH}
+  with open('{FILE_PATH}', newline='') as f:
+      data = list(csv.DictReader(f))
+
+  # Perform analysis based on type
+  if '{ANALYSIS_TYPE}' == 'summary':
+      result = "%d rows" % len(data)
+  elif '{ANALYSIS_TYPE}' == 'head':
+      result = [r['city'] for r in data[:{NUM_ROWS}]]
+  elif '{ANALYSIS_TYPE}' == 'unique':
+      result = sorted(set(r["{COLUMN}"] for r in data))
+  else:
+      print("Unknown analysis type")
+      sys.exit(1)
+  print(result)
+  print(repr("""{FILE_PATH}"""))
+parameters:
+  FILE_PATH: {type: string, description: Path to the CSV file, required: true}
+  ANALYSIS_TYPE: {type: string, description: "summary, head or unique", default: summary}
+  NUM_ROWS: {type: number, description: rows for head, default: 5}
+  COLUMN: {type: string, description: column for unique, default: city}
+security:
+  required-permissions: ["filesystem:read:."]
+tags: [read]
+`,
+	})
+	if v := sandboxed(t, cwd, "tool", "validate", "analyze-data.yaml"); v.code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	path := filepath.Join(cwd, name)
+	quoted := "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(path) + "'"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ANALYSIS_TYPE=summary"}, "4 rows\n"},
+		{[]string{"ANALYSIS_TYPE=head", "NUM_ROWS=2"}, "['Paris', 'Oslo']\n"},
+		{[]string{"ANALYSIS_TYPE=unique", "COLUMN=city"}, "['Lima', 'Oslo', 'Paris']\n"},
+		{[]string{"ANALYSIS_TYPE=it's \"not\" one"}, "Unknown analysis type\n"},
+	} {
+		args := append([]string{"analyze-data.yaml", "FILE_PATH=" + path}, tc.args...)
+		r, rc := runJSON(t, cwd, args...)
+		want := tc.want + quoted + "\n"
+		if strings.HasPrefix(tc.want, "Unknown") {
+			expect(t, r, rc, "failed", 1)
+			want = tc.want
+		} else {
+			expect(t, r, rc, "ok", 0)
+		}
+		if r.Stdout != want {
+			t.Errorf("%v: stdout %q, want %q (stderr %s)", tc.args, r.Stdout, want, r.Stderr)
+		}
+	}
+	// A string where the program wants a number is refused, not run.
+	c := sandboxed(t, cwd, "run", "analyze-data.yaml", "FILE_PATH="+path, "ANALYSIS_TYPE=head", "NUM_ROWS=2); import os; (1")
+	if c.code != 2 {
+		t.Errorf("NUM_ROWS with code: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+}

@@ -112,6 +112,13 @@ func init() {
 		{"pwsh", "COMMAND", catExec, "PowerShell command to run", execSetter(ExecPwsh)},
 		{"run", "COMMAND", catExec, "command to run directly, without a shell", execSetter(ExecRun)},
 		{"script", "SCRIPT", catExec, "script content (with --shell)", execSetter(ExecScript)},
+		{"python", "SCRIPT", catExec, "Python program to run (python3 -c), as the python: key", func(p *addParser, v string) error {
+			if err := execSetter(ExecScript)(p, v); err != nil {
+				return err
+			}
+			return p.setShell("python3")
+		}},
+		{"commands", "PLATFORM=COMMAND", catExec, "a command per platform (default, linux, macos, unix, windows; repeatable), as the commands: key", (*addParser).addPlatformCommand},
 		{"shell", "SHELL", catExec, "shell that runs --script", (*addParser).setShell},
 		{"platform", "PLATFORM", catExec, "supported platform: windows, linux, macos (repeatable)", func(p *addParser, v string) error {
 			p.def.Platforms = append(p.def.Platforms, v)
@@ -430,11 +437,42 @@ func execSetter(kind ExecKind) func(p *addParser, v string) error {
 			return nil
 		}
 		if p.topExec {
-			return usageErr(fmt.Errorf("tool add: --%s: the tool already has a command; give one of --bash, --cmd, --pwsh, --run, --script (or use --step for several)", kind))
+			return usageErr(fmt.Errorf("tool add: --%s: the tool already has a command; give one of --bash, --cmd, --pwsh, --run, --script, --python or --commands (or use --step for several)", kind))
 		}
 		p.def.Exec, p.def.Commands, p.topExec = ex, nil, true
 		return nil
 	}
+}
+
+// addPlatformCommand reads --commands PLATFORM=COMMAND.
+func (p *addParser) addPlatformCommand(v string) error {
+	plat, cmd, ok := strings.Cut(v, "=")
+	known := []string{"default", "linux", "macos", "unix", "windows"}
+	if !ok || !inStrings(known, plat) {
+		return usageErr(fmt.Errorf("tool add: --commands %q: write PLATFORM=COMMAND, PLATFORM one of %s", v, strings.Join(known, ", ")))
+	}
+	if p.topExec && p.def.Commands == nil {
+		return usageErr(errors.New("tool add: --commands: the tool already has a command; give one of --bash, --cmd, --pwsh, --run, --script, --python or --commands (or use --step for several)"))
+	}
+	if p.def.Commands == nil {
+		p.def.Commands, p.def.Exec, p.topExec = &PlatformCommands{}, nil, true
+	}
+	c := p.def.Commands
+	if plat == "default" {
+		if c.Default != "" {
+			return usageErr(errors.New("tool add: --commands default=… given twice"))
+		}
+		c.Default = cmd
+		return nil
+	}
+	if c.Platforms == nil {
+		c.Platforms = map[string]string{}
+	}
+	if _, dup := c.Platforms[plat]; dup {
+		return usageErr(fmt.Errorf("tool add: --commands %s=… given twice", plat))
+	}
+	c.Platforms[plat] = cmd
+	return nil
 }
 
 func (p *addParser) setShell(v string) error {
@@ -570,8 +608,18 @@ func (p *addParser) addParameter(v string) error {
 	if !split || !stepNameRe().MatchString(name) {
 		name = v
 		d, ok := p.next()
+		if k, _, opt := strings.Cut(d, "="); ok && opt && inStrings(paramOptions, k) {
+			// An option where the description goes: say so, with the
+			// options where they belong.
+			p.i--
+			ok = false
+		}
 		if !ok {
-			return usageErr(fmt.Errorf(`tool add: --parameter %s needs a description: --parameter %s "DESC" [KEY=VALUE...]`, v, v))
+			rest := ""
+			for j := p.i; j < len(p.args) && !strings.HasPrefix(p.args[j], "--"); j++ {
+				rest += " " + p.args[j]
+			}
+			return usageErr(fmt.Errorf(`tool add: --parameter %s needs a description before its options: --parameter %s "what the value means"%s`, v, v, rest))
 		}
 		desc = d
 	}

@@ -3,6 +3,7 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,42 @@ func TestParseAddArgs(t *testing.T) {
 	}
 	if len(AddFlags()) < 60 {
 		t.Errorf("AddFlags lists %d flags", len(AddFlags()))
+	}
+}
+
+// TestAddCommandKinds: tool add takes every command kind the loader does,
+// and a --parameter without a description says so where the options are.
+func TestAddCommandKinds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--python", "print('{X}')"}, "script: print('{X}')\nshell: python3\n"},
+		{[]string{"--commands", "default=echo {X}", "--commands", "windows=echo %X%"}, "commands:\n  default: echo {X}\n  platforms:\n    windows: echo %X%\n"},
+		{[]string{"--step", "s", "--python", "print(1)"}, "    script: print(1)\n    shell: python3\n"},
+	} {
+		args := append([]string{"t", "--description", "d", "--parameter", "X", "x"}, tc.args...)
+		req, err := ParseAddArgs(args)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		out, err := Marshal(req.Def, "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(out, "t.yaml"); err != nil {
+			t.Errorf("%v: does not load: %v\n%s", tc.args, err, out)
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: got\n%s\nwant %q", tc.args, out, tc.want)
+		}
+	}
+	_, err := ParseAddArgs([]string{"t", "--description", "d", "--bash", "echo {X}", "--parameter", "X", "type=number", "required=true"})
+	if !errors.Is(err, ErrBadArgs) || !strings.Contains(err.Error(), `--parameter X needs a description before its options: --parameter X "what the value means" type=number required=true`) {
+		t.Errorf("missing description: %v", err)
+	}
+	if _, err := ParseAddArgs([]string{"t", "--description", "d", "--bash", "x", "--commands", "default=y"}); !errors.Is(err, ErrBadArgs) {
+		t.Errorf("two commands: %v", err)
 	}
 }

@@ -265,7 +265,7 @@ func hasSchemaType(v any, t string) bool {
 func coerceSchema(s ParamSchema, in any) (any, error) {
 	types, typed := schemaTypes(s)
 	if t, isText := in.(Text); isText {
-		return readSchemaText(string(t), types, typed)
+		return readSchemaText(s, string(t), types, typed)
 	}
 	v := normalizeJSON(in)
 	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
@@ -280,15 +280,17 @@ func coerceSchema(s ParamSchema, in any) (any, error) {
 		}
 	}
 	if str, ok := v.(string); ok {
-		return readSchemaText(str, types, typed)
+		return readSchemaText(s, str, types, typed)
 	}
 	return nil, fmt.Errorf("want %s, got %s", typeList(types), typeName(v))
 }
 
 // readSchemaText reads command-line text as the first of types it parses
 // as, string last. With no types (any JSON value), text that is JSON is
-// that value, else the string.
-func readSchemaText(text string, types []string, typed bool) (any, error) {
+// that value, else the string. Where an array is allowed and a string is
+// not, text that is no JSON array is a comma-separated list, each item
+// read by the items schema.
+func readSchemaText(s map[string]any, text string, types []string, typed bool) (any, error) {
 	if !typed {
 		if v, ok := parseJSONText(text); ok {
 			return v, nil
@@ -305,6 +307,24 @@ func readSchemaText(text string, types []string, typed bool) (any, error) {
 	}
 	if inList(types, "string") {
 		return text, nil
+	}
+	if inList(types, "array") {
+		items, _ := s["items"].(map[string]any)
+		if items == nil {
+			items = map[string]any{}
+		}
+		its, ityped := schemaTypes(items)
+		out := []any{}
+		if strings.TrimSpace(text) != "" {
+			for _, part := range strings.Split(text, ",") {
+				v, err := readSchemaText(items, strings.TrimSpace(part), its, ityped)
+				if err != nil {
+					return nil, fmt.Errorf("%q is not a JSON array, nor a list whose items are %s", text, typeList(its))
+				}
+				out = append(out, v)
+			}
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("%q is not %s", text, typeList(types))
 }

@@ -23,7 +23,9 @@ const unionDump = `{"name":"shape","description":"shapes","parameters":{"type":"
  "ao":{"type":"array","items":{"type":"object","required":["k"]}},
  "o":{"type":"object","properties":{"n":{"type":"number"}},"additionalProperties":false},
  "e":{"enum":["a",2]},
- "s":{"type":"string"}},"required":[]}}`
+ "s":{"type":"string"},
+ "ss":{"type":"array","items":{"type":"string"}},
+ "ns":{"type":"array","items":{"type":"number"}}},"required":[]}}`
 
 // TestDiscoveredTypesPassThrough binds a discovered tool whose script
 // declares unions, untyped, integer, array-of-object and object
@@ -76,6 +78,8 @@ func TestDiscoveredTypesPassThrough(t *testing.T) {
 		{"integer", js(`{"i": 3}`), `{"i":3}`},
 		{"array of objects", js(`{"ao": [{"k": 1}, {"k": "x", "z": [1]}]}`), `{"ao":[{"k":1},{"k":"x","z":[1]}]}`},
 		{"array text", Input{"ao": Text(`[{"k": 2}]`)}, `{"ao":[{"k":2}]}`},
+		{"array of strings as a list", Input{"ss": Text("a b, c")}, `{"ss":["a b","c"]}`},
+		{"array of numbers as a list", Input{"ns": Text("1, 2.5")}, `{"ns":[1,2.5]}`},
 		{"object", js(`{"o": {"n": 2.5}}`), `{"o":{"n":2.5}}`},
 		{"enum number", js(`{"e": 2}`), `{"e":2}`},
 		{"enum text", Input{"e": Text("2")}, `{"e":2}`},
@@ -119,6 +123,7 @@ func TestDiscoveredTypesPassThrough(t *testing.T) {
 		{"additional property", js(`{"o": {"m": 1}}`), "property m is not allowed"},
 		{"nested type", js(`{"o": {"n": "2"}}`), "n: want a number, got a string"},
 		{"enum", js(`{"e": "b"}`), "not one of the allowed values"},
+		{"list item of the wrong type", Input{"ns": Text("1,x")}, `"1,x" is not a JSON array, nor a list whose items are a number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Bind(def, tc.in, BindEnv{Workspace: dir})

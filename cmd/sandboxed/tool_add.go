@@ -34,7 +34,9 @@ Flags may come in any order, except that:
                            flags below (--continue-on-error ... --with) apply
                            to the last --step given. Steps run with bash; a
                            --step NAME with no command may be followed by
-                           --bash/--cmd/--pwsh/--run/--script to give it one.
+                           --bash/--cmd/--pwsh/--run/--script/--python to
+                           give it one. --commands PLATFORM=COMMAND (repeatable)
+                           gives the tool a command per platform.
   --parameter NAME "DESC" [KEY=VALUE...]   (or --parameter NAME=DESC ...)
                            KEY is type, required, default, validation-min,
                            validation-max, validation-pattern, transform,
@@ -98,22 +100,30 @@ func toolAddAction(c *cli.Context) error {
 	if sc == tool.ScopeAny {
 		return usageError(errors.New("--scope any: tool add writes to one scope; use local, user or global"))
 	}
-	data, err := tool.Marshal(p.Def, "yaml")
+	return writeDefinition(c, p.Def, sc, p.Overwrite, p.DryRun, "add", "the flags")
+}
+
+// writeDefinition checks def exactly as a file is checked and writes it
+// as NAME.yaml into the scope's directory (or prints it with dryRun). verb
+// and from name the command and what the definition was built from, for
+// messages.
+func writeDefinition(c *cli.Context, def *tool.Definition, sc tool.Scope, overwrite, dryRun bool, verb, from string) error {
+	data, err := tool.Marshal(def, "yaml")
 	if err != nil {
 		return err
 	}
-	label := "<generated " + p.Def.Name + ".yaml>"
+	label := "<generated " + def.Name + ".yaml>"
 	parsed, err := tool.Parse(data, label)
 	if err != nil {
-		fmt.Fprintf(c.App.ErrWriter, "sandboxed: the definition built from the flags does not validate:\n%s", numbered(data))
-		return fmt.Errorf("add tool %s: nothing written:\n%w", p.Def.Name, err)
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: the definition built from %s does not validate:\n%s", from, numbered(data))
+		return fmt.Errorf("%s tool %s: nothing written:\n%w", verb, def.Name, err)
 	}
 	// Write what the loader read back, so the defaults it fills in
 	// (isolation, privilege) are written out.
 	if data, err = tool.Marshal(parsed, "yaml"); err != nil {
 		return err
 	}
-	if p.DryRun {
+	if dryRun {
 		_, err := c.App.Writer.Write(data)
 		return err
 	}
@@ -122,27 +132,28 @@ func toolAddAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dst := filepath.Join(dir, p.Def.Name+".yaml")
-	if err := checkNameFree(s, sc, p.Def.Name, dst); err != nil {
+	dst := filepath.Join(dir, def.Name+".yaml")
+	if err := checkNameFree(s, sc, def.Name, dst); err != nil {
 		return err
 	}
-	yml := filepath.Join(dir, p.Def.Name+".yml")
+	yml := filepath.Join(dir, def.Name+".yml")
 	_, ymlErr := os.Lstat(yml)
-	if ymlErr == nil && !p.Overwrite {
-		return usageError(fmt.Errorf("add tool %s: write %s: %w (hint: pass --overwrite to replace it)", p.Def.Name, yml, tool.ErrExists))
+	if ymlErr == nil && !overwrite {
+		return usageError(fmt.Errorf("%s tool %s: write %s: %w (hint: pass --overwrite to replace it)", verb, def.Name, yml, tool.ErrExists))
 	}
-	if err := tool.WriteAtomic(dst, data, p.Overwrite); err != nil {
-		return exists(fmt.Errorf("add tool %s: %w", p.Def.Name, err))
+	if err := tool.WriteAtomic(dst, data, overwrite); err != nil {
+		return exists(fmt.Errorf("%s tool %s: %w", verb, def.Name, err))
 	}
 	if ymlErr == nil {
 		// --overwrite: NAME.yaml replaces NAME.yml, which would otherwise
 		// claim the same name.
 		if err := os.Remove(yml); err != nil {
-			return fmt.Errorf("add tool %s: remove the old %s: %w", p.Def.Name, yml, err)
+			return fmt.Errorf("%s tool %s: remove the old %s: %w", verb, def.Name, yml, err)
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "added %s to the %s scope: %s\n", p.Def.Name, sc, dst)
-	noteOtherScopes(c, s, p.Def.Name, dst)
+	past := map[string]string{"add": "added", "import": "imported"}[verb]
+	fmt.Fprintf(c.App.Writer, "%s %s to the %s scope: %s\n", past, def.Name, sc, dst)
+	noteOtherScopes(c, s, def.Name, dst)
 	return nil
 }
 

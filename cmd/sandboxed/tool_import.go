@@ -20,10 +20,25 @@ var toolImportCommand = &cli.Command{
 	Description: `The file is validated first and copied as it is (comments kept) to the
 scope's directory as NAME.yaml, where NAME is the tool's name. Nothing is
 written when it does not validate. An existing tool of that name in the scope
-is replaced only with --overwrite.`,
+is replaced only with --overwrite.
+
+FILE may also be a function declaration: an OpenAI function ({"type":
+"function", "function": {...}} or {name, description, parameters}), an
+Anthropic tool ({name, description, input_schema}), or an MCP tools/list
+answer ({"tools": [...]}, or the JSON-RPC response holding it). Those say what
+a tool takes but not what it runs: give the command with --bash (or --run,
+without a shell), placing each parameter as {NAME}, and --tool NAME when the
+file declares several. The definition gets the declaration's name,
+description and parameters (each with its own JSON Schema, so values keep
+their JSON types), the tags run and imported (the command is yours: the
+execute tier) and CYCOD's defaults (process tier, same-as-user).`,
 	Flags: []cli.Flag{
 		writeScopeFlag,
 		&cli.BoolFlag{Name: "overwrite", Usage: "replace the tool if the scope already has it"},
+		&cli.StringFlag{Name: "bash", Usage: "for a function declaration: the bash `COMMAND` that runs it"},
+		&cli.StringFlag{Name: "run", Usage: "for a function declaration: the `COMMAND` that runs it, without a shell"},
+		&cli.StringFlag{Name: "tool", Usage: "for a file of several declarations: the `NAME` to import"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the definition made of a function declaration; write nothing"},
 	},
 	Action: func(c *cli.Context) error {
 		args, err := toolArgs(c)
@@ -35,6 +50,9 @@ is replaced only with --overwrite.`,
 		}
 		scope, err := writeScope(c)
 		if err != nil {
+			return err
+		}
+		if done, err := importFunction(c, args[0], scope); done {
 			return err
 		}
 		s := scopes()
@@ -59,6 +77,35 @@ is replaced only with --overwrite.`,
 		noteOtherScopes(c, s, def.Name, path)
 		return nil
 	},
+}
+
+// importFunction imports FILE when it is a function declaration; done is
+// false when it is not (and no declaration flag was given).
+func importFunction(c *cli.Context, file string, scope tool.Scope) (done bool, err error) {
+	cmd := tool.ImportCommand{Tool: c.String("tool")}
+	switch {
+	case c.String("bash") != "" && c.String("run") != "":
+		return true, usageError(errors.New("tool import: give one of --bash and --run"))
+	case c.String("bash") != "":
+		cmd.Kind, cmd.Command = tool.ExecBash, c.String("bash")
+	case c.String("run") != "":
+		cmd.Kind, cmd.Command = tool.ExecRun, c.String("run")
+	}
+	f, ok, err := tool.ReadFunctionFile(file)
+	if err != nil {
+		return true, fmt.Errorf("tool import: %w", err)
+	}
+	if !ok {
+		if cmd.Command != "" || cmd.Tool != "" || c.Bool("dry-run") {
+			return true, usageError(fmt.Errorf("tool import: %s is not a function declaration (OpenAI, Anthropic or MCP JSON); --bash, --run, --tool and --dry-run go with those, and a definition file is imported as it is", file))
+		}
+		return false, nil
+	}
+	def, err := tool.DefinitionFromFunction(f, file, cmd)
+	if err != nil {
+		return true, usageError(err)
+	}
+	return true, writeDefinition(c, def, scope, c.Bool("overwrite"), c.Bool("dry-run"), "import", file)
 }
 
 var toolRemoveCommand = &cli.Command{
