@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,6 +160,76 @@ commands:
 		cl := sandboxed(t, dir, "run", "--json", "--policy", bad, sh, "COMMAND=git status")
 		if cl.code != 2 || !strings.Contains(cl.stdout+cl.stderr, `the example "git push" does not match it`) {
 			t.Errorf("a policy whose example fails loaded: exit %d\n%s\n%s", cl.code, cl.stdout, cl.stderr)
+		}
+	})
+}
+
+// A host limited to N requests a minute gets N, then 429s: over plain
+// HTTP and over HTTPS whose TLS the proxy terminates (sandboxed.http), each
+// refusal recorded as quota_exceeded in the result's egress, its warnings
+// and the audit log.
+func TestQuotasAtTheProxy(t *testing.T) {
+	grants := []string{"network:external:web.test", "network:external:other.test"}
+	n := 2
+	forTiers(t, func(t *testing.T, tier string) {
+		// A count of its own per tier: the window is shared by every run
+		// of the suite's state directory.
+		n++
+		dir := workdir(t, nil)
+		pol := filepath.Join(dir, "policy.yaml")
+		must(t, os.WriteFile(pol, []byte(fmt.Sprintf(`version: 1
+network:
+  extra-ca: [%s]
+quotas:
+  - host: other.test
+    requests: %d
+    window: 1m
+  - host: web.test
+    requests: %d
+    window: 1m
+`, testNet.caFile, n, n)), 0o644))
+		script := fmt.Sprintf(`
+for i in $(seq %d); do curl -s -o /dev/null -w 'PLAIN:%%{''http_code}\n' http://other.test/echo/x; done
+for i in $(seq %d); do curl -s -o /dev/null -w 'TLS:%%{''http_code}\n' https://web.test/echo/x; done
+true`, n+2, n+2)
+		extra := "sandboxed:\n  http:\n    - host: web.test\n      methods: [GET]\nresources:\n  timeout: 60000\n"
+		tool := toolYAML(t, dir, tier, "quota", script, grants, extra)
+		r, c := runJSON(t, dir, append(append(approvals(grants...), "--policy", pol), tool)...)
+		expect(t, r, c, "ok", 0)
+		for _, proto := range []string{"PLAIN", "TLS"} {
+			want := strings.Repeat(proto+":200\n", n) + strings.Repeat(proto+":429\n", 2)
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("%s: want %d 200s then two 429s:\n%s\n%s", proto, n, r.Stdout, r.Stderr)
+			}
+		}
+		refused := map[string]int{}
+		for _, e := range r.Egress {
+			if e.Verdict == "quota_exceeded" {
+				refused[e.Host]++
+			}
+		}
+		if refused["other.test"] != 2 || refused["web.test"] != 2 {
+			t.Errorf("egress records of quota_exceeded: %v, want 2 per host: %+v", refused, r.Egress)
+		}
+		warned := 0
+		for _, w := range r.Warnings {
+			if strings.HasPrefix(w, "QUOTA_EXCEEDED:") && strings.Contains(w, "quotas[") {
+				warned++
+			}
+		}
+		if warned != 4 {
+			t.Errorf("warnings %q, want 4 naming the quota", r.Warnings)
+		}
+		audit, err := os.ReadFile(filepath.Join(env.stateDir, "audit.jsonl"))
+		must(t, err)
+		found := false
+		for _, line := range strings.Split(string(audit), "\n") {
+			if strings.Contains(line, r.RunID) && strings.Contains(line, `"quota_exceeded"`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the audit line of %s does not record quota_exceeded", r.RunID)
 		}
 	})
 }

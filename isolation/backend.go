@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 )
 
 // Tier names an isolation tier (internal/tier owns the values; the names
@@ -193,6 +194,9 @@ type Egress struct {
 	// the proxy trusts, besides the host's system roots, when it verifies
 	// the servers of the hosts whose TLS it terminates.
 	ExtraCA []string `json:"extra_ca,omitempty"`
+	// Quotas cap the requests and bytes of hosts (the policy's quotas):
+	// the proxy answers a request over a cap with HTTP 429.
+	Quotas []egress.Quota `json:"quotas,omitempty"`
 }
 
 // SandboxCABundle is where a run's trust bundle appears inside a

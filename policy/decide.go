@@ -256,7 +256,9 @@ type Decision struct {
 	EgressDeny []string `json:"egress_deny,omitempty"`
 	// ExtraCA are the policy's network.extra-ca files.
 	ExtraCA []string `json:"extra_ca,omitempty"`
-	Notes   []string `json:"notes,omitempty"`
+	// Quotas cap the requests and bytes of hosts at the egress proxy.
+	Quotas []Quota  `json:"quotas,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 var isoRank = map[tool.Isolation]int{tool.IsolationNone: 0, tool.IsolationProcess: 1, tool.IsolationContainer: 2}
@@ -338,6 +340,7 @@ func (p *Policy) Decide(req Request) Decision {
 		d.EgressDeny = append(d.EgressDeny, string(h))
 	}
 	d.ExtraCA = append(d.ExtraCA, p.Network.ExtraCA...)
+	d.Quotas = p.decideQuotas()
 	var limitItems []Item
 	d.Limits, limitItems = p.decideLimits(req)
 	d.Items = append(d.Items, limitItems...)

@@ -270,6 +270,20 @@ network:
   # (the hosts of sandboxed.credentials and sandboxed.http).
   extra-ca: []
 
+# Caps on what tools may send to hosts, at the egress proxy (spec 003's
+# external-API tier: rate limits, cost caps). A request over a cap gets HTTP
+# 429 and is recorded as quota_exceeded in the run's egress and the audit log.
+# The proxy counts the requests it sees (plain HTTP, and HTTPS to hosts whose
+# TLS it terminates: those of sandboxed.credentials and sandboxed.http) and
+# each connection of a tunnel it cannot look into. window: a sliding window
+# across every run of the user (kept in the state directory); 0 caps each
+# run. Bytes (up and down) are counted as connections end. E.g.:
+#   - host: api.example.com
+#     requests: 60
+#     bytes: 100MB
+#     window: 1m
+quotas: []
+
 environment:
   # env: grants denied: the ssh agent and Docker daemon addresses (keys to
   # the host), and the loader variables that inject code into host binaries

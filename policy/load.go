@@ -373,6 +373,9 @@ func (p *Policy) validate() error {
 			}
 		}
 	}
+	if err := p.checkQuotas(); err != nil {
+		return err
+	}
 	if c, err := p.compileCommands(); err != nil {
 		return err
 	} else if err := c.checkExamples(p); err != nil {

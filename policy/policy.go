@@ -31,6 +31,9 @@ type Policy struct {
 	Commands CommandRules `yaml:"commands"`
 	// Network are the egress rules.
 	Network NetworkRules `yaml:"network"`
+	// Quotas cap the requests and bytes a run may send to hosts
+	// (quotas.go).
+	Quotas []QuotaRule `yaml:"quotas"`
 	// Environment are the rules for env: grants.
 	Environment EnvRules `yaml:"environment"`
 	// Credentials are the rules for sandboxed.credentials.
@@ -351,6 +354,7 @@ func Default() *Policy {
 			Except: []PathPattern{"**/*.pub"},
 		},
 		Commands: CommandRules{Allow: []CommandRule{}, Deny: DefaultCommandDeny()},
+		Quotas:   []QuotaRule{},
 		Network: NetworkRules{
 			Allow:          []HostPattern{},
 			Deny:           []HostPattern{"metadata.google.internal", "169.254.169.254", "fd00:ec2::254"},

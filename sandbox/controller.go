@@ -181,6 +181,7 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 	if e := c.run(ctx, job, res, outs); e != nil {
 		res.Egress = e
 		res.Warnings = append(res.Warnings, credentialWarnings(e)...)
+		res.Warnings = append(res.Warnings, quotaWarnings(e)...)
 	}
 	// Protected paths the tool created where none existed to protect.
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)

@@ -178,6 +178,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	def := req.Def
 	notes := append(append([]string(nil), d.Notes...), br.comp.notes...)
+	notes = append(notes, quotaNotes(plan.Egress)...)
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}

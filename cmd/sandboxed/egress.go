@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
@@ -54,6 +55,10 @@ func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress, secrets 
 		for _, r := range e.HTTP {
 			cfg.HTTPRules = append(cfg.HTTPRules, egress.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
 		}
+	}
+	cfg.Quotas = e.Quotas
+	if len(cfg.Quotas) > 0 {
+		cfg.QuotaDir = filepath.Join(sandbox.StateDir(), "quotas")
 	}
 	p, err := egress.Start(ctx, cfg)
 	if err != nil {

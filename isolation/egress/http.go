@@ -131,6 +131,14 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 		return
 	}
 	defer p.release(up, &rec)
+	if !p.inspects(t) {
+		// An opaque tunnel: the proxy sees one connection, not requests.
+		if ref := p.takeQuota(t); ref != nil {
+			rec.Verdict, rec.Reason = ref.verdict, ref.reason
+			writeHTTPError(c, http.StatusTooManyRequests, "sandboxed egress proxy: refused CONNECT "+req.RequestURI+"\nreason: "+ref.reason)
+			return
+		}
+	}
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -170,10 +178,15 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 	var names []string
 	if v, _ := p.cfg.Rules.decide(t, port); v == Allow {
 		// A granted host: the request itself may still be refused (a
-		// stand-in not meant for it, a method or path its rules refuse).
+		// stand-in not meant for it, a method or path its rules refuse,
+		// a quota used up).
 		var ref *refusal
 		if names, ref = p.inspectRequest(req, t); ref != nil {
 			p.refuseRequest(c, ProtoHTTP, t, port, req.Method+" "+u.String(), ref)
+			return false
+		}
+		if ref := p.takeQuota(t); ref != nil {
+			p.refuseQuota(c, ProtoHTTP, t, port, req.Method+" "+u.String(), ref)
 			return false
 		}
 	}

@@ -74,6 +74,13 @@ type Config struct {
 	// means the host's system roots.
 	UpstreamRoots *x509.CertPool
 
+	// Quotas cap the requests and bytes of hosts (quota.go); a request or
+	// tunnel over a cap is refused with HTTP 429 (verdict QuotaExceeded).
+	Quotas []Quota
+	// QuotaDir keeps the counts of quotas with a window across runs
+	// (private to the user: made 0700, files 0600).
+	QuotaDir string
+
 	// allowAddrs are addresses the address checks let through. Tests only:
 	// it is unexported so that no caller outside the package can set it.
 	allowAddrs []netip.Addr
@@ -122,6 +129,8 @@ type Proxy struct {
 	records []Record
 	dropped int
 
+	quotas quotas
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -146,6 +155,10 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err := checkInspection(&cfg); err != nil {
 		return nil, fmt.Errorf("start egress proxy: %w", err)
 	}
+	cfg.Quotas = append([]Quota(nil), cfg.Quotas...)
+	if err := checkQuotas(&cfg); err != nil {
+		return nil, fmt.Errorf("start egress proxy: %w", err)
+	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.SocketPath, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("start egress proxy: listen on %s: %w", cfg.SocketPath, err)
@@ -155,6 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("start egress proxy: chmod %s: %w", cfg.SocketPath, err)
 	}
 	p := &Proxy{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.quotas = quotas{list: cfg.Quotas, dir: cfg.QuotaDir, run: make([]quotaEvent, len(cfg.Quotas))}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = context.AfterFunc(ctx, p.shutdown)
 	p.wg.Add(1)
@@ -386,6 +400,7 @@ func (p *Proxy) release(up *countConn, rec *Record) {
 		return
 	}
 	rec.BytesUp, rec.BytesDown = up.up.Load(), up.down.Load()
+	p.addQuotaBytes(rec.Host, rec.BytesUp+rec.BytesDown)
 	p.untrack(up.Conn.(*deadlineConn).Conn)
 }
 

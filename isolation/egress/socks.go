@@ -130,6 +130,13 @@ func (p *Proxy) serveSOCKS(c *deadlineConn, br *bufio.Reader) {
 		return
 	}
 	defer p.release(up, &rec)
+	if !p.inspects(t) {
+		if ref := p.takeQuota(t); ref != nil {
+			rec.Verdict, rec.Reason = ref.verdict, ref.reason
+			_ = socksReply(c, socksNotAllowed)
+			return
+		}
+	}
 	if err := socksReply(c, socksSucceeded); err != nil {
 		return
 	}

@@ -158,6 +158,10 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			p.refuseRequest(client, rec.Protocol, t, port, what, ref)
 			return
 		}
+		if ref := p.takeQuota(t); ref != nil {
+			p.refuseQuota(client, rec.Protocol, t, port, what, ref)
+			return
+		}
 		rec.Credentials = addNames(rec.Credentials, names)
 		x := p.exchange(client, cw, req, ubr, ubw, p.scrubberFor(names))
 		if x.err != "" {
