@@ -26,10 +26,27 @@ const progressEvery = time.Second
 // approval request; no answer is a refusal.
 const elicitTimeout = 10 * time.Minute
 
-// freeAfter is the size of output after which a call gives the memory it
-// took back to the system once it is answered, so that a resident server
-// returns to its size after a flood.
-const freeAfter = 4 << 20
+// freeAfter is the size of output after which a call (or a read of a
+// run's output) gives the memory it took back to the system once it is
+// answered, so that a resident server returns to its size after a flood:
+// its garbage collector's target (residentGCPercent) would otherwise keep
+// several times the output.
+const freeAfter = 1 << 20
+
+// givingBack is set while a giveMemoryBack is pending.
+var givingBack atomic.Bool
+
+// giveMemoryBack collects and returns freed memory to the system shortly
+// after the answer in hand is written; calls while one is pending share it.
+func giveMemoryBack() {
+	if !givingBack.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(200*time.Millisecond, func() {
+		givingBack.Store(false)
+		debug.FreeOSMemory()
+	})
+}
 
 type mcpHandler struct {
 	log       *mcpLog
@@ -94,10 +111,7 @@ func (h *mcpHandler) handler(def *tool.Definition, cwd string) mcp.ToolHandler {
 		if len(res.Stdout)+len(res.Stderr) > freeAfter {
 			// The result holds excerpts only; the output itself goes
 			// with res once the answer is written.
-			go func() {
-				time.Sleep(100 * time.Millisecond)
-				debug.FreeOSMemory()
-			}()
+			giveMemoryBack()
 		}
 		return r, nil
 	}

@@ -142,6 +142,9 @@ func (o *outputStore) read(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 	if next := r.offset + int64(len(piece)); next < size {
 		meta["next"] = fmt.Sprintf("%s?offset=%d&length=%d", outputURI(r.run, r.stream), next, r.length)
 	}
+	if len(piece) >= freeAfter {
+		giveMemoryBack()
+	}
 	c := &mcp.ResourceContents{URI: uri, MIMEType: "text/plain", Meta: meta}
 	if utf8.Valid(piece) {
 		c.Text = string(piece)

@@ -80,6 +80,10 @@ func callResult(res *sandbox.Result, budget int, links outputLinks) *mcp.CallToo
 		budget = minOutputBudget
 	}
 	st := &mcpRunResult{Result: *res, Blocked: blockedBySandbox(res.Egress)}
+	// The result must not keep the output alive: it goes with res once
+	// the answer is written (a flood's 10 MB would stay as long as the
+	// SDK holds the result).
+	st.Result.Stdout, st.Result.Stderr = "", ""
 	r := &mcp.CallToolResult{StructuredContent: st, IsError: res.Status != sandbox.StatusOK}
 
 	var head strings.Builder // status, refusals, error and hint
