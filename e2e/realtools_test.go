@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -9,6 +11,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
@@ -160,10 +165,94 @@ func TestRealToolRepository(t *testing.T) {
 	if c.code != 2 || !strings.Contains(c.stdout+c.stderr, `\"0.5\" is not an integer`) {
 		t.Errorf("limit=0.5: exit %d\n%s%s", c.code, c.stdout, c.stderr)
 	}
-	// Agents see the script's own schema.
-	s := sandboxed(t, cwd, "tool", "schema", "--format", "mcp", "shell_tool")
-	if s.code != 0 || !strings.Contains(s.stdout, `"type":["number","boolean"]`) && !strings.Contains(s.stdout, `"type": [`) {
-		t.Errorf("tool schema shell_tool: exit %d\n%s%s", s.code, s.stdout, s.stderr)
+	// Agents see the script's own schema, and an MCP call's arguments
+	// reach the script with their JSON types.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := command("mcp")
+	cmd.Dir = cwd
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sandboxed-e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to sandboxed mcp: %v\nstderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	var schema string
+	for _, tl := range list.Tools {
+		if tl.Name == "shell_tool" {
+			b, _ := json.Marshal(tl.InputSchema)
+			schema = string(b)
+		}
+	}
+	if !strings.Contains(schema, `"timeout":{`) || !strings.Contains(schema, `"type":["number","boolean"]`) || !strings.Contains(schema, `"items":{"type":"string"}`) {
+		t.Errorf("mcp input schema of shell_tool: %s", schema)
+	}
+	args := map[string]any{"command": "ls", "timeout": 1, "args": []any{"-l"}, "env": map[string]any{"A": "b"}, "extra": []any{1, map[string]any{"x": nil}}}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell_tool", Arguments: args})
+	if err != nil {
+		t.Fatalf("call shell_tool: %v", err)
+	}
+	argJSON, _ := json.Marshal(args)
+	want = runDirect(t, filepath.Join(repo, "os/shell_tool.py"), string(argJSON))
+	if res.IsError || len(res.Content) == 0 || !sameJSON(textOf(res.Content[0]), want) {
+		t.Errorf("mcp call shell_tool: isError %v, content %q, want %s\nstderr: %s", res.IsError, texts(res.Content), want, stderr.String())
+	}
+	cs.Close()
+}
+
+// TestDiscoverInterpreter: a script that imports a package the system's
+// python lacks is skipped with the interpreter that ran and the fix; with
+// --interpreter of a virtual environment that has it, it is registered
+// and its tool runs with that environment.
+func TestDiscoverInterpreter(t *testing.T) {
+	begin(t)
+	testenv.NeedCommand(t, "python3")
+	ver, err := exec.Command("/usr/bin/python3", "-c", "import sys; print('python%d.%d' % sys.version_info[:2])").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := filepath.Join("venv", "lib", strings.TrimSpace(string(ver)), "site-packages")
+	root := workdir(t, map[string]string{
+		"tools/needs_pkg.py": "#!/usr/bin/env python3\nimport json, sys\nimport only_in_venv\n" +
+			"if sys.argv[1] == '{\"__test__\": true}':\n    print(json.dumps({'success': True, '_simple': True}))\n" +
+			"elif sys.argv[1] == '--fractalic-dump-schema':\n    print(json.dumps({'name': 'needs_pkg', 'parameters': {'type': 'object', 'properties': {'n': {'type': 'integer'}}}}))\n" +
+			"else:\n    print(json.dumps({'answer': only_in_venv.answer(json.loads(sys.argv[1])['n'])}))\n",
+		"venv/pyvenv.cfg":         "home = /usr/bin\ninclude-system-site-packages = false\n",
+		site + "/only_in_venv.py": "def answer(n):\n    return n * 2\n",
+	})
+	os.Chmod(filepath.Join(root, "tools/needs_pkg.py"), 0o755)
+	os.MkdirAll(filepath.Join(root, "venv", "bin"), 0o755)
+	if err := os.Symlink("/usr/bin/python3", filepath.Join(root, "venv", "bin", "python")); err != nil {
+		t.Fatal(err)
+	}
+	cwd := workdir(t, nil)
+
+	c := sandboxed(t, cwd, "discover", "--json", filepath.Join(root, "tools"))
+	var found []struct {
+		File, Result, Why, Interpreter string
+	}
+	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil || len(found) != 1 {
+		t.Fatalf("discover: exit %d: %v\n%s%s", c.code, err, c.stdout, c.stderr)
+	}
+	if d := found[0]; d.Result != "skipped" || d.Interpreter != "/usr/bin/python3" ||
+		!strings.Contains(d.Why, "the interpreter that ran is /usr/bin/python3, which has no module only_in_venv") || !strings.Contains(d.Why, "--interpreter VENV/bin/python") {
+		t.Errorf("without --interpreter: %+v", d)
+	}
+
+	venvPython := filepath.Join(root, "venv", "bin", "python")
+	c = sandboxed(t, cwd, "discover", "--write", "--interpreter", venvPython, filepath.Join(root, "tools"))
+	if c.code != 0 || !strings.Contains(c.stdout, "needs_pkg") || !strings.Contains(c.stdout, venvPython) {
+		t.Fatalf("discover --interpreter: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	r, rc := runJSON(t, cwd, "needs_pkg", "n=21")
+	expect(t, r, rc, "ok", 0)
+	if strings.TrimSpace(r.Stdout) != `{"answer": 42}` {
+		t.Errorf("needs_pkg: stdout %q", r.Stdout)
 	}
 }
 
