@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxed-dev/sandboxed/internal/units"
+	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -212,11 +213,11 @@ const permissionHint = "; the permission that would allow it is "
 // was blocked and which permission would have allowed it (the proxy's
 // reason), so that the model asks for that permission rather than tries
 // to get around the sandbox.
-func blockedBySandbox(egress []sandbox.EgressEntry) []string {
+func blockedBySandbox(entries []sandbox.EgressEntry) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, e := range egress {
-		if e.Verdict == "allow" {
+	for _, e := range entries {
+		if e.Verdict == string(egress.Allow) {
 			continue
 		}
 		target := e.Host
@@ -224,9 +225,13 @@ func blockedBySandbox(egress []sandbox.EgressEntry) []string {
 			target = fmt.Sprintf("%s:%d", e.Host, e.Port)
 		}
 		var line string
-		if why, perm, ok := strings.Cut(e.Reason, permissionHint); ok {
+		why, perm, named := strings.Cut(e.Reason, permissionHint)
+		switch {
+		case e.Verdict == string(egress.QuotaExceeded):
+			line = fmt.Sprintf("blocked by the sandbox: a connection to %s: over the operator's quota: %s (no permission lifts a quota)", target, orDash(e.Reason))
+		case named:
 			line = fmt.Sprintf("blocked by the sandbox: a connection to %s: %s (permission that would allow it: %s)", target, why, perm)
-		} else {
+		default:
 			line = fmt.Sprintf("blocked by the sandbox: a connection to %s: %s (no permission allows it)", target, orDash(e.Reason))
 		}
 		if seen[line] {

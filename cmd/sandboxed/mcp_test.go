@@ -111,10 +111,12 @@ func TestBlockedBySandbox(t *testing.T) {
 		{Host: "example.com", Port: 443, Verdict: "allow"},
 		{Host: "api.example.org", Port: 443, Verdict: "deny", Reason: "no permission grants api.example.org:443; the permission that would allow it is network:external:api.example.org:443"},
 		{Host: "169.254.169.254", Port: 80, Verdict: "deny", Reason: "169.254.169.254 is a cloud metadata endpoint"},
+		{Host: "api.example.com", Port: 443, Verdict: "quota_exceeded", Reason: "100 requests per run to api.example.com"},
 	})
 	want := []string{
 		"blocked by the sandbox: a connection to api.example.org:443: no permission grants api.example.org:443 (permission that would allow it: network:external:api.example.org:443)",
 		"blocked by the sandbox: a connection to 169.254.169.254:80: 169.254.169.254 is a cloud metadata endpoint (no permission allows it)",
+		"blocked by the sandbox: a connection to api.example.com:443: over the operator's quota: 100 requests per run to api.example.com (no permission lifts a quota)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("blocked = %q\nwant %q", got, want)
