@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
@@ -203,4 +204,63 @@ func TestParamSchemaLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fuzzSchemas are the parameter schemas FuzzParamSchema reads text by.
+var fuzzSchemas = []ParamSchema{
+	{"type": []any{"number", "boolean"}},
+	{"type": []any{"string", "number"}},
+	{"type": "integer", "minimum": 0.0},
+	{"type": "array", "items": map[string]any{"type": "number"}},
+	{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}},
+	{"anyOf": []any{map[string]any{"type": "boolean"}, map[string]any{"type": "array"}}},
+	{},
+}
+
+// FuzzParamSchema: reading text by a schema never panics; a value it
+// accepts has one of the schema's types, and given back as JSON it is
+// kept exactly as it is.
+func FuzzParamSchema(f *testing.F) {
+	for _, s := range []string{"1", "true", "x", "[1, 2]", "1,2", `{"n": 1}`, "", "-0", "1e400", "null", "[", "007", " 2 "} {
+		for i := range fuzzSchemas {
+			f.Add(s, uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string, which uint8) {
+		s := fuzzSchemas[int(which)%len(fuzzSchemas)]
+		v, err := coerceSchema(s, Text(text))
+		if err != nil {
+			return
+		}
+		if err := checkSchema(s, v); err != nil {
+			return
+		}
+		if types, typed := schemaTypes(s); typed {
+			ok := false
+			for _, ty := range types {
+				ok = ok || hasSchemaType(v, ty)
+			}
+			if !ok {
+				t.Fatalf("%q read as %#v, not of %v", text, v, types)
+			}
+		}
+		if !utf8.ValidString(text) {
+			return // JSON holds text only: invalid UTF-8 cannot come back
+		}
+		data, err := json.Marshal(map[string]any{"p": v})
+		if err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		in, err := ParseParamsJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == nil {
+			return // null is "not given"
+		}
+		back, err := coerceSchema(s, in["p"])
+		if err != nil || !reflect.DeepEqual(back, v) {
+			t.Fatalf("%q: %#v given as JSON %s came back %#v (%v)", text, v, data, back, err)
+		}
+	})
 }
