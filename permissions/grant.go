@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -167,6 +168,9 @@ func (g Grant) Describe() string {
 			who = "any subdomain of " + apex + " (not " + apex + " itself)"
 		default:
 			who = g.Egress.Host
+			if refused, why := netrule.RefusedHost(g.Egress.Host); refused {
+				return "can never connect: " + why
+			}
 		}
 		return "may connect to " + who + " on " + describePorts(g.Egress.Ports())
 	case KindLocalhost:

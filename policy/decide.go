@@ -3,12 +3,12 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -785,6 +785,15 @@ func dedupMasks(ms []PathMask) []PathMask {
 
 func (p *Policy) decideEgress(src sourceRule, it Item, e *permissions.Egress) Item {
 	it.Risk = RiskMedium
+	// First what the proxy refuses whatever the policy says, so the reason
+	// and the fix are the ones that hold (netrule is the proxy's own rule).
+	if refused, why := netrule.RefusedHost(e.Host); refused {
+		it.Verdict, it.Risk = Deny, RiskHigh
+		it.Rule = "default: network:external cannot reach this machine, a private or reserved network or a cloud metadata service"
+		it.Reason = why
+		it.PolicyFix = "none: the egress proxy refuses it whatever a grant or the policy says"
+		return it
+	}
 	for i, h := range p.Network.Deny {
 		if hostCovers(string(h), e.Host) {
 			it.Verdict, it.Risk = Deny, RiskHigh
@@ -793,13 +802,6 @@ func (p *Policy) decideEgress(src sourceRule, it Item, e *permissions.Egress) It
 			it.PolicyFix = "remove " + string(h) + " from network.deny"
 			return it
 		}
-	}
-	if localAddress(e.Host) {
-		it.Verdict, it.Risk = Deny, RiskHigh
-		it.Rule = "default: network:external cannot reach this machine or a private network"
-		it.Reason = e.Host + " is a loopback, private, link-local or unspecified address, which the egress proxy refuses"
-		it.PolicyFix = "none: use network:localhost:PORT for a service on this machine"
-		return it
 	}
 	for i, h := range p.Network.Allow {
 		if hostCovers(string(h), e.Host) {
@@ -1007,20 +1009,6 @@ func shellQuote(s string) string {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	return s
-}
-
-// cgnat is the carrier-grade NAT range (RFC 6598), which the proxy refuses.
-var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
-
-// localAddress reports whether host names this machine or a private
-// network: what the egress proxy refuses whatever the grant says.
-func localAddress(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || cgnat.Contains(ip) || ip.Equal(net.IPv4bcast))
 }
 
 func (p *Policy) hasHomeRules() bool {

@@ -222,8 +222,14 @@ func TestDecideRules(t *testing.T) {
 			subject: "network:external:api.github.com", verdict: NeedsApproval, rule: "untrusted source", flag: "network:external:api.github.com"},
 		{name: "any host", perms: []string{"network:external:*"}, subject: "network:external:*", verdict: NeedsApproval,
 			rule: "any host (*) needs approval", flag: "network:external:*"},
+		// What the proxy always refuses is denied with that reason, before
+		// the policy's own deny list (whose fix would not help).
 		{name: "metadata host is denied", perms: []string{"network:external:169.254.169.254"}, subject: "network:external:169.254.169.254",
-			verdict: Deny, rule: "network.deny[1] 169.254.169.254"},
+			verdict: Deny, rule: "cloud metadata service"},
+		{name: "metadata name is denied", perms: []string{"network:external:metadata.google.internal"}, subject: "network:external:metadata.google.internal",
+			verdict: Deny, rule: "cloud metadata service"},
+		{name: "a reserved address is denied", perms: []string{"network:external:0.1.2.3"}, subject: "network:external:0.1.2.3",
+			verdict: Deny, rule: "reserved network"},
 		{name: "network.allow covers an untrusted source", policy: mutate(Default(), func(p *Policy) { p.Network.Allow = []HostPattern{"*.example.com"} }),
 			perms: []string{"network:external:api.example.com:8443"}, req: func(r *Request) { r.Scope = tool.ScopePath },
 			subject: "network:external:api.example.com:8443", verdict: Allow, rule: "network.allow[0] *.example.com"},

@@ -27,7 +27,7 @@
 // not granted, 0x02 host port did not accept. After 0x00 the bytes flow
 // unchanged in both directions; after anything else the proxy closes.
 //
-// Decisions, in order (see Rules.Decide and ClassifyAddr):
+// Decisions, in order (see Rules.Decide and netrule.ClassifyAddr):
 //  1. deny entries (policy) win; then allow entries (network:external
 //     grants). A grant without a port allows 80 and 443, a deny without a
 //     port covers every port; "*.example.com" matches subdomains, not the

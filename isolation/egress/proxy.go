@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
@@ -317,19 +318,11 @@ func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectEr
 		return nil, &connectError{kind: failDenied, msg: why}
 	}
 	// Targets no grant can allow are refused first, with that reason.
-	if !t.isIP && metadataNames[t.name] {
-		return deny(t.name + " is a cloud metadata endpoint; the proxy never connects to it, whatever the grants say")
-	}
-	if t.isIP && !p.testAllowed(t.ip) {
-		if c := ClassifyAddr(t.ip); c.Refused() {
-			return deny(refusedAddrReason(t.display(), t.ip, c))
-		}
-	}
-	v, reason := p.cfg.Rules.decide(t, port)
-	rec.Verdict, rec.Reason = v, reason
+	v, reason := p.cfg.Rules.admit(t, port, p.testAllowed)
 	if v == Deny {
-		return nil, &connectError{kind: failDenied, msg: reason}
+		return deny(reason)
 	}
+	rec.Verdict, rec.Reason = v, reason
 
 	var addrs []netip.Addr
 	if t.isIP {
@@ -363,7 +356,7 @@ func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectEr
 		if p.testAllowed(a) {
 			continue
 		}
-		if c := ClassifyAddr(a); c.Refused() {
+		if c := netrule.ClassifyAddr(a); c.Refused() {
 			return deny(refusedAddrReason(t.display(), a, c))
 		}
 		if r, ok := p.cfg.Rules.deniedAddr(a, port); ok {

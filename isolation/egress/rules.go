@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // Verdict is the outcome of a connection attempt.
@@ -276,11 +278,46 @@ func parseTarget(host string) (target, error) {
 	return target{name: name}, nil
 }
 
+// Admit is the proxy's whole decision on host:port before any name
+// resolution: first the targets no grant can allow, with that reason (a
+// cloud metadata name, localhost, an IP literal of a class netrule
+// refuses), then
+// Decide. Policy and explain read the same classes (netrule), so what
+// they allow Admit allows.
+func (rs Rules) Admit(host string, port int) (Verdict, string) {
+	t, err := parseTarget(host)
+	if err != nil {
+		return Deny, "invalid target: " + err.Error()
+	}
+	return rs.admit(t, port, nil)
+}
+
+// admit is Admit of a parsed target; exempt, when not nil, lets the test
+// resolver's own addresses through the class check.
+func (rs Rules) admit(t target, port int, exempt func(netip.Addr) bool) (Verdict, string) {
+	if !t.isIP && netrule.IsMetadataName(t.name) {
+		return Deny, t.name + " is a cloud metadata endpoint; the proxy never connects to it, whatever the grants say"
+	}
+	if !t.isIP {
+		// localhost and names under .localhost are this machine by
+		// definition (RFC 6761), whatever a resolver says.
+		if refused, why := netrule.RefusedHost(t.name); refused {
+			return Deny, why
+		}
+	}
+	if t.isIP && (exempt == nil || !exempt(t.ip)) {
+		if c := netrule.ClassifyAddr(t.ip); c.Refused() {
+			return Deny, refusedAddrReason(t.display(), t.ip, c)
+		}
+	}
+	return rs.decide(t, port)
+}
+
 // Decide applies the rules to a requested host and port, before any name
 // resolution: deny entries first, then grants. The reason is a sentence
 // fit for a person: for a refusal it names what would allow the
 // connection, when a grant can. Decide does not check addresses; the proxy
-// does that after resolving (see ClassifyAddr); Decide only uses the class
+// does that after resolving (see netrule.ClassifyAddr); Decide only uses the class
 // of an IP literal to word a refusal that no grant could lift.
 func (rs Rules) Decide(host string, port int) (Verdict, string) {
 	t, err := parseTarget(host)
@@ -307,7 +344,7 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 	}
 	why := fmt.Sprintf("no permission grants %s:%d", t.display(), port)
 	if t.isIP {
-		if c := ClassifyAddr(t.ip); c.Refused() {
+		if c := netrule.ClassifyAddr(t.ip); c.Refused() {
 			// No grant can help; say so rather than suggest one.
 			return Deny, refusedAddrReason(t.display(), t.ip, c)
 		}
