@@ -15,7 +15,6 @@ package serveclient
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 )
@@ -183,10 +182,9 @@ func NewRequest(args []string) (*Request, error) {
 	return req, nil
 }
 
-func isTerminal(fd int) bool {
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	return err == nil
-}
+// isTerminal reports whether fd is a terminal (a termios ioctl answers,
+// which /dev/null, a character device too, does not).
+func isTerminal(fd int) bool { return term.IsTerminal(fd) }
 
 // Outcome is how a call ended. Taken false: no server took the run
 // (none answers, the socket is another user's, or the server declined
@@ -260,26 +258,4 @@ func Call(path string, req *Request, stdout, stderr io.Writer, interrupt <-chan 
 			stderr.Write(fr.Stderr)
 		}
 	}
-}
-
-// PeerUID is the uid of the process at the other end of conn.
-func PeerUID(conn *net.UnixConn) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	if cred == nil {
-		return 0, errors.New("no peer credentials")
-	}
-	return int(cred.Uid), nil
 }

@@ -94,6 +94,9 @@ func WithClient(c *dockerapi.Client) Option { return func(b *Backend) { b.api = 
 // default socket when unset), negotiating the API version. It makes no
 // request: an engine that is down shows in Check and Start.
 func New(opts ...Option) (*Backend, error) {
+	if err := platformUnsupported(); err != nil {
+		return nil, err
+	}
 	b := &Backend{connect: connectInit, gcStaged: gcStaged, await: awaitInit}
 	for _, o := range opts {
 		o(b)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -181,6 +182,10 @@ func initImage() (io.ReadCloser, int64, error) {
 	var err error
 	if initbin.Embedded() {
 		f, err = initbin.Open()
+	} else if runtime.GOOS != "linux" {
+		// This executable is no Linux program, and no Linux init is
+		// carried off Linux yet: the pod could not run it.
+		return nil, 0, &isolation.UnsupportedError{What: "the Kubernetes backend on " + runtime.GOOS + " (no Linux init to send into the pod)", Fix: "run sandboxed on Linux"}
 	} else {
 		var exe string
 		if exe, err = os.Executable(); err == nil {

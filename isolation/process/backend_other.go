@@ -27,7 +27,7 @@ func Probe(ctx context.Context) Features {
 }
 
 func unsupported() error {
-	return &isolation.UnsupportedError{What: "the process tier", Fix: "run on Linux, or use isolation: container or none"}
+	return &isolation.UnsupportedError{What: "the process tier", Fix: "run on Linux"}
 }
 
 // New returns the process-tier backend.

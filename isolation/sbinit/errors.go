@@ -9,4 +9,6 @@ var (
 	ErrProtocol = errors.New("sandbox init protocol error")
 	// ErrSetup: the init could not build the sandbox; the message says why.
 	ErrSetup = errors.New("set up sandbox")
+	// ErrTooLarge: a transfer of files went over its byte cap.
+	ErrTooLarge = errors.New("files too large to carry")
 )
