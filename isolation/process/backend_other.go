@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // Backend is the process tier; it needs Linux.
@@ -47,15 +48,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 // GC has nothing to do off Linux.
 func (b *Backend) GC(ctx context.Context, keep func(string) bool) ([]string, error) { return nil, nil }
 
-// Check is one line of `sandboxed doctor`.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // Checks renders f for `sandboxed doctor`.
-func (f Features) Checks() []Check {
-	return []Check{{Name: "linux", Fix: "the process tier needs Linux"}}
+func (f Features) Checks() []host.Check {
+	return []host.Check{{Tier: string(isolation.TierProcess), Name: "linux", Fix: "the process tier needs Linux"}}
 }
