@@ -34,7 +34,12 @@ func (l *defLoader) commands(n *yaml.Node) *PlatformCommands {
 				return
 			}
 			c.Platforms[k.Value] = s
-			l.site(v, s, refCtx{what: "commands." + k.Value + " command", step: -1, cmd: shCommand})
+			ctx := refCtx{what: "commands." + k.Value + " command", step: -1}
+			if k.Value != "windows" {
+				// Only a command that runs here is checked for its quoting.
+				ctx.cmd = shCommand
+			}
+			l.site(v, s, ctx)
 		}
 	}
 	fields := map[string]fieldFn{

@@ -126,11 +126,15 @@ func TestQuotingRefusedAtLoad(t *testing.T) {
 		{"raw python in a step", "steps:\n  - name: s\n    python: print(r'{V}')\n", "4:21: python command of step s: {V} is inside a Python raw string"},
 		{"fallback", "steps:\n  - name: s\n    bash: 'true'\n    error-handling:\n      fallback: echo `{V}`\n", "6:23: fallback of step s: {V} is inside `...`"},
 		{"commands", "commands:\n  default: echo `{V}`\n", "3:18: commands.default command: {V} is inside `...`"},
+		{"commands for windows are not sh", "commands:\n  platforms:\n    windows: echo `{V}`\n    linux: echo `{V}`\n", "5:18: commands.linux command: {V} is inside `...`"},
 	} {
 		src := "description: d\n" + c.yaml + "parameters:\n  V: {description: v}\n"
 		_, err := Parse([]byte(src), "t.yaml")
 		if err == nil || !strings.Contains(err.Error(), "t.yaml:"+c.want) {
 			t.Errorf("%s: err = %v, want %s", c.name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "commands.windows") {
+			t.Errorf("%s: a Windows command is checked as sh: %v", c.name, err)
 		}
 		// Not escaped: the value is the author's to check.
 		raw := strings.Replace(src, "{description: v}", "{description: v, validation: {pattern: '^[a-z]+$'}, security: {escape-shell: false}}", 1)
