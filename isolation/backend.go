@@ -10,7 +10,6 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
-	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 )
 
 // Tier names an isolation tier (internal/tier owns the values; the names
@@ -196,7 +195,7 @@ type Egress struct {
 	ExtraCA []string `json:"extra_ca,omitempty"`
 	// Quotas cap the requests and bytes of hosts (the policy's quotas):
 	// the proxy answers a request over a cap with HTTP 429.
-	Quotas []egress.Quota `json:"quotas,omitempty"`
+	Quotas []Quota `json:"quotas,omitempty"`
 }
 
 // SandboxCABundle is where a run's trust bundle appears inside a
@@ -309,4 +308,24 @@ type Sandbox interface {
 	// sandbox. It is idempotent and must be called with a context that is
 	// not already cancelled (context.WithoutCancel plus a deadline).
 	Close(ctx context.Context) error
+}
+
+// Quota caps the requests (or, where the proxy cannot see requests, the
+// tunnels) and the bytes the hosts a pattern matches may be sent, per run
+// or per time window across runs. The egress proxy enforces it.
+type Quota struct {
+	// Host is a host pattern (a name, *.suffix or *).
+	Host string `json:"host"`
+	// Requests caps requests and tunnels; 0 is no cap.
+	Requests int64 `json:"requests,omitempty"`
+	// Bytes caps bytes up and down; 0 is no cap.
+	Bytes int64 `json:"bytes,omitempty"`
+	// Window is the sliding window the caps hold over, across every run
+	// that shares Config.QuotaDir; 0 counts this run alone.
+	Window time.Duration `json:"window,omitempty"`
+	// Rule names the policy rule, for records and messages.
+	Rule string `json:"rule"`
+	// Counts says what the proxy counts for the host (QuotaCounts): the
+	// planner fills it for reviewers; the proxy does not read it.
+	Counts string `json:"counts,omitempty"`
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // QuotaExceeded is the verdict of a request or tunnel refused because a
@@ -22,35 +24,21 @@ const QuotaExceeded Verdict = "quota_exceeded"
 // merged into one.
 const maxQuotaEvents = 100000
 
-// Quota caps what the hosts a pattern matches may be sent: requests (or
-// tunnels, where the proxy cannot see requests) and bytes, per run or per
-// time window across runs.
+// Quota is the plan's cap on what the hosts a pattern matches may be sent
+// (isolation.Quota, where its fields are documented): the plan carries it
+// and the proxy enforces it. The type lives in package isolation because
+// the init links that package and must not link the proxy.
 //
 // The proxy counts what it sees: each request of plain HTTP and of hosts
 // whose TLS it terminates (credentials, HTTP rules), and each connection
 // of an opaque tunnel (CONNECT or SOCKS5 to any other host). Bytes are
 // counted when a connection ends: a byte cap refuses the next request or
 // tunnel once it is reached, and does not cut a transfer in flight.
-type Quota struct {
-	// Host is a host pattern (a name, *.suffix or *).
-	Host string `json:"host"`
-	// Requests caps requests and tunnels; 0 is no cap.
-	Requests int64 `json:"requests,omitempty"`
-	// Bytes caps bytes up and down; 0 is no cap.
-	Bytes int64 `json:"bytes,omitempty"`
-	// Window is the sliding window the caps hold over, across every run
-	// that shares Config.QuotaDir; 0 counts this run alone.
-	Window time.Duration `json:"window,omitempty"`
-	// Rule names the policy rule, for records and messages.
-	Rule string `json:"rule"`
-	// Counts says what the proxy counts for the host (QuotaCounts): the
-	// planner fills it for reviewers; the proxy does not read it.
-	Counts string `json:"counts,omitempty"`
-}
+type Quota = isolation.Quota
 
-// key names the quota's state file: runs share it when their rules are
-// the same.
-func (q Quota) key() string {
+// quotaKey names a quota's state file: runs share it when their rules
+// are the same.
+func quotaKey(q Quota) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%d", q.Host, q.Requests, q.Bytes, q.Window)))
 	return hex.EncodeToString(h[:12])
 }
@@ -165,7 +153,7 @@ func (qs *quotas) try(i int, n, b int64, now time.Time) (bool, quotaEvent, error
 	if err := os.MkdirAll(qs.dir, 0o700); err != nil {
 		return false, quotaEvent{}, err
 	}
-	base := filepath.Join(qs.dir, q.key())
+	base := filepath.Join(qs.dir, quotaKey(q))
 	unlock, err := lockFile(base + ".lock")
 	if err != nil {
 		return false, quotaEvent{}, err
