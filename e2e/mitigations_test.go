@@ -233,3 +233,20 @@ true`, n+2, n+2)
 		}
 	})
 }
+
+// A tool whose credential is not set on the host is refused before its
+// sandbox starts, naming the variable and where to get the credential.
+func TestMissingCredentialIsRefusedBeforeTheRun(t *testing.T) {
+	forTiers(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		extra := "sandboxed:\n  credentials:\n    - name: E2E_TOKEN\n      env: E2E_UNSET_SOURCE\n      hosts: [web.test]\n      setup: https://web.test/settings/tokens\n"
+		tool := toolYAML(t, dir, tier, "needs-token", `echo RAN`, []string{"network:external:web.test"}, extra)
+		r, c := runJSON(t, dir, "--approve", "network:external:web.test", "--approve", "credential:E2E_TOKEN", tool)
+		expect(t, r, c, "error", 125)
+		if strings.Contains(r.Stdout, "RAN") || r.Error == nil ||
+			!strings.Contains(r.Error.Message, "missing authentication: credential E2E_TOKEN reads the host variable E2E_UNSET_SOURCE") ||
+			!strings.Contains(r.Error.Hint, "https://web.test/settings/tokens") {
+			t.Errorf("refusal %+v", r.Error)
+		}
+	})
+}

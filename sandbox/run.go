@@ -379,6 +379,12 @@ func (c *Controller) Refused(req *Request, pe *PrepareError) (*Result, error) {
 
 // RunPrepared executes a prepared run of req and returns its Result.
 func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared) (*Result, error) {
+	// A credential that is not there refuses the run before anything of
+	// it starts (--dry-run and explain do not look).
+	if msg, hint, err := missingCredential(p.Plan.Egress, req.Def, p.Facts.Env); err != nil {
+		rf := refuser{req: req, runID: p.RunID}
+		return c.Refused(req, rf.refuse(StatusError, CodeInitFailed, msg, hint, err, p.Decision))
+	}
 	p, warm := c.warmFor(p)
 	job := &Job{warm: warm, Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
 		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,

@@ -1197,6 +1197,9 @@ func (l *defLoader) credentials(n *yaml.Node) []Credential {
 					l.errf(v, "name the program first: command: [pass, show, api-token]", "credential command is empty")
 				}
 			},
+			"setup": func(k, v *yaml.Node) {
+				c.Setup, _ = l.str(v, "credential setup")
+			},
 			"hosts": func(k, v *yaml.Node) {
 				c.Hosts, _ = l.strList(v, "credential hosts", false)
 				for i, h := range c.Hosts {

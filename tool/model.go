@@ -430,6 +430,9 @@ type Credential struct {
 	// Hosts are the hosts whose requests may carry the real value: names,
 	// "*.example.com" (subdomains) or IP literals; never "*".
 	Hosts []string `json:"hosts" yaml:"hosts,flow"`
+	// Setup says where the user gets the credential (a URL, or words): a
+	// run without it is refused with this as the hint.
+	Setup string `json:"setup,omitempty" yaml:"setup,omitempty"`
 }
 
 // VarName is the variable inside the sandbox that holds the stand-in.
