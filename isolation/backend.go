@@ -3,7 +3,6 @@ package isolation
 import (
 	"context"
 	"io"
-	"regexp"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -36,8 +35,31 @@ const (
 )
 
 // RunIDPattern is the shape of a run id (sandbox.NewRunID: UTC time, then
-// 12 hex digits), which also names a run's host directory.
-var RunIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$`)
+// 12 hex digits: ^[0-9]{8}T[0-9]{6}-[0-9a-f]{12}$), which also names a
+// run's host directory. It is matched by hand: the init links this
+// package, and regexp would cost every sandbox start its initialisation.
+var RunIDPattern runIDShape
+
+// runIDShape matches RunIDPattern.
+type runIDShape struct{}
+
+// MatchString reports whether s has the shape of a run id.
+func (runIDShape) MatchString(s string) bool {
+	if len(s) != 8+1+6+1+12 || s[8] != 'T' || s[15] != '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 15:
+		case i < 15 && (c < '0' || c > '9'):
+			return false
+		case i > 15 && (c < '0' || c > '9') && (c < 'a' || c > 'f'):
+			return false
+		}
+	}
+	return true
+}
 
 // Plan is everything a backend needs to build one sandbox. It is data only:
 // building a Plan has no side effects, and the same Plan is printed by
