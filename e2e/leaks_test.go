@@ -121,7 +121,7 @@ func findLeaks() []string {
 		leaks = append(leaks, "runtime dir entry "+filepath.Join(env.runtimeDir, e.Name()))
 	}
 	var tmps []string
-	for _, pat := range []string{"sandboxed-run-*", "sandboxed-test-*"} {
+	for _, pat := range []string{"sandboxed-run-*", "sandboxed-test-*", "sandboxed-scratch-*"} {
 		m, _ := filepath.Glob(filepath.Join(os.TempDir(), pat))
 		tmps = append(tmps, m...)
 	}

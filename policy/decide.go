@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/internal/netrule"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -91,6 +92,12 @@ type Request struct {
 	CallerParams []string
 	// Approvals are the --approve values.
 	Approvals []string
+	// NoProcessTier, when set, says why the process tier cannot run on
+	// this host (namespaces cannot be made, no cgroup can be written):
+	// the caller found it out (Decision.LandlockStandIn says when to
+	// look). A process-tier run then runs in the landlock tier where the
+	// policy or an approval lets it, and is refused otherwise.
+	NoProcessTier string
 }
 
 // NewRequest fills a Request from a definition and its resolved grants.
@@ -237,6 +244,14 @@ type Decision struct {
 	// RequireLandlock: the source's isolation.landlock is required (the
 	// process tier refuses a kernel that cannot raise every Landlock wall).
 	RequireLandlock bool `json:"require_landlock,omitempty"`
+	// LandlockStandIn: the landlock tier may stand in for this run's
+	// process tier, by the source's isolation.without-namespaces or an
+	// --approve isolation-landlock, where the process tier cannot run;
+	// the caller looks whether it can (Request.NoProcessTier).
+	LandlockStandIn bool `json:"landlock_stand_in,omitempty"`
+	// AcceptGaps are the gaps of the landlock tier the source's policy
+	// accepts (isolation.landlock-gaps), for a landlock-tier run.
+	AcceptGaps []string `json:"accept_gaps,omitempty"`
 	// Runtime is the container runtime the source's policy forces on a
 	// container-tier run ("" leaves the definition's).
 	Runtime string `json:"runtime,omitempty"`
@@ -275,7 +290,23 @@ func (p *Policy) Decide(req Request) Decision {
 
 	d.Tier = ToolTier(req.Tags, req.Grants)
 	d.Items = append(d.Items, p.decideTool(req, d.Tier))
-	iso, isoItem, notes := decideIsolation(req, src)
+	// --isolation landlock asks for the landlock tier in the process
+	// tier's place: the process tier's bounds decide, then the stand-in.
+	askedLandlock := req.Isolation == tier.Landlock
+	isoReq := req
+	if askedLandlock {
+		isoReq.Isolation = tool.IsolationProcess
+	}
+	iso, isoItem, notes := decideIsolation(isoReq, src)
+	if iso == tool.IsolationProcess && isoItem.Verdict == Allow {
+		d.LandlockStandIn = src.rule.Isolation.WithoutNamespaces == StandInLandlock ||
+			slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll)
+		if askedLandlock || req.NoProcessTier != "" {
+			iso, isoItem = landlockStandIn(req, src, askedLandlock)
+			d.AcceptGaps = append([]string(nil), src.rule.Isolation.LandlockGaps...)
+			notes = append(notes, LandlockNotes...)
+		}
+	}
 	d.Isolation = iso
 	d.RequireLandlock = src.rule.Isolation.Landlock == LandlockRequired
 	if rt := src.rule.Isolation.Runtime; rt != "" && rt != RuntimeDefinition && iso == tool.IsolationContainer {
@@ -484,6 +515,44 @@ func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []strin
 	return eff, it, notes
 }
 
+// LandlockNotes say what the landlock tier does not enforce or hide,
+// in every decision that runs in it.
+var LandlockNotes = []string{
+	"landlock tier: no namespaces — the tool sees this host's (or container's) process list, hostname, network interfaces and mounts; Landlock keeps the environment and memory of processes outside the run from it",
+	"landlock tier: no network at all (socket() fails); a run with network grants is refused",
+	"landlock tier: where no cgroup can be written, memory is limited per process (RLIMIT_DATA), processes per uid across the host (RLIMIT_NPROC) and the scratch directory per file (RLIMIT_FSIZE); an exhausted limit fails the allocation or fork and is not reported as oom",
+	"landlock tier: Landlock does not confine chmod and file times: run as a non-root user, the tool can change the mode and times of that user's files it can name; chown and extended attributes are refused",
+	"landlock tier: as root the tool runs as an unprivileged uid of its own, so a write grant must be writable by any user",
+}
+
+// landlockStandIn is the isolation item of a process-tier run that runs
+// in the landlock tier: asked for with --isolation landlock, or because
+// the process tier cannot run here (req.NoProcessTier). The source's
+// isolation.without-namespaces allows it; otherwise it needs approval
+// (isolation-landlock), which is the way out a refused run shows.
+func landlockStandIn(req Request, src sourceRule, asked bool) (tool.Isolation, Item) {
+	it := Item{Subject: "isolation", Kind: ItemIsolation, Risk: RiskMedium,
+		Description: "runs in the landlock tier: no namespaces, mounts or cgroup of its own; Landlock, seccomp, no_new_privs and rlimits confine it (the notes say where they stop)"}
+	why := "--isolation landlock asks for the landlock tier in place of the process tier"
+	if !asked {
+		why = "the process tier cannot run here (" + req.NoProcessTier + ")"
+	}
+	rule := src.match.Rule + ".isolation.without-namespaces"
+	if !strings.HasPrefix(src.match.Rule, "sources[") {
+		rule = "isolation.without-namespaces (in a sources rule that matches this definition)"
+	}
+	if src.rule.Isolation.WithoutNamespaces == StandInLandlock {
+		it.Verdict, it.Rule = Allow, rule+" landlock"
+		it.Reason = why + "; the policy lets the landlock tier stand in"
+		return tier.Landlock, it
+	}
+	it.Verdict, it.ApproveFlag = NeedsApproval, ApproveIsolationLandlock
+	it.Rule = "default: the landlock tier stands in for the process tier only with approval"
+	it.Reason = why + "; the landlock tier enforces less (no namespaces)"
+	it.PolicyFix = rule + ": landlock"
+	return tier.Landlock, it
+}
+
 func decidePrivilege(req Request, iso tool.Isolation) Item {
 	priv := req.Privilege
 	if priv == "" {
@@ -500,8 +569,8 @@ func decidePrivilege(req Request, iso tool.Isolation) Item {
 	case tool.PrivilegeElevated:
 		it.Description = "runs as root inside a user namespace, with Docker's default capabilities"
 		it.Risk = RiskHigh
-		if iso == tool.IsolationNone {
-			it.Verdict, it.Rule = Deny, "default: elevated with isolation none is denied"
+		if iso == tool.IsolationNone || iso == tier.Landlock {
+			it.Verdict, it.Rule = Deny, "default: elevated with isolation "+string(iso)+" is denied"
 			it.Reason = "without a user namespace, elevated would be root on the host"
 			it.PolicyFix = "none: run it with isolation process or container"
 			return it

@@ -35,6 +35,14 @@ version: 1
 # isolation.landlock: best-effort (the default: the process tier raises what
 # the kernel's Landlock covers) or required (a kernel without Landlock ABI 6,
 # files, TCP and IPC scopes, refuses the process tier's runs).
+# isolation.without-namespaces: refuse (the default: where the process tier
+# cannot run, in a container without user namespaces or a writable cgroup, its
+# runs are refused with the way out) or landlock (they run in the landlock
+# tier: no namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
+# --approve isolation-landlock lets it stand in for one run.
+# isolation.landlock-gaps: what the landlock tier may go without where it
+# cannot enforce it: masks (paths.deny and protected paths inside a grant) and
+# signals (signal scoping, Landlock ABI 6, for a tool running as your uid).
 # isolation.runtime: definition (the default: the container runtime the
 # definition asks for, sandboxed.runtime) or runsc (every container-tier run
 # of the source runs under gVisor, registered by sudo sandboxed setup
@@ -52,6 +60,8 @@ sources:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
+      without-namespaces: refuse
+      landlock-gaps: []
       runtime: definition
       backend: operator
   - scope: global
@@ -60,6 +70,8 @@ sources:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
+      without-namespaces: refuse
+      landlock-gaps: []
       runtime: definition
       backend: operator
   # The working directory's tools (./.sandboxed/tools) come with whatever
@@ -70,6 +82,8 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      without-namespaces: refuse
+      landlock-gaps: []
       runtime: definition
       backend: operator
   # A definition given as a file path (sandboxed run ./tool.yaml): untrusted,
@@ -80,6 +94,8 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      without-namespaces: refuse
+      landlock-gaps: []
       runtime: definition
       backend: operator
   - scope: unknown
@@ -88,6 +104,8 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
+      without-namespaces: refuse
+      landlock-gaps: []
       runtime: definition
       backend: operator
 

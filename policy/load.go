@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -150,6 +152,13 @@ var validators = map[reflect.Type]func(string) error{
 			return nil
 		}
 		return fmt.Errorf("isolation %q: want none, process or container", s)
+	},
+	reflect.TypeOf(StandIn("")): func(s string) error {
+		switch StandIn(s) {
+		case StandInRefuse, StandInLandlock:
+			return nil
+		}
+		return fmt.Errorf("without-namespaces %q: want refuse or landlock", s)
 	},
 	reflect.TypeOf(LandlockRule("")): func(s string) error {
 		switch LandlockRule(s) {
@@ -317,6 +326,17 @@ func (p *Policy) validate() error {
 		}
 		if r.Isolation.Landlock == "" {
 			r.Isolation.Landlock = LandlockBestEffort
+		}
+		if r.Isolation.WithoutNamespaces == "" {
+			r.Isolation.WithoutNamespaces = StandInRefuse
+		}
+		if len(r.Isolation.LandlockGaps) == 0 {
+			r.Isolation.LandlockGaps = nil
+		}
+		for _, g := range r.Isolation.LandlockGaps {
+			if !slices.Contains(tier.LandlockGaps, g) {
+				return fmt.Errorf("sources[%d].isolation.landlock-gaps: %q: want one of %s", i, g, strings.Join(tier.LandlockGaps, ", "))
+			}
 		}
 		if r.Isolation.Runtime == "" {
 			r.Isolation.Runtime = RuntimeDefinition

@@ -70,19 +70,22 @@ const (
 	ApproveAll           = "all"
 	ApproveElevated      = string(tool.PrivilegeElevated)
 	ApproveIsolationNone = "isolation-none"
-	ApproveEnvInherit    = "env-inherit"
+	// ApproveIsolationLandlock lets the landlock tier stand in for the
+	// process tier for one run (isolation.without-namespaces for all).
+	ApproveIsolationLandlock = "isolation-landlock"
+	ApproveEnvInherit        = "env-inherit"
 	// ApproveCredentialPrefix starts the approval of one credential:
 	// credential:NAME.
 	ApproveCredentialPrefix = "credential:"
 )
 
-// ValidateApprovals checks --approve values: all, elevated, isolation-none,
+// ValidateApprovals checks --approve values: all, elevated, isolation-none, isolation-landlock,
 // env-inherit, tier:TIER, credential:NAME, or a permission string. The CLI calls it before
 // Decide, which ignores (and notes) values it does not understand.
 func ValidateApprovals(approvals []string) error {
 	for _, a := range approvals {
 		switch {
-		case a == ApproveAll, a == ApproveElevated, a == ApproveIsolationNone, a == ApproveEnvInherit:
+		case a == ApproveAll, a == ApproveElevated, a == ApproveIsolationNone, a == ApproveIsolationLandlock, a == ApproveEnvInherit:
 		case strings.HasPrefix(a, ApproveCredentialPrefix):
 			if !validVarName(strings.TrimPrefix(a, ApproveCredentialPrefix)) {
 				return fmt.Errorf("approval %q: want credential:NAME, NAME the credential's variable: %w", a, ErrInvalidApproval)
@@ -93,7 +96,7 @@ func ValidateApprovals(approvals []string) error {
 			}
 		default:
 			if _, err := tool.ParsePermission(a); err != nil {
-				return fmt.Errorf("approval %q: want all, elevated, isolation-none, env-inherit, tier:TIER, credential:NAME or a permission (%s): %w",
+				return fmt.Errorf("approval %q: want all, elevated, isolation-none, isolation-landlock, env-inherit, tier:TIER, credential:NAME or a permission (%s): %w",
 					a, tool.PermissionGrammar, ErrInvalidApproval)
 			}
 		}

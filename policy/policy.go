@@ -103,6 +103,16 @@ type IsolationRule struct {
 	// Landlock says whether the process tier may run where the kernel
 	// cannot raise every Landlock wall; empty means best-effort.
 	Landlock LandlockRule `yaml:"landlock"`
+	// WithoutNamespaces is what a run of the process tier does where the
+	// process tier cannot run (namespaces cannot be made, or no cgroup
+	// can be written: a container with Docker's defaults):
+	// StandInRefuse (the default, also "") refuses it with the way out;
+	// StandInLandlock runs it in the landlock tier, which enforces the
+	// same plan as far as Landlock, seccomp and rlimits reach.
+	WithoutNamespaces StandIn `yaml:"without-namespaces"`
+	// LandlockGaps are the gaps of the landlock tier (tier.LandlockGaps)
+	// the source's runs may go without; any other gap refuses the run.
+	LandlockGaps []string `yaml:"landlock-gaps"`
 	// Runtime is the container runtime every container-tier run of the
 	// source uses, whatever the definition asks for (RuntimeRunsc: gVisor);
 	// RuntimeDefinition, the default, leaves it to the definition.
@@ -137,6 +147,17 @@ const (
 	RuntimeDefinition RuntimeRule = "definition"
 	// RuntimeRunsc runs every container-tier run under gVisor's runsc.
 	RuntimeRunsc RuntimeRule = "runsc"
+)
+
+// StandIn is what stands in for the process tier where it cannot run.
+type StandIn string
+
+// Stand-ins.
+const (
+	// StandInRefuse refuses the run, saying how to run it.
+	StandInRefuse StandIn = "refuse"
+	// StandInLandlock runs it in the landlock tier.
+	StandInLandlock StandIn = "landlock"
 )
 
 // LandlockRule is how much of Landlock the process tier must have.
@@ -275,11 +296,12 @@ var UntrustedSource = SourceRule{
 	Scope:   SourceAny,
 	Trusted: false,
 	Isolation: IsolationRule{
-		Allowed:  []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
-		Minimum:  tool.IsolationProcess,
-		Landlock: LandlockBestEffort,
-		Runtime:  RuntimeDefinition,
-		Backend:  BackendOperator,
+		Allowed:           []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
+		Minimum:           tool.IsolationProcess,
+		Landlock:          LandlockBestEffort,
+		WithoutNamespaces: StandInRefuse,
+		Runtime:           RuntimeDefinition,
+		Backend:           BackendOperator,
 	},
 }
 
@@ -297,11 +319,12 @@ func Default() *Policy {
 			Scope:   s,
 			Trusted: true,
 			Isolation: IsolationRule{
-				Allowed:  []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
-				Minimum:  tool.IsolationNone,
-				Landlock: LandlockBestEffort,
-				Runtime:  RuntimeDefinition,
-				Backend:  BackendOperator,
+				Allowed:           []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
+				Minimum:           tool.IsolationNone,
+				Landlock:          LandlockBestEffort,
+				WithoutNamespaces: StandInRefuse,
+				Runtime:           RuntimeDefinition,
+				Backend:           BackendOperator,
 			},
 		}
 	}

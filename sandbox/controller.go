@@ -13,7 +13,9 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -304,7 +306,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		return nil
 	}
 	if err := b.Check(ctx, p); err != nil {
-		fail(&runFailure{CodeInitFailed, err.Error(), hintFor(err)})
+		fail(&runFailure{CodeInitFailed, err.Error(), failureHint(p, err)})
 		return nil
 	}
 	job.Trace.Mark("check")
@@ -344,7 +346,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 		case runCtx.Err() != nil:
 			c.ended(runCtx, res)
 		default:
-			fail(&runFailure{CodeInitFailed, "start sandbox: " + err.Error(), hintFor(err)})
+			fail(&runFailure{CodeInitFailed, "start sandbox: " + err.Error(), failureHint(p, err)})
 		}
 		return host.stopEgress()
 	}
@@ -649,6 +651,21 @@ func (c *Controller) withEnvFix(tier isolation.Tier, e *ErrorInfo) *ErrorInfo {
 		e.Hint += "; " + fix
 	}
 	return e
+}
+
+// failureHint is the hint of a run that could not be checked or started:
+// hintFor(err), or, for a process-tier run on a host where the process
+// tier cannot run (a CI container), the way out: the landlock tier, for
+// this run or by the policy. (Where the policy lets it stand in, the run
+// was planned in the landlock tier already.)
+func failureHint(p *isolation.Plan, err error) string {
+	if p.Tier == isolation.TierProcess && p.Backend == "" {
+		if why := landlock.ProcessTierBlocked(); why != "" {
+			return why + ": run the tool in the landlock tier — --approve " + policy.ApproveIsolationLandlock +
+				" for this run, or isolation.without-namespaces: landlock in the policy's sources rule (docs/ci.md)"
+		}
+	}
+	return hintFor(err)
 }
 
 // hintFor returns the fix an error carries, if it says one.

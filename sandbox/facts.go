@@ -57,6 +57,10 @@ type HostFacts struct {
 	Masks map[policy.PathMask]MaskMatch
 	Files map[string]FileFact
 
+	// TempDir is the host's directory for temporary files (os.TempDir):
+	// a landlock-tier run's scratch directory is made there.
+	TempDir string
+
 	// TrustBundle is the host's system trust bundle at a path the process
 	// tier can bind the run's bundle over (a regular file, no symlink on
 	// the way): where the sandbox's TLS stacks look. "" when the host has
@@ -92,6 +96,7 @@ func GatherFacts(cwd, runtimeDir string, ownDirs []string) (*HostFacts, error) {
 	if r, err := filepath.EvalSymlinks(f.Home); err == nil && r != f.Home {
 		f.HomeResolved = r
 	}
+	f.TempDir = os.TempDir()
 	f.TrustBundle = hostTrustBundle()
 	return f, nil
 }

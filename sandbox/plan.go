@@ -245,6 +245,12 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	// An inherited environment never carries a credential's real value.
 	envDeny := append(append([]string(nil), in.EnvDeny...), credentialSources(ext)...)
 	env := baseEnv(b, f, in.Grants, envDeny, proxyEnv)
+	scratch := ""
+	if d.Isolation == isolation.TierLandlock {
+		// No private /tmp: the run's own directory on the host.
+		scratch = ScratchDir(f.TempDir, in.RunID)
+		env = landlockEnv(env, scratch)
+	}
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
 		WithPids(limits.Pids + initPids(d.Isolation, kubernetesRun(in))),
@@ -286,6 +292,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	opts = append(opts, maskOpts...)
 
+	if d.Isolation == isolation.TierLandlock {
+		opts = append(opts, WithSeccomp(LandlockSeccompProfile(priv)))
+	}
 	spec, err := NewSpec(in.RunID, priv, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
@@ -304,6 +313,10 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,
 	}
+	if p.Tier == isolation.TierLandlock {
+		p.Scratch = scratch
+		p.AcceptGaps = append([]string(nil), d.AcceptGaps...)
+	}
 	if kubernetesRun(in) {
 		return planPod(p, in, ext.Image, ext.Runtime, d.Runtime, &sandboxPlan{env: env, cwd: cwd, watches: watches})
 	}
@@ -318,6 +331,38 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		}
 	}
 	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
+}
+
+// ScratchDir is the scratch directory of a landlock-tier run (its TMPDIR
+// and HOME) in the host's temporary directory tempDir: named by the run,
+// so that gc finds what a crashed run left.
+func ScratchDir(tempDir, runID string) string {
+	if !filepath.IsAbs(tempDir) {
+		tempDir = "/tmp"
+	}
+	return filepath.Join(tempDir, "sandboxed-scratch-"+runID)
+}
+
+// landlockEnv is env with HOME and TMPDIR in the scratch directory of a
+// landlock-tier run, where no private /tmp is mounted: HOME where it is
+// the default (/tmp), TMPDIR unless the tool sets it.
+func landlockEnv(env []string, scratch string) []string {
+	out := make([]string, 0, len(env)+1)
+	hasTmp := false
+	for _, kv := range env {
+		switch {
+		case kv == "HOME=/tmp":
+			kv = "HOME=" + scratch
+		case strings.HasPrefix(kv, "TMPDIR="):
+			hasTmp = true
+		}
+		out = append(out, kv)
+	}
+	if !hasTmp {
+		out = append(out, "TMPDIR="+scratch)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func workDirs(b *tool.Bound, toolCwd, callerCwd string, subs map[string]*tool.Bound) []string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -260,8 +261,9 @@ func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun,
 	if err := policy.ValidateApprovals(approvals); err != nil {
 		return policy.Decision{}, rf.refuse(StatusError, CodeValidation, err.Error(), "", err, nil)
 	}
-	if req.Isolation == string(tool.IsolationProcess) && def.Security.Isolation == tool.IsolationContainer && !downgradeOK {
-		msg := fmt.Sprintf("--isolation process is weaker than the container isolation %s asks for", def.Name)
+	if (req.Isolation == string(tool.IsolationProcess) || req.Isolation == string(isolation.TierLandlock)) &&
+		def.Security.Isolation == tool.IsolationContainer && !downgradeOK {
+		msg := fmt.Sprintf("--isolation %s is weaker than the container isolation %s asks for", req.Isolation, def.Name)
 		return policy.Decision{}, rf.refuse(StatusDenied, CodePermission, msg, "to run it so anyway: --approve "+ApproveIsolationProcess, policy.ErrApprovalRequired, nil)
 	}
 	preq := policy.NewRequest(def, br.grants, facts.Cwd, facts.Home)
@@ -272,6 +274,15 @@ func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun,
 	preq.CwdResolved, preq.HomeResolved = facts.CwdResolved, facts.HomeResolved
 	preq.Commands = callerCommands(br.bound)
 	d := pol.Decide(preq)
+	if d.LandlockStandIn && d.Isolation == tool.IsolationProcess &&
+		req.Cluster.Backend != isolation.BackendKubernetes && d.Backend != isolation.BackendKubernetes {
+		// The landlock tier may stand in where the process tier cannot
+		// run: find out whether it can, here and now.
+		if why := landlock.ProcessTierBlocked(); why != "" {
+			preq.NoProcessTier = why
+			d = pol.Decide(preq)
+		}
+	}
 	if perr := refusalOf(d, br.resolveErr, rf); perr != nil {
 		return d, perr
 	}

@@ -6,6 +6,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 )
 
 // Errno values used by the profiles (Linux, all architectures we build).
@@ -116,7 +117,26 @@ func SeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
 var (
 	profilesMu sync.Mutex
 	profiles   = map[privilege.Privilege]*specs.LinuxSeccomp{}
+	// landlockProfiles are LandlockSeccompProfile's, made once each.
+	landlockProfiles = map[privilege.Privilege]*specs.LinuxSeccomp{}
 )
+
+// LandlockSeccompProfile is the profile of a landlock-tier run of priv:
+// SeccompProfile(priv) with the tier's rules first
+// (landlock.SeccompRules: no sockets, no IPC of the host, no chown or
+// xattr changes). Like SeccompProfile's, it is made once per privilege
+// and must not be changed.
+func LandlockSeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
+	base := SeccompProfile(priv)
+	profilesMu.Lock()
+	defer profilesMu.Unlock()
+	p, ok := landlockProfiles[priv]
+	if !ok {
+		p = landlock.WithSeccompRules(base)
+		landlockProfiles[priv] = p
+	}
+	return p
+}
 
 // newSeccompProfile makes the profile of priv (SeccompProfile).
 func newSeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {

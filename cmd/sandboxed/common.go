@@ -63,8 +63,8 @@ func loadTool(c *cli.Context, arg string) (*tool.Definition, error) {
 
 // checkIsolationFlag refuses an --isolation that names no tier.
 func checkIsolationFlag(c *cli.Context) error {
-	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" {
-		return usageError(fmt.Errorf("--isolation %q: use process, container or none", iso))
+	if iso := c.String("isolation"); iso != "" && iso != "process" && iso != "container" && iso != "none" && iso != "landlock" {
+		return usageError(fmt.Errorf("--isolation %q: use process, container, landlock or none", iso))
 	}
 	return nil
 }

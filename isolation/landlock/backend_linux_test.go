@@ -154,13 +154,7 @@ func TestConfinement(t *testing.T) {
 func TestNothingOutlivesTheRun(t *testing.T) {
 	ctx := context.Background()
 	p := plan(t, isolation.Limits{Pids: 32, MemoryBytes: 64 << 20, TmpfsBytes: 1 << 20})
-	sb, err := landlock.New().Start(ctx, p)
-	if sbinit.LandlockABI() < 1 {
-		t.Skip("this kernel has no Landlock")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := start(t, p)
 	marker := "llmark" + strconv.Itoa(os.Getpid()) + p.RunID[len(p.RunID)-2:]
 	out, exit := run(t, ctx, sb, p, "setsid bash -c 'exec -a "+marker+" sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2; echo started")
 	if exit.Code != 0 || !strings.Contains(out, "started") {

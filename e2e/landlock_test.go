@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The landlock tier where CI jobs run: inside `docker run` with Docker's
+// defaults (its seccomp profile and capabilities, a read-only cgroupfs, no
+// user namespaces), as root and as an unprivileged user, with the host's
+// Docker socket mounted into the job's container as CI jobs often have it.
+// The job (landlockJob) runs sandboxed there and reports each case on a
+// line; the hostile tool (landlockProbe) prints LEAK for every wall it
+// got through.
+func TestLandlockTierInDefaultContainer(t *testing.T) {
+	begin(t)
+	dir := workdir(t, map[string]string{
+		"job.sh":              landlockJob,
+		"probe.py":            landlockProbe,
+		"policy.yaml":         landlockPolicy,
+		"tools/hello.yaml":    mustRead(t, "../examples/tools/hello.yaml"),
+		"tools/probe.yaml":    landlockTool("probe", "5000", "64MiB", "python3 /tmp/w/in/probe.py", "filesystem:read:/tmp/w/in", "filesystem:write:/tmp/w/out"),
+		"tools/forkbomb.yaml": landlockTool("forkbomb", "3000", "64MiB", "bomb() { bomb | bomb & }; bomb; sleep 5"),
+		"tools/memory.yaml": landlockTool("memory", "20000", "64MiB",
+			`for i in 1 2 3 4; do python3 -c 'x = bytearray(400 << 20); print("ALLOCATED")' & done; wait; echo done`),
+		"tools/daemon.yaml":  landlockTool("daemon", "5000", "64MiB", "setsid bash -c 'exec -a lldaemon sleep 1000' </dev/null >/dev/null 2>&1 & echo started"),
+		"tools/timeout.yaml": landlockTool("slow", "1500", "64MiB", "sleep 31 & setsid bash -c 'exec -a llslow sleep 32' </dev/null >/dev/null 2>&1 & sleep 30"),
+		"tools/network.yaml": landlockTool("network", "5000", "64MiB", "curl -s https://example.com", "network:external:example.com"),
+	})
+	sock := "/var/run/docker.sock"
+	var st syscall.Stat_t
+	if err := syscall.Stat(sock, &st); err != nil {
+		t.Fatalf("the test mounts the host's Docker socket into the job: %v", err)
+	}
+	for _, user := range []string{"0", "1000"} {
+		t.Run("user "+user, func(t *testing.T) {
+			args := []string{"run", "--rm", "--user", user, "--group-add", fmt.Sprint(st.Gid),
+				"-e", "JOB_SECRET=jobsecret-7d1f", "-e", "HOME=/tmp/home",
+				"-v", env.bin + ":/usr/local/bin/sandboxed:ro", "-v", dir + ":/t:ro", "-v", sock + ":" + sock,
+				runnerImage, "bash", "/t/job.sh"}
+			out, err := exec.Command("docker", args...).CombinedOutput()
+			t.Logf("job output:\n%s", out)
+			if err != nil {
+				t.Fatalf("the job failed: %v", err)
+			}
+			lines := string(out)
+			for _, want := range []string{
+				"hello-landlock: Hello, Ada!", "hello-landlock: rc=0",
+				"hello-process: rc=125", "hello-process-hint: isolation-landlock",
+				"hello-unapproved: rc=126",
+				"hello-none: Hello, Ada!", "hello-none: rc=0",
+				"probe: rc=0", "probe: DONE",
+				"forkbomb: ended", "memory: ended", "daemon: rc=0",
+				"timeout: rc=124",
+				"network: rc=125", "network: refused",
+				"victim: alive", "init: alive",
+				"left: none",
+			} {
+				if !strings.Contains(lines, want+"\n") {
+					t.Errorf("job output lacks %q", want)
+				}
+			}
+			for _, bad := range []string{"LEAK", "ALLOCATED", "jobsecret-7d1f", "LEFT "} {
+				if strings.Contains(lines, bad) {
+					t.Errorf("job output has %q", bad)
+				}
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// landlockTool is a definition that runs script with timeout (ms), a
+// memory limit and perms.
+func landlockTool(name, timeout, memory, script string, perms ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\ndescription: landlock tier case %s\nversion: 1.0.0\n", name, name)
+	fmt.Fprintf(&b, "bash: |\n  %s\n", script)
+	fmt.Fprintf(&b, "security:\n  execution-privilege: same-as-user\n  isolation: process\n")
+	if len(perms) > 0 {
+		b.WriteString("  required-permissions:\n")
+		for _, p := range perms {
+			fmt.Fprintf(&b, "    - %s\n", p)
+		}
+	}
+	fmt.Fprintf(&b, "resources:\n  max-memory: %s\nsandboxed:\n  pids-limit: 32\ntimeout: %s\ntags: [run]\n", memory, timeout)
+	return b.String()
+}
+
+// landlockPolicy lets the landlock tier stand in where the process tier
+// cannot run, and allows the none tier (for its own case).
+const landlockPolicy = `version: 1
+sources:
+  - scope: any
+    trusted: true
+    isolation:
+      allowed: [none, process, container]
+      minimum: none
+      without-namespaces: landlock
+paths:
+  allow-write: [/tmp/w/out]
+approval:
+  auto-approve: [tier:read_only, tier:write, tier:execute, tier:external_api, tier:unknown]
+`
+
+// landlockJob is what a CI job does: its own processes and files, a
+// listener on the loopback and on the container's address, then the runs.
+const landlockJob = `set -u
+mkdir -p $HOME /tmp/w/in /tmp/w/out && chmod 777 /tmp/w/out
+cp /t/probe.py /tmp/w/in/probe.py
+echo jobsecret-7d1f > /tmp/jobsecret.txt
+sleep 1000 & victim=$!
+echo $victim > /tmp/w/in/victim
+addr=$(python3 -c 'import socket; print(socket.gethostbyname(socket.gethostname()))')
+echo "$addr" > /tmp/w/in/addr
+python3 - <<'EOF' &
+import socket, threading
+def serve(host, port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, port)); s.listen(8)
+    while True:
+        c, a = s.accept(); print("LEAK accepted a connection on %s:%d" % (host, port), flush=True); c.close()
+for h in ("127.0.0.1", open("/tmp/w/in/addr").read().strip()):
+    for p in (3128, 8080):
+        threading.Thread(target=serve, args=(h, p), daemon=True).start()
+threading.Event().wait()
+EOF
+listener=$!
+sleep 0.5
+run() { name=$1; shift; out=$(sandboxed run "$@" 2>/tmp/err); rc=$?; printf '%s\n' "$out" | sed "s/^/$name: /"; sed "s/^/$name-stderr: /" /tmp/err; echo "$name: rc=$rc"; }
+run hello-landlock --isolation landlock --approve isolation-landlock /t/tools/hello.yaml NAME=Ada
+run hello-process /t/tools/hello.yaml NAME=Ada
+grep -q 'approve isolation-landlock' /tmp/err && echo "hello-process-hint: isolation-landlock"
+run hello-unapproved --isolation landlock /t/tools/hello.yaml NAME=Ada
+run hello-none --policy /t/policy.yaml --isolation none --approve isolation-none /t/tools/hello.yaml NAME=Ada
+P="--policy /t/policy.yaml"
+run probe $P /t/tools/probe.yaml
+run forkbomb $P /t/tools/forkbomb.yaml; echo "forkbomb: ended"
+run memory $P /t/tools/memory.yaml; echo "memory: ended"
+run daemon $P /t/tools/daemon.yaml
+run timeout $P /t/tools/timeout.yaml
+run network $P /t/tools/network.yaml
+grep -q 'network grants in the landlock tier' /tmp/err && echo "network: refused"
+kill -0 $victim && echo "victim: alive"
+kill -0 1 && echo "init: alive"
+kill $listener $victim
+sleep 0.2
+left=
+for p in /proc/[0-9]*; do
+  c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null) || continue
+  case "$c" in *sandboxed*|*lldaemon*|*llslow*|*"sleep 3"*|*probe.py*|*bytearray*|*bomb*) left="$left $c"; echo "LEFT $c";; esac
+done
+ls /tmp | grep sandboxed-scratch && left="$left scratch"
+test -z "$left" && echo "left: none"
+exit 0
+`
+
+// landlockProbe is the hostile tool: each wall it gets through is a LEAK
+// line. It runs as python3 from a read grant.
+const landlockProbe = `import os, signal, socket
+def leak(what): print("LEAK " + what, flush=True)
+def refused(what, f):
+    try:
+        f()
+    except OSError:
+        return
+    leak(what)
+secret = "jobsecret-7d1f"
+refused("read a file of the job outside the grants", lambda: open("/tmp/jobsecret.txt").read())
+refused("list /tmp", lambda: os.listdir("/tmp"))
+refused("list the job's home", lambda: os.listdir(os.path.dirname(os.environ["HOME"])))
+refused("write /tmp", lambda: open("/tmp/probe-leak", "w"))
+refused("write a read grant", lambda: open("/tmp/w/in/probe-leak", "w"))
+open("/tmp/w/out/ok", "w").write("ok")
+refused("chown in a write grant", lambda: os.chown("/tmp/w/out/ok", os.getuid(), os.getgid()))
+refused("truncate by path outside the grants", lambda: os.truncate("/tmp/jobsecret.txt", 0))
+if secret in repr(dict(os.environ)):
+    leak("the job's environment")
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            if secret in open("/proc/%s/environ" % pid).read():
+                leak("environ of pid " + pid)
+        except OSError:
+            pass
+victim = int(open("/tmp/w/in/victim").read())
+for pid in (1, victim):
+    refused("read the memory of pid %d" % pid, lambda: open("/proc/%d/mem" % pid, "rb").read(1))
+refused("signal a process of the job", lambda: os.kill(victim, signal.SIGKILL))
+refused("signal the container's init", lambda: os.kill(1, signal.SIGKILL))
+inits = [int(p) for p in os.listdir("/proc") if p.isdigit() and open("/proc/%s/cmdline" % p, "rb").read().startswith(b"sandboxed-init")]
+if not inits:
+    leak("no sandbox init found to try")
+for pid in inits:
+    refused("signal the sandbox init", lambda: os.kill(pid, signal.SIGKILL))
+    refused("read the sandbox init's environment", lambda: open("/proc/%d/environ" % pid).read())
+addr = open("/tmp/w/in/addr").read().strip()
+for host in ("127.0.0.1", addr):
+    for port in (3128, 8080):
+        refused("tcp to %s:%d" % (host, port), lambda: socket.create_connection((host, port), timeout=2))
+refused("a unix socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+refused("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+refused("a datagram socket pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+a, b = socket.socketpair()
+a.send(b"x"); assert b.recv(1) == b"x"
+if os.path.exists("/var/run/docker.sock"):
+    refused("the docker socket", lambda: socket.socket(socket.AF_UNIX).connect("/var/run/docker.sock"))
+print("DONE", flush=True)
+`
