@@ -82,7 +82,7 @@ func TestDoctorMatchesRunsInCIContainers(t *testing.T) {
 				}
 			}
 			anyOK := false
-			for _, tier := range []string{"process", "container", "none"} {
+			for _, tier := range []string{"process", "container", "landlock", "none"} {
 				for _, priv := range []string{"same-as-user", "reduced"} {
 					l, ok := checks[tier+"/runs a tool ("+priv+")"]
 					if !ok {
@@ -91,7 +91,7 @@ func TestDoctorMatchesRunsInCIContainers(t *testing.T) {
 					}
 					anyOK = anyOK || l.OK
 					// What a run does: the same tool, from a file, as a CI job runs it.
-					script := "cat > /tmp/ok.yaml <<'E'\n" + strings.ReplaceAll(trialTool, "%s", priv) + "E\nexec sandboxed run --json --isolation " + tier + " --approve isolation-none /tmp/ok.yaml"
+					script := "cat > /tmp/ok.yaml <<'E'\n" + strings.ReplaceAll(trialTool, "%s", priv) + "E\nexec sandboxed run --json --isolation " + tier + " --approve isolation-none --approve isolation-landlock /tmp/ok.yaml"
 					r := inCIContainer(t, cc.flags, "sh", "-c", script)
 					var res result
 					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
