@@ -43,7 +43,7 @@ var blocked = sync.OnceValue(func() string {
 	} else if !errors.Is(err, unix.ENOENT) {
 		return fmt.Sprintf("namespaces cannot be made here: %v", errors.Unwrap(err))
 	}
-	if process.UsableCgroup(isolation.Limits{MemoryBytes: 1, Pids: 1}) == nil {
+	if process.UsableCgroup(&isolation.Plan{Limits: isolation.Limits{MemoryBytes: 1}}) == nil {
 		return "no cgroup can be written here (a read-only cgroupfs, or none delegated to this user)"
 	}
 	return ""
