@@ -140,16 +140,20 @@ type PlanFacts struct {
 	RequestedTier, Tier string
 	Privilege           string
 	UID, GID            uint32
-	UserNamespace       bool
-	Capabilities        []string
-	NoNewPrivileges     bool
-	ReadonlyRoot        bool
-	Namespaces          []string
-	Mounts              []MountFact
-	Masks               []MaskFact
-	Seccomp             SeccompFacts
-	MemoryBytes         int64
-	SwapBytes           int64
+	// HostUID and HostGID are the host ids the spec's user runs as, where
+	// a user namespace maps it (HostIDKnown: the backend could say).
+	HostUID, HostGID uint32
+	HostIDKnown      bool
+	UserNamespace    bool
+	Capabilities     []string
+	NoNewPrivileges  bool
+	ReadonlyRoot     bool
+	Namespaces       []string
+	Mounts           []MountFact
+	Masks            []MaskFact
+	Seccomp          SeccompFacts
+	MemoryBytes      int64
+	SwapBytes        int64
 	// Pids is what the mechanism is set to (the spec's pids limit);
 	// ToolPids what the tool gets (the plan's). They differ where the
 	// init's spare threads share the limit.
@@ -808,7 +812,12 @@ func (x *explainer) privilege() {
 		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprint(pf.UID), Detail: "runs as the invoking user on the host, with the user's own rights"}}
 	} else {
 		who := fmt.Sprintf("uid %d, gid %d", pf.UID, pf.GID)
-		if pf.UserNamespace {
+		switch {
+		case pf.HostIDKnown && pf.HostUID != pf.UID:
+			who += fmt.Sprintf(" inside a user namespace; on the host uid %d, gid %d", pf.HostUID, pf.HostGID)
+		case pf.HostIDKnown:
+			who += ", the same ids on the host"
+		case pf.UserNamespace:
 			who += " inside a user namespace (mapped to an unprivileged host id, never host root)"
 		}
 		caps := "no capabilities"
@@ -922,6 +931,16 @@ func pidsMechanism(pf PlanFacts) Mechanism {
 		d += fmt.Sprintf(": the tool's %d and %d spare threads of the sandbox's init", t, pf.Pids-t)
 	}
 	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: d}
+}
+
+// hostIDWords names the host uid the sandbox's user is, where a user
+// namespace makes it another than the one it has inside (root inside is
+// not root on the host).
+func (pf PlanFacts) hostIDWords() string {
+	if !pf.HostIDKnown || pf.HostUID == pf.UID {
+		return ""
+	}
+	return fmt.Sprintf(" (host uid %d through a user namespace)", pf.HostUID)
 }
 
 // toolPids is how many processes and threads the tool gets: the plan's
@@ -1181,6 +1200,7 @@ func (x *explainer) howItRuns() string {
 	default:
 		who = fmt.Sprintf("runs in %s isolation as uid %d", pf.Tier, pf.UID)
 	}
+	who += pf.hostIDWords()
 	var reads, writes, hosts, local int
 	anyHost := false
 	for _, g := range x.in.Grants {

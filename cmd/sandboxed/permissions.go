@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
@@ -67,7 +68,7 @@ func explainAction(c *cli.Context) error {
 		if err != nil {
 			return permissions.Explanation{}, err
 		}
-		ex := explain.Tool(def, input, approvals, pol, polPath)
+		ex := explain.Tool(def, input, approvals, pol, polPath, process.HostIdentity)
 		if note != "" {
 			ex.Notes = append([]string{note}, ex.Notes...)
 		}

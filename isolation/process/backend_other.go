@@ -52,3 +52,6 @@ func (b *Backend) GC(ctx context.Context, keep func(string) bool) ([]string, err
 func (f Features) Checks() []host.Check {
 	return []host.Check{{Tier: string(isolation.TierProcess), Name: "linux", Fix: "the process tier needs Linux"}}
 }
+
+// HostIdentity cannot say off Linux: there is no process tier.
+func HostIdentity(p *isolation.Plan) (uid, gid uint32, ok bool) { return 0, 0, false }

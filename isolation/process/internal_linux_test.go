@@ -49,3 +49,27 @@ func TestResourcesSpareThreads(t *testing.T) {
 		t.Errorf("pids limit 24 (spec %d) became %d, want the spec's", n, r.Pids)
 	}
 }
+
+// The host id explain names is the one the run's mapping gives the
+// spec's user: root as root maps to the reserved range, never to 0.
+func TestHostIDOfMapping(t *testing.T) {
+	h := hostIDs{euid: 0, egid: 0, reserved: 1 << 20}
+	m, err := planIDMapping(h, "same-as-user", 0, 0)
+	if err != nil || m == nil {
+		t.Fatalf("root's same-as-user run as uid 0: %v %v", m, err)
+	}
+	if uid, ok := mappedID(m.uids, 0); !ok || uid != 1<<20 {
+		t.Errorf("uid 0 inside is host uid %d (%v), want the reserved %d", uid, ok, 1<<20)
+	}
+	if _, ok := mappedID(m.uids, 5); ok {
+		t.Error("an id the namespace does not map was given a host id")
+	}
+	user := hostIDs{euid: 1000, egid: 1000, subUID: 100000, subUIDCount: 65536, subGID: 100000, subGIDCount: 65536}
+	m, err = planIDMapping(user, "reduced", 65534, 65534)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, ok := mappedID(m.uids, 65534); !ok || uid != 100000+65534 {
+		t.Errorf("reduced nobody is host uid %d (%v), want %d", uid, ok, 100000+65534)
+	}
+}

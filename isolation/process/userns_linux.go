@@ -398,3 +398,40 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 	}
 	return trees, nil
 }
+
+// HostIdentity is the host uid and gid the tool's commands of a
+// process-tier plan run as: the spec's user through the user namespace
+// this host would give the run (planIDMapping, the decision Start makes).
+// ok is false for another tier, or when this host cannot say (its id
+// files unreadable, a mapping it would refuse). It reads the host's id
+// files, as a run does.
+func HostIdentity(p *isolation.Plan) (uid, gid uint32, ok bool) {
+	if p == nil || p.Tier != isolation.TierProcess || p.Spec == nil || p.Spec.Process == nil {
+		return 0, 0, false
+	}
+	h, err := probeHostIDs()
+	if err != nil {
+		return 0, 0, false
+	}
+	u := p.Spec.Process.User
+	m, err := planIDMapping(h, p.Privilege, u.UID, u.GID)
+	if err != nil {
+		return 0, 0, false
+	}
+	if m == nil { // no user namespace: the spec's ids are the host's
+		return u.UID, u.GID, true
+	}
+	hu, uok := mappedID(m.uids, u.UID)
+	hg, gok := mappedID(m.gids, u.GID)
+	return hu, hg, uok && gok
+}
+
+// mappedID is the host id that id inside maps to.
+func mappedID(maps []syscall.SysProcIDMap, id uint32) (uint32, bool) {
+	for _, e := range maps {
+		if int(id) >= e.ContainerID && int(id) < e.ContainerID+e.Size {
+			return uint32(e.HostID + int(id) - e.ContainerID), true
+		}
+	}
+	return 0, false
+}

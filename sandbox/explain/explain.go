@@ -33,7 +33,11 @@ func PolicySource(path string) permissions.PolicyInfo {
 // binds; when the policy asks for approvals it plans again with them, to
 // show how the run would be enforced; otherwise it explains the
 // definition's raw strings.
-func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string) permissions.Explanation {
+//
+// hostID, when not nil, says which host ids a plan's user runs as (the
+// backend's user namespace: process.HostIdentity); explain names them
+// where they differ from the ids inside.
+func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, hostID HostIdentity) permissions.Explanation {
 	cwd, _ := os.Getwd()
 	home := sandbox.InvokingHome()
 	in := permissions.ExplainInput{
@@ -52,6 +56,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 	case err == nil:
 		in.Arguments.Bound = true
 		fillFromPrepared(&in, p, *p.Decision, false)
+		fillHostID(&in, p.Plan, hostID)
 	case errors.As(err, &pe) && pe.Decision != nil:
 		d := *pe.Decision
 		if d.Verdict == policy.NeedsApproval {
@@ -60,6 +65,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 			if err2 == nil {
 				in.Arguments.Bound = true
 				fillFromPrepared(&in, p2, d, true)
+				fillHostID(&in, p2.Plan, hostID)
 				break
 			}
 			in.Notes = append(in.Notes, "even approved, the run could not be planned: "+firstLine(err2))
@@ -92,6 +98,20 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 		in.Arguments.Note = "the tool could not be bound; the definition's raw strings are explained"
 	}
 	return permissions.Explain(in)
+}
+
+// HostIdentity says which host uid and gid a plan's user runs as; ok is
+// false when the backend cannot say.
+type HostIdentity func(*isolation.Plan) (uid, gid uint32, ok bool)
+
+// fillHostID records the host ids of the plan's user, when hostID knows.
+func fillHostID(in *permissions.ExplainInput, pl *isolation.Plan, hostID HostIdentity) {
+	if hostID == nil || pl == nil {
+		return
+	}
+	if uid, gid, ok := hostID(pl); ok {
+		in.Plan.HostUID, in.Plan.HostGID, in.Plan.HostIDKnown = uid, gid, true
+	}
 }
 
 // explainRaw explains a tool that does not bind (missing or invalid
