@@ -192,14 +192,6 @@ func Inspect(ctx context.Context, name string) (*Image, error) {
 	return inspect(ctx, c, name)
 }
 
-// Require fails, wrapping ErrNotFound and naming the command that builds it,
-// when the image name is not on the engine. An image that is out of date is
-// not an error: runs use it; `sandboxed doctor` reports it.
-func Require(ctx context.Context, name string) error {
-	_, err := Inspect(ctx, name)
-	return err
-}
-
 // NotFoundError is the error for a missing image name.
 func NotFoundError(name string) error {
 	if name == "" {

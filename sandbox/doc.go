@@ -4,7 +4,7 @@
 // always cleans up.
 //
 // Planning reads the host (GatherFacts, ResolveMounts, the policy's masks)
-// and changes nothing; BuildPlan makes the Plan from those facts with no
+// and changes nothing; buildPlan makes the Plan from those facts with no
 // system call. The Plan is complete when it is printed: the run starts by
 // making what it names (the host directory, write grants' directories,
 // the egress proxy from its egress section) and never adds to it. A run

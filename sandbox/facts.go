@@ -14,7 +14,7 @@ import (
 // the invoking user, the environment, where the run's host directory will
 // be, each grant's real path (ResolveMounts), the sockets under grants
 // (CheckNoSockets) and the paths the policy's masks match (gatherMasks) —
-// and changes nothing. BuildPlan then turns the bound tool, the policy's
+// and changes nothing. buildPlan then turns the bound tool, the policy's
 // decision and those facts into a Plan without a system call, so the
 // same facts always give the same plan (plan_test.go).
 //

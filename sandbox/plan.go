@@ -43,7 +43,7 @@ const EgressProxyPort = 3128
 // egressSocketName is the proxy's socket in the run's host directory.
 const egressSocketName = "egress.sock"
 
-// PlanInput is everything the planner needs. It is data: BuildPlan makes
+// PlanInput is everything the planner needs. It is data: buildPlan makes
 // no system call (see facts.go for what is read from the host, and when).
 type PlanInput struct {
 	RunID    string
@@ -71,16 +71,6 @@ type Cluster struct {
 	// RuntimeClass is the pod's RuntimeClass on Kubernetes ("" for the
 	// cluster's default). A tool or policy that asks for runsc needs one.
 	RuntimeClass string
-}
-
-// BuildPlan turns a bound tool, the policy's decision and the host facts
-// into a Plan and the commands of its steps. The decision must allow the
-// run. It has no side effects: the same input gives the same plan, and
-// that plan is complete — the host directory and the egress proxy's
-// rules are in it, and nothing is added to it later.
-func BuildPlan(in PlanInput) (*isolation.Plan, []JobStep, error) {
-	p, steps, _, err := buildPlan(in)
-	return p, steps, err
 }
 
 // planLimits are the run's limits: the policy's decision, narrowed by the
@@ -186,8 +176,12 @@ func planEgress(grants []permissions.Grant, deny []string, hostDir string) (*iso
 	return e, nil
 }
 
-// buildPlan is BuildPlan, also returning what to look at again after the
-// run: the protected patterns under write grants.
+// buildPlan turns a bound tool, the policy's decision and the host facts
+// into a Plan, the commands of its steps and what to look at again after
+// the run (the protected patterns under write grants). The decision must
+// allow the run. It has no side effects: the same input gives the same
+// plan, and that plan is complete — the host directory and the egress
+// proxy's rules are in it, and nothing is added to it later.
 func buildPlan(in PlanInput) (*isolation.Plan, []JobStep, []protectedWatch, error) {
 	if d := in.Decision; d == nil || d.Verdict != policy.Allow {
 		return nil, nil, nil, fmt.Errorf("plan %s: the policy has not allowed the run: %w", in.Bound.Def.Name, ErrPlan)

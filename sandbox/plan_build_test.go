@@ -18,7 +18,7 @@ import (
 )
 
 // planFixture binds a definition against made-up host facts: nothing of
-// the host is read, so what BuildPlan makes of it is fixed.
+// the host is read, so what buildPlan makes of it is fixed.
 func planFixture(t *testing.T, yaml string) (*tool.Bound, []permissions.Grant, *HostFacts) {
 	t.Helper()
 	def, err := tool.Parse([]byte(yaml), "/home/ada/proj/t.yaml")
@@ -147,7 +147,7 @@ func TestBuildPlanFromFacts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, grants, f := planFixture(t, tt.yaml)
-			p, _, err := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
+			p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
 			if tt.wantErr {
 				if !errors.Is(err, ErrPlan) {
 					t.Fatalf("err %v, want ErrPlan", err)
@@ -159,7 +159,7 @@ func TestBuildPlanFromFacts(t *testing.T) {
 			}
 			tt.check(t, p)
 			// The same facts give the same plan.
-			again, _, _ := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
+			again, _, _, _ := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: tt.d, Facts: f})
 			if a, b := mustJSON(t, p), mustJSON(t, again); a != b {
 				t.Errorf("two plans from the same facts differ:\n%s\n%s", a, b)
 			}

@@ -97,7 +97,7 @@ func TestPlanCredentials(t *testing.T) {
 			d := allow(64<<20, 0)
 			d.Isolation = tt.tier
 			f.TrustBundle = tt.bundle
-			p, _, err := BuildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
+			p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrPlan) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

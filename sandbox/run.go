@@ -314,8 +314,10 @@ func refusalOf(d policy.Decision, resolveErr error, rf refuser) *PrepareError {
 	return perr
 }
 
-// EgressStarter starts the egress proxy of a run; implemented by the CLI
-// over isolation/egress so this package stays free of its details.
+// EgressStarter starts the egress proxy of a run. The CLI implements it
+// over isolation/egress (cmd/sandboxed/egress.go), where the proxy's
+// resolver is chosen (the host's, or the end-to-end tests' hosts file);
+// nil means no run of this controller may have egress.
 type EgressStarter interface {
 	// Start starts the proxy the plan's egress section describes (its
 	// rules, on its socket), with the run's secrets (credential values,

@@ -277,7 +277,7 @@ type BoundStep struct {
 	Timeout         time.Duration
 	Output          *Output
 	ContinueOnError bool
-	// RunCondition has parameters substituted; see ResolveCondition.
+	// RunCondition has parameters substituted; see resolveCondition.
 	RunCondition string
 	Parallel     bool
 	WaitFor      []string
@@ -297,11 +297,11 @@ func (s *BoundStep) ResolveInput(outputs map[string]StepOutput) (string, error) 
 	return s.inputTmpl.render(s.b.resolver(outputs, false, false))
 }
 
-// ResolveCondition returns the run-condition with parameters and step
+// resolveCondition returns the run-condition with parameters and step
 // outputs substituted verbatim (the condition is evaluated by the
 // controller, never by a shell). A reference to a step without output is
 // left as written, so the controller can report it.
-func (s *BoundStep) ResolveCondition(outputs map[string]StepOutput) (string, error) {
+func (s *BoundStep) resolveCondition(outputs map[string]StepOutput) (string, error) {
 	if s.condTmpl == nil {
 		return s.RunCondition, nil
 	}
@@ -1042,13 +1042,13 @@ func (bd *binder) step(s *Step, toolTimeout time.Duration) (*BoundStep, error) {
 	return bs, nil
 }
 
-// SubstituteSteps substitutes step references {NAME.output}, {NAME.error}
+// substituteSteps substitutes step references {NAME.output}, {NAME.error}
 // and {NAME.exit-code} whose step is in outputs into a template written in
 // syntax, escaping each for its quoting context (verbatim for SyntaxPlain
 // and SyntaxArgv words). Other braces stay as written. It is for text that
 // was not bound with Bind (cleanup commands, ad-hoc conditions); bound
 // steps use BoundCommand.Resolve, which renders in one pass.
-func SubstituteSteps(text string, syntax Syntax, outputs map[string]StepOutput) (string, error) {
+func substituteSteps(text string, syntax Syntax, outputs map[string]StepOutput) (string, error) {
 	b := &Bound{stepSet: map[string]bool{}}
 	for k := range outputs {
 		b.stepSet[k] = true
@@ -1060,10 +1060,10 @@ func SubstituteSteps(text string, syntax Syntax, outputs map[string]StepOutput) 
 	return t.render(b.resolver(outputs, false, syntax != SyntaxPlain))
 }
 
-// SyntaxOf returns the syntax a command of kind (and script shell) is
+// syntaxOf returns the syntax a command of kind (and script shell) is
 // parsed with; the second result is false for kinds that cannot run here
 // (cmd) or interpreters whose quoting is not supported.
-func SyntaxOf(kind ExecKind, shell string) (Syntax, bool) {
+func syntaxOf(kind ExecKind, shell string) (Syntax, bool) {
 	spec, err := specFor("", &Exec{Kind: kind, Shell: shell})
 	if err != nil || spec.interp != "" {
 		return SyntaxPlain, false

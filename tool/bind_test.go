@@ -380,11 +380,11 @@ func TestBindSteps(t *testing.T) {
 	if got := runWords(t, argv); !reflect.DeepEqual(got, []string{"x'y", "3", "{fetch-commits.output}"}) {
 		t.Errorf("step 2 words %q", got)
 	}
-	cond, err := b.Steps[2].ResolveCondition(outputs)
+	cond, err := b.Steps[2].resolveCondition(outputs)
 	if err != nil || cond != "3 == 0 && '{fetch-commits.output}' != ''" {
 		t.Errorf("condition %q %v", cond, err)
 	}
-	cond, _ = b.Steps[2].ResolveCondition(map[string]StepOutput{})
+	cond, _ = b.Steps[2].resolveCondition(map[string]StepOutput{})
 	if cond != "{count-authors.exit-code} == 0 && '{fetch-commits.output}' != ''" {
 		t.Errorf("condition without outputs %q", cond)
 	}
@@ -489,21 +489,21 @@ func TestParseArgs(t *testing.T) {
 
 func TestSubstituteSteps(t *testing.T) {
 	out := map[string]StepOutput{"s1": {Output: "a'b\n", ExitCode: 0}}
-	got, err := SubstituteSteps(`echo '{s1.output}' {s1.exit-code} {s2.output} {PARAM}`, SyntaxBash, out)
+	got, err := substituteSteps(`echo '{s1.output}' {s1.exit-code} {s2.output} {PARAM}`, SyntaxBash, out)
 	if err != nil || got != `echo 'a'\''b' '0' {s2.output} {PARAM}` {
 		t.Errorf("got %q %v", got, err)
 	}
-	got, _ = SubstituteSteps(`{s1.output}`, SyntaxPlain, out)
+	got, _ = substituteSteps(`{s1.output}`, SyntaxPlain, out)
 	if got != "a'b" {
 		t.Errorf("plain %q", got)
 	}
-	if s, ok := SyntaxOf(ExecScript, "node"); ok || s != SyntaxPlain {
-		t.Errorf("SyntaxOf node")
+	if s, ok := syntaxOf(ExecScript, "node"); ok || s != SyntaxPlain {
+		t.Errorf("syntaxOf node")
 	}
-	if s, ok := SyntaxOf(ExecScript, "python3"); !ok || s != SyntaxPython {
-		t.Errorf("SyntaxOf python3")
+	if s, ok := syntaxOf(ExecScript, "python3"); !ok || s != SyntaxPython {
+		t.Errorf("syntaxOf python3")
 	}
-	if s, ok := SyntaxOf(ExecBash, ""); !ok || s != SyntaxBash {
-		t.Errorf("SyntaxOf bash")
+	if s, ok := syntaxOf(ExecBash, ""); !ok || s != SyntaxBash {
+		t.Errorf("syntaxOf bash")
 	}
 }

@@ -9,7 +9,9 @@
 // strict loader reads with located errors, and `tool add`'s flags build a
 // model here (add.go), not in the CLI.
 //
-// It is pure: it makes no syscalls beyond reading definition files and
-// writing them atomically for add/import, it never runs a tool, and it
-// imports no other package of this module.
+// It is pure: it makes no syscalls beyond reading definition files,
+// writing them atomically for add/import and keeping the name index in
+// the cache (nameindex.go); it never runs a tool; and of this module it
+// imports only leaf helpers under internal/ (privilege, tier, units,
+// xdg), which import nothing of the rest.
 package tool

@@ -169,7 +169,7 @@ func FuzzSubstitute(f *testing.F) {
 				t.Fatalf("run: got %q want %q", got, want)
 			}
 		case idx == n+2:
-			script, err := SubstituteSteps(`printf %s '<{s.output}>'`, SyntaxBash, map[string]StepOutput{"s": {Output: v}})
+			script, err := substituteSteps(`printf %s '<{s.output}>'`, SyntaxBash, map[string]StepOutput{"s": {Output: v}})
 			if hasNUL {
 				if !errors.Is(err, ErrUnsafeValue) {
 					t.Fatalf("step output: NUL not refused: %v", err)

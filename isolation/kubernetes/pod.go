@@ -250,11 +250,13 @@ func (e podEnv) seccomp() *corev1.SeccompProfile {
 // which listens on controlSocket; the container's PID 1 waits for that
 // socket and becomes the init, dialling it (sbinit.ConnectArgs). head
 // reads no further than it is told, and the host sends nothing more until
-// the bridge said hello.
-const (
-	controlSocket = initDir + "/control.sock"
-	pid1Script    = `while [ ! -S ` + controlSocket + ` ]; do sleep 0.02; done; exec ` + initPath + ` ` + sbinit.InitArg + ` --connect=` + controlSocket
-	bridgeScript  = `set -e; head -c "$1" > ` + initPath + `.part; chmod 0500 ` + initPath + `.part; mv ` + initPath + `.part ` + initPath + `; exec ` + initPath + ` ` + sbinit.InitArg + ` --bridge=` + controlSocket
+// the bridge said hello. The paths are constants of this package with no
+// character a shell would read, so the argv is joined unquoted.
+const controlSocket = initDir + "/control.sock"
+
+var (
+	pid1Script   = `while [ ! -S ` + controlSocket + ` ]; do sleep 0.02; done; exec ` + initPath + ` ` + strings.Join(sbinit.ConnectArgs(controlSocket), " ")
+	bridgeScript = `set -e; head -c "$1" > ` + initPath + `.part; chmod 0500 ` + initPath + `.part; mv ` + initPath + `.part ` + initPath + `; exec ` + initPath + ` ` + strings.Join(sbinit.BridgeArgs(controlSocket), " ")
 )
 
 // bridgeCommand is the exec session's argv for an init binary of size bytes.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
 func testPlan(mounts ...specs.Mount) *isolation.Plan {
@@ -68,10 +69,20 @@ func TestBuildObjectsSecurity(t *testing.T) {
 	if c.Resources.Limits.Memory().Value() != 64<<20 || c.Resources.Requests.Memory().Value() != 64<<20 || c.Resources.Limits.Cpu().MilliValue() != 500 {
 		t.Errorf("resources %+v", c.Resources)
 	}
-	if c.Stdin || c.TTY || !strings.Contains(c.Command[2], "--connect=/.sandboxed/control.sock") {
+	// PID 1 execs the init dialling the socket the bridge listens on, each
+	// with the argv sbinit parses (ConnectArgs, BridgeArgs), and nothing a
+	// shell would split or expand is in them.
+	connect := "exec " + initPath + " " + strings.Join(sbinit.ConnectArgs(controlSocket), " ")
+	bridge := "exec " + initPath + " " + strings.Join(sbinit.BridgeArgs(controlSocket), " ")
+	for _, a := range append(sbinit.ConnectArgs(controlSocket), sbinit.BridgeArgs(controlSocket)...) {
+		if strings.ContainsAny(a, " \t\n'\"$`\\;&|<>*?()[]{}~#") {
+			t.Errorf("init argument %q needs quoting in the pod's scripts", a)
+		}
+	}
+	if c.Stdin || c.TTY || !strings.HasSuffix(c.Command[2], connect) {
 		t.Errorf("stdin %v tty %v command %v", c.Stdin, c.TTY, c.Command)
 	}
-	if argv := bridgeCommand(1234); argv[4] != "1234" || !strings.Contains(argv[2], "--bridge=/.sandboxed/control.sock") {
+	if argv := bridgeCommand(1234); argv[4] != "1234" || !strings.HasSuffix(argv[2], bridge) {
 		t.Errorf("bridge command %v", argv)
 	}
 	var tmp *corev1.Volume

@@ -139,7 +139,7 @@ func planFilter(p *isolation.Plan) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile the plan's seccomp profile: %w", err)
 	}
-	return sbinit.EncodeFilter(prog), nil
+	return sbinit.EncodeProgram(prog), nil
 }
 
 // waitSlot waits until fewer than Concurrency pods of runs are live in the

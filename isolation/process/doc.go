@@ -134,6 +134,6 @@
 // ready awaited: nothing of the run runs before Claim returns. A claimed
 // or discarded sandbox is never handed out again.
 //
-// testdata/startbench measures Start+Exec(true)+Close against
+// internal/bench/startbench measures Start+Exec(true)+Close against
 // `bwrap --unshare-all true`, interleaved.
 package process

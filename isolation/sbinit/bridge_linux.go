@@ -43,7 +43,7 @@ type egressConn struct {
 
 // streamSocket starts the bridge on the process's standard input and
 // output and returns the init's end of its socketpair: the init and its
-// bridge in one process (an init started with StreamArg).
+// bridge in one process (an init started with --stdio).
 func streamSocket() (*net.UnixConn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

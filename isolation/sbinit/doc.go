@@ -75,7 +75,7 @@
 // through an API stream), the protocol rides one byte stream (stream.go):
 // a bridge makes each command's pipes itself and multiplexes control,
 // stdio, file transfers and egress connections as frames. The bridge
-// runs in the init's process (StreamArgs) or in a process of its own that
+// runs in the init's process (--stdio) or in a process of its own that
 // the init dials (BridgeArgs, ConnectArgs); the host side is StreamClient.
 //
 // Every exec carries three descriptors, stdin, stdout and stderr, made by the

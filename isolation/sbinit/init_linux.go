@@ -200,7 +200,7 @@ func runInit(args []string) int {
 
 func controlSocket(args []string) (*net.UnixConn, error) {
 	for _, a := range args {
-		if a == StreamArg {
+		if a == streamArg {
 			return streamSocket()
 		}
 		if path, ok := strings.CutPrefix(a, connectFlag); ok {

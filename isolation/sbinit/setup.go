@@ -210,10 +210,6 @@ func NewSetup(spec *specs.Spec, compile Compiler) (*Setup, error) {
 	return s, nil
 }
 
-// EncodeFilter encodes a compiled seccomp program as Setup.Seccomp and
-// Config.Filter carry it.
-func EncodeFilter(prog []bpf.RawInstruction) []byte { return encodeBPF(prog) }
-
 func hasOpt(opts []string, o string) bool {
 	for _, x := range opts {
 		if x == o {

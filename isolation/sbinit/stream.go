@@ -14,11 +14,12 @@ import (
 )
 
 // The stream protocol carries the control protocol over one byte stream
-// with no descriptor passing: the standard input and output of an init
-// started with StreamArgs (a Kubernetes pod's attach stream). The init's
-// PID 1 process runs a bridge that speaks the ordinary protocol to the
-// init over a private socketpair, makes each command's pipes itself, and
-// multiplexes everything on the stream as frames:
+// with no descriptor passing: a Kubernetes pod's exec session, whose
+// process is a bridge (BridgeArgs) that the pod's PID 1, the init, dials
+// (ConnectArgs); or, with streamArg, the standard input and output of the
+// init itself, which then runs the bridge in its own process. The bridge
+// speaks the ordinary protocol to the init, makes each command's pipes
+// itself, and multiplexes everything on the stream as frames:
 //
 //	4-byte big-endian length of the rest | 1-byte kind | 4-byte channel | payload
 //
@@ -54,13 +55,9 @@ const (
 	kindFile   byte = 8 // both ways: tar bytes of a put or get
 )
 
-// StreamArg, after InitArg, makes the init take its control channel from
-// its standard input and output (StreamArgs).
-const StreamArg = "--stdio"
-
-// StreamArgs is the argv (after the binary) of an init that speaks the
-// stream protocol on its standard input and output.
-func StreamArgs() []string { return []string{InitArg, StreamArg} }
+// streamArg, after InitArg, makes the init take its control channel from
+// its standard input and output, the bridge in its own process.
+const streamArg = "--stdio"
 
 // bridgeFlag selects a bridge in a process of its own (BridgeArgs).
 const bridgeFlag = "--bridge="

@@ -25,7 +25,7 @@ import (
 // protocol on its standard input and output, as it does in a pod.
 func startStreamInit(t *testing.T, cfg *Config, dial func() (net.Conn, error)) *StreamClient {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], StreamArgs()...)
+	cmd := exec.Command(os.Args[0], InitArg, streamArg)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestStreamInitLoadsFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := startStreamInit(t, &Config{RunID: "t", Filter: EncodeFilter(prog)}, nil)
+	cl := startStreamInit(t, &Config{RunID: "t", Filter: EncodeProgram(prog)}, nil)
 	var out bytes.Buffer
 	// ptrace(PTRACE_TRACEME) is 101 on x86-64; the NNP line says the
 	// filter came with no_new_privs.

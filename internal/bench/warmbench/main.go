@@ -5,7 +5,7 @@
 // them, with the CPU each run costs (this process and every init it
 // started, and what they ran).
 //
-//	CGO_ENABLED=0 go build -o /tmp/warmbench ./isolation/process/testdata/warmbench
+//	CGO_ENABLED=0 go build -o /tmp/warmbench ./internal/bench/warmbench
 //	make build && sudo /tmp/warmbench -n 50
 package main
 

@@ -2,7 +2,7 @@
 // sandboxed binary experiences it (a static binary re-executed as the
 // init), interleaved with `bwrap --unshare-all` running the same command.
 //
-//	CGO_ENABLED=0 go build -o /tmp/startbench ./isolation/process/testdata/startbench
+//	CGO_ENABLED=0 go build -o /tmp/startbench ./internal/bench/startbench
 //	sudo /tmp/startbench -n 50
 package main
 
