@@ -132,6 +132,7 @@ func mcpAction(c *cli.Context) error {
 		trace: os.Getenv("SANDBOXED_TRACE") == "1", budget: int(budget)}
 	tools := &mcpTools{h: h, scope: scope, project: project, cwd: cwd, home: sandbox.InvokingHome(), log: log,
 		served: map[string]servedTool{}, skipped: map[string]bool{}}
+	sig := dirsSignature(tools.scopes(tools.projects()), scope) // before the scan: a change during it is seen next time
 	want, scopes, projects := tools.scan()
 	instr := instructions(len(want), scopes, scope, projects, int(budget))
 	if c.Bool("list") {
@@ -171,13 +172,16 @@ func mcpAction(c *cli.Context) error {
 	tools.srv = srv
 	tools.mu.Lock()
 	n := tools.apply(want)
-	tools.sig = dirsSignature(tools.scopes(projects), scope)
+	tools.sig = sig
 	tools.mu.Unlock()
 	log.srv.Store(srv)
 	log.logf("info", "serving %d tool(s) from scope %s (project %s), policy %s", n, scope, projects[0], policyName(polPath))
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	// SIGINT, SIGTERM or SIGHUP (a host quitting) interrupt the calls in
+	// flight, whose sandboxes are torn down before the server exits.
+	h.stopping = ctx
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go tools.watch(watchCtx)

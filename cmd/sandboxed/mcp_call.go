@@ -58,6 +58,9 @@ type mcpHandler struct {
 	trace     bool // SANDBOXED_TRACE=1: each call's trace on stderr
 	budget    int  // of output in a result
 	out       *outputStore
+	// stopping, when set, ends when the server is told to stop: the
+	// calls in flight are interrupted with its cause.
+	stopping context.Context
 
 	mu sync.Mutex
 	// approved are approvals the user gave "for this session" through
@@ -69,6 +72,12 @@ type mcpHandler struct {
 func (h *mcpHandler) handler(def *tool.Definition, cwd string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
+		if h.stopping != nil {
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			defer context.AfterFunc(h.stopping, func() { cancel(context.Cause(h.stopping)) })()
+		}
 		var trace *sandbox.Tracer
 		if h.trace {
 			// From the handler's start, to the server's stderr.
