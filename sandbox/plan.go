@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -242,7 +243,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	scratch := ""
 	if d.Isolation == isolation.TierLandlock {
 		// No private /tmp: the run's own directory on the host.
-		scratch = ScratchDir(f.TempDir, in.RunID)
+		scratch = landlock.ScratchDir(f.TempDir, in.RunID)
 		env = landlockEnv(env, scratch)
 	}
 	opts := []SpecOpt{
@@ -325,16 +326,6 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		}
 	}
 	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
-}
-
-// ScratchDir is the scratch directory of a landlock-tier run (its TMPDIR
-// and HOME) in the host's temporary directory tempDir: named by the run,
-// so that gc finds what a crashed run left.
-func ScratchDir(tempDir, runID string) string {
-	if !filepath.IsAbs(tempDir) {
-		tempDir = "/tmp"
-	}
-	return filepath.Join(tempDir, "sandboxed-scratch-"+runID)
 }
 
 // landlockEnv is env with HOME and TMPDIR in the scratch directory of a

@@ -109,6 +109,9 @@ sandboxed:
 		// every sandboxed command, whatever the sandbox costs.
 		{name: "sandboxed version", argv: []string{abs, "version"}},
 		floor,
+		// The landlock tier standing in for the process tier, as in a
+		// CI container (here beside it, on the host).
+		{name: "sandboxed landlock", argv: []string{abs, "run", "--isolation", "landlock", "--approve", "isolation-landlock", tool("noop-landlock", "process")}, dir: work, env: benchEnv},
 		{name: "sandboxed process", argv: []string{abs, "run", tool("noop-process", "process")}, dir: work, env: benchEnv},
 	}}
 	if g, err := rootlessGroup(abs, work, rt, *rootlessUser, tool("noop-rootless", "process")); err != nil {
@@ -340,6 +343,9 @@ func report(g []peer, times map[string][]time.Duration, n int) {
 		}
 		if v, ok := times[floorName]; ok {
 			fmt.Printf("floor: a Go program running bwrap around a Go init, then fsyncing a line, is %.2fx bwrap\n", float64(pct(v, .5))/float64(pct(times["bwrap"], .5)))
+		}
+		if v, ok := times["sandboxed landlock"]; ok {
+			fmt.Printf("landlock: p50 %.2fx bwrap, %.2fx the process tier\n", float64(pct(v, .5))/float64(pct(times["bwrap"], .5)), float64(pct(v, .5))/float64(pct(times[last], .5)))
 		}
 		fmt.Println()
 	case "sandboxed container (runsc)":

@@ -106,6 +106,8 @@ func residentBench(bin, work string, env []string, image string, container bool,
 		{"mcp call (process)", func() error { return call("noop_process") }},
 		{"sandboxed run, served (process)", exe(peer{argv: []string{bin, "run", "noop_process"}, dir: dir, env: env})},
 		{"sandboxed run, cold (process)", exe(peer{argv: []string{bin, "run", "--no-server", "noop_process"}, dir: dir, env: env})},
+		{"sandboxed run, served (landlock)", exe(peer{argv: []string{bin, "run", "--isolation", "landlock", "--approve", "isolation-landlock", "noop_process"}, dir: dir, env: env})},
+		{"sandboxed run, cold (landlock)", exe(peer{argv: []string{bin, "run", "--no-server", "--isolation", "landlock", "--approve", "isolation-landlock", "noop_process"}, dir: dir, env: env})},
 	}
 	// Each tier's rows are interleaved among themselves: a container
 	// row's engine keeps working after it returns (removing the
@@ -156,6 +158,13 @@ func residentBench(bin, work string, env []string, image string, container bool,
 	bar("MCP call, container tier,", "mcp call (container)", docker.name, 0.4)
 	bar("sandboxed run with a server", "sandboxed run, served (process)", "bwrap", 1.0)
 	bar("sandboxed run without a server", "sandboxed run, cold (process)", "bwrap", 1.5)
+	for _, mode := range []string{"served", "cold"} {
+		ll, pr := times["sandboxed run, "+mode+" (landlock)"], times["sandboxed run, "+mode+" (process)"]
+		if ll != nil && pr != nil {
+			fmt.Printf("landlock, %s: p50 %.2fx bwrap, %.2fx the process tier\n", mode,
+				float64(pct(ll, .5))/float64(pct(times["bwrap"], .5)), float64(pct(ll, .5))/float64(pct(pr, .5)))
+		}
+	}
 
 	// Throughput: 4 calls in flight at once through the MCP server.
 	through := func(name string, runs int) (float64, error) {

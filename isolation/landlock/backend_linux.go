@@ -245,11 +245,31 @@ func freeUID() (int, error) {
 			return 0, err
 		}
 		uid := uidBase + int(binary.LittleEndian.Uint32(b[:])&0xfffff)
-		if sbinit.UIDTasks(uid, true) == 0 {
+		if !uidInUse(uid) {
 			return uid, nil
 		}
 	}
 	return 0, fmt.Errorf("pick a uid for the tool: every try was in use")
+}
+
+// uidInUse reports whether a process this one can see runs as uid: the
+// owner of /proc/PID is its effective uid (a stat each, where reading
+// every status file would cost a run milliseconds).
+func uidInUse(uid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if c := e.Name()[0]; c < '0' || c > '9' {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // sandbox is a started run: the init's sandbox, and the scratch
@@ -292,7 +312,25 @@ func removeTree(dir string) error {
 }
 
 // GC removes the cgroups of dead runs (shared with the process and none
-// tiers, which name them alike) and their scratch directories.
+// tiers, which name them alike) and the scratch directories that runs of
+// a crashed controller left in this host's temporary directory. With a
+// nil keep no scratch directory is removed: any may be a live run's.
 func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]string, error) {
-	return process.New().GC(ctx, keep)
+	removed, err := process.New().GC(ctx, keep)
+	if keep == nil {
+		return removed, err
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), ScratchPrefix+"*"))
+	for _, d := range dirs {
+		id := strings.TrimPrefix(filepath.Base(d), ScratchPrefix)
+		if !isolation.RunIDPattern.MatchString(id) || keep(id) {
+			continue
+		}
+		if rerr := removeTree(d); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove scratch directory %s: %w", d, rerr))
+			continue
+		}
+		removed = append(removed, "scratch directory "+d)
+	}
+	return removed, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,4 +316,39 @@ func addBind(p *isolation.Plan, path, mode string) {
 func addMask(p *isolation.Plan, dir string) {
 	addBind(p, dir, "ro")
 	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: dir + "/hidden", Type: "tmpfs", Options: []string{"ro", "size=4k"}})
+}
+
+// gc removes the scratch directory of a run that is not live, and only
+// with a liveness answer.
+func TestGCScratch(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	id := "20260101T000000-0123456789ab"
+	dir := landlock.ScratchDir(tmp, id)
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(dir, "sub"), 0) // as a tool may leave it
+	b := landlock.New()
+	// Every other run counts as live: this test reaps nothing of theirs.
+	onlyMine := func(run string) bool { return run != id }
+	if _, err := b.GC(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal("removed without a liveness answer")
+	}
+	if _, err := b.GC(context.Background(), func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal("removed a live run's scratch directory")
+	}
+	removed, err := b.GC(context.Background(), onlyMine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || !slices.Contains(removed, "scratch directory "+dir) {
+		t.Fatalf("not removed: %v %v", removed, err)
+	}
 }

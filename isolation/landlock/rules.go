@@ -131,6 +131,20 @@ func sameRule(a, b specs.LinuxSyscall) bool {
 // directory stands in for /tmp.
 var skeletonMounts = map[string]bool{"/proc": true, "/dev": true, "/dev/pts": true, "/dev/shm": true, "/dev/mqueue": true, "/tmp": true, "/sys": true}
 
+// ScratchPrefix starts the name of a run's scratch directory, followed by
+// its run id (ScratchDir).
+const ScratchPrefix = "sandboxed-scratch-"
+
+// ScratchDir is the scratch directory of a landlock-tier run (its TMPDIR
+// and HOME) in the host's temporary directory tempDir, named by the run
+// so that gc finds what a crashed run left.
+func ScratchDir(tempDir, runID string) string {
+	if !filepath.IsAbs(tempDir) {
+		tempDir = "/tmp"
+	}
+	return filepath.Join(tempDir, ScratchPrefix+runID)
+}
+
 // grant is one bind of the plan: a host hierarchy the commands may use.
 type grant struct {
 	source, dest string

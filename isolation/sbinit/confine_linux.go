@@ -138,7 +138,7 @@ func confineSelf() error {
 	if c.NprocLimit > 0 {
 		limit := uint64(c.NprocLimit)
 		if c.SharedUID {
-			limit += uint64(UIDTasks(os.Getuid(), false))
+			limit += uint64(uidTasks(os.Getuid()))
 		}
 		rlimits = append(rlimits, Rlimit{Resource: unix.RLIMIT_NPROC, Soft: limit, Hard: limit})
 	}
@@ -166,10 +166,9 @@ func confineSelf() error {
 	return nil
 }
 
-// UIDTasks counts the tasks (threads) this process can see whose real
-// uid is uid (anyUID: whose real, effective, saved or file-system uid is),
-// itself included.
-func UIDTasks(uid int, anyUID bool) int64 {
+// uidTasks counts the tasks (threads) this process can see whose real
+// uid is uid, itself included: what RLIMIT_NPROC counts.
+func uidTasks(uid int) int64 {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -188,7 +187,7 @@ func UIDTasks(uid int, anyUID bool) int64 {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
 				f := strings.Fields(v)
-				match = len(f) > 0 && (f[0] == want || anyUID && slices.Contains(f, want))
+				match = len(f) > 0 && f[0] == want
 			}
 			if v, ok := strings.CutPrefix(line, "Threads:"); ok {
 				threads, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
