@@ -48,6 +48,9 @@ func giveMemoryBack() {
 	})
 }
 
+// mcpHandler serves the calls of a server's tools: each goes through the
+// policy (asking the client's user where it can) and the controller, and
+// comes back as a result within the output budget.
 type mcpHandler struct {
 	log       *mcpLog
 	ctl       *sandbox.Controller
@@ -220,12 +223,14 @@ func (h *mcpHandler) elicit(ctx context.Context, ss *mcp.ServerSession, def *too
 	return approveNo, nil
 }
 
+// sessionApprovals are the approvals given for every call of tool name.
 func (h *mcpHandler) sessionApprovals(name string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.approved[name]...)
 }
 
+// approveForSession keeps approvals for the calls of tool name to come.
 func (h *mcpHandler) approveForSession(name string, approvals []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -62,6 +62,7 @@ type outputStore struct {
 	piece int
 }
 
+// outputURI is the URI of stream (stdout or stderr) of run runID.
 func outputURI(runID, stream string) string {
 	return fmt.Sprintf("%s://runs/%s/%s", outputScheme, runID, stream)
 }

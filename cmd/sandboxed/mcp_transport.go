@@ -33,6 +33,8 @@ func (t cancelAware) Connect(ctx context.Context) (mcp.Connection, error) {
 	return &cancelConn{Connection: c, calls: map[jsonrpc.ID]bool{}, onInitialize: t.onInitialize}, nil
 }
 
+// cancelConn is cancelAware's connection: it notes the calls read and the
+// cancellations of them, and drops the responses to cancelled calls.
 type cancelConn struct {
 	mcp.Connection
 	mu sync.Mutex
