@@ -17,7 +17,8 @@ import (
 // `tool validate` adds these so that a definition that validates here runs
 // here. An alias is checked through its base tool.
 //
-// lookPath reports whether a program is found; nil skips that check.
+// lookPath reports whether a program is found; nil skips that check, as
+// does a tool of the container tier, which runs its image's programs.
 func CheckRunnable(d *Definition, lookPath func(prog string) error) []Diagnostic {
 	if d == nil || d.Type == "alias" {
 		return nil
@@ -55,8 +56,8 @@ func CheckRunnable(d *Definition, lookPath func(prog string) error) []Diagnostic
 			out = append(out, Diagnostic{Pos: at(pos), Msg: msg})
 			return
 		}
-		if lookPath == nil || len(spec.prefix) == 0 {
-			return
+		if lookPath == nil || len(spec.prefix) == 0 || d.Security.Isolation == IsolationContainer {
+			return // a container runs its image's programs, not the host's
 		}
 		if err := lookPath(spec.prefix[0]); err != nil {
 			out = append(out, Diagnostic{Pos: at(pos),

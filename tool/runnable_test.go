@@ -152,6 +152,7 @@ func TestCheckRunnable(t *testing.T) {
 		{"step cmd", "steps:\n  - name: s\n    cmd: dir\n", "3:5: step s: cmd: runs Windows CMD"},
 		{"node module in a transform", "bash: echo {D}\nparameters:\n  D: {description: d, default: ., transform: path.normalize(value)}\n", `4:3: the transform of parameter D fails for the value ".": ReferenceError: path is not defined`},
 		{"runs", "bash: echo\nplatforms: [linux, windows]\n", ""},
+		{"interpreter in the image", "script: puts 1\nshell: ruby\nsecurity: {isolation: container}\n", ""},
 	} {
 		def, err := Parse([]byte("description: d\n"+c.yaml), "t.yaml")
 		if err != nil {
