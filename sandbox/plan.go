@@ -226,7 +226,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
 	}
-	planQuotas(eg, d.Quotas)
+	planQuotas(eg, d.Quotas, def.Name, ext.Quotas)
 
 	cwd := f.Cwd
 	if wd := b.WorkingDirectory; wd != "" {

@@ -6,15 +6,24 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
 // planQuotas puts the policy's quotas into the egress section, saying for
 // each what the proxy can count: requests where it reads them (plain
 // HTTP, and HTTPS to the hosts whose TLS it terminates), connections
 // where a tunnel's TLS passes through.
-func planQuotas(eg *isolation.Egress, qs []policy.Quota) {
+//
+// The tool's own quotas (sandboxed.quotas) are added: both hold, so a
+// tool can only narrow the operator's caps. Their windows are the tool's
+// own (their rule names the tool).
+func planQuotas(eg *isolation.Egress, qs []policy.Quota, toolName string, own []tool.Quota) {
 	if eg == nil {
 		return
+	}
+	for i, q := range own {
+		qs = append(qs, policy.Quota{Host: q.Host, Requests: q.Requests, Bytes: q.Bytes, Window: q.Window,
+			Rule: fmt.Sprintf("%s: sandboxed.quotas[%d]", toolName, i)})
 	}
 	var inspected []string
 	for _, c := range eg.Credentials {

@@ -1078,6 +1078,7 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 		"parameter-schemas": func(k, v *yaml.Node) { x.ParameterSchemas = l.paramSchemas(v) },
 		"credentials":       func(k, v *yaml.Node) { x.Credentials = l.credentials(v) },
 		"http":              func(k, v *yaml.Node) { x.HTTP = l.httpRules(v) },
+		"quotas":            func(k, v *yaml.Node) { x.Quotas = l.quotas(v) },
 	}, map[string]string{"memory": "memory is CYCOD's resources.max-memory", "timeout": "timeouts are CYCOD's timeout or resources.timeout", "network": "network access is requested with security.required-permissions"})
 	return x
 }

@@ -410,6 +410,8 @@ type SandboxedExt struct {
 	// HTTP narrows the requests the proxy lets through to a host to some
 	// methods and path prefixes.
 	HTTP []HTTPRule `json:"http,omitempty" yaml:"http,omitempty"`
+	// Quotas cap what the tool sends to hosts, besides the policy's.
+	Quotas []Quota `json:"quotas,omitempty" yaml:"quotas,omitempty"`
 }
 
 // Credential is one entry of `sandboxed: credentials:`. Exactly one of

@@ -39,7 +39,7 @@ type Quota = isolation.Quota
 // quotaKey names a quota's state file: runs share it when their rules
 // are the same.
 func quotaKey(q Quota) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%d", q.Host, q.Requests, q.Bytes, q.Window)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%d", q.Rule, q.Host, q.Requests, q.Bytes, q.Window)))
 	return hex.EncodeToString(h[:12])
 }
 
