@@ -32,19 +32,7 @@ func TestGCNeverReapsALiveRun(t *testing.T) {
 		tool := toolYAML(t, dir, tier, "survivor",
 			`touch out/started; while [ ! -e out/go ]; do sleep 0.05; done; echo survived`,
 			[]string{"filesystem:write:./out"}, "timeout: 120000\n")
-		run := command("run", "--json", tool)
-		run.Dir = dir
-		var stdout, stderr bytes.Buffer
-		run.Stdout, run.Stderr = &stdout, &stderr
-		must(t, run.Start())
-		done := false
-		defer func() {
-			if !done {
-				run.Process.Kill()
-				run.Wait()
-			}
-		}()
-		waitForFile(t, filepath.Join(dir, "out", "started"), 60*time.Second)
+		run := startLiveRun(t, dir, tool)
 
 		// The live run is the one directory named by a run id in the
 		// suite's runtime directory.
@@ -107,12 +95,7 @@ func TestGCNeverReapsALiveRun(t *testing.T) {
 		}
 
 		must(t, os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644))
-		err := run.Wait()
-		done = true
-		var r result
-		if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
-			t.Fatalf("run: %v, result %v\nstdout: %s\nstderr: %s", err, jerr, stdout.String(), stderr.String())
-		}
+		r := run.finish(t)
 		if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "survived" {
 			t.Fatalf("the live run ended %s (exit %d) after gc: %+v\nstderr: %s", r.Status, r.ExitCode, r.Error, r.Stderr)
 		}
@@ -132,4 +115,42 @@ func waitForFile(t *testing.T, path string, within time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// liveRun is a `sandboxed run --json` started in the background.
+type liveRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           bool
+}
+
+// startLiveRun starts `sandboxed run --json tool` in dir and waits until
+// the tool has made dir/out/started; the run is killed when the test ends
+// unless finish was called.
+func startLiveRun(t *testing.T, dir, tool string) *liveRun {
+	t.Helper()
+	r := &liveRun{cmd: command("run", "--json", tool)}
+	r.cmd.Dir = dir
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	must(t, r.cmd.Start())
+	t.Cleanup(func() {
+		if !r.done {
+			r.cmd.Process.Kill()
+			r.cmd.Wait()
+		}
+	})
+	waitForFile(t, filepath.Join(dir, "out", "started"), 60*time.Second)
+	return r
+}
+
+// finish waits for the run and decodes its result.
+func (r *liveRun) finish(t *testing.T) result {
+	t.Helper()
+	err := r.cmd.Wait()
+	r.done = true
+	var res result
+	if jerr := json.Unmarshal(r.stdout.Bytes(), &res); jerr != nil {
+		t.Fatalf("run: %v, result %v\nstdout: %s\nstderr: %s", err, jerr, r.stdout.String(), r.stderr.String())
+	}
+	return res
 }

@@ -17,6 +17,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
@@ -29,6 +30,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 )
 
@@ -250,6 +252,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkInitBinary(); err != nil {
 		return err
 	}
+	if err := b.checkRootOwner(p); err != nil {
+		return err
+	}
 	if _, _, err := translate(&cp, b.host(nil)); err != nil {
 		return err
 	}
@@ -260,7 +265,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	// needs more than an explicit seccomp profile (the engine refuses to
 	// create a container with one it cannot load), or when the engine's
 	// own default profile must be on.
-	if p.Runtime != "" || p.Privilege == privilege.Elevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil {
+	if p.Runtime != "" || p.Privilege == privilege.Elevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil || rootRun(p) {
 		info, err := b.engineInfo(ctx)
 		if err != nil {
 			return err
@@ -334,7 +339,86 @@ func imageOf(p *isolation.Plan) string {
 }
 
 func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
-	return host{InitBinary: b.initBinary, lstat: lstat}
+	// An error is Check's and Start's to report (checkRootOwner).
+	owner, _ := b.rootOwner()
+	return host{InitBinary: b.initBinary, lstat: lstat, rootAs: owner}
+}
+
+// checkRootOwner refuses a run of root's tools as same-as-user when no id
+// to run them as can be had.
+func (b *Backend) checkRootOwner(p *isolation.Plan) error {
+	if !rootRun(p) {
+		return nil
+	}
+	_, err := b.rootOwner()
+	return err
+}
+
+// rootOwner is the host uid and gid root's same-as-user runs take in a
+// container, nil when uid 0 in the container is not host uid 0: sandboxed
+// does not run as root, or the engine remaps user namespaces (as far as
+// this backend has asked it: Check asks before a run that needs it).
+// Otherwise it is the id reserved for sandboxed (process.ReservedID), as
+// the process tier maps root's tools, so that no tool is host root.
+func (b *Backend) rootOwner() (*hostsetup.Owner, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	b.infoMu.Lock()
+	info := b.info
+	b.infoMu.Unlock()
+	if info != nil && hasSecOpt(*info, "userns") {
+		return nil, nil
+	}
+	id, err := process.ReservedID()
+	if err != nil {
+		return nil, err
+	}
+	return &hostsetup.Owner{UID: id, GID: id}, nil
+}
+
+// rootRun reports whether p runs root's tools as same-as-user: uid 0 in
+// the spec, which rootOwner may move off host uid 0.
+func rootRun(p *isolation.Plan) bool {
+	return p != nil && os.Geteuid() == 0 && (p.Privilege == privilege.SameAsUser || p.Privilege == "") &&
+		p.Spec != nil && p.Spec.Process != nil && p.Spec.Process.User.UID == 0
+}
+
+// handOver gives the write grants among ms (the container's mounts, their
+// sources staged) to owner for the run, and returns their sources, for
+// handBack. What was handed over before an error is handed back.
+func handOver(ms []mount.Mount, ours func(string) bool, owner *hostsetup.Owner) ([]string, error) {
+	var handed []string
+	for _, m := range ms {
+		if m.Type != mount.TypeBind || m.ReadOnly || ours(m.Source) {
+			continue
+		}
+		if _, err := hostsetup.Reown(m.Source, hostsetup.Owner{}, *owner); err != nil {
+			_ = handBack(handed, owner)
+			return nil, fmt.Errorf("hand write grant %s to uid %d: %w", m.Target, owner.UID, err)
+		}
+		handed = append(handed, m.Source)
+	}
+	return handed, nil
+}
+
+// ourSource reports whether a bind source is sandboxed's own (the init
+// binary, a socket in the run's host directory) rather than a grant (the
+// grants' staged sources are in the host directory's staging directory).
+func ourSource(src, initBinary, hostDir string) bool {
+	return src == initBinary || (strings.HasPrefix(src, hostDir+"/") && !strings.HasPrefix(src, hostDir+"/"+stagingDirName+"/"))
+}
+
+// handBack gives what owner holds in the handed-over grants (what the run
+// was given and what it made) back to root.
+func handBack(handed []string, owner *hostsetup.Owner) error {
+	var errs []error
+	for _, src := range handed {
+		if _, err := hostsetup.Reown(src, *owner, hostsetup.Owner{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Start creates and starts the run's container with the init as its
@@ -342,6 +426,9 @@ func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
 // On error nothing is left behind. Plan.HostDir must exist.
 func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
 	if err := b.checkInitBinary(); err != nil {
+		return nil, err
+	}
+	if err := b.checkRootOwner(p); err != nil {
 		return nil, err
 	}
 	cfg, hc, err := translate(p, b.host(os.Lstat))
@@ -379,6 +466,15 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			_ = s.Close(cctx)
 		}
 	}()
+	if owner := b.host(nil).rootAs; owner != nil && rootRun(p) {
+		// The tool runs as owner, not root: its write grants are its for
+		// the run and come back to root in Close.
+		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, owner)
+		if err != nil {
+			return nil, err
+		}
+		s.handedTo = owner
+	}
 	alive, err := b.launch(ctx, s, cfg, hc, p.HostDir, p.Runtime)
 	if err != nil {
 		return nil, err

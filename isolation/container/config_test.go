@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/images"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -344,5 +345,38 @@ func TestAddGVisorNames(t *testing.T) {
 	}
 	if got := prof.Syscalls[1].Names; len(got) != 1 {
 		t.Errorf("names %q, want unchanged", got)
+	}
+}
+
+// Root's same-as-user tools take the reserved id when uid 0 in the
+// container would be host uid 0; nobody else's user changes.
+func TestUserForRoot(t *testing.T) {
+	r := &hostsetup.Owner{UID: 0x70000000, GID: 0x70000000}
+	for _, tc := range []struct {
+		priv   privilege.Privilege
+		user   specs.User
+		rootAs *hostsetup.Owner
+		want   string
+	}{
+		{privilege.SameAsUser, specs.User{UID: 0, GID: 0}, r, "1879048192:1879048192"},
+		{privilege.SameAsUser, specs.User{UID: 0, GID: 0}, nil, "0:0"}, // the engine remaps
+		{privilege.SameAsUser, specs.User{UID: 1000, GID: 1000}, r, "1000:1000"},
+		{privilege.Reduced, specs.User{UID: 0, GID: 0}, r, "65534:65534"},
+		{privilege.Elevated, specs.User{}, nil, "0:0"},
+	} {
+		got, err := userFor(tc.priv, tc.user, tc.rootAs)
+		if err != nil || got != tc.want {
+			t.Errorf("userFor(%s, %d, %v) = %q, %v; want %q", tc.priv, tc.user.UID, tc.rootAs, got, err, tc.want)
+		}
+	}
+	for src, ours := range map[string]bool{
+		"/run/sandboxed/R/init.sock":          true,
+		"/bin/sandboxed":                      true,
+		"/run/sandboxed/R/.sandboxed-binds/0": false,
+		"/home/ada/project":                   false,
+	} {
+		if got := ourSource(src, "/bin/sandboxed", "/run/sandboxed/R"); got != ours {
+			t.Errorf("ourSource(%s) = %t", src, got)
+		}
 	}
 }

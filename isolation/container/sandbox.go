@@ -12,6 +12,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
@@ -44,6 +45,10 @@ type sandbox struct {
 	// staged are the staging mounts of the grants' sources (root only),
 	// detached by Close.
 	staged []string
+	// handed are the write grants (their staged sources) given to
+	// handedTo for the run; Close hands them back to root.
+	handed   []string
+	handedTo *hostsetup.Owner
 	// stagingRoot is a warm container's shared mount of the staging
 	// directory, detached by Close after staged.
 	stagingRoot string
@@ -190,6 +195,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("close control socket: %w", err))
 			}
 		}
+		// The grants back to root once nothing of the run can write in
+		// them, through their staged sources.
+		if err := handBack(s.handed, s.handedTo); err != nil {
+			errs = append(errs, err)
+		}
+		s.handed = nil
 		// The staged binds go once the container that used them is gone
 		// (or could not be removed: the engine holds its own mounts).
 		if err := unstage(s.staged); err != nil {

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/docker/docker/api/types/mount"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
 // bindIdentity is the file a bind mount's source was when the plan was
@@ -173,6 +176,16 @@ func gcStaged(keep func(runID string) bool) ([]string, error) {
 		}
 		undo := func() error { return unstage([]string{m.Mountpoint}) }
 		what := "staged bind "
+		if !root && isRW(m.Options) {
+			// A run of root's tools that died before Close: what it was
+			// handed, and what it made, goes back to root (Start's
+			// handOver). Only that run's id owns entries there.
+			if id, err := process.ReservedID(); err == nil {
+				if r, err := hostsetup.Reown(m.Mountpoint, hostsetup.Owner{UID: id, GID: id}, hostsetup.Owner{}); err == nil && r.Changed > 0 {
+					reaped = append(reaped, fmt.Sprintf("%d entries of %s handed back to root (run %s)", r.Changed, m.Mountpoint, run))
+				}
+			}
+		}
 		if root {
 			undo = func() error { return unshareStagingRoot(m.Mountpoint) }
 			what = "staging directory "
@@ -184,6 +197,17 @@ func gcStaged(keep func(runID string) bool) ([]string, error) {
 		reaped = append(reaped, what+m.Mountpoint+" (run "+run+")")
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// isRW reports whether mount options (mountinfo's per-mount options)
+// make the mount writable.
+func isRW(opts string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == "rw" {
+			return true
+		}
+	}
+	return false
 }
 
 // stagedRun tells whether mountpoint is a staged bind (RUN/.sandboxed-binds/N)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // Warm containers (isolation.Prestarter).
@@ -87,7 +88,10 @@ type placeholder struct {
 // configuration of each key it returned, for Prestart; nothing outside it
 // changes.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
-	t, err := warmTemplateOf(p)
+	if b.checkRootOwner(p) != nil {
+		return "", false
+	}
+	t, err := warmTemplateOf(p, b.host(nil).rootAs)
 	if err != nil {
 		return "", false
 	}
@@ -114,8 +118,8 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 }
 
 // warmTemplateOf is p's container configuration with the parts of a run
-// taken out.
-func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
+// taken out; rootAs is host.rootAs.
+func warmTemplateOf(p *isolation.Plan, rootAs *hostsetup.Owner) (*warmTemplate, error) {
 	if p == nil {
 		return nil, errors.New("no plan")
 	}
@@ -126,7 +130,7 @@ func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 	// fills them in.
 	cp := *p
 	cp.HostDir = "/"
-	cfg, hc, err := translate(&cp, host{lstat: os.Lstat})
+	cfg, hc, err := translate(&cp, host{lstat: os.Lstat, rootAs: rootAs})
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +371,21 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbo
 	}
 	if stageErr != nil {
 		return nil, stageErr
+	}
+	if owner := w.b.host(nil).rootAs; owner != nil && rootRun(p) {
+		// As a cold start does (Start): the write grants are the tool's
+		// uid's for the run, back to root in Close.
+		var staged []mount.Mount
+		for i, ph := range w.tmpl.Placeholders {
+			m := hc.Mounts[ph.Mount]
+			m.Source = w.s.staged[i]
+			staged = append(staged, m)
+		}
+		s.handed, err = handOver(staged, func(string) bool { return false }, owner)
+		if err != nil {
+			return nil, err
+		}
+		s.handedTo = owner
 	}
 	init, err := w.pending.handshake(ctx, p)
 	w.pending = nil // the init's channel is the client's now

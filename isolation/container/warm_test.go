@@ -322,7 +322,7 @@ func TestWarmTemplatePlaceholders(t *testing.T) {
 	p := basePlan()
 	p.Egress = &isolation.Egress{ProxySocket: "/run/sandboxed/r1/egress.sock", ProxyPort: 3128}
 	p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: d, Options: []string{"ro"}}}
-	tm, err := warmTemplateOf(p)
+	tm, err := warmTemplateOf(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

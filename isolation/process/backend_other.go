@@ -55,3 +55,6 @@ func (f Features) Checks() []host.Check {
 
 // HostIdentity cannot say off Linux: there is no process tier.
 func HostIdentity(p *isolation.Plan) (uid, gid uint32, ok bool) { return 0, 0, false }
+
+// ReservedID is Linux's alone.
+func ReservedID() (int, error) { return 0, unsupported() }

@@ -248,6 +248,11 @@ func subIDs(path, name string, uid int) (start, count int, err error) {
 	return 0, 0, nil
 }
 
+// ReservedID is the first host id of the range reserved for sandboxed
+// (R above): the uid and gid a tier that cannot map ids runs root's tools
+// as, the container tier on an engine without user namespace remapping.
+func ReservedID() (int, error) { return reservedStart("/etc/subuid", "/etc/subgid") }
+
 // reservedStart is the first id of sandboxed's reserved range, the same
 // in both files: the "sandboxed" entry, else DefaultReservedStart when it
 // collides with no entry of either file.
