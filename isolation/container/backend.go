@@ -17,9 +17,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -30,8 +30,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
-	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
 // engine is the part of the Docker client the backend uses. A hand-written
