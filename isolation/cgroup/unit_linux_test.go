@@ -14,6 +14,11 @@ func TestAdoptDelegated(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "cgroup.controllers"), "cpuset cpu io memory pids\n")
 	write(t, filepath.Join(dir, "cgroup.subtree_control"), "")
+	// The kernel makes a cgroup's files with the directory: the leaf is
+	// made here as cgroupfs would hold it once adoptDelegated's mkdir ran,
+	// so its files are this user's to write and read back.
+	must(t, os.Mkdir(filepath.Join(dir, supervisorCgroup), 0o755))
+	write(t, filepath.Join(dir, supervisorCgroup, "cgroup.procs"), "")
 	if err := adoptDelegated(dir, 4242); err != nil {
 		t.Fatal(err)
 	}

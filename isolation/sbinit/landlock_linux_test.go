@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
@@ -38,6 +39,14 @@ func TestLandlockPathAccess(t *testing.T) {
 // parent's abstract Unix socket, and prints how each went.
 func landlockScopeProbe(mode string) {
 	if mode == "landlock" {
+		// Without CAP_SYS_ADMIN (which the init has in its user namespace)
+		// a process may restrict itself only under no_new_privs: set it,
+		// so the test runs as any user. On every thread: the ruleset is
+		// applied to each.
+		if err := ll.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			fmt.Println("no_new_privs:", err)
+			os.Exit(1)
+		}
 		abi, err := applyLandlock(&Landlock{Paths: []LandlockPath{{Path: "/"}}}, nil, nil)
 		if err != nil {
 			fmt.Println("apply:", err)
