@@ -151,9 +151,13 @@ type PlanFacts struct {
 	Namespaces       []string
 	Mounts           []MountFact
 	Masks            []MaskFact
-	Seccomp          SeccompFacts
-	MemoryBytes      int64
-	SwapBytes        int64
+	// Masked are the paths the plan hides or makes read-only, as the
+	// backend applies them (isolation.Plan.Masked): Path is the host
+	// path, Rule the policy rule.
+	Masked      []MaskFact
+	Seccomp     SeccompFacts
+	MemoryBytes int64
+	SwapBytes   int64
 	// Pids is what the mechanism is set to (the spec's pids limit);
 	// ToolPids what the tool gets (the plan's). They differ where the
 	// init's spare threads share the limit.
@@ -1094,7 +1098,7 @@ func (x *explainer) mountRisks(g Grant, home string) {
 			}
 		}
 		if p == "/" || (home != "" && p == home) {
-			x.risk("medium", RiskBroadAccess, subj, "covers "+p+" as a whole: far more than a tool usually needs (the policy still hides the paths it protects)")
+			x.risk("medium", RiskBroadAccess, subj, "covers "+p+" as a whole: far more than a tool usually needs "+x.masksUnder(p))
 		}
 		if !m.Write {
 			continue
@@ -1122,9 +1126,53 @@ func (x *explainer) mountRisks(g Grant, home string) {
 			}
 		}
 		if strings.Contains(p, "/.git/hooks") || strings.HasSuffix(p, "/.git") {
-			x.risk("high", RiskCodeExecution, subj, "writable git metadata: hooks run code on the next git command (the policy keeps .git/hooks read-only)")
+			hooks := p
+			if i := strings.Index(p, "/.git/hooks"); i >= 0 {
+				hooks = p[:i] + "/.git/hooks"
+			} else {
+				hooks = p + "/hooks"
+			}
+			note := "writable git metadata: hooks run code on the next git command"
+			if mk, ok := x.maskOver(hooks); ok && !mk.Hide {
+				note += " (the policy keeps " + hooks + " read-only: " + mk.Rule + ")"
+			} else if ok {
+				note += " (the policy hides " + hooks + ": " + mk.Rule + ")"
+			} else {
+				note += " (the plan does not keep " + hooks + " read-only)"
+			}
+			x.risk("high", RiskCodeExecution, subj, note)
 		}
 	}
+}
+
+// maskOver is the plan's mask over path (of path or a directory above
+// it), if the plan in force masks it.
+func (x *explainer) maskOver(path string) (MaskFact, bool) {
+	for _, mk := range x.in.Plan.Masked {
+		if covers(mk.Path, path) {
+			return mk, true
+		}
+	}
+	return MaskFact{}, false
+}
+
+// masksUnder says, in parentheses, what the policy in force hides or
+// makes read-only under p: read from the plan's masked paths, not assumed.
+func (x *explainer) masksUnder(p string) string {
+	var hidden, ro int
+	for _, mk := range x.in.Plan.Masked {
+		if covers(p, mk.Path) {
+			if mk.Hide {
+				hidden++
+			} else {
+				ro++
+			}
+		}
+	}
+	if hidden+ro == 0 {
+		return "(the plan hides or protects nothing under it)"
+	}
+	return fmt.Sprintf("(the plan hides %d paths under it and makes %d read-only)", hidden, ro)
 }
 
 func (x *explainer) verdict() {

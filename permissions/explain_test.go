@@ -211,3 +211,30 @@ func TestPidsMechanism(t *testing.T) {
 		}
 	}
 }
+
+// Risk notes about what the policy protects read the plan's masked paths:
+// an operator policy without the rule makes the claim go, not stay.
+func TestRiskNotesReadThePlan(t *testing.T) {
+	g := Grant{Kind: KindMount, Mount: &Mount{HostPath: "/r/.git", Write: true}}
+	for _, c := range []struct {
+		name   string
+		masked []MaskFact
+		want   string
+	}{
+		{"no rule", nil, "(the plan does not keep /r/.git/hooks read-only)"},
+		{"read-only", []MaskFact{{Path: "/r/.git/hooks", Rule: "paths.deny-write[0] **/.git/hooks"}}, "(the policy keeps /r/.git/hooks read-only: paths.deny-write[0] **/.git/hooks)"},
+		{"a parent hidden", []MaskFact{{Path: "/r/.git", Hide: true, Rule: "paths.deny[3] **/.git"}}, "(the policy hides /r/.git/hooks: paths.deny[3] **/.git)"},
+		{"another path", []MaskFact{{Path: "/r/.git/config", Rule: "paths.deny-write[1] **/.git/config"}}, "(the plan does not keep /r/.git/hooks read-only)"},
+	} {
+		x := &explainer{in: ExplainInput{Plan: PlanFacts{Masked: c.masked}}, e: &Explanation{}}
+		x.mountRisks(g, "")
+		if len(x.e.Risks) != 1 || !strings.HasSuffix(x.e.Risks[0].Note, c.want) {
+			t.Errorf("%s: risks %+v, want a note ending %q", c.name, x.e.Risks, c.want)
+		}
+	}
+	x := &explainer{in: ExplainInput{Plan: PlanFacts{Masked: []MaskFact{{Path: "/home/ada/.ssh", Hide: true}, {Path: "/home/ada/x/.git/hooks"}}}}, e: &Explanation{}}
+	x.mountRisks(Grant{Kind: KindMount, Mount: &Mount{HostPath: "/home/ada"}}, "/home/ada")
+	if len(x.e.Risks) != 1 || !strings.HasSuffix(x.e.Risks[0].Note, "(the plan hides 1 paths under it and makes 1 read-only)") {
+		t.Errorf("home grant: %+v", x.e.Risks)
+	}
+}

@@ -284,6 +284,9 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f.Runtime = pl.Runtime
 	f.OutputBytes = d.Limits.OutputBytes
 	f.Masks = maskFacts(d.Masks)
+	for _, m := range pl.Masked {
+		f.Masked = append(f.Masked, permissions.MaskFact{Path: m.Source, Under: m.Path, Hide: m.Hide, Rule: m.Rule})
+	}
 	return f
 }
 
