@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -539,6 +540,10 @@ func (x *explainer) filesystem() {
 		base.Meaning = "the whole host filesystem, with the user's own rights"
 		base.Mechanisms = []Mechanism{x.notEnforced()}
 		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
+	} else if x.in.Plan.Tier == string(tier.Landlock) {
+		base.Meaning = "system directories read-only, the parts of /etc programs need and /proc readable, a private scratch directory as TMPDIR and HOME; nothing else of the host (its /tmp included)"
+		base.Mechanisms = []Mechanism{{Kind: MechTier, Value: string(tier.Landlock),
+			Detail: "Landlock, applied by each command to itself: reads and execution only beneath the system directories and the grants, writes only beneath the write grants and the scratch directory (removed after the run); nothing is mounted"}}
 	} else {
 		base.Meaning = "system directories read-only, a private /tmp, a minimal /dev and a fresh /proc; nothing else of the host"
 		if pf.ReadonlyRoot {
@@ -687,6 +692,13 @@ func (x *explainer) network() {
 		base.Meaning = "the host's network, unrestricted"
 		base.Mechanisms = []Mechanism{x.notEnforced()}
 		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
+	case egress+local == 0 && len(x.e.Network) == 0 && x.in.Plan.Tier == string(tier.Landlock):
+		base.Meaning = "no network at all: no socket can be made"
+		base.Reason = "the tool asks for no network permission"
+		base.Mechanisms = []Mechanism{
+			{Kind: MechSeccomp, Detail: "socket() fails for every family, Unix included (no socket of the host can be reached); connect, bind and listen are refused"},
+			{Kind: MechTier, Value: string(tier.Landlock), Detail: "Landlock (ABI 4): no TCP connect or bind"},
+		}
 	case egress+local == 0 && len(x.e.Network) == 0:
 		base.Meaning = "no network at all: no interface but loopback, no resolver, no route out"
 		base.Reason = "the tool asks for no network permission"
@@ -1241,6 +1253,10 @@ func (x *explainer) howItRuns() string {
 	switch {
 	case pf.Tier == string(tool.IsolationNone):
 		who = fmt.Sprintf("runs unsandboxed on the host as uid %d", pf.UID)
+	case pf.Tier == string(tier.Landlock):
+		// Without a user namespace the uid cannot be the plan's: as
+		// root, one of the run's own; otherwise the invoking user's.
+		who = "runs in landlock isolation as your own uid (as root: an unprivileged uid of the run's own)"
 	case pf.Privilege == string(tool.PrivilegeElevated):
 		who = fmt.Sprintf("runs in %s isolation as root in a user namespace", pf.Tier)
 	case pf.Privilege == string(tool.PrivilegeReduced):
