@@ -14,17 +14,19 @@ func TestSecretNamedByAGrant(t *testing.T) {
 		except   []PathPattern
 		verdict  Verdict
 		rule     string // prefix
-		secretMk bool   // the grant carries secret masks (a file grant too: its walk finds none)
+		secretMk bool   // the grant carries secret masks (a file grant too: its walk finds none; none where secrets.except covers the grant)
 	}{
 		{"filesystem:read:" + cwd + "/app", nil, Allow, "default: reads are allowed", true},
 		{"filesystem:read:" + cwd + "/app/.env", nil, NeedsApproval, "secrets.mask[0] .env (the grant names it)", true},
 		{"filesystem:read:" + cwd + "/app/.env.production", nil, NeedsApproval, "secrets.mask[1] .env.*", true},
 		{"filesystem:read:" + cwd + "/id_ed25519", nil, NeedsApproval, "secrets.mask[5] id_ed25519*", true},
-		{"filesystem:read:" + cwd + "/id_ed25519.pub", nil, Allow, "default: reads are allowed", true},
+		{"filesystem:read:" + cwd + "/id_ed25519.pub", nil, Allow, "default: reads are allowed", false},
 		{"filesystem:write:" + cwd + "/certs/server.key", nil, NeedsApproval, "secrets.mask[7] *.key", true},
 		{"filesystem:read:" + cwd + "/p/.aws/config", nil, NeedsApproval, "secrets.mask[11] .aws", true},
 		{"filesystem:read:" + cwd + "/p/.kube/config", nil, NeedsApproval, "secrets.mask[20] .kube/config", true},
-		{"filesystem:read:" + cwd + "/app/.env", []PathPattern{PathPattern(cwd + "/app/.env")}, Allow, "default: reads are allowed", true},
+		{"filesystem:read:" + cwd + "/app/.env", []PathPattern{PathPattern(cwd + "/app/.env")}, Allow, "default: reads are allowed", false},
+		{"filesystem:read:" + cwd + "/big", []PathPattern{PathPattern(cwd + "/big")}, Allow, "default: reads are allowed", false},
+		{"filesystem:read:" + cwd + "/big/sub", []PathPattern{PathPattern(cwd + "/big")}, Allow, "default: reads are allowed", false},
 	}
 	for _, tt := range tests {
 		p := Default()

@@ -185,7 +185,11 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 			return nil, nil, nil, fmt.Errorf("policy mask %s (%s) under %s was not looked up on the host: %w", mk.Path, mk.Rule, m.Target, ErrPlan)
 		}
 		if mm.Err != nil {
-			return nil, nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; grant a narrower path: %w", mk.Path, mk.Rule, m.Target, mm.Err, ErrPlan)
+			fix := "grant a narrower path"
+			if mk.Secret {
+				fix += ", or lift the secret masks there with secrets.except: [" + m.HostPath + "] in the policy"
+			}
+			return nil, nil, nil, fmt.Errorf("apply policy mask %s (%s) under %s: %v; %s: %w", mk.Path, mk.Rule, m.Target, mm.Err, fix, ErrPlan)
 		}
 		// What does not exist yet cannot be masked: under a write grant,
 		// the controller looks again after the run (a glob for new

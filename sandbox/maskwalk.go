@@ -125,6 +125,21 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 // could not read.
 func walkMasks(root string, patterns []string) (out [][]string, unreadable []string, err error) {
 	out = make([][]string, len(patterns))
+	// In the policy's own glob grammar (internal/pathglob), so a mask
+	// hides exactly what the decision denied; compiled once, as every
+	// entry is matched against each pattern.
+	// A "**/NAME" pattern whose NAME is one element matches what NAME
+	// matches as a base name (a '*' never crosses a '/'): it is matched
+	// against the entry's name alone, the cost of a secret mask per entry.
+	compiled := make([]*pathglob.Pattern, len(patterns))
+	baseOnly := make([]bool, len(patterns))
+	for i, p := range patterns {
+		if name, ok := strings.CutPrefix(p, "**/"); ok && !strings.Contains(name, "/") && !strings.Contains(name, "**") {
+			compiled[i], baseOnly[i] = pathglob.Compile(name, false), true
+			continue
+		}
+		compiled[i] = pathglob.Compile(p, false)
+	}
 	deadline := time.Now().Add(maskWalkTime)
 	n := 0
 	// Depth first, directories read in batches: a directory with millions
@@ -170,10 +185,13 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 				for _, i := range top.active {
 					pattern := patterns[i]
 					subject := rel
-					if strings.HasPrefix(pattern, "**/") {
+					switch {
+					case baseOnly[i]:
+						subject = de.Name()
+					case strings.HasPrefix(pattern, "**/"):
 						subject = strings.TrimPrefix(path, "/")
 					}
-					if globMatch(pattern, subject) {
+					if compiled[i].Match(subject) {
 						out[i] = append(out[i], rel)
 					} else {
 						still = append(still, i)
@@ -199,7 +217,3 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 	sort.Strings(unreadable)
 	return out, unreadable, nil
 }
-
-// globMatch matches rel against pattern in the policy's own glob grammar
-// (internal/pathglob), so a mask hides exactly what the decision denied.
-func globMatch(pattern, rel string) bool { return pathglob.Match(pattern, rel) }
