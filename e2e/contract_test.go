@@ -1,0 +1,388 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// What a reviewer is told is what runs: for each tier, explain --json,
+// run --dump-plan and the running sandbox, read back from the host (its
+// cgroup, its process's ids) and from inside (its mounts, its /tmp), give
+// the same memory and pids limits, /tmp size, grant mounts and access, and
+// the same uid and host uid; explain's egress rules are the plan's.
+func TestExplainMatchesEnforcement(t *testing.T) {
+	forTierList(t, tiers, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"data/x": "x", "out/.keep": ""})
+		mark := fmt.Sprintf("sbxcontract%d", time.Now().UnixNano())
+		def := fmt.Sprintf(`name: contract
+description: e2e tool contract
+tags: [write]
+bash: |
+  (exec -a %s sleep 60) &
+  echo ready > out/ready
+  i=0; while [ ! -e out/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+  kill $! 2>/dev/null
+  echo "UID $(id -u)"
+  echo "TMP $(stat -f -c '%%b %%S' /tmp)"
+  while read -r _ _ _ _ mnt opts _; do echo "MOUNT $mnt $opts"; done < /proc/self/mountinfo
+security:
+  isolation: %s
+  required-permissions: ["filesystem:read:data", "filesystem:write:out", "network:external:api.example.com:8443"]
+resources:
+  max-memory: 96MB
+sandboxed:
+  pids-limit: 40
+  tmpfs-size: 32MB
+`, mark, tier)
+		must(t, os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(def), 0o644))
+
+		// What explain says.
+		c := sandboxed(t, dir, "permissions", "explain", "--json", "--approve", "all", "contract.yaml")
+		if c.code != 0 {
+			t.Fatalf("explain: exit %d: %s", c.code, c.stderr)
+		}
+		var ex explainJSON
+		must(t, json.Unmarshal([]byte(c.stdout), &ex))
+		said := ex.facts(t)
+
+		// What the plan says.
+		c = sandboxed(t, dir, "run", "--dump-plan", "--approve", "all", "contract.yaml")
+		if c.code != 0 {
+			t.Fatalf("dump-plan: exit %d: %s", c.code, c.stderr)
+		}
+		var dp dumpJSON
+		must(t, json.Unmarshal([]byte(c.stdout), &dp))
+		planned := dp.facts()
+
+		// What runs.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := command("run", "--no-server", "--approve", "all", "contract.yaml")
+		cmd.Dir = dir
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		must(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var ran facts
+		var pid int
+		for deadline := time.Now().Add(60 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, "out", "ready")); err == nil {
+				pid = findMarked(mark)
+			}
+		}
+		if pid == 0 {
+			_ = os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644)
+			<-done
+			t.Fatalf("the sandbox's marked process never appeared: %s %s", out.String(), errb.String())
+		}
+		ran.hostUID = hostUID(t, pid)
+		ran.memory, ran.pids = cgroupLimits(t, pid)
+		must(t, os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644))
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run: %v\n%s\n%s", err, out.String(), errb.String())
+			}
+		case <-ctx.Done():
+			t.Fatal("run hung")
+		}
+		ran.readInside(t, out.String(), dir)
+
+		// Limits: explain, the plan and the cgroup (or engine) agree.
+		for _, v := range []struct {
+			what                string
+			explain, plan, real int64
+		}{
+			{"memory", said.memory, planned.memory, ran.memory},
+			{"pids", said.pids, planned.pids, ran.pids},
+			{"tmpfs", said.tmpfs, planned.tmpfs, ran.tmpfs},
+		} {
+			if v.explain != v.plan || v.plan != v.real {
+				t.Errorf("%s: explain says %d, the plan %d, the sandbox has %d", v.what, v.explain, v.plan, v.real)
+			}
+		}
+		if planned.memory != 96<<20 || planned.toolPids != 40 || planned.tmpfs != 32<<20 {
+			t.Errorf("the plan's limits are not the definition's: %+v", planned)
+		}
+		// Mounts: each grant's access, in explain, in the plan and inside.
+		for target, access := range planned.mounts {
+			if said.mounts[target] != access || ran.mounts[target] != access {
+				t.Errorf("mount %s: explain %q, plan %q, inside %q", target, said.mounts[target], access, ran.mounts[target])
+			}
+		}
+		if len(planned.mounts) != 2 {
+			t.Errorf("the plan binds %v, want the two grants", planned.mounts)
+		}
+		// Egress: the rules explain names are the proxy's.
+		if strings.Join(said.egress, ",") != strings.Join(planned.egress, ",") || len(planned.egress) != 1 {
+			t.Errorf("egress: explain %v, plan %v", said.egress, planned.egress)
+		}
+		// The user: inside as the plan says; on the host as explain says.
+		// Not yet in the container tier: there the backend moves root's
+		// same-as-user runs off uid 0 after the plan (container.rootOwner),
+		// so the plan and explain say uid 0 where the tool runs as the
+		// reserved id; the plan must carry that choice first.
+		if tier != "process" {
+			return
+		}
+		if said.uid != planned.uid || ran.uid != planned.uid {
+			t.Errorf("uid: explain %d, plan %d, inside %d", said.uid, planned.uid, ran.uid)
+		}
+		if said.hostUID >= 0 && said.hostUID != ran.hostUID {
+			t.Errorf("host uid: explain says %d, the sandbox's process runs as %d", said.hostUID, ran.hostUID)
+		}
+		if said.hostUID < 0 && ran.hostUID != ran.uid {
+			t.Errorf("the tool runs as host uid %d (uid %d inside) and explain does not say so", ran.hostUID, ran.uid)
+		}
+	})
+}
+
+// facts are the values the three sources are compared on. pids is the
+// mechanism's value (the cgroup's); toolPids what the tool gets.
+type facts struct {
+	memory, pids, toolPids, tmpfs int64
+	uid, hostUID                  int64
+	mounts                        map[string]string // target: ro or rw
+	egress                        []string
+}
+
+type explainJSON struct {
+	Filesystem []explainPoint `json:"filesystem"`
+	Network    []explainPoint `json:"network"`
+	Privilege  []explainPoint `json:"privilege_isolation"`
+	Resources  []explainPoint `json:"resources"`
+}
+
+type explainPoint struct {
+	Subject    string `json:"subject"`
+	Mechanisms []struct {
+		Kind   string `json:"kind"`
+		Value  string `json:"value"`
+		Target string `json:"target"`
+		Access string `json:"access"`
+		Detail string `json:"detail"`
+	} `json:"mechanisms"`
+}
+
+var (
+	tmpfsSize = regexp.MustCompile(`tmpfs of ([0-9.]+)(MiB|GiB|KiB)`)
+	hostIDRE  = regexp.MustCompile(`on the host uid (\d+)`)
+)
+
+func (e explainJSON) facts(t *testing.T) facts {
+	f := facts{hostUID: -1, mounts: map[string]string{}}
+	for _, p := range e.Resources {
+		for _, m := range p.Mechanisms {
+			n, _ := strconv.ParseInt(m.Value, 10, 64)
+			switch p.Subject {
+			case "limits.memory":
+				f.memory = n
+			case "limits.pids":
+				f.pids = n
+			}
+		}
+	}
+	for _, p := range e.Filesystem {
+		for _, m := range p.Mechanisms {
+			switch {
+			case m.Kind == "bind" && strings.HasPrefix(p.Subject, "filesystem:"):
+				f.mounts[m.Target] = map[string]string{"read-only": "ro", "read-write": "rw"}[m.Access]
+			case m.Kind == "tmpfs" && m.Target == "/tmp":
+				if s := tmpfsSize.FindStringSubmatch(m.Detail); s != nil {
+					v, _ := strconv.ParseFloat(s[1], 64)
+					f.tmpfs = int64(v * map[string]float64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[s[2]])
+				}
+			}
+		}
+	}
+	for _, p := range e.Network {
+		for _, m := range p.Mechanisms {
+			if m.Kind == "proxy" && m.Value != "" {
+				f.egress = append(f.egress, m.Value)
+			}
+		}
+	}
+	for _, p := range e.Privilege {
+		if p.Subject != "execution-privilege" || len(p.Mechanisms) == 0 {
+			continue
+		}
+		m := p.Mechanisms[0]
+		u, _, _ := strings.Cut(m.Value, ":")
+		f.uid, _ = strconv.ParseInt(u, 10, 64)
+		if s := hostIDRE.FindStringSubmatch(m.Detail); s != nil {
+			f.hostUID, _ = strconv.ParseInt(s[1], 10, 64)
+		}
+	}
+	if f.memory == 0 || f.pids == 0 || f.tmpfs == 0 {
+		t.Fatalf("explain --json lacks a limit: %+v", f)
+	}
+	return f
+}
+
+type dumpJSON struct {
+	Plan struct {
+		Limits struct {
+			MemoryBytes int64 `json:"memory_bytes"`
+			Pids        int64 `json:"pids"`
+			TmpfsBytes  int64 `json:"tmpfs_bytes"`
+		} `json:"limits"`
+		Spec struct {
+			Process struct {
+				User struct {
+					UID int64 `json:"uid"`
+				} `json:"user"`
+			} `json:"process"`
+			Mounts []struct {
+				Destination string   `json:"destination"`
+				Type        string   `json:"type"`
+				Options     []string `json:"options"`
+			} `json:"mounts"`
+			Linux struct {
+				Resources struct {
+					Memory struct {
+						Limit int64 `json:"limit"`
+					} `json:"memory"`
+					Pids struct {
+						Limit int64 `json:"limit"`
+					} `json:"pids"`
+				} `json:"resources"`
+			} `json:"linux"`
+		} `json:"spec"`
+		Egress *struct {
+			Allow []string `json:"allow"`
+		} `json:"egress"`
+	} `json:"plan"`
+}
+
+func (d dumpJSON) facts() facts {
+	s := d.Plan.Spec
+	f := facts{memory: s.Linux.Resources.Memory.Limit, pids: s.Linux.Resources.Pids.Limit, toolPids: d.Plan.Limits.Pids,
+		uid: s.Process.User.UID, mounts: map[string]string{}}
+	for _, m := range s.Mounts {
+		switch {
+		case m.Destination == "/tmp" && m.Type == "tmpfs":
+			for _, o := range m.Options {
+				if v, ok := strings.CutPrefix(o, "size="); ok {
+					f.tmpfs, _ = strconv.ParseInt(v, 10, 64)
+				}
+			}
+		case m.Type == "bind" && (strings.HasSuffix(m.Destination, "/data") || strings.HasSuffix(m.Destination, "/out")):
+			f.mounts[m.Destination] = "ro"
+			for _, o := range m.Options {
+				if o == "rw" {
+					f.mounts[m.Destination] = "rw"
+				}
+			}
+		}
+	}
+	if d.Plan.Egress != nil {
+		for _, a := range d.Plan.Egress.Allow {
+			f.egress = append(f.egress, strings.TrimPrefix(a, "network:external:"))
+		}
+	}
+	if f.tmpfs == 0 {
+		f.tmpfs = d.Plan.Limits.TmpfsBytes
+	}
+	return f
+}
+
+// readInside reads what the tool printed of itself: its uid, its /tmp's
+// size and the access of its grant mounts.
+func (f *facts) readInside(t *testing.T, out, dir string) {
+	f.mounts = map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 2 && fields[0] == "UID":
+			f.uid, _ = strconv.ParseInt(fields[1], 10, 64)
+		case len(fields) == 3 && fields[0] == "TMP":
+			blocks, _ := strconv.ParseInt(fields[1], 10, 64)
+			size, _ := strconv.ParseInt(fields[2], 10, 64)
+			f.tmpfs = blocks * size
+		case len(fields) == 3 && fields[0] == "MOUNT" && (fields[1] == filepath.Join(dir, "data") || fields[1] == filepath.Join(dir, "out")):
+			f.mounts[fields[1]] = strings.SplitN(fields[2], ",", 2)[0]
+		}
+	}
+	if f.tmpfs == 0 {
+		t.Fatalf("the tool printed no /tmp size: %s", out)
+	}
+}
+
+// findMarked is the host pid of the process whose argv[0] is mark.
+func findMarked(mark string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.HasPrefix(string(b), mark+"\x00") {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			return pid
+		}
+	}
+	return 0
+}
+
+// hostUID is pid's real uid as the host sees it.
+func hostUID(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no Uid in /proc/%d/status", pid)
+	return -1
+}
+
+// cgroupLimits are the memory and pids limits of pid's cgroup, read from
+// the host's cgroupfs (v1 controllers or v2).
+func cgroupLimits(t *testing.T, pid int) (memory, pids int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	must(t, err)
+	read := func(p string) int64 {
+		v, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("read %s: %v", p, err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q", p, v)
+		}
+		return n
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			switch ctl {
+			case "memory":
+				memory = read(filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"))
+			case "pids":
+				pids = read(filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max"))
+			case "":
+				if parts[0] == "0" && memory == 0 {
+					if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+						memory = read(filepath.Join("/sys/fs/cgroup", parts[2], "memory.max"))
+						pids = read(filepath.Join("/sys/fs/cgroup", parts[2], "pids.max"))
+					}
+				}
+			}
+		}
+	}
+	if memory == 0 || pids == 0 {
+		t.Fatalf("no memory or pids limit found for pid %d in:\n%s", pid, b)
+	}
+	return memory, pids
+}
