@@ -87,6 +87,9 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, p *isolation.Plan) isolation.Sandbox {
 	t.Helper()
+	// A started run is a real sandbox (as root, with a cgroup): the
+	// suites that make them run with SANDBOXED_E2E=1, one at a time.
+	testenv.NeedE2E(t)
 	if sbinit.LandlockABI() < 1 {
 		testenv.Need(t, "Landlock", errors.New("this kernel has no Landlock"))
 	}
@@ -321,6 +324,7 @@ func addMask(p *isolation.Plan, dir string) {
 // gc removes the scratch directory of a run that is not live, and only
 // with a liveness answer.
 func TestGCScratch(t *testing.T) {
+	testenv.NeedE2E(t) // the process tier's gc of this host's cgroups runs too
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	id := "20260101T000000-0123456789ab"
