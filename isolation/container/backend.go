@@ -78,6 +78,12 @@ type Backend struct {
 
 	binOnce sync.Once
 	binErr  error
+
+	// outside is the engine's view when it runs this process's own
+	// container (engineOutside), found once.
+	outsideOnce sync.Once
+	outside     *outside
+	outsideErr  error
 }
 
 // Option configures a Backend.
@@ -183,6 +189,33 @@ func (b *Backend) checkLocal() error {
 	return nil
 }
 
+// checkOutside refuses, when the engine runs this process's own container
+// (engineOutside), a plan whose bind sources (ms) or host directory the
+// engine cannot see at the same paths.
+func (b *Backend) checkOutside(ctx context.Context, p *isolation.Plan, ms []mount.Mount) error {
+	o := b.engineOutside(ctx)
+	if b.outsideErr != nil {
+		return b.outsideErr
+	}
+	if o == nil {
+		return nil
+	}
+	var sources []string
+	if p.HostDir != "" {
+		sources = append(sources, p.HostDir)
+	}
+	for _, m := range ms {
+		if m.Type != mount.TypeBind || (p.HostDir == "" && strings.HasPrefix(m.Source, "/init.sock")) {
+			continue
+		}
+		if p.HostDir != "" && strings.HasPrefix(m.Source, p.HostDir+"/") {
+			continue // the host directory's own, checked with it
+		}
+		sources = append(sources, m.Source)
+	}
+	return o.check(sources)
+}
+
 // checkInitBinary finds the init binary, unless WithInitBinary named it:
 // the small init this build carries, kept in the user's cache directory
 // (package initbin), else (also under SELinux) this executable. It refuses one that is not a
@@ -255,10 +288,14 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkRootOwner(p); err != nil {
 		return err
 	}
-	if _, _, err := translate(&cp, b.host(nil)); err != nil {
+	_, hc, err := translate(&cp, b.host(nil))
+	if err != nil {
 		return err
 	}
 	if err := b.checkLocal(); err != nil {
+		return err
+	}
+	if err := b.checkOutside(ctx, p, hc.Mounts); err != nil {
 		return err
 	}
 	// The engine's info costs milliseconds: ask it only when the plan
@@ -438,6 +475,12 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := b.checkLocal(); err != nil {
 		return nil, err
 	}
+	if err := b.checkOutside(ctx, p, hc.Mounts); err != nil {
+		return nil, err
+	}
+	// An engine outside this container cannot see mounts made in it, nor
+	// can its pids be read here (see outside).
+	inside := b.engineOutside(ctx) == nil
 	if p.Privilege == privilege.Elevated || p.Runtime != "" {
 		info, err := b.engineInfo(ctx)
 		if err != nil {
@@ -453,7 +496,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	// sandboxed's own.
 	pins, staged, err := pinBinds(hc.Mounts, func(src string) bool {
 		return src == b.initBinary || strings.HasPrefix(src, p.HostDir+"/")
-	}, p.HostDir, os.Geteuid() == 0)
+	}, p.HostDir, os.Geteuid() == 0 && inside)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +530,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	// Under runsc the container's files are not visible through the host's
 	// /proc/PID/root; the staging mounts, made from descriptors opened
 	// without following symlinks, stand in for the check there.
-	if p.Runtime == "runsc" {
+	if p.Runtime == "runsc" || !inside {
 		pins = nil
 	}
 	if err := b.verifyStarted(ctx, s.id, pins); err != nil {

@@ -88,7 +88,8 @@ type placeholder struct {
 // configuration of each key it returned, for Prestart; nothing outside it
 // changes.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
-	if b.checkRootOwner(p) != nil {
+	if b.checkRootOwner(p) != nil || b.engineOutside(context.Background()) != nil {
+		// Warm containers' grants are staged: not with an engine outside.
 		return "", false
 	}
 	t, err := warmTemplateOf(p, b.host(nil).rootAs)
