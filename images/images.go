@@ -17,11 +17,12 @@ import (
 
 	sandboxed "github.com/sandboxed-dev/sandboxed"
 	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // DefaultImage is the runner image the container tier uses when a plan
 // names none, and the name `sandboxed images build` tags by default.
-const DefaultImage = "sandboxed-runner:latest"
+const DefaultImage = isolation.DefaultImage
 
 // BuildCommand is the command that builds DefaultImage; error messages
 // quote it. BuildCommandFor gives the command for another name.

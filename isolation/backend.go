@@ -150,6 +150,10 @@ type MaskedPath struct {
 	Rule string `json:"rule"`
 }
 
+// DefaultImage is the runner image: the container tier's and a pod's
+// image unless the definition names one; images builds it.
+const DefaultImage = "sandboxed-runner:latest"
+
 // InitSpareThreads is how many idle threads the sandbox's init keeps for
 // its Go runtime beyond those it made by itself, before its first command:
 // it shares the run's pids limit with the commands, and a runtime that

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -985,12 +986,7 @@ func (x *explainer) risk(sev, cat, subject, note string) {
 }
 
 // covers reports whether a grant of dir reaches p: p is dir or under it.
-func covers(dir, p string) bool {
-	if dir == "/" {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
+func covers(dir, p string) bool { return pathglob.Within(p, dir) }
 
 func (x *explainer) risks() {
 	in, def := x.in, x.in.Def
@@ -1195,7 +1191,7 @@ func (x *explainer) verdict() {
 		case VerdictDeny:
 			v.Denied = append(v.Denied, it.Subject)
 		case VerdictApproval:
-			f := "--approve " + shellQuote(it.ApproveFlag)
+			f := "--approve " + tool.ShellWord(it.ApproveFlag)
 			if it.ApproveFlag != "" && !slices.Contains(v.ApproveFlags, f) {
 				v.ApproveFlags = append(v.ApproveFlags, f)
 			}
@@ -1318,13 +1314,6 @@ func count(n int, what string) string {
 		return "no " + what + "s"
 	}
 	return strconv.Itoa(n) + " " + what + "s"
-}
-
-func shellQuote(s string) string {
-	if strings.ContainsAny(s, " *?[]'\"$`\\;&|<>(){}!#~") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return s
 }
 
 // inspection adds a point for each credential and HTTP rule of the

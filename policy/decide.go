@@ -1061,7 +1061,7 @@ func (d Decision) Hint() string {
 			if i > 0 {
 				b.WriteString(" ")
 			}
-			b.WriteString("--approve " + shellQuote(a))
+			b.WriteString("--approve " + tool.ShellWord(a))
 		}
 		fmt.Fprintf(&b, "\nto allow it for good, in %s:\n", policy)
 		for _, it := range d.Items {
@@ -1071,13 +1071,6 @@ func (d Decision) Hint() string {
 		}
 	}
 	return b.String()
-}
-
-func shellQuote(s string) string {
-	if strings.ContainsAny(s, " *?[]'\"$`\\;&|<>(){}!#~") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return s
 }
 
 func (p *Policy) hasHomeRules() bool {
@@ -1122,7 +1115,7 @@ func (p *Policy) decideCredential(src sourceRule, c tool.Credential) Item {
 	}
 	if c.SourceKind() == "command" {
 		return ask(RiskHigh, "default: a credential read by running a host command needs approval",
-			fmt.Sprintf("%s runs on the host as you, outside any sandbox, when the run starts", shellQuote(strings.Join(c.Command, " "))),
+			fmt.Sprintf("%s runs on the host as you, outside any sandbox, when the run starts", tool.ShellWord(strings.Join(c.Command, " "))),
 			"approval.standing: ["+it.Subject+"]")
 	}
 	if i := EnvDenied(p.Credentials.Approve, name); i >= 0 {
@@ -1147,7 +1140,7 @@ func CredentialDescription(c tool.Credential) string {
 	case "file":
 		from = "the file " + c.File
 	case "command":
-		from = "the output of the host command " + shellQuote(strings.Join(c.Command, " "))
+		from = "the output of the host command " + tool.ShellWord(strings.Join(c.Command, " "))
 	default:
 		from = "the host variable " + c.Env
 	}

@@ -364,12 +364,7 @@ func (r pathRule) masksUnder(dir string) (rels []string, ok bool) {
 }
 
 // under reports whether p is dir or under dir.
-func under(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
+func under(p, dir string) bool { return pathglob.Within(p, dir) }
 
 func expandHome(s, home string) string {
 	if s == "~" {

@@ -26,7 +26,7 @@ func TestProbePlan(t *testing.T) {
 	if p.Tier != isolation.TierProcess || p.Privilege != privilege.Reduced || p.Egress != nil {
 		t.Errorf("tier %s privilege %s egress %v", p.Tier, p.Privilege, p.Egress)
 	}
-	if u := p.Spec.Process.User; u.UID != NobodyID || u.GID != NobodyID {
+	if u := p.Spec.Process.User; u.UID != privilege.NobodyID || u.GID != privilege.NobodyID {
 		t.Errorf("user = %+v, want nobody", u)
 	}
 	if p.Limits.Timeout != 5*time.Second || p.Limits.MemoryBytes != 256<<20 || p.Limits.Pids != 64 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 )
 
@@ -171,9 +172,8 @@ func CheckNoSockets(grants []permissions.Grant, cwd string) error {
 	return errors.Join(errs...)
 }
 
+// within reports whether p is dir or under it, where dir is a directory
+// narrower than the whole file system ("" and "/" hold nothing here).
 func within(p, dir string) bool {
-	if dir == "" || dir == "/" {
-		return false
-	}
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	return dir != "" && dir != "/" && pathglob.Within(p, strings.TrimSuffix(dir, "/"))
 }

@@ -28,8 +28,6 @@ const (
 	// otherwise; ReducedPids applies to reduced privilege.
 	DefaultPids = 256
 	ReducedPids = 128
-	// DefaultImage is the container tier's image unless sandboxed.image says.
-	DefaultImage = "sandboxed-runner:latest"
 )
 
 // ErrPlan: the run cannot be planned as asked (a grant that cannot be
@@ -316,7 +314,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		return planPod(p, in, ext.Image, ext.Runtime, d.Runtime, &sandboxPlan{env: env, cwd: cwd, watches: watches})
 	}
 	if p.Tier == isolation.TierContainer {
-		p.Image = DefaultImage
+		p.Image = isolation.DefaultImage
 		if ext.Image != "" {
 			p.Image = ext.Image
 		}

@@ -30,7 +30,7 @@ func planPod(p *isolation.Plan, in PlanInput, image, toolRuntime, policyRuntime 
 		return nil, nil, fmt.Errorf("plan %s: isolation none runs on this host, not on Kubernetes: run it with --backend local (or let the policy raise its tier): %w", p.Tool, ErrPlan)
 	}
 	p.Backend = isolation.BackendKubernetes
-	p.Image = DefaultImage
+	p.Image = isolation.DefaultImage
 	if image != "" {
 		p.Image = image
 	}

@@ -15,8 +15,6 @@ import (
 
 // Spec defaults.
 const (
-	// NobodyID is the uid and gid of the reduced privilege.
-	NobodyID = 65534
 	// DefaultPath is the PATH every command starts with.
 	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// DefaultTmpfsBytes is the size of /tmp unless WithTmpfs says otherwise.
@@ -64,7 +62,7 @@ func DefaultSpec(runID string, priv privilege.Privilege) *specs.Spec {
 		Root:     &specs.Root{Path: "rootfs", Readonly: true},
 		Hostname: "sandbox",
 		Process: &specs.Process{
-			User:            specs.User{UID: NobodyID, GID: NobodyID},
+			User:            specs.User{UID: privilege.NobodyID, GID: privilege.NobodyID},
 			Args:            nil, // commands come through Sandbox.Exec
 			Env:             []string{"PATH=" + DefaultPath},
 			Cwd:             "/",

@@ -45,7 +45,7 @@ func TestDefaultSpecIsClosed(t *testing.T) {
 		} else if len(caps.Bounding)+len(caps.Effective)+len(caps.Permitted)+len(caps.Inheritable)+len(caps.Ambient) != 0 {
 			t.Errorf("%s: has capabilities %+v", priv, caps)
 		}
-		if priv == privilege.Reduced && (s.Process.User.UID != NobodyID || s.Process.User.GID != NobodyID) {
+		if priv == privilege.Reduced && (s.Process.User.UID != privilege.NobodyID || s.Process.User.GID != privilege.NobodyID) {
 			t.Errorf("reduced: user %+v", s.Process.User)
 		}
 		if s.Annotations[isolation.AnnotationRunID] != "run-1" || s.Linux.CgroupsPath != "/sandboxed/run-1" {

@@ -162,6 +162,15 @@ func ShellQuote(v string) string {
 	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
+// ShellWord returns v as one POSIX shell word for display, quoted only
+// when the shell would read it otherwise (ShellQuote's quoting).
+func ShellWord(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n*?[]'\"$`\\;&|<>(){}!#~") {
+		return v
+	}
+	return ShellQuote(v)
+}
+
 // resolveFunc returns the text for a reference, whether it is escaped, and
 // ok=false to leave the reference as written.
 type resolveFunc func(ref string) (text string, escape bool, ok bool, err error)

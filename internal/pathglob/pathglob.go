@@ -5,6 +5,16 @@ import (
 	"unicode/utf8"
 )
 
+// Within reports whether the absolute path p is dir or lies under it;
+// "/" holds every absolute path. It is the one path-containment test of
+// sandboxed: both are clean paths, and no glob is read.
+func Within(p, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
 // Meta are the characters that make a pattern a glob; every other
 // character is literal.
 const Meta = "*?"

@@ -105,3 +105,24 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// Within is a containment of whole path elements; "/" holds every
+// absolute path.
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/b", "/a", true},
+		{"/a", "/a", true},
+		{"/ab", "/a", false},
+		{"/a", "/a/b", false},
+		{"/anything", "/", true},
+		{"/", "/", true},
+		{"relative", "/", false},
+	} {
+		if got := Within(c.p, c.dir); got != c.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", c.p, c.dir, got, c.want)
+		}
+	}
+}

@@ -15,5 +15,10 @@ const (
 	Elevated Privilege = "elevated"
 )
 
+// NobodyID is the uid and gid of the reduced privilege (nobody), and
+// what a backend runs a tool as where root is not allowed: the one
+// definition every tier and test reads.
+const NobodyID = 65534
+
 // All are the privileges in the order the documentation lists them.
 var All = []Privilege{SameAsUser, Reduced, Elevated}

@@ -8,11 +8,13 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 )
 
 // Nobody is the uid and gid [Unprivileged] runs as when the test runs as
 // root.
-const Nobody = 65534
+const Nobody = privilege.NobodyID
 
 // Unprivileged runs f as an ordinary user, so that a test of what a user
 // is refused runs on root machines (CI) as well as elsewhere.

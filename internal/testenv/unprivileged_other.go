@@ -5,11 +5,13 @@ package testenv
 import (
 	"os"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 )
 
 // Nobody is the uid and gid [Unprivileged] runs as when the test runs as
 // root.
-const Nobody = 65534
+const Nobody = privilege.NobodyID
 
 // Unprivileged runs f as an ordinary user. Outside Linux it can only do so
 // when the test does not run as root; as root the test needs a user, and

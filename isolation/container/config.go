@@ -38,9 +38,6 @@ const (
 	stagingDirName = ".sandboxed-binds"
 )
 
-// nobody is the uid and gid of reduced runs.
-const nobody = 65534
-
 // dockerDefaultCaps is Docker's default capability set: the most an
 // elevated run gets. A plan asking for more is refused.
 var dockerDefaultCaps = map[string]bool{
@@ -364,7 +361,7 @@ func userFor(priv privilege.Privilege, u specs.User, rootAs *hostsetup.Owner) (s
 		}
 		return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
 	case privilege.Reduced:
-		return fmt.Sprintf("%d:%d", nobody, nobody), nil
+		return fmt.Sprintf("%d:%d", privilege.NobodyID, privilege.NobodyID), nil
 	case privilege.Elevated:
 		return "0:0", nil
 	}

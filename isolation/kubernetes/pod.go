@@ -38,7 +38,7 @@ const (
 	DefaultMaxWriteBytes = 256 << 20
 	// nobody is the pod's uid when the plan's is root: a pod never runs
 	// as root.
-	nobody = 65534
+	nobody = privilege.NobodyID
 	// sandboxUID is the uid (and gid) of the pod's sandbox container (the
 	// pause process): non-root, as the usual pause image's own, and
 	// apart from the run's, so under gVisor its tasks do not count

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -241,12 +242,7 @@ func dropCovered(paths, by []string) []string {
 }
 
 // within reports whether p is dir or lies under it.
-func within(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
+func within(p, dir string) bool { return pathglob.Within(p, dir) }
 
 func appendNew(s []string, v string) []string {
 	if slices.Contains(s, v) {
