@@ -99,24 +99,7 @@ func (e *Egress) Matches(host string, port int) bool {
 			portOK = true
 		}
 	}
-	return portOK && HostMatches(e.Host, host)
-}
-
-// HostMatches reports whether host is matched by pattern: "*" matches any
-// host, "*.example.com" matches any subdomain of example.com but not the
-// apex, anything else matches itself. Both are compared case-insensitively
-// and without a trailing dot.
-func HostMatches(pattern, host string) bool {
-	pattern = strings.TrimSuffix(strings.ToLower(pattern), ".")
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	switch {
-	case pattern == "*":
-		return host != ""
-	case strings.HasPrefix(pattern, "*."):
-		return strings.HasSuffix(host, pattern[1:]) && len(host) > len(pattern)-1
-	default:
-		return pattern == host
-	}
+	return portOK && netrule.HostMatches(e.Host, host)
 }
 
 // String returns the canonical permission string of the grant: the form

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -151,24 +152,8 @@ func checkHostPattern(s string) error {
 }
 
 // hostCovers reports whether every host the grant pattern allows is
-// matched by pattern.
-func hostCovers(pattern, grant string) bool {
-	pattern, grant = strings.ToLower(pattern), strings.ToLower(grant)
-	switch {
-	case pattern == "*":
-		return true
-	case grant == "*":
-		return false
-	case strings.HasPrefix(grant, "*."):
-		if !strings.HasPrefix(pattern, "*.") {
-			return false
-		}
-		apex := strings.TrimPrefix(grant, "*.")
-		return pattern == grant || permissions.HostMatches(pattern, apex)
-	default:
-		return permissions.HostMatches(pattern, grant)
-	}
-}
+// matched by pattern (netrule.Covers).
+func hostCovers(pattern, grant string) bool { return netrule.Covers(pattern, grant) }
 
 // EnvDenied returns the index of the first environment.deny pattern that
 // names the host variable name, or -1. A pattern is a name in which '*'

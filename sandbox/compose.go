@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -213,19 +214,8 @@ func pathUnder(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-func hostCovered(s, c *permissions.Egress) bool {
-	switch {
-	case c.Any():
-		return true
-	case s.Any():
-		return false
-	case c.Wildcard: // *.example.com
-		base := strings.TrimPrefix(c.Host, "*")
-		return strings.HasSuffix(strings.TrimPrefix(s.Host, "*"), base)
-	default:
-		return !s.Wildcard && s.Host == c.Host
-	}
-}
+// hostCovered reports whether c's hosts include all of s's (netrule.Covers).
+func hostCovered(s, c *permissions.Egress) bool { return netrule.Covers(c.Host, s.Host) }
 
 func containsInt(xs []int, x int) bool {
 	for _, y := range xs {
