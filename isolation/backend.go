@@ -150,6 +150,27 @@ type MaskedPath struct {
 	Rule string `json:"rule"`
 }
 
+// Docker's defaults, which every tier follows: the capability set an
+// elevated run gets at most (inside its user namespace), and the paths
+// hidden and made read-only in every sandbox (Docker 20.10's lists and
+// /proc/interrupts). The planner writes them into the spec; the
+// container tier checks a plan against them.
+var (
+	DockerDefaultCaps = []string{
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+		"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+	}
+	DockerMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	DockerReadonlyPaths = []string{
+		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	}
+)
+
 // DefaultImage is the runner image: the container tier's and a pod's
 // image unless the definition names one; images builds it.
 const DefaultImage = "sandboxed-runner:latest"

@@ -30,24 +30,15 @@ var ErrSpec = errors.New("invalid sandbox spec option")
 type SpecOpt func(*specs.Spec) error
 
 // DockerDefaultCaps is Docker's default capability set, which the elevated
-// privilege gets inside its user namespace.
-var DockerDefaultCaps = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
-}
+// privilege gets inside its user namespace (isolation.DockerDefaultCaps).
+var DockerDefaultCaps = isolation.DockerDefaultCaps
 
-// MaskedPaths are hidden in every sandbox (Docker's list).
-var MaskedPaths = []string{
-	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-	"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
-}
+// MaskedPaths are hidden in every sandbox (isolation.DockerMaskedPaths).
+var MaskedPaths = isolation.DockerMaskedPaths
 
-// ReadonlyPaths are read-only in every sandbox (Docker's list).
-var ReadonlyPaths = []string{
-	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-}
+// ReadonlyPaths are read-only in every sandbox
+// (isolation.DockerReadonlyPaths).
+var ReadonlyPaths = isolation.DockerReadonlyPaths
 
 // DefaultSpec is the closed default of a run: every namespace, no
 // capabilities, no_new_privs, a read-only root, masked and read-only /proc

@@ -40,12 +40,13 @@ const (
 
 // dockerDefaultCaps is Docker's default capability set: the most an
 // elevated run gets. A plan asking for more is refused.
-var dockerDefaultCaps = map[string]bool{
-	"CAP_CHOWN": true, "CAP_DAC_OVERRIDE": true, "CAP_FSETID": true, "CAP_FOWNER": true,
-	"CAP_MKNOD": true, "CAP_NET_RAW": true, "CAP_SETGID": true, "CAP_SETUID": true,
-	"CAP_SETFCAP": true, "CAP_SETPCAP": true, "CAP_NET_BIND_SERVICE": true,
-	"CAP_SYS_CHROOT": true, "CAP_KILL": true, "CAP_AUDIT_WRITE": true,
-}
+var dockerDefaultCaps = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range isolation.DockerDefaultCaps {
+		m[c] = true
+	}
+	return m
+}()
 
 // systemDirs are host system directories a plan may bind read-only for the
 // process tier; in a container the image provides them, so such binds
@@ -429,16 +430,11 @@ func clampRlimit(v uint64) int64 {
 	return int64(v)
 }
 
-// The engine's default masked and read-only paths (Docker 20.10 and later).
+// The engine's default masked and read-only paths, which every tier
+// follows (isolation's lists).
 var (
-	dockerMaskedPaths = []string{
-		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-		"/sys/firmware", "/sys/devices/virtual/powercap",
-	}
-	dockerReadonlyPaths = []string{
-		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-	}
+	dockerMaskedPaths   = isolation.DockerMaskedPaths
+	dockerReadonlyPaths = isolation.DockerReadonlyPaths
 )
 
 // union returns the paths of all lists, each once, in first-seen order.
