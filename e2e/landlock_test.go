@@ -169,7 +169,7 @@ exit 0
 
 // landlockProbe is the hostile tool: each wall it gets through is a LEAK
 // line. It runs as python3 from a read grant.
-const landlockProbe = `import os, signal, socket
+const landlockProbe = `import os, resource, signal, socket
 def leak(what): print("LEAK " + what, flush=True)
 def refused(what, f):
     try:
@@ -206,6 +206,12 @@ if not inits:
 for pid in inits:
     refused("signal the sandbox init", lambda: os.kill(pid, signal.SIGKILL))
     refused("read the sandbox init's environment", lambda: open("/proc/%d/environ" % pid).read())
+    refused("take the sandbox init's descriptors (RLIMIT_NOFILE 0)", lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (0, 0)))
+    refused("starve the sandbox init (SCHED_IDLE)", lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)))
+    refused("lower the sandbox init's priority", lambda: os.setpriority(os.PRIO_PROCESS, pid, 19))
+refused("limit a process of the job", lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (0, 0)))
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+os.nice(1)
 addr = open("/tmp/w/in/addr").read().strip()
 for host in ("127.0.0.1", addr):
     for port in (3128, 8080):

@@ -129,6 +129,10 @@ func TestConfinement(t *testing.T) {
 		{"no tcp", "(echo > /dev/tcp/127.0.0.1/22) 2>&1 || echo refused", "refused"},
 		{"no capabilities", "grep CapEff /proc/self/status", "0000000000000000"},
 		{"no_new_privs", "grep NoNewPrivs /proc/self/status", "1"},
+		{"no limits of the init", "prlimit --pid $PPID --nofile=0:0 2>/dev/null && echo changed || echo refused", "refused"},
+		{"no priority of the init", "renice -n 19 -p $PPID >/dev/null 2>&1 && echo changed || echo refused", "refused"},
+		{"no scheduling of the init", "chrt -i -p 0 $PPID 2>/dev/null && echo changed || echo refused", "refused"},
+		{"own limits and priority", "ulimit -n 64 && ulimit -S -v 4000000 && nice -n 5 true && echo ok", "ok"},
 		{"own session", `read pid comm state ppid pgrp sid rest < /proc/$$/stat; test $sid = $$ && echo own`, "own"},
 	}
 	for _, c := range cases {

@@ -28,6 +28,10 @@ const (
 	// type, in its low 32 bits (the argument is an int).
 	sockTypeMask = 0xffffffff &^ (0x800 | 0x80000)
 	msgFastOpen  = 0x20000000
+	// prioProcess is PRIO_PROCESS (linux/resource.h), ioprioWhoProcess
+	// IOPRIO_WHO_PROCESS (linux/ioprio.h).
+	prioProcess      = 0
+	ioprioWhoProcess = 1
 )
 
 // SeccompRules are the rules the planner puts first in the seccomp profile
@@ -50,6 +54,14 @@ const (
 //     EPERM (Landlock does not restrict them).
 //   - truncate by path: EPERM (Landlock handles it only from ABI 3;
 //     ftruncate needs a descriptor opened for writing, which it checks).
+//   - the limits, priorities and scheduling of other processes: prlimit64,
+//     setpriority, ioprio_set and the sched_set* calls only on the caller
+//     itself (pid 0, or PRIO_PROCESS and IOPRIO_WHO_PROCESS with who 0);
+//     any other target fails with EPERM. Landlock's scoping covers signals
+//     but not these, which the kernel allows between processes of one uid:
+//     as a non-root user the tool shares the init's uid, and could starve
+//     the init or take its descriptors away (RLIMIT_NOFILE 0) so that the
+//     kill of the tree finds nothing.
 //
 // The rules are data; the same value is checked by the backend to open the
 // plan's profile.
@@ -68,6 +80,11 @@ func SeccompRules() []specs.LinuxSyscall {
 	pair := func(typ uint64) specs.LinuxSyscall {
 		return specs.LinuxSyscall{Names: []string{"socketpair"}, Action: specs.ActAllow,
 			Args: []specs.LinuxSeccompArg{eq(0, afUnix), masked(1, sockTypeMask, typ)}}
+	}
+	// self allows name when its arguments name the caller alone; a deny
+	// of name follows it.
+	self := func(name string, args ...specs.LinuxSeccompArg) specs.LinuxSyscall {
+		return specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: args}
 	}
 	fastOpen := func(name string, flagsArg uint) specs.LinuxSyscall {
 		r := deny(name)
@@ -90,6 +107,15 @@ func SeccompRules() []specs.LinuxSyscall {
 			"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
 			"setxattrat", "removexattrat"),
 		deny("truncate"),
+		self("prlimit64", eq(0, 0)),
+		self("sched_setscheduler", eq(0, 0)),
+		self("sched_setparam", eq(0, 0)),
+		self("sched_setattr", eq(0, 0)),
+		self("sched_setaffinity", eq(0, 0)),
+		self("setpriority", eq(0, prioProcess), eq(1, 0)),
+		self("ioprio_set", eq(0, ioprioWhoProcess), eq(1, 0)),
+		deny("prlimit64", "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity",
+			"setpriority", "ioprio_set"),
 	}
 }
 
