@@ -181,10 +181,8 @@ func (r Rule) matchHost(t target, anyCoversIP bool) bool {
 	case t.isIP:
 		a, err := netip.ParseAddr(r.Host)
 		return err == nil && a == t.ip
-	case strings.HasPrefix(r.Host, "*."):
-		return strings.HasSuffix(t.name, r.Host[1:])
 	default:
-		return r.Host == t.name
+		return netrule.HostMatches(r.Host, t.name)
 	}
 }
 
