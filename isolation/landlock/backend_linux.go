@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,25 +289,51 @@ func (s *sandbox) Close(ctx context.Context) error {
 
 // removeTree removes dir and everything in it, making the directories the
 // tool left unreadable or unwritable to their owner writable first. It
-// follows no symlink.
+// follows no symlink: the directories are opened one by one beneath dir
+// with O_NOFOLLOW, so a tool process that swaps a directory for a link to
+// elsewhere while this runs gets nothing outside dir changed.
 func removeTree(dir string) error {
 	if err := os.RemoveAll(dir); err == nil {
 		return nil
 	}
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			_ = os.Chmod(path, 0o700)
-		}
-		return nil
-	})
-	// A directory the walk could not enter yet is now writable: once more.
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			_ = os.Chmod(path, 0o700)
-		}
-		return nil
-	})
+	// Twice: a directory the first pass could not enter is writable now.
+	for range 2 {
+		_ = chmodDirs(unix.AT_FDCWD, filepath.Clean(dir), 0)
+	}
 	return os.RemoveAll(dir)
+}
+
+// maxRemoveDepth bounds chmodDirs's descent.
+const maxRemoveDepth = 256
+
+// chmodDirs makes the directory name (beneath the directory parent) and
+// every directory under it rwx for its owner, opening each with
+// O_NOFOLLOW; the mode is set through the descriptor's /proc/self/fd
+// entry, which names the directory that was opened, never a link.
+func chmodDirs(parent int, name string, depth int) error {
+	if depth > maxRemoveDepth {
+		return fmt.Errorf("%s: deeper than %d directories", name, maxRemoveDepth)
+	}
+	pfd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	self := fmt.Sprintf("/proc/self/fd/%d", pfd)
+	_ = unix.Chmod(self, 0o700)
+	fd, err := unix.Open(self, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	for _, e := range entries {
+		if e.Type().IsDir() {
+			_ = chmodDirs(fd, e.Name(), depth+1)
+		}
+	}
+	return err
 }
 
 // GC removes the cgroups of dead runs (shared with the process and none
