@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -72,4 +75,33 @@ func ProtectOwnDirs(p *policy.Policy, dirs []string) *policy.Policy {
 		add(resolveExistingPrefix(abs))
 	}
 	return &cp
+}
+
+// ErrOwnDirInGrant: a landlock-tier grant holds one of sandboxed's own
+// directories, which that tier cannot hide.
+var ErrOwnDirInGrant = errors.New("a grant holds sandboxed's own directory")
+
+// ownDirInGrant returns a grant's host path and the own directory of
+// sandboxed (OwnDirs) that lies in it, or "", "". The other tiers hide such
+// a directory under a mask; the landlock tier cannot narrow a grant, and
+// an operator who accepts its masks gap must not thereby hand a tool the
+// cached init, the state or the run directories.
+func ownDirInGrant(ms []*permissions.Mount, own []string) (grant, dir string) {
+	for _, m := range ms {
+		src := m.Resolved
+		if src == "" {
+			src = m.HostPath
+		}
+		for _, d := range own {
+			if d == "" {
+				continue
+			}
+			for _, c := range []string{filepath.Clean(d), resolveExistingPrefix(filepath.Clean(d))} {
+				if filepath.IsAbs(c) && pathglob.Within(c, src) {
+					return src, c
+				}
+			}
+		}
+	}
+	return "", ""
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -43,5 +44,24 @@ func TestProtectOwnDirs(t *testing.T) {
 	}
 	if dirs := OwnDirs("/s", ""); !slices.Contains(dirs, "/s") || slices.Contains(dirs, "") {
 		t.Errorf("OwnDirs = %v", dirs)
+	}
+}
+
+func TestOwnDirInGrant(t *testing.T) {
+	own := []string{"/home/u/.cache/sandboxed", "/home/u/.local/state/sandboxed", ""}
+	for _, c := range []struct {
+		grant, wantGrant, wantDir string
+	}{
+		{"/home/u", "/home/u", "/home/u/.cache/sandboxed"},
+		{"/home/u/.local", "/home/u/.local", "/home/u/.local/state/sandboxed"},
+		{"/home/u/.cache/sandboxed", "/home/u/.cache/sandboxed", "/home/u/.cache/sandboxed"},
+		{"/home/u/work", "", ""},
+		{"/home/u/.cache/sandboxed-other", "", ""},
+		{"/", "/", "/home/u/.cache/sandboxed"},
+	} {
+		g, d := ownDirInGrant([]*permissions.Mount{{HostPath: c.grant, Resolved: c.grant, Target: c.grant, Write: true}}, own)
+		if g != c.wantGrant || d != c.wantDir {
+			t.Errorf("grant %s: got (%q, %q), want (%q, %q)", c.grant, g, d, c.wantGrant, c.wantDir)
+		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
@@ -168,6 +170,12 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return nil, rf.refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
 	}
 	gatherMasks(facts, &d, mountGrants(br.grants))
+	if d.Isolation == tier.Landlock && slices.Contains(d.AcceptGaps, tier.GapMasks) {
+		if g, own := ownDirInGrant(mountGrants(br.grants), facts.OwnDirs); g != "" {
+			msg := fmt.Sprintf("the landlock tier cannot hide %s, sandboxed's own directory, inside the grant of %s (Landlock cannot narrow a grant), and the masks gap the policy accepts never covers it", own, g)
+			return nil, rf.refuse(StatusDenied, CodeSecurity, msg, "grant a narrower directory that does not hold "+own+", or run the tool in the process or container tier", ErrOwnDirInGrant, &d)
+		}
+	}
 
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
