@@ -520,7 +520,7 @@ func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []strin
 var LandlockNotes = []string{
 	"landlock tier: no namespaces — the tool sees this host's (or container's) process list, hostname, network interfaces and mounts; Landlock keeps the environment and memory of processes outside the run from it",
 	"landlock tier: no network at all (socket() fails); a run with network grants is refused",
-	"landlock tier: where no cgroup can be written, memory is limited per process (RLIMIT_DATA), processes per uid across the host (RLIMIT_NPROC) and the scratch directory per file (RLIMIT_FSIZE); an exhausted limit fails the allocation or fork and is not reported as oom",
+	"landlock tier: where no cgroup can be written, memory is limited per process (RLIMIT_DATA, which shared mappings and memfds escape), processes per uid across the host (RLIMIT_NPROC) and the scratch directory per file (RLIMIT_FSIZE); an exhausted limit fails the allocation or fork and is not reported as oom",
 	"landlock tier: Landlock does not confine chmod and file times: run as a non-root user, the tool can change the mode and times of that user's files it can name; chown and extended attributes are refused",
 	"landlock tier: as root the tool runs as an unprivileged uid of its own, so a write grant must be writable by any user",
 }
