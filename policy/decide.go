@@ -649,102 +649,32 @@ func (p *Policy) decideGrant(req Request, src sourceRule, rules compiledPaths, g
 	return it, nil
 }
 
+// decideMount decides a mount grant: the deny rules (1), the protected
+// paths inside the grant (2, masked in any case), the approval rules (3),
+// then reads (4) and writes (5) by where they are. Each stage is a function
+// of its own below.
 func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount) (Item, []PathMask) {
-	paths := []string{m.HostPath}
-	if m.Resolved != "" && m.Resolved != m.HostPath {
-		paths = append(paths, m.Resolved)
-	}
-	// via says which path a rule matched, when it was the resolved one.
-	via := func(p string) string {
-		if p != m.HostPath {
-			return m.HostPath + " resolves to " + p + ", which is"
-		}
-		return p + " is"
-	}
-	deny := func(r pathRule, p, what string) (Item, []PathMask) {
+	paths := mountPaths(m)
+	// 1. Deny rules matched by the declared or the resolved path.
+	if r, p, what := deniedMount(rules, m.Write, paths); r != nil {
 		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, r.name()
-		it.Reason = fmt.Sprintf("%s %s %s; %s", via(p), "under", r.raw, what)
+		it.Reason = fmt.Sprintf("%s %s %s; %s", viaPath(m, p), "under", r.raw, what)
 		it.PolicyFix = "remove " + r.raw + " from " + r.list + " (not recommended)"
 		return it, nil
 	}
-	// 1. Deny rules matched by the declared or the resolved path.
-	for _, p := range paths {
-		for _, r := range rules.deny {
-			if r.matches(p) {
-				return deny(r, p, "reads and writes there are denied")
-			}
-		}
-		if m.Write {
-			for _, r := range rules.denyWrite {
-				if r.matches(p) {
-					return deny(r, p, "writes there are denied")
-				}
-			}
-		}
-	}
 	// 2. Protected paths inside the grant: they are masked in any case, and
 	// a grant holding a whole protected path needs approval.
-	var masks []PathMask
-	var holds []pathRule
-	var unmaskable *pathRule
-	addMasks := func(list []pathRule, hide bool) {
-		for _, r := range list {
-			for _, p := range paths {
-				if r.anywhere {
-					masks = append(masks, PathMask{Path: filepath.Join(m.Target, string(r.raw)), Under: m.Target, Hide: hide, Rule: r.name()})
-					break
-				}
-				if r.literal {
-					if r.inside(p) {
-						rel, _ := filepath.Rel(p, r.prefix)
-						masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
-						holds = append(holds, r)
-						break
-					}
-					continue
-				}
-				rels, ok := r.masksUnder(p)
-				if !ok && unmaskable == nil {
-					unmaskable = &r
-				}
-				for _, rel := range rels {
-					masks = append(masks, PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()})
-				}
-				if len(rels) > 0 {
-					holds = append(holds, r)
-					break
-				}
-			}
-		}
-	}
-	addMasks(rules.deny, true)
-	if m.Write {
-		addMasks(rules.denyWrite, false)
-	}
-	if unmaskable != nil {
-		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, unmaskable.name()
-		it.Reason = fmt.Sprintf("%s may match paths inside %s that the sandbox cannot mask (a ** inside a path element)", unmaskable.raw, m.HostPath)
-		it.PolicyFix = "grant a narrower path, or write the rule with ** as a whole element (" + unmaskable.raw + ")"
+	pm := protectedMasks(rules, m, paths)
+	if pm.unmaskable != nil {
+		it.Verdict, it.Risk, it.Rule = Deny, RiskHigh, pm.unmaskable.name()
+		it.Reason = fmt.Sprintf("%s may match paths inside %s that the sandbox cannot mask (a ** inside a path element)", pm.unmaskable.raw, m.HostPath)
+		it.PolicyFix = "grant a narrower path, or write the rule with ** as a whole element (" + pm.unmaskable.raw + ")"
 		return it, nil
 	}
 	secretMasks, namedSecret := decideSecrets(m, paths, rules.secrets, rules.secretExcept)
-	masks = dedupMasks(append(masks, secretMasks...))
-	if len(holds) > 0 {
-		it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, it.Subject
-		it.Rule = holds[0].name() + " (inside the granted path)"
-		var names []string
-		for _, r := range holds {
-			if !slices.Contains(names, r.raw) {
-				names = append(names, r.raw)
-			}
-		}
-		if len(names) > 4 {
-			names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
-		}
-		it.Reason = fmt.Sprintf("%s holds protected paths (%s); they stay hidden even when approved, but a grant this wide is rarely needed",
-			m.HostPath, strings.Join(names, ", "))
-		it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
-		return it, masks
+	masks := dedupMasks(append(pm.masks, secretMasks...))
+	if len(pm.holds) > 0 {
+		return holdsProtectedItem(it, m, pm.holds), masks
 	}
 	// A grant that names a secret (secrets.mask) asks for what masks
 	// hide everywhere else.
@@ -757,74 +687,147 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 			if r.matches(p) {
 				it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskMedium, it.Subject
 				it.Rule = r.name()
-				it.Reason = fmt.Sprintf("%s under %s, which the policy marks for approval", via(p), r.raw)
+				it.Reason = fmt.Sprintf("%s under %s, which the policy marks for approval", viaPath(m, p), r.raw)
 				it.PolicyFix = "approval.standing: [" + it.Subject + "]"
 				return it, masks
 			}
 		}
 	}
-	// The working directory counts only when it is narrower than the
-	// home directory: run from / or from ~, "inside the working directory"
-	// would be everything (or every credential).
-	var cwds []string
-	broadCwd := false
-	for _, c := range []string{req.Cwd, req.CwdResolved} {
-		switch {
-		case c == "":
-		case c == "/" || under(req.Home, c) || req.HomeResolved != "" && under(req.HomeResolved, c):
-			broadCwd = true
-		default:
-			cwds = append(cwds, c)
-		}
+	return decideMountAccess(req, rules, it, m, paths), masks
+}
+
+// mountPaths are the paths the rules are matched against: the declared
+// host path and, when it differs, the path it resolves to.
+func mountPaths(m *permissions.Mount) []string {
+	paths := []string{m.HostPath}
+	if m.Resolved != "" && m.Resolved != m.HostPath {
+		paths = append(paths, m.Resolved)
 	}
-	inCwd := func(p string) bool {
-		for _, c := range cwds {
-			if c != "" && under(p, c) {
-				return true
+	return paths
+}
+
+// viaPath says which path a rule matched, when it was the resolved one.
+func viaPath(m *permissions.Mount, p string) string {
+	if p != m.HostPath {
+		return m.HostPath + " resolves to " + p + ", which is"
+	}
+	return p + " is"
+}
+
+// deniedMount returns the first deny rule (paths.deny, then for a write
+// paths.deny-write) that one of paths matches, the path it matched and what
+// the rule denies; a nil rule when none does.
+func deniedMount(rules compiledPaths, write bool, paths []string) (*pathRule, string, string) {
+	for _, p := range paths {
+		for i := range rules.deny {
+			if rules.deny[i].matches(p) {
+				return &rules.deny[i], p, "reads and writes there are denied"
 			}
 		}
-		return false
+		if write {
+			for i := range rules.denyWrite {
+				if rules.denyWrite[i].matches(p) {
+					return &rules.denyWrite[i], p, "writes there are denied"
+				}
+			}
+		}
 	}
-	allInCwd := true
-	for _, p := range paths {
-		allInCwd = allInCwd && inCwd(p)
+	return nil, "", ""
+}
+
+// mountProtection is what the deny rules leave inside a granted path.
+type mountProtection struct {
+	masks []PathMask // what the sandbox hides (deny) or keeps read-only (deny-write)
+	holds []pathRule // rules whose whole protected path lies inside the grant
+	// unmaskable is a rule that may match inside the grant in a way no
+	// mask can express (a ** inside a path element).
+	unmaskable *pathRule
+}
+
+// protectedMasks lists the masks a mount grant gets from the deny rules
+// (and, for a write, the deny-write rules) that match inside it.
+func protectedMasks(rules compiledPaths, m *permissions.Mount, paths []string) mountProtection {
+	var pm mountProtection
+	add := func(list []pathRule, hide bool) {
+		for _, r := range list {
+			for _, p := range paths {
+				mask := func(rel string) PathMask {
+					return PathMask{Path: filepath.Join(m.Target, rel), Under: m.Target, Hide: hide, Rule: r.name()}
+				}
+				if r.anywhere {
+					pm.masks = append(pm.masks, mask(string(r.raw)))
+					break
+				}
+				if r.literal {
+					if r.inside(p) {
+						rel, _ := filepath.Rel(p, r.prefix)
+						pm.masks = append(pm.masks, mask(rel))
+						pm.holds = append(pm.holds, r)
+						break
+					}
+					continue
+				}
+				rels, ok := r.masksUnder(p)
+				if !ok && pm.unmaskable == nil {
+					pm.unmaskable = &r
+				}
+				for _, rel := range rels {
+					pm.masks = append(pm.masks, mask(rel))
+				}
+				if len(rels) > 0 {
+					pm.holds = append(pm.holds, r)
+					break
+				}
+			}
+		}
 	}
-	// 4. Reads are allowed.
+	add(rules.deny, true)
+	if m.Write {
+		add(rules.denyWrite, false)
+	}
+	return pm
+}
+
+// holdsProtectedItem is the verdict on a grant that holds whole protected
+// paths: it needs approval, and they stay masked.
+func holdsProtectedItem(it Item, m *permissions.Mount, holds []pathRule) Item {
+	it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, it.Subject
+	it.Rule = holds[0].name() + " (inside the granted path)"
+	var names []string
+	for _, r := range holds {
+		if !slices.Contains(names, r.raw) {
+			names = append(names, r.raw)
+		}
+	}
+	if len(names) > 4 {
+		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+	}
+	it.Reason = fmt.Sprintf("%s holds protected paths (%s); they stay hidden even when approved, but a grant this wide is rarely needed",
+		m.HostPath, strings.Join(names, ", "))
+	it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
+	return it
+}
+
+// decideMountAccess decides a grant no rule denies or marks: reads are
+// allowed (4); writes inside the working directory are allowed, elsewhere
+// they need approval unless paths.allow-write names them (5).
+func decideMountAccess(req Request, rules compiledPaths, it Item, m *permissions.Mount, paths []string) Item {
+	allInCwd, broadCwd := inWorkingDir(req, paths)
 	if !m.Write {
 		if allInCwd {
 			it.Risk, it.Rule, it.Reason = RiskLow, "default: reads are allowed", "inside the working directory"
 		} else {
 			it.Risk, it.Rule, it.Reason = RiskMedium, "default: reads are allowed", "outside the working directory, and no rule protects it"
 		}
-		return it, masks
+		return it
 	}
-	// 5. Writes inside the working directory are allowed; elsewhere they
-	// need approval unless allow-write names them.
 	if allInCwd {
 		it.Risk, it.Rule, it.Reason = RiskMedium, "default: writes inside the working directory are allowed", "inside the working directory "+req.Cwd
-		return it, masks
+		return it
 	}
-	// Every path (declared and resolved) must be under an allow-write rule.
-	var allowedBy *pathRule
-	for _, p := range paths {
-		var hit *pathRule
-		for i := range rules.allowWrite {
-			if rules.allowWrite[i].matches(p) {
-				hit = &rules.allowWrite[i]
-				break
-			}
-		}
-		if hit == nil {
-			allowedBy = nil
-			break
-		}
-		if allowedBy == nil {
-			allowedBy = hit
-		}
-	}
-	if allowedBy != nil {
-		it.Risk, it.Rule, it.Reason = RiskMedium, allowedBy.name(), "the policy allows writes under "+allowedBy.raw
-		return it, masks
+	if r := allowedWrite(rules.allowWrite, paths); r != nil {
+		it.Risk, it.Rule, it.Reason = RiskMedium, r.name(), "the policy allows writes under "+r.raw
+		return it
 	}
 	it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskMedium, it.Subject
 	it.Rule = "default: writes outside the working directory need approval"
@@ -837,7 +840,47 @@ func decideMount(req Request, rules compiledPaths, it Item, m *permissions.Mount
 		it.Reason = "the working directory " + req.Cwd + " is / or holds the home directory, so no write counts as inside it"
 	}
 	it.PolicyFix = "paths.allow-write: [" + m.HostPath + "]"
-	return it, masks
+	return it
+}
+
+// inWorkingDir says whether every one of paths is inside the request's
+// working directory (declared or resolved), and whether the working
+// directory was too broad to count. It counts only when it is narrower than
+// the home directory: run from / or from ~, "inside the working directory"
+// would be everything (or every credential).
+func inWorkingDir(req Request, paths []string) (all, broad bool) {
+	var cwds []string
+	for _, c := range []string{req.Cwd, req.CwdResolved} {
+		switch {
+		case c == "":
+		case c == "/" || under(req.Home, c) || req.HomeResolved != "" && under(req.HomeResolved, c):
+			broad = true
+		default:
+			cwds = append(cwds, c)
+		}
+	}
+	all = true
+	for _, p := range paths {
+		all = all && slices.ContainsFunc(cwds, func(c string) bool { return under(p, c) })
+	}
+	return all, broad
+}
+
+// allowedWrite returns the paths.allow-write rule that allows writes to
+// paths: every path (declared and resolved) must be under one; the rule
+// returned is the declared path's. Nil when some path is under none.
+func allowedWrite(allow []pathRule, paths []string) *pathRule {
+	var allowedBy *pathRule
+	for _, p := range paths {
+		i := slices.IndexFunc(allow, func(r pathRule) bool { return r.matches(p) })
+		if i < 0 {
+			return nil
+		}
+		if allowedBy == nil {
+			allowedBy = &allow[i]
+		}
+	}
+	return allowedBy
 }
 
 func dedupMasks(ms []PathMask) []PathMask {
