@@ -92,27 +92,10 @@ func containerName(runID string) string { return "sandboxed-" + runID }
 // translate turns a plan into the container's configuration. It touches
 // the host only through h.lstat, to refuse bind sources that are symlinks.
 func translate(p *isolation.Plan, h host) (*container.Config, *container.HostConfig, error) {
-	if p == nil || p.Spec == nil || p.Spec.Process == nil {
-		return nil, nil, fmt.Errorf("translate plan: %w: the plan has no spec process", isolation.ErrUnsupported)
-	}
-	if p.Tier != isolation.TierContainer {
-		return nil, nil, fmt.Errorf("translate plan: %w: tier %q is not %q", isolation.ErrUnsupported, p.Tier, isolation.TierContainer)
-	}
-	if !nameRE.MatchString(p.RunID) {
-		return nil, nil, fmt.Errorf("translate plan: run id %q is not a valid container name part: %w", p.RunID, isolation.ErrUnsupported)
-	}
-	if p.HostDir == "" || !path.IsAbs(p.HostDir) {
-		return nil, nil, fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
-	}
-	lim := p.Limits
-	if lim.MemoryBytes <= 0 || lim.Pids <= 0 || isolation.SpecPids(p.Spec) < lim.Pids+isolation.InitSpareThreads {
-		return nil, nil, &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids, and a spec pids limit that holds the tool's and the init's spare threads"}
-	}
-	if lim.CPUs < 0 || lim.TmpfsBytes < 0 {
-		return nil, nil, fmt.Errorf("translate plan: %w: negative cpu or tmpfs limit", isolation.ErrUnsupported)
+	if err := checkPlan(p); err != nil {
+		return nil, nil, err
 	}
 	proc := p.Spec.Process
-
 	user, err := userFor(p.Privilege, proc.User, h.rootAs)
 	if err != nil {
 		return nil, nil, err
@@ -125,7 +108,60 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	if err != nil {
 		return nil, nil, err
 	}
+	hc, err := hostConfig(p, capAdd, ulimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Fixed mounts: the init binary and the control socket. The socket is
+	// bound as a file so the container needs no access to HostDir itself.
+	hc.Mounts = append(hc.Mounts,
+		bindMount(h.InitBinary, InitPath, true),
+		bindMount(path.Join(p.HostDir, controlSocketName), ControlSocket, false),
+	)
+	if p.Egress != nil {
+		if p.Egress.ProxySocket == "" || !path.IsAbs(p.Egress.ProxySocket) {
+			return nil, nil, fmt.Errorf("translate plan: %w: egress proxy socket %q is not absolute", isolation.ErrUnsupported, p.Egress.ProxySocket)
+		}
+		hc.Mounts = append(hc.Mounts, bindMount(p.Egress.ProxySocket, isolation.SandboxSocket, false))
+	}
+	binds, tmpfs, err := translateMounts(p.Spec.Mounts, p.Limits.TmpfsBytes, h.lstat)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc.Mounts, hc.Tmpfs = append(hc.Mounts, binds...), tmpfs
+	return containerConfig(p, user), hc, nil
+}
 
+// checkPlan refuses a plan this tier cannot translate: another tier's, one
+// without a process, a run id that cannot name a container, a relative
+// host directory, or missing or negative limits.
+func checkPlan(p *isolation.Plan) error {
+	if p == nil || p.Spec == nil || p.Spec.Process == nil {
+		return fmt.Errorf("translate plan: %w: the plan has no spec process", isolation.ErrUnsupported)
+	}
+	if p.Tier != isolation.TierContainer {
+		return fmt.Errorf("translate plan: %w: tier %q is not %q", isolation.ErrUnsupported, p.Tier, isolation.TierContainer)
+	}
+	if !nameRE.MatchString(p.RunID) {
+		return fmt.Errorf("translate plan: run id %q is not a valid container name part: %w", p.RunID, isolation.ErrUnsupported)
+	}
+	if p.HostDir == "" || !path.IsAbs(p.HostDir) {
+		return fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
+	}
+	lim := p.Limits
+	if lim.MemoryBytes <= 0 || lim.Pids <= 0 || isolation.SpecPids(p.Spec) < lim.Pids+isolation.InitSpareThreads {
+		return &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids, and a spec pids limit that holds the tool's and the init's spare threads"}
+	}
+	if lim.CPUs < 0 || lim.TmpfsBytes < 0 {
+		return fmt.Errorf("translate plan: %w: negative cpu or tmpfs limit", isolation.ErrUnsupported)
+	}
+	return nil
+}
+
+// containerConfig is the container's own configuration: image, user,
+// environment, working directory, the init as entrypoint, the run's labels.
+func containerConfig(p *isolation.Plan, user string) *container.Config {
+	proc := p.Spec.Process
 	img := p.Image
 	if img == "" {
 		img = images.DefaultImage
@@ -138,8 +174,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	if cwd == "" {
 		cwd = "/"
 	}
-
-	cfg := &container.Config{
+	return &container.Config{
 		Hostname:        hostname,
 		User:            user,
 		Env:             append([]string(nil), proc.Env...),
@@ -154,14 +189,19 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		},
 		StopSignal: "SIGTERM",
 	}
+}
 
+// hostConfig is the container's host configuration but for its mounts:
+// no network, a read-only root, the capabilities, seccomp profile, masked
+// and read-only paths and limits of the plan.
+func hostConfig(p *isolation.Plan, capAdd []string, ulimits []*container.Ulimit) (*container.HostConfig, error) {
 	secOpts := []string{"no-new-privileges"}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
 		// The engine's default profile narrowed by the plan's (the one the
 		// process tier loads): the container refuses what either refuses.
 		js, err := seccompJSON(p.Spec.Linux.Seccomp, capAdd)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		secOpts = append(secOpts, "seccomp="+js)
 	}
@@ -169,12 +209,12 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	if p.Spec.Linux != nil {
 		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
 	}
-
 	// The spec's limit: the tool's and the init's spare threads.
 	pids := isolation.SpecPids(p.Spec)
 	if p.Runtime == "runsc" {
 		pids = runscHostPids(pids)
 	}
+	lim := p.Limits
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -200,29 +240,25 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 			PidsLimit:  &pids,
 			Ulimits:    ulimits,
 		},
-		Tmpfs: map[string]string{},
 	}
 	if p.Privilege == privilege.Elevated {
 		// The engine's user namespace remapping (checked by Backend.Check)
 		// makes this root unprivileged on the host.
 		hc.UsernsMode = ""
 	}
+	return hc, nil
+}
 
-	// Fixed mounts: the init binary and the control socket. The socket is
-	// bound as a file so the container needs no access to HostDir itself.
-	hc.Mounts = append(hc.Mounts,
-		bindMount(h.InitBinary, InitPath, true),
-		bindMount(path.Join(p.HostDir, controlSocketName), ControlSocket, false),
-	)
-	if p.Egress != nil {
-		if p.Egress.ProxySocket == "" || !path.IsAbs(p.Egress.ProxySocket) {
-			return nil, nil, fmt.Errorf("translate plan: %w: egress proxy socket %q is not absolute", isolation.ErrUnsupported, p.Egress.ProxySocket)
-		}
-		hc.Mounts = append(hc.Mounts, bindMount(p.Egress.ProxySocket, isolation.SandboxSocket, false))
-	}
-
+// translateMounts turns the spec's mounts into the container's binds and
+// tmpfs mounts. System directories the image provides and the filesystems
+// the engine mounts itself are left out; /tmp is a tmpfs of tmpfsBytes
+// whether the spec has one or not. lstat, when not nil, refuses bind
+// sources that are symlinks.
+func translateMounts(ms []specs.Mount, tmpfsBytes int64, lstat func(string) (os.FileInfo, error)) ([]mount.Mount, map[string]string, error) {
+	var binds []mount.Mount
+	tmpfs := map[string]string{}
 	sawTmp := false
-	for _, m := range p.Spec.Mounts {
+	for _, m := range ms {
 		dst := path.Clean(m.Destination)
 		if !path.IsAbs(dst) {
 			return nil, nil, fmt.Errorf("translate mount %q: %w: destination is not absolute", m.Destination, isolation.ErrUnsupported)
@@ -235,19 +271,10 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 			if systemDirs[dst] && path.Clean(m.Source) == dst && hasOpt(m.Options, "ro") {
 				continue
 			}
-			if !path.IsAbs(m.Source) {
-				return nil, nil, fmt.Errorf("translate mount %s: %w: source %q is not absolute", dst, isolation.ErrUnsupported, m.Source)
+			if err := checkBindSource(m.Source, dst, lstat); err != nil {
+				return nil, nil, err
 			}
-			if h.lstat != nil {
-				fi, err := h.lstat(m.Source)
-				if err != nil {
-					return nil, nil, fmt.Errorf("check bind source %s: %w", m.Source, err)
-				}
-				if fi.Mode()&os.ModeSymlink != 0 {
-					return nil, nil, fmt.Errorf("check bind source %s: %w: it is a symlink (the planner resolves symlinks before mounting)", m.Source, isolation.ErrUnsupported)
-				}
-			}
-			hc.Mounts = append(hc.Mounts, bindMount(m.Source, dst, !hasOpt(m.Options, "rw")))
+			binds = append(binds, bindMount(m.Source, dst, !hasOpt(m.Options, "rw")))
 		case m.Type == "tmpfs":
 			opts, err := tmpfsOpts(m.Options)
 			if err != nil {
@@ -255,10 +282,10 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 			}
 			if dst == "/tmp" {
 				sawTmp = true
-				opts = withSize(opts, lim.TmpfsBytes)
+				opts = withSize(opts, tmpfsBytes)
 			}
 			if !engineMounts[dst] {
-				hc.Tmpfs[dst] = opts
+				tmpfs[dst] = opts
 			}
 		case engineMounts[dst] && (m.Type == "proc" || m.Type == "sysfs" || m.Type == "devpts" ||
 			m.Type == "mqueue" || m.Type == "cgroup" || m.Type == "cgroup2" || m.Type == "tmpfs"):
@@ -268,9 +295,28 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		}
 	}
 	if !sawTmp {
-		hc.Tmpfs["/tmp"] = withSize("rw,nosuid,nodev,exec,mode=1777", lim.TmpfsBytes)
+		tmpfs["/tmp"] = withSize("rw,nosuid,nodev,exec,mode=1777", tmpfsBytes)
 	}
-	return cfg, hc, nil
+	return binds, tmpfs, nil
+}
+
+// checkBindSource refuses a bind source that is relative or, when lstat is
+// not nil, a symlink (the planner resolves symlinks before mounting).
+func checkBindSource(src, dst string, lstat func(string) (os.FileInfo, error)) error {
+	if !path.IsAbs(src) {
+		return fmt.Errorf("translate mount %s: %w: source %q is not absolute", dst, isolation.ErrUnsupported, src)
+	}
+	if lstat == nil {
+		return nil
+	}
+	fi, err := lstat(src)
+	if err != nil {
+		return fmt.Errorf("check bind source %s: %w", src, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("check bind source %s: %w: it is a symlink (the planner resolves symlinks before mounting)", src, isolation.ErrUnsupported)
+	}
+	return nil
 }
 
 func boolPtr(b bool) *bool { return &b }

@@ -380,3 +380,53 @@ func TestUserForRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateMounts checks which of a spec's mounts become binds and
+// tmpfs mounts of the container, and which the image or engine provides.
+func TestTranslateMounts(t *testing.T) {
+	tests := []struct {
+		name      string
+		mounts    []specs.Mount
+		wantBinds []string          // "src>dst ro|rw"
+		wantTmpfs map[string]string // dst → options
+	}{
+		{"none: a /tmp of the tmpfs size", nil, nil,
+			map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=1024"}},
+		{"system directories come from the image", []specs.Mount{
+			{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
+			{Destination: "/usr", Type: "bind", Source: "/opt/usr", Options: []string{"rbind", "ro"}},
+		}, []string{"/opt/usr>/usr ro"}, map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=1024"}},
+		{"a grant is read-only unless rw", []specs.Mount{
+			{Destination: "/data", Type: "bind", Source: "/srv/data"},
+			{Destination: "/out", Type: "bind", Source: "/srv/out", Options: []string{"rbind", "rw"}},
+		}, []string{"/srv/data>/data ro", "/srv/out>/out rw"}, map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=1024"}},
+		{"the engine's own filesystems are left to it", []specs.Mount{
+			{Destination: "/proc", Type: "proc"},
+			{Destination: "/dev", Type: "tmpfs"},
+			{Destination: "/tmp", Type: "tmpfs", Options: []string{"nosuid", "noexec"}},
+			{Destination: "/cache", Type: "tmpfs"},
+		}, nil, map[string]string{"/tmp": "nosuid,nodev,noexec,mode=1777,size=1024", "/cache": "nosuid,nodev,exec,mode=1777"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			binds, tmpfs, err := translateMounts(tc.mounts, 1024, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range binds {
+				how := "rw"
+				if b.ReadOnly {
+					how = "ro"
+				}
+				got = append(got, b.Source+">"+b.Target+" "+how)
+			}
+			if !reflect.DeepEqual(got, tc.wantBinds) {
+				t.Errorf("binds = %q, want %q", got, tc.wantBinds)
+			}
+			if !reflect.DeepEqual(tmpfs, tc.wantTmpfs) {
+				t.Errorf("tmpfs = %q, want %q", tmpfs, tc.wantTmpfs)
+			}
+		})
+	}
+}
