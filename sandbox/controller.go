@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
@@ -393,13 +394,12 @@ func (c *Controller) closeLast(ctx context.Context, job *Job, sb isolation.Sandb
 	c.readStats(cctx, sb, p, res)
 	ccancel()
 	eg := host.stopEgress()
-	undo := host.undo
-	host.undo = nil
+	undo := host.undo.Release()
 	teardown := func() error {
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer ccancel()
 		err := sb.Close(cctx)
-		(&hostSetup{undo: undo}).tearDown()
+		undo()
 		return err
 	}
 	if c.Pool == nil {
@@ -448,7 +448,7 @@ func (f *runFailure) info() *ErrorInfo {
 // hostSetup is what a run made on the host before its sandbox started;
 // tearDown undoes it.
 type hostSetup struct {
-	undo  []func() // in the order they run
+	undo  cleanup.Cleanup
 	proxy func() []EgressEntry
 }
 
@@ -480,7 +480,7 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		w.owned = true
 		// The pool made the run's live hold and host directory with the
 		// warm sandbox; the run owns them now.
-		h.undo = append(h.undo, w.drop)
+		h.undo.Add(w.drop)
 	} else {
 		// The run's directory appears with its liveness lock held, before
 		// any labelled resource exists; release removes it, then drops
@@ -489,7 +489,7 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		if err != nil {
 			return h, &runFailure{CodeInitFailed, err.Error(), ""}
 		}
-		h.undo = append(h.undo, release)
+		h.undo.Add(release)
 	}
 	// Reap what crashed runs of this tier left, alongside this run's start
 	// (`sandboxed gc` covers every tier).
@@ -501,7 +501,8 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 			defer gcancel()
 			_, _ = c.gc(gctx, nil, b)
 		}()
-		h.undo = append([]func(){func() { <-gcDone }}, h.undo...)
+		// Torn down first: the run's directory outlives the gc beside it.
+		h.undo.Add(func() { <-gcDone })
 	}
 	if p.Egress != nil {
 		if job.Proxy == nil {
@@ -524,10 +525,7 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 // tearDown undoes what setUpHost made, except the egress proxy
 // (stopEgress). It is idempotent.
 func (h *hostSetup) tearDown() {
-	for _, u := range h.undo {
-		u()
-	}
-	h.undo = nil
+	h.undo.Clean()
 }
 
 // stopEgress stops the egress proxy, if the run has one, and returns its

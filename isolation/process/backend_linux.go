@@ -22,6 +22,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
@@ -366,40 +367,29 @@ type launched struct {
 // once; otherwise the init waits for them. host is nil when the run needs
 // no cgroup. sp, when set, starts the init. On error nothing is left
 // behind.
-func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (_ *launched, retErr error) {
-	var undo []func()
-	defer func() {
-		if retErr != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
-		}
-	}()
-	cleanCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	}
-
+func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (*launched, error) {
+	var cu cleanup.Cleanup
+	defer cu.Clean()
 	var cg cgroup.Group
 	if host != nil {
 		var err error
 		if cg, err = host.New(runID, r); err != nil {
 			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 		}
-		undo = append(undo, func() {
-			c, cancel := cleanCtx()
+		cu.Add(func() {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			_ = cg.Kill(c)
 			_ = cg.Delete()
 		})
 	}
-
 	ctl, child, err := sbinit.SocketPair()
 	if err != nil {
 		return nil, err
 	}
 	defer child.Close()
 	cl := sbinit.NewClient(ctl)
-	undo = append(undo, func() { cl.Close() })
+	cu.Add(func() { cl.Close() })
 
 	cached := false
 	if exe == "" {
@@ -412,63 +402,17 @@ func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Ho
 		exe = cmp.Or(path, "/proc/self/exe")
 		cached = path != "" && !strings.HasPrefix(path, "/proc/")
 	}
-	cmd := &exec.Cmd{
-		Args: []string{"sandboxed-init", sbinit.InitArg},
-		// One processor for the Go runtime: the init does its work on
-		// one locked thread and waits on the rest, and every thread the
-		// runtime would start for more is one more to create, and to stop
-		// each time the init changes its credentials on all of them. The
-		// commands get their own environment (Command.Env).
-		Env:        []string{"GOMAXPROCS=1"},
-		ExtraFiles: []*os.File{child},
-		// The init reports through the protocol; its stderr only matters
-		// when it dies before that, and then it goes into the error.
-		Stderr: &tailBuffer{max: 4096},
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:    true,
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
-	if !confined {
-		// An init outside namespaces kills its commands' descendants
-		// when its control socket closes, which this process's death
-		// does; SIGKILL would leave them behind. SIGTERM it forwards.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	}
+	cmd := initCmd(child, initAttrs(confined, m, os.Geteuid(), os.Getegid()))
 	closeExe, err := setInitPath(cmd, exe)
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 	}
 	defer closeExe()
-	if confined {
-		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
-			unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
-	}
-	if confined && m == nil && os.Geteuid() == 0 {
-		// Root's supplementary groups are nothing to the init, which has
-		// every capability until it drops them, and no command may have
-		// them: it starts without any, rather than stop all its threads
-		// to drop them (sbinit sets a command's own groups, if any).
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: uint32(os.Getegid()), Groups: []uint32{}}
-	}
-	if confined && m != nil {
-		// The init keeps its host identity (so it can execute the init
-		// from the user's cache) and every capability of its namespace,
-		// as ambient capabilities across the exec, until it has built
-		// the root (see idMapping).
-		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
-		if !m.helper {
-			cmd.SysProcAttr.UidMappings = m.uids
-			cmd.SysProcAttr.GidMappings = m.gids
-			cmd.SysProcAttr.GidMappingsEnableSetgroups = false
-		}
-		cmd.SysProcAttr.AmbientCaps = allCaps()
-	}
-	var cgFile *os.File
 	if cg != nil && cg.Version() == 2 {
 		// Born in the run's cgroup (and rooted there for its cgroup
 		// namespace), before it runs a single instruction.
-		if cgFile, err = os.OpenFile(host.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		cgFile, err := os.OpenFile(host.V2+cg.Path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
 			return nil, fmt.Errorf("open cgroup %s: %w", cg.Path(), err)
 		}
 		defer cgFile.Close()
@@ -485,57 +429,139 @@ func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Ho
 			return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
 		}
 	}
-	dropGroups := m != nil && m.dropGroups
 	mover, _ := cg.(cgroup.SelfMover)
-	startCmd := func(cmd *exec.Cmd) (*initProc, error) {
-		if sp != nil {
-			p, err := sp.start(cmd, mover, dropGroups)
-			if !errors.Is(err, errSpawnerGone) {
-				return p, err
-			}
-			// The request reached no spawner (the last one died
-			// between two starts): once more, with a new one.
-			if p, err = sp.start(cmd, mover, dropGroups); !errors.Is(err, errSpawnerGone) {
-				return p, err
-			}
-		}
-		return startDirect(cmd, mover, dropGroups)
+	st := initStarter{sp: sp, mover: mover, dropGroups: m != nil && m.dropGroups}
+	proc, err := st.startFallback(cmd, cached)
+	if err != nil {
+		return nil, launchFailure(runID, err, m != nil && os.Geteuid() != 0)
 	}
-	proc, err := startCmd(cmd)
-	if err != nil && cached {
-		// The cached init would not run (a security module forbids
-		// executing from the cache, another build's gc removed it, ...):
-		// the sealed memory file is its other home.
-		f, oerr := initbin.Open()
-		if oerr != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w (and from a memory file: %w)", runID, err, oerr)
+	child.Close()
+	cu.Release()
+	return &launched{runID: runID, cg: cg, cl: cl, proc: proc}, nil
+}
+
+// initAttrs are the process attributes of a sandbox's init, decided from
+// whether it is confined, its user namespace (m, nil for none) and the
+// effective uid and gid of this process. It makes no system call.
+func initAttrs(confined bool, m *idMapping, euid, egid int) *syscall.SysProcAttr {
+	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if !confined {
+		// An init outside namespaces kills its commands' descendants
+		// when its control socket closes, which this process's death
+		// does; SIGKILL would leave them behind. SIGTERM it forwards.
+		sys.Pdeathsig = syscall.SIGTERM
+		return sys
+	}
+	sys.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
+		unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	if m == nil {
+		if euid == 0 {
+			// Root's supplementary groups are nothing to the init, which
+			// has every capability until it drops them, and no command
+			// may have them: it starts without any, rather than stop all
+			// its threads to drop them (sbinit sets a command's own
+			// groups, if any).
+			sys.Credential = &syscall.Credential{Uid: 0, Gid: uint32(egid), Groups: []uint32{}}
 		}
-		defer f.Close()
-		first := err
-		cmd = &exec.Cmd{Args: cmd.Args, Env: cmd.Env, ExtraFiles: []*os.File{child},
-			Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
-		closeMem, perr := setInitPath(cmd, initbin.ExecPath(f))
-		if perr != nil {
-			return nil, fmt.Errorf("start sandbox %s: %w", runID, perr)
+		return sys
+	}
+	// The init keeps its host identity (so it can execute the init from
+	// the user's cache) and every capability of its namespace, as ambient
+	// capabilities across the exec, until it has built the root (see
+	// idMapping).
+	sys.Cloneflags |= unix.CLONE_NEWUSER
+	if !m.helper {
+		sys.UidMappings = m.uids
+		sys.GidMappings = m.gids
+		sys.GidMappingsEnableSetgroups = false
+	}
+	sys.AmbientCaps = allCaps()
+	return sys
+}
+
+// initCmd is the command that starts a sandbox's init with attributes sys,
+// its control socket's end child as its fd 3. Its Path is set by
+// setInitPath.
+func initCmd(child *os.File, sys *syscall.SysProcAttr) *exec.Cmd {
+	return &exec.Cmd{
+		Args: []string{"sandboxed-init", sbinit.InitArg},
+		// One processor for the Go runtime: the init does its work on
+		// one locked thread and waits on the rest, and every thread the
+		// runtime would start for more is one more to create, and to stop
+		// each time the init changes its credentials on all of them. The
+		// commands get their own environment (Command.Env).
+		Env:        []string{"GOMAXPROCS=1"},
+		ExtraFiles: []*os.File{child},
+		// The init reports through the protocol; its stderr only matters
+		// when it dies before that, and then it goes into the error.
+		Stderr:      &tailBuffer{max: 4096},
+		SysProcAttr: sys,
+	}
+}
+
+// initStarter starts an init: through the spawner sp when there is one,
+// else directly.
+type initStarter struct {
+	sp         *spawner
+	mover      cgroup.SelfMover
+	dropGroups bool
+}
+
+func (st initStarter) start(cmd *exec.Cmd) (*initProc, error) {
+	if st.sp != nil {
+		p, err := st.sp.start(cmd, st.mover, st.dropGroups)
+		if !errors.Is(err, errSpawnerGone) {
+			return p, err
 		}
-		defer closeMem()
-		if proc, err = startCmd(cmd); err != nil {
-			err = fmt.Errorf("%w (and from the cache: %w)", err, first)
+		// The request reached no spawner (the last one died between two
+		// starts): once more, with a new one.
+		if p, err = st.sp.start(cmd, st.mover, st.dropGroups); !errors.Is(err, errSpawnerGone) {
+			return p, err
 		}
 	}
-	if err != nil && m != nil && os.Geteuid() != 0 && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
-		// A security module or a sysctl may forbid unprivileged user
-		// namespaces even where the kernel has them.
-		return nil, &isolation.UnsupportedError{
+	return startDirect(cmd, st.mover, st.dropGroups)
+}
+
+// startFallback starts cmd; when its init is the cached one (cached) and
+// would not run (a security module forbids executing from the cache,
+// another build's gc removed it, ...), it starts it again from the sealed
+// memory file, the init's other home.
+func (st initStarter) startFallback(cmd *exec.Cmd, cached bool) (*initProc, error) {
+	proc, err := st.start(cmd)
+	if err == nil || !cached {
+		return proc, err
+	}
+	f, oerr := initbin.Open()
+	if oerr != nil {
+		return nil, fmt.Errorf("%w (and from a memory file: %w)", err, oerr)
+	}
+	defer f.Close()
+	first := err
+	cmd = &exec.Cmd{Args: cmd.Args, Env: cmd.Env, ExtraFiles: cmd.ExtraFiles,
+		Stderr: &tailBuffer{max: 4096}, SysProcAttr: cmd.SysProcAttr}
+	closeMem, err := setInitPath(cmd, initbin.ExecPath(f))
+	if err != nil {
+		return nil, err
+	}
+	defer closeMem()
+	if proc, err = st.start(cmd); err != nil {
+		return nil, fmt.Errorf("%w (and from the cache: %w)", err, first)
+	}
+	return proc, nil
+}
+
+// launchFailure is the error of an init of run runID that did not start.
+// An unprivileged user namespace (userns) refused with EPERM or EACCES is
+// unsupported on this host, with the fix: a security module or a sysctl
+// may forbid them even where the kernel has them.
+func launchFailure(runID string, err error, userns bool) error {
+	if userns && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
+		return &isolation.UnsupportedError{
 			What: fmt.Sprintf("a user namespace for the sandbox (the kernel refused it: %v)", err),
 			Fix:  "`sandboxed doctor` says why; where AppArmor restricts unprivileged user namespaces, " + cgroup.SetupFix() + " installs a profile for this binary",
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox %s: %w", runID, err)
-	}
-	child.Close()
-	return &launched{runID: runID, cg: cg, cl: cl, proc: proc}, nil
+	return fmt.Errorf("start sandbox %s: %w", runID, err)
 }
 
 // ready waits until the init, configured, reports it is ready, and
