@@ -56,6 +56,9 @@ func statParent(s string) (ppid int, zombie, ok bool) {
 // through a pidfd opened first and checked to be still below root after,
 // so that a pid reused in between is never signalled.
 func signalTree(root int, sig syscall.Signal) int {
+	if root == os.Getpid() && !hasChildren() {
+		return 0
+	}
 	pids := descendants(root)
 	n := 0
 	for _, pid := range pids {
@@ -75,12 +78,13 @@ func signalTree(root int, sig syscall.Signal) int {
 
 // below reports whether pid descends from root now.
 func below(pid, root int) bool {
+	buf := make([]byte, 1024)
 	for range 4096 {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
+		n := readStat(pid, buf)
+		if n == 0 {
 			return false
 		}
-		ppid, _, ok := statParent(string(b))
+		ppid, _, ok := statParent(string(buf[:n]))
 		if !ok || ppid <= 1 {
 			return false
 		}
@@ -92,6 +96,20 @@ func below(pid, root int) bool {
 	return false
 }
 
+// hasChildren reports whether the init has a child, live or a zombie not
+// yet reaped, of any kind (__WALL: clone children that do not signal their
+// exit too); it reaps nothing. Without a child the init has no descendant
+// at all: every process below it has an ancestor that is its child, since
+// orphans below it are reparented to it or to a subreaper that is itself
+// below it. One system call, where descendants reads the /proc/PID/stat
+// of every process of the host (milliseconds on a busy host, at the end
+// of every run).
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+	return err != unix.ECHILD
+}
+
 // killTreeEmpty kills every process below the init until none is left:
 // a process that forked between two passes leaves its children to the
 // init (the subreaper) when it dies, and the next pass finds them. It
@@ -101,7 +119,7 @@ func below(pid, root int) bool {
 func (st *initState) killTreeEmpty() {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if len(descendants(os.Getpid())) == 0 {
+		if !hasChildren() || len(descendants(os.Getpid())) == 0 {
 			return
 		}
 		signalTree(os.Getpid(), unix.SIGKILL)
