@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -306,127 +307,172 @@ const (
 // mask is a file left out, a read-only bind of the same tree is already
 // read-only, and a write grant is refused.
 func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error) {
-	mp := &mountPlan{data: map[string][]byte{}}
-	var done []*planned
-	parent := func(dst string) *planned {
-		var best *planned
-		for _, q := range done {
-			if strings.HasPrefix(dst, q.dst+"/") && (best == nil || len(q.dst) > len(best.dst)) {
-				best = q
-			}
-		}
-		return best
-	}
+	pl := &mountPlanner{mp: &mountPlan{data: map[string][]byte{}}, p: p, s: s, name: name}
 	for _, m := range p.Spec.Mounts {
-		dst := filepath.Clean(m.Destination)
-		if skeleton[dst] {
-			continue
+		if err := pl.add(m); err != nil {
+			return nil, err
 		}
-		if !filepath.IsAbs(dst) || dst == "/" || dst == initDir || strings.HasPrefix(dst, initDir+"/") {
-			return nil, unsupported(fmt.Sprintf("a mount at %s", m.Destination), "grant another path")
-		}
-		bind := m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
-		ro := hasOpt(m.Options, "ro")
-		par := parent(dst)
-		if par != nil && par.kind == kindRead {
-			rel, _ := filepath.Rel(par.dst, dst)
-			switch {
-			case bind && !ro && m.Source != "/dev/null":
-				return nil, unsupported(fmt.Sprintf("the write grant %s inside the read grant %s on Kubernetes", dst, par.dst),
-					"grant the outer path for writing too, or run with --backend local")
-			case bind && m.Source != "/dev/null" && m.Source != filepath.Join(par.host, rel):
-				return nil, unsupported(fmt.Sprintf("a read-only mount of %s over %s inside the read grant %s", m.Source, dst, par.dst),
-					"run with --backend local")
-			}
-			// A mask or a read-only view of the same tree: leave the
-			// path out of the parent's files.
-			par.items = dropItems(par.items, rel)
-			continue
-		}
-		q := &planned{dst: dst, vol: fmt.Sprintf("m%d", len(done)), parent: par, ro: ro, volIdx: len(mp.volumes)}
-		switch {
-		case !bind && m.Type == "tmpfs":
-			q.kind = kindTmpfs
-			size := tmpfsSize(m.Options)
-			if dst == "/tmp" {
-				size = p.Limits.TmpfsBytes
-			}
-			ed := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
-			if size > 0 {
-				ed.SizeLimit = resource.NewQuantity(size, resource.BinarySI)
-			}
-			mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
-			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, ReadOnly: ro})
-		case bind && m.Source == "/dev/null":
-			// A masked file: an empty, read-only file.
-			q.kind = kindRead
-			key := fmt.Sprintf("f%d", len(mp.data))
-			mp.data[key] = []byte{}
-			mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(int32(0o444))}}))
-			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
-			q.file = true
-		case bind && ro:
-			q.kind, q.host = kindRead, m.Source
-			fi, err := os.Stat(m.Source)
-			if err != nil && errors.Is(err, fs.ErrNotExist) && p.Egress != nil && m.Source == p.Egress.CABundle {
-				// The run's trust bundle is written when the run starts,
-				// after Check: Check sees its place, Start its content.
-				key := fmt.Sprintf("f%d", len(mp.data))
-				mp.data[key] = []byte{}
-				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(int32(0o444))}}))
-				mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("read grant %s: %w", m.Source, err)
-			}
-			if !fi.IsDir() {
-				key, err := mp.add(m.Source, fi)
-				if err != nil {
-					return nil, err
-				}
-				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(fileMode(fi))}}))
-				mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, SubPath: "f", ReadOnly: true})
-				q.file = true
-				break
-			}
-			if q.items, err = mp.addTree(m.Source); err != nil {
-				return nil, err
-			}
-			// Volumes are finished below, once nested masks took
-			// their files out.
-		case bind:
-			q.kind, q.host = kindWrite, m.Source
-			fi, err := os.Stat(m.Source)
-			if err != nil {
-				return nil, fmt.Errorf("write grant %s: %w", m.Source, err)
-			}
-			if !fi.IsDir() {
-				return nil, unsupported(fmt.Sprintf("the write grant of the single file %s on Kubernetes", m.Source),
-					"grant its directory for writing, or run with --backend local")
-			}
-			ed := &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(s.maxWriteBytes(), resource.BinarySI)}
-			mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
-			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst})
-		default:
-			return nil, unsupported(fmt.Sprintf("a %s mount at %s on Kubernetes", m.Type, dst), "run with --backend local")
-		}
-		if par != nil && par.kind == kindWrite {
-			rel, _ := filepath.Rel(par.dst, dst)
-			par.skip = append(par.skip, rel)
-		}
-		done = append(done, q)
 	}
-	// A read-only empty directory (a working directory no grant covers)
-	// with mounts inside: the runtime cannot make their mount points in a
-	// read-only volume, so the directory is a ConfigMap volume that has
-	// them, as empty placeholders the mounts then cover.
-	for _, q := range done {
+	pl.placeholders()
+	pl.finish()
+	if len(pl.mp.data) == 0 {
+		pl.mp.data = nil
+	}
+	return pl.mp, nil
+}
+
+// mountPlanner builds a mountPlan, one spec mount at a time.
+type mountPlanner struct {
+	mp   *mountPlan
+	done []*planned // the mounts planned so far, in the spec's order
+	p    *isolation.Plan
+	s    *Settings
+	name string // the run's ConfigMap
+}
+
+// parent is the innermost mount planned so far that holds dst.
+func (pl *mountPlanner) parent(dst string) *planned {
+	var best *planned
+	for _, q := range pl.done {
+		if strings.HasPrefix(dst, q.dst+"/") && (best == nil || len(q.dst) > len(best.dst)) {
+			best = q
+		}
+	}
+	return best
+}
+
+// add plans the spec mount m.
+func (pl *mountPlanner) add(m specs.Mount) error {
+	dst := filepath.Clean(m.Destination)
+	if skeleton[dst] {
+		return nil
+	}
+	if !filepath.IsAbs(dst) || dst == "/" || dst == initDir || strings.HasPrefix(dst, initDir+"/") {
+		return unsupported(fmt.Sprintf("a mount at %s", m.Destination), "grant another path")
+	}
+	bind := m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
+	ro := hasOpt(m.Options, "ro")
+	par := pl.parent(dst)
+	if par != nil && par.kind == kindRead {
+		return insideRead(par, m, dst, bind, ro)
+	}
+	q := &planned{dst: dst, vol: fmt.Sprintf("m%d", len(pl.done)), parent: par, ro: ro, volIdx: len(pl.mp.volumes)}
+	mp := pl.mp
+	switch {
+	case !bind && m.Type == "tmpfs":
+		q.kind = kindTmpfs
+		size := tmpfsSize(m.Options)
+		if dst == "/tmp" {
+			size = pl.p.Limits.TmpfsBytes
+		}
+		ed := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		if size > 0 {
+			ed.SizeLimit = resource.NewQuantity(size, resource.BinarySI)
+		}
+		mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst, ReadOnly: ro})
+	case bind && m.Source == "/dev/null":
+		// A masked file: an empty, read-only file.
+		q.kind = kindRead
+		pl.emptyFile(q)
+	case bind && ro:
+		q.kind, q.host = kindRead, m.Source
+		if err := pl.addRead(q); err != nil {
+			return err
+		}
+	case bind:
+		q.kind, q.host = kindWrite, m.Source
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return fmt.Errorf("write grant %s: %w", m.Source, err)
+		}
+		if !fi.IsDir() {
+			return unsupported(fmt.Sprintf("the write grant of the single file %s on Kubernetes", m.Source),
+				"grant its directory for writing, or run with --backend local")
+		}
+		ed := &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(pl.s.maxWriteBytes(), resource.BinarySI)}
+		mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: dst})
+	default:
+		return unsupported(fmt.Sprintf("a %s mount at %s on Kubernetes", m.Type, dst), "run with --backend local")
+	}
+	if par != nil && par.kind == kindWrite {
+		rel, _ := filepath.Rel(par.dst, dst)
+		par.skip = append(par.skip, rel)
+	}
+	pl.done = append(pl.done, q)
+	return nil
+}
+
+// insideRead plans the mount m at dst inside the read grant par, a
+// read-only ConfigMap volume where nothing can be made: a mask or a
+// read-only view of the same tree leaves the path out of par's files; any
+// other mount is refused.
+func insideRead(par *planned, m specs.Mount, dst string, bind, ro bool) error {
+	rel, _ := filepath.Rel(par.dst, dst)
+	switch {
+	case bind && !ro && m.Source != "/dev/null":
+		return unsupported(fmt.Sprintf("the write grant %s inside the read grant %s on Kubernetes", dst, par.dst),
+			"grant the outer path for writing too, or run with --backend local")
+	case bind && m.Source != "/dev/null" && m.Source != filepath.Join(par.host, rel):
+		return unsupported(fmt.Sprintf("a read-only mount of %s over %s inside the read grant %s", m.Source, dst, par.dst),
+			"run with --backend local")
+	}
+	par.items = dropItems(par.items, rel)
+	return nil
+}
+
+// emptyFile mounts an empty, read-only file at q.
+func (pl *mountPlanner) emptyFile(q *planned) {
+	key := fmt.Sprintf("f%d", len(pl.mp.data))
+	pl.mp.data[key] = []byte{}
+	pl.fileVolume(q, key, 0o444)
+}
+
+// fileVolume mounts the ConfigMap's key as the single file q, with mode.
+func (pl *mountPlanner) fileVolume(q *planned, key string, mode int32) {
+	pl.mp.volumes = append(pl.mp.volumes, configMapVolume(q.vol, pl.name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(mode)}}))
+	pl.mp.mounts = append(pl.mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: q.dst, SubPath: "f", ReadOnly: true})
+	q.file = true
+}
+
+// addRead plans the read grant q: a file becomes a file of the ConfigMap;
+// a directory, its files (its volume is made by finish, once nested masks
+// took their files out).
+func (pl *mountPlanner) addRead(q *planned) error {
+	fi, err := os.Stat(q.host)
+	if err != nil && errors.Is(err, fs.ErrNotExist) && pl.p.Egress != nil && q.host == pl.p.Egress.CABundle {
+		// The run's trust bundle is written when the run starts, after
+		// Check: Check sees its place, Start its content.
+		pl.emptyFile(q)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read grant %s: %w", q.host, err)
+	}
+	if !fi.IsDir() {
+		key, err := pl.mp.add(q.host, fi)
+		if err != nil {
+			return err
+		}
+		pl.fileVolume(q, key, fileMode(fi))
+		return nil
+	}
+	q.items, err = pl.mp.addTree(q.host)
+	return err
+}
+
+// placeholders turns a read-only empty directory (a working directory no
+// grant covers) with mounts inside into a ConfigMap volume that has their
+// mount points, as empty placeholders the mounts then cover: the runtime
+// cannot make them in a read-only volume.
+func (pl *mountPlanner) placeholders() {
+	for _, q := range pl.done {
 		if q.kind != kindTmpfs || !q.ro {
 			continue
 		}
 		var items []corev1.KeyToPath
-		for _, c := range done {
+		for _, c := range pl.done {
 			if c.parent != q {
 				continue
 			}
@@ -438,11 +484,17 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 			items = append(items, corev1.KeyToPath{Key: placeholderKey, Path: rel, Mode: ptr(int32(0o444))})
 		}
 		if len(items) > 0 {
-			mp.data[placeholderKey] = []byte{}
-			mp.volumes[q.volIdx] = configMapVolume(q.vol, name, items)
+			pl.mp.data[placeholderKey] = []byte{}
+			pl.mp.volumes[q.volIdx] = configMapVolume(q.vol, pl.name, items)
 		}
 	}
-	for _, q := range done {
+}
+
+// finish makes the volumes of read grants of directories, and the copies
+// of write grants.
+func (pl *mountPlanner) finish() {
+	mp := pl.mp
+	for _, q := range pl.done {
 		switch {
 		case q.kind == kindRead && q.items != nil:
 			if len(q.items) == 0 {
@@ -450,7 +502,7 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 				// empty (that would project every key).
 				mp.volumes = append(mp.volumes, corev1.Volume{Name: q.vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(4096, resource.BinarySI)}}})
 			} else {
-				mp.volumes = append(mp.volumes, configMapVolume(q.vol, name, q.items))
+				mp.volumes = append(mp.volumes, configMapVolume(q.vol, pl.name, q.items))
 			}
 			mp.mounts = append(mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: q.dst, ReadOnly: true})
 		case q.kind == kindWrite:
@@ -458,10 +510,6 @@ func planMounts(p *isolation.Plan, s *Settings, name string) (*mountPlan, error)
 			mp.copies = append(mp.copies, grantCopy{Host: q.host, Target: q.dst, Skip: q.skip})
 		}
 	}
-	if len(mp.data) == 0 {
-		mp.data = nil
-	}
-	return mp, nil
 }
 
 // placeholderKey is the ConfigMap's empty file that stands in for mount

@@ -318,3 +318,71 @@ func TestParseFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestInsideRead checks what a mount inside a read grant (a read-only
+// ConfigMap volume) may be.
+func TestInsideRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		m       specs.Mount
+		refused string // "" when the path is left out of the grant's files
+	}{
+		{"a masked file", bindMount("/dev/null", "/data/.env", true), ""},
+		{"a read-only view of the same tree", bindMount("/srv/data/sub", "/data/sub", true), ""},
+		{"a read-only mount of another tree", bindMount("/etc/other", "/data/sub", true), "read-only mount of /etc/other"},
+		{"a write grant", bindMount("/srv/data/out", "/data/out", false), "write grant /data/out"},
+		{"a tmpfs (a masked directory)", specs.Mount{Destination: "/data/secret", Type: "tmpfs"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			par := &planned{dst: "/data", host: "/srv/data", kind: kindRead, items: []corev1.KeyToPath{
+				{Key: "a", Path: ".env"}, {Key: "b", Path: "sub/x"}, {Key: "c", Path: "out/y"}, {Key: "d", Path: "secret/z"}, {Key: "e", Path: "keep"},
+			}}
+			dst := filepath.Clean(tc.m.Destination)
+			err := insideRead(par, tc.m, dst, tc.m.Type == "bind", hasOpt(tc.m.Options, "ro"))
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Errorf("insideRead = %v, want refused with %q", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel("/data", dst)
+			for _, it := range par.items {
+				if it.Path == rel || strings.HasPrefix(it.Path, rel+"/") {
+					t.Errorf("%s is still among the grant's files", it.Path)
+				}
+			}
+			if len(par.items) != 4 {
+				t.Errorf("items = %v, want the other 4 kept", par.items)
+			}
+		})
+	}
+}
+
+// TestTrustBundlePlaceholderIsAFile: the trust bundle is a single file
+// whether or not it is written yet, so the mount point a read-only
+// directory above it gets is a file in both.
+func TestTrustBundlePlaceholderIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "ca.crt")
+	cwd := specs.Mount{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=4k"}}
+	p := testPlan(cwd, bindMount(bundle, "/work/ca.crt", true))
+	p.Egress = &isolation.Egress{CABundle: bundle}
+	for _, written := range []bool{false, true} {
+		if written {
+			if err := os.WriteFile(bundle, []byte("PEM"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mp, err := planMounts(p, &Settings{}, "cm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := mp.volumes[1].ConfigMap
+		if cm == nil || len(cm.Items) != 1 || cm.Items[0].Path != "ca.crt" {
+			t.Errorf("written %v: /work's volume is %+v, want a ConfigMap with the file ca.crt", written, mp.volumes[1])
+		}
+	}
+}
