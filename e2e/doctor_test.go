@@ -91,7 +91,15 @@ func TestDoctorMatchesRunsInCIContainers(t *testing.T) {
 					}
 					anyOK = anyOK || l.OK
 					// What a run does: the same tool, from a file, as a CI job runs it.
-					script := "cat > /tmp/ok.yaml <<'E'\n" + strings.ReplaceAll(trialTool, "%s", priv) + "E\nexec sandboxed run --json --isolation " + tier + " --approve isolation-none --approve isolation-landlock /tmp/ok.yaml"
+					// The none tier's trial is of an installed tool: the
+					// built-in policy raises a tool given as a file path.
+					target := "/tmp/ok.yaml"
+					install := ""
+					if tier == "none" {
+						target, install = "ok", "sandboxed tool import --scope user /tmp/ok.yaml >/dev/null && cd / && "
+					}
+					script := "cat > /tmp/ok.yaml <<'E'\n" + strings.ReplaceAll(trialTool, "%s", priv) + "E\n" + install +
+						"exec sandboxed run --json --isolation " + tier + " --approve isolation-none --approve isolation-landlock " + target
 					r := inCIContainer(t, cc.flags, "sh", "-c", script)
 					var res result
 					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -113,6 +121,24 @@ func TestDoctorMatchesRunsInCIContainers(t *testing.T) {
 							if !strings.Contains(l.Fix, want) || !strings.Contains(res.Error.Hint, want) {
 								t.Errorf("process (%s): the fix lacks %q\ndoctor: %s\nrun: %s", priv, want, l.Fix, res.Error.Hint)
 							}
+						}
+					}
+					if tier == "none" && priv == "same-as-user" && !l.OK {
+						t.Errorf("none (same-as-user) does not run in %s: %+v", cc.name, l)
+					}
+					if tier == "none" && priv == "same-as-user" {
+						// The same tool from a file: raised to the process tier by the
+						// built-in policy; where that fails, the hint says so and how.
+						script := "cat > /tmp/ok.yaml <<'E'\n" + strings.ReplaceAll(trialTool, "%s", priv) + "E\n" +
+							"exec sandboxed run --json --isolation none --approve isolation-none /tmp/ok.yaml"
+						r := inCIContainer(t, cc.flags, "sh", "-c", script)
+						var res result
+						if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+							t.Fatalf("none from a file: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+						}
+						if res.Status != "ok" && (res.Error == nil || !strings.Contains(res.Error.Hint, "isolation raised from none to process") ||
+							!strings.Contains(res.Error.Hint, "sandboxed tool import FILE --scope user")) {
+							t.Errorf("none from a file failed without saying the policy raised it: %s %+v", res.Status, res.Error)
 						}
 					}
 					if tier == "container" && !l.OK && !strings.Contains(l.Fix, "docker.sock") {

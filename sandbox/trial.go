@@ -53,6 +53,12 @@ func (c *Controller) Trial(ctx context.Context, tier isolation.Tier, privilege s
 			Error: &ErrorInfo{Code: CodeInitFailed, Message: "the trial tool: " + err.Error()}}
 		return t
 	}
+	if tier == isolation.TierNone {
+		// The built-in policy never runs a tool given as a file path
+		// unsandboxed: the none trial is of an installed tool, the kind
+		// that may run there.
+		def.Source.Scope = tool.ScopeUser
+	}
 	req := &Request{Def: def, Input: tool.Input{}, Policy: pol, Isolation: string(tier), Cwd: "/"}
 	p, err := c.Prepare(req)
 	var pe *PrepareError

@@ -138,6 +138,9 @@ func trialChecks(c *cli.Context) (out []check, anyOK bool) {
 			default:
 				ch.Detail = fmt.Sprintf("%s, exit %d: %s", r.Status, r.ExitCode, strings.TrimSpace(r.Stdout+" "+r.Stderr))
 			}
+			if tier == isolation.TierNone {
+				ch.Detail += " (as an installed tool: the built-in policy raises a tool given as a file path to the process tier)"
+			}
 			if len(tr.Approvals) > 0 {
 				ch.Detail += " (with --approve " + strings.Join(tr.Approvals, ",") + ")"
 			}
