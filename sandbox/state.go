@@ -21,7 +21,9 @@ import (
 
 // StateDir is where run records and the audit log live:
 // $SANDBOXED_STATE_DIR, else $XDG_STATE_HOME/sandboxed, else
-// ~/.local/state/sandboxed.
+// ~/.local/state/sandboxed, else — for a user whose home is missing or not
+// theirs to write (a CI container's --user 1000 has HOME=/) — the runtime
+// directory's state/, which lasts as long as the machine or container.
 func StateDir() string {
 	if d := os.Getenv("SANDBOXED_STATE_DIR"); d != "" {
 		return d
@@ -30,10 +32,19 @@ func StateDir() string {
 		return filepath.Join(d, "sandboxed")
 	}
 	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		home = "/"
+	if err != nil || !filepath.IsAbs(home) {
+		return filepath.Join(xdg.RuntimeDir(), "state")
 	}
-	return filepath.Join(home, ".local", "state", "sandboxed")
+	dir := filepath.Join(home, ".local", "state", "sandboxed")
+	if _, err := os.Stat(dir); err != nil && !writable(xdg.ExistingPrefix(dir)) {
+		return filepath.Join(xdg.RuntimeDir(), "state")
+	}
+	return dir
+}
+
+// writable reports whether this process may create entries in dir.
+func writable(dir string) bool {
+	return syscall.Access(dir, 2 /* W_OK */) == nil
 }
 
 // RuntimeDir is where per-run host directories (sockets, bookkeeping) live.
