@@ -3,6 +3,8 @@ package isolation
 import (
 	"context"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -127,6 +129,13 @@ type Plan struct {
 	// the controller creates it when the run starts, before Start, and
 	// removes it after Close.
 	HostDir string `json:"host_dir"`
+	// GrantOwner is the host uid and gid that own what the write grants
+	// hold, before the run and after it: the invoking user (root when
+	// sandboxed runs as root with no user behind sudo). Where the tool
+	// runs as another uid (reduced), the backend makes each write grant
+	// writable to it for the run and what it writes there this owner's
+	// (WriteGrants); nil is the uid sandboxed runs as.
+	GrantOwner *ID `json:"grant_owner,omitempty"`
 	// Observe makes the backend record the paths the run's processes
 	// open, create, remove and execute (Stats.Accesses), for `permissions
 	// learn`. It observes and changes no verdict. An observed run
@@ -134,6 +143,34 @@ type Plan struct {
 	// directories take writes into a throwaway layer. Only the process
 	// tier can; the others refuse such a plan.
 	Observe bool `json:"observe,omitempty"`
+}
+
+// ID is a host uid and gid.
+type ID struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+// WriteGrants are the host sources of p's writable binds that are grants
+// (not sandboxed's own: what is in the run's host directory).
+func WriteGrants(p *Plan) []string {
+	if p == nil || p.Spec == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range p.Spec.Mounts {
+		bind := m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind")
+		if !bind || slices.Contains(m.Options, "ro") || m.Source == "" || m.Source == "/dev/null" {
+			continue
+		}
+		if p.HostDir != "" && (m.Source == p.HostDir || strings.HasPrefix(m.Source, p.HostDir+"/")) {
+			continue
+		}
+		if !slices.Contains(out, m.Source) {
+			out = append(out, m.Source)
+		}
+	}
+	return out
 }
 
 // MaskedPath is one path the policy masks inside a grant.

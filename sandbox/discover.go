@@ -76,13 +76,15 @@ func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits, acc Pro
 	if err != nil {
 		return nil, fmt.Errorf("plan probe of %s: %w", s.File, err)
 	}
+	uid, gid := invokingUser()
 	return &isolation.Plan{
-		RunID:     runID,
-		Tool:      "discover-" + tool.BaseName(s.File),
-		Tier:      isolation.TierProcess,
-		Privilege: privilege.Reduced,
-		Spec:      spec,
-		HostDir:   HostDir(runtimeDir, runID),
+		RunID:      runID,
+		GrantOwner: &isolation.ID{UID: uid, GID: gid},
+		Tool:       "discover-" + tool.BaseName(s.File),
+		Tier:       isolation.TierProcess,
+		Privilege:  privilege.Reduced,
+		Spec:       spec,
+		HostDir:    HostDir(runtimeDir, runID),
 		Limits: isolation.Limits{
 			MemoryBytes: lim.MemoryBytes,
 			Pids:        lim.Pids,

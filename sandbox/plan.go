@@ -303,6 +303,8 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		Egress:    eg,
 		Masked:    masked,
 		HostDir:   hostDir,
+		// The invoking user's: a reduced tool writes there as them.
+		GrantOwner: &isolation.ID{UID: f.UID, GID: f.GID},
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,
 	}

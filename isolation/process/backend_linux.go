@@ -170,7 +170,51 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m)
+	g, handed, err := b.grants(ctx, p, m)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m, g)
+	return withHanded(ctx, sb, err, handed)
+}
+
+// grants decides how p's write grants reach its tool (planGrantAccess),
+// and hands them over to it where that is the way; the caller hands them
+// back (withHanded).
+func (b *Backend) grants(ctx context.Context, p *isolation.Plan, m *idMapping) (*grantAccess, *handedGrants, error) {
+	ids, err := probeHostIDs()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := planGrantAccess(ids, p, m)
+	if err != nil || g == nil {
+		return nil, nil, err
+	}
+	g.exe = b.Exe
+	if !g.handOver {
+		return g, nil, nil
+	}
+	h, err := handOver(ctx, b.Exe, m, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, h, nil
+}
+
+// withHanded gives the sandbox sb (started with err) the grants handed
+// over for it, to hand back when it closes; if it did not start, they
+// are handed back now.
+func withHanded(ctx context.Context, sb isolation.Sandbox, err error, h *handedGrants) (isolation.Sandbox, error) {
+	if h == nil {
+		return sb, err
+	}
+	if err != nil {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+		defer cancel()
+		return nil, errors.Join(err, h.back(c))
+	}
+	sb.(*sandbox).handed = h
+	return sb, nil
 }
 
 // StartUnconfined starts the init of the none tier: no namespaces, no new
@@ -260,7 +304,7 @@ func StartOutside(ctx context.Context, p *isolation.Plan, exe string, host *cgro
 	if _, err := cgroupRunID(p.RunID); err != nil {
 		return nil, err
 	}
-	return start(ctx, nil, p, exe, host, cfg, nil)
+	return start(ctx, nil, p, exe, host, cfg, nil, nil)
 }
 
 // start starts the init with cfg. A cfg that builds a root selects the
@@ -269,7 +313,7 @@ func StartOutside(ctx context.Context, p *isolation.Plan, exe string, host *cgro
 // warm sandbox's does: the same steps in the same order. host is nil when
 // the run needs no cgroup (none tier without limits); m is the run's user
 // namespace, nil for none.
-func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping) (isolation.Sandbox, error) {
+func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping, g *grantAccess) (isolation.Sandbox, error) {
 	// The init shares the cgroup's pids limit: a spec that does not hold
 	// the tool's limit and its spare threads would take them from the
 	// tool, or leave a cgroup without one.
@@ -284,7 +328,7 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 	// The frames wait in the socketpair for the init to start, unless the
 	// init's namespace must be finished first (maps written by the setuid
 	// helpers, mounts prepared here): it waits for them.
-	afterStart := m != nil && (m.helper || hostTrees(m, cfg))
+	afterStart := (m != nil && m.helper) || hostTrees(m, g, cfg)
 	var l *launched
 	var err error
 	if afterStart {
@@ -297,11 +341,11 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 	}
 	l.cl.KillGrace = p.Limits.KillGrace
 	if afterStart {
-		if m.helper {
+		if m != nil && m.helper {
 			err = writeIDMaps(l.proc.pid, m)
 		}
 		if err == nil {
-			err = l.configure(ctx, m, sk, cfg)
+			err = l.configure(ctx, m, g, sk, cfg)
 		}
 		if err != nil {
 			err = l.initFailed(err)
@@ -314,9 +358,10 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 
 // hostTrees reports whether the grants of cfg are prepared here (see
 // preparedTrees): for an init that builds its root as another identity,
-// which could not open their sources, idmapped where m says so.
-func hostTrees(m *idMapping, cfg *sbinit.Config) bool {
-	return m != nil && (m.idmapGrants || m.become != nil) && hasBinds(cfg.Setup)
+// which could not open their sources, idmapped where m says so, and for
+// write grants idmapped to a reduced tool (g).
+func hostTrees(m *idMapping, g *grantAccess, cfg *sbinit.Config) bool {
+	return (m != nil && (m.idmapGrants || m.become != nil) || g.idmapsWrite()) && hasBinds(cfg.Setup)
 }
 
 // configure sends the started init, its user namespace's maps written,
@@ -324,8 +369,8 @@ func hostTrees(m *idMapping, cfg *sbinit.Config) bool {
 // prepared here where hostTrees says so. Those are made once the init
 // has built the skeleton, so that they come after its mounts whether the
 // sandbox was warm or not (mount ids order /proc/self/mountinfo).
-func (l *launched) configure(ctx context.Context, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) error {
-	trees := hostTrees(m, cfg)
+func (l *launched) configure(ctx context.Context, m *idMapping, g *grantAccess, sk *sbinit.Skeleton, cfg *sbinit.Config) error {
+	trees := hostTrees(m, g, cfg)
 	if sk != nil {
 		var err error
 		if trees {
@@ -340,7 +385,7 @@ func (l *launched) configure(ctx context.Context, m *idMapping, sk *sbinit.Skele
 	if !trees {
 		return l.cl.SendConfig(cfg)
 	}
-	fds, err := preparedTrees(l.proc.pid, cfg.Setup, m.idmapGrants)
+	fds, err := preparedTrees(l.proc.pid, cfg.Setup, m != nil && m.idmapGrants, g)
 	if err != nil {
 		return err
 	}
@@ -795,6 +840,9 @@ type sandbox struct {
 	final  *isolation.Stats // read just before the cgroup went away
 	// obs records what an observed run touches (Plan.Observe).
 	obs *observer
+	// handed are the write grants handed to the tool for the run, handed
+	// back by Close.
+	handed *handedGrants
 }
 
 // Exec runs cmd through the init.
@@ -954,6 +1002,14 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if err := s.cg.Delete(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// The tool's processes are gone: what it holds in its grants goes
+	// back to the user.
+	if s.handed != nil {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+		errs = append(errs, s.handed.back(c))
+		cancel()
+		s.handed = nil
 	}
 	// Every mount of the run lives in its own mount namespace, gone with
 	// its last process. Check the host's table anyway: a mount of the run

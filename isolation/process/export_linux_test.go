@@ -26,7 +26,7 @@ func StartEdited(ctx context.Context, p *isolation.Plan, edit func(*sbinit.Confi
 		return nil, err
 	}
 	edit(cfg)
-	return start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m)
+	return start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m, nil)
 }
 
 // ReservedStart is reservedStart, for tests that check the mapping.

@@ -191,6 +191,34 @@ func TestGrants(t *testing.T) {
 	}
 }
 
+// TestReducedWriteGrant: a reduced tool (nobody) writes and edits in a
+// 0755 grant root owns, through its idmapped bind; what it made belongs
+// to root on the host, and the grant is unchanged on the host.
+func TestReducedWriteGrant(t *testing.T) {
+	needRoot(t)
+	rw := t.TempDir()
+	if err := os.Chmod(rw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(rw+"/old", []byte("a\n"), 0o644)
+	p := testPlan(t, privilege.Reduced, sandbox.WithWriteBind(rw, "/work/out"))
+	p.GrantOwner = &isolation.ID{UID: 0, GID: 0}
+	sb := start(t, p)
+	out, errs, exit := run(t, sb, "id -u; echo b >> /work/out/old && mkdir /work/out/d && echo y > /work/out/d/f && stat -c %u /work/out/d/f")
+	if exit.Code != 0 || out != "65534\n65534\n" {
+		t.Fatalf("exit %+v out %q err %q", exit, out, errs)
+	}
+	for _, f := range []string{rw, rw + "/old", rw + "/d", rw + "/d/f"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(f, &st); err != nil || st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("%s: owner %d:%d (%v), want root's", f, st.Uid, st.Gid, err)
+		}
+	}
+	if b, _ := os.ReadFile(rw + "/old"); string(b) != "a\nb\n" {
+		t.Errorf("edited file: %q", b)
+	}
+}
+
 func TestSymlinkedGrantRefused(t *testing.T) {
 	needRoot(t)
 	dir := t.TempDir()

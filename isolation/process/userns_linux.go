@@ -335,7 +335,11 @@ func allCaps() []uintptr {
 // host, and what the tool creates belongs on the host to whom it belongs
 // inside. A source whose file system cannot be idmapped is refused: the
 // mapped id could not write where the grant says it may.
-func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr error) {
+//
+// With g idmapping write grants (a reduced run as root), the write
+// grants' copies are idmapped with a user namespace of g's maps instead:
+// the grants' owner is the tool there (see grantAccess).
+func preparedTrees(pid int, s *sbinit.Setup, idmap bool, g *grantAccess) (trees []int, retErr error) {
 	defer func() {
 		if retErr != nil {
 			for _, fd := range trees {
@@ -351,6 +355,14 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 			return nil, fmt.Errorf("open the user namespace of the sandbox init: %w", err)
 		}
 		defer unix.Close(ns)
+	}
+	wns := -1
+	if g.idmapsWrite() {
+		var err error
+		if wns, err = writeGrantNS(g.exe, g); err != nil {
+			return nil, err
+		}
+		defer unix.Close(wns)
 	}
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
@@ -381,7 +393,11 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 		// shares would receive what the host mounts below it later, and
 		// pass on what the init mounts below it.
 		ma := &unix.MountAttr{Attr_set: sbinit.MountAttr(*m), Propagation: unix.MS_PRIVATE}
-		if !idmap || isDev {
+		userns := ns
+		if g.isWriteGrant(*m) {
+			userns = wns
+		}
+		if userns < 0 || isDev {
 			if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, ma); err != nil {
 				return nil, fmt.Errorf("set the flags of bind source %s: %w", m.Source, err)
 			}
@@ -389,14 +405,18 @@ func preparedTrees(pid int, s *sbinit.Setup, idmap bool) (trees []int, retErr er
 			continue
 		}
 		ma.Attr_set |= unix.MOUNT_ATTR_IDMAP
-		ma.Userns_fd = uint64(ns)
+		ma.Userns_fd = uint64(userns)
 		err = unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, ma)
 		if err != nil {
 			var st unix.Statfs_t
 			_ = unix.Statfs(m.Source, &st)
+			why := "as root with no invoking user, tools run as an unprivileged id and a grant needs one to be written as root"
+			if userns == wns {
+				why = fmt.Sprintf("a reduced tool runs as uid %d, and its write grant is idmapped so that it writes as the grant's owner", g.uids[0].HostID)
+			}
 			return nil, &isolation.UnsupportedError{
-				What: fmt.Sprintf("an idmapped mount of %s (file system magic %#x): %v; as root with no invoking user, tools run as an unprivileged id and a grant needs one to be written as root", m.Source, st.Type, err),
-				Fix:  "grant a directory on ext4, xfs, btrfs or tmpfs, or run sandboxed through sudo from the user who owns the files",
+				What: fmt.Sprintf("an idmapped mount of %s (file system magic %#x): %v; %s", m.Source, st.Type, err, why),
+				Fix:  "grant a directory on ext4, xfs, btrfs or tmpfs, or run sandboxed through sudo from the user who owns the files (a reduced tool: or run it as same-as-user)",
 			}
 		}
 		m.Tree = len(trees)

@@ -210,7 +210,18 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 		return fail(err)
 	}
 	l.cl.KillGrace = p.Limits.KillGrace
-	if err := l.configure(ctx, m, nil, cfg); err != nil {
+	g, handed, err := w.b.grants(ctx, p, m)
+	if err != nil {
+		return fail(err)
+	}
+	sb, err := w.finishClaim(ctx, l, p, m, g, cfg, fail)
+	return withHanded(ctx, sb, err, handed)
+}
+
+// finishClaim is Claim once the grants are decided: the config sent, the
+// limits set, the init ready.
+func (w *warm) finishClaim(ctx context.Context, l *launched, p *isolation.Plan, m *idMapping, g *grantAccess, cfg *sbinit.Config, fail func(error) (isolation.Sandbox, error)) (isolation.Sandbox, error) {
+	if err := l.configure(ctx, m, g, nil, cfg); err != nil {
 		return fail(err)
 	}
 	// The limits are written while the init finishes its root: it runs

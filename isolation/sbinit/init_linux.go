@@ -81,6 +81,9 @@ func runInit(args []string) int {
 	if len(args) > 0 && args[0] == spawnerFlag {
 		return runSpawner()
 	}
+	if len(args) > 0 && args[0] == ReownFlag {
+		return runReown()
+	}
 	for _, a := range args {
 		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
 			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)

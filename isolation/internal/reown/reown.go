@@ -1,0 +1,46 @@
+package reown
+
+// Owner is a uid and gid on the host.
+type Owner struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// Reowned is what Reown did under one root.
+type Reowned struct {
+	// Changed counts the entries given to the new owner.
+	Changed int `json:"changed"`
+	// Skipped are the entries of the old owner left alone, each with why:
+	// a file with more than one link (another link may be outside the
+	// grant), or a mount point of another filesystem.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Folder is what a write grant's own folder (or file) was before a run:
+// its mode and its ACLs, which the tool, owning it for the run, could
+// change. Restore puts them back once it is the user's again.
+type Folder struct {
+	Path string
+	// Dev and Ino name the inode saved: Restore changes that one alone.
+	Dev, Ino uint64
+	Mode     uint32 // permission bits, set-id and sticky bits
+	// ACL and DefaultACL are the system.posix_acl_access and
+	// system.posix_acl_default attributes; nil when absent.
+	ACL, DefaultACL []byte
+}
+
+// Job is one hand-over for a helper process to run (the sandbox init's
+// reown mode, started in a user namespace where from and to are mapped):
+// Reown of each path from From to To.
+type Job struct {
+	Paths []string `json:"paths"`
+	From  Owner    `json:"from"`
+	To    Owner    `json:"to"`
+}
+
+// JobResult is what the helper answers: one entry per path of the job.
+type JobResult struct {
+	Reowned []Reowned `json:"reowned"`
+	// Error is the first failure, "" when none.
+	Error string `json:"error,omitempty"`
+}

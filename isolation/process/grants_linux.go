@@ -1,0 +1,307 @@
+package process
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
+	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+)
+
+// How a reduced run's write grants are made writable to its tool, which
+// runs as nobody, not as the grants' owner (Plan.GrantOwner, U below):
+//
+//	who runs sandboxed   how
+//	root                 each write grant's bind is idmapped with a user
+//	                     namespace mapping U to nobody: U's files are the
+//	                     tool's there, and what it makes there is U's on
+//	                     the host. Nothing on the host changes.
+//	user U               idmapped mounts of host file systems need root:
+//	                     each write grant is handed over to the tool's host
+//	                     id (U's first subordinate id + 65534) for the run
+//	                     and back to U after it, by the init binary's reown
+//	                     helper in a user namespace of the run's own maps
+//	                     (where U is 0 and the tool 65534); the grant
+//	                     folder's mode and ACLs are restored after.
+//
+// Other privileges need neither: same-as-user is U; elevated is U
+// without root, and root's is mapped to the reserved range (the grants
+// stay root's; see idMapping).
+
+// grantAccess is the decision for one run; nil when nothing is needed.
+type grantAccess struct {
+	// paths are the write grants' host sources (isolation.WriteGrants).
+	paths []string
+	// uids and gids, when set, idmap the write grants' binds (root).
+	uids, gids []syscall.SysProcIDMap
+	// handOver: the grants are handed from from to to (ids inside the
+	// run's user namespace) for the run, and back after it.
+	handOver bool
+	from, to reown.Owner
+	// exe is the init binary the helpers run (Backend.Exe).
+	exe string
+}
+
+// planGrantAccess decides how the write grants of p reach its tool, given
+// the host ids h and the run's user namespace m. It is pure.
+func planGrantAccess(h hostIDs, p *isolation.Plan, m *idMapping) (*grantAccess, error) {
+	if p.Privilege != privilege.Reduced || p.Spec == nil || p.Spec.Process == nil {
+		return nil, nil
+	}
+	paths := isolation.WriteGrants(p)
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	u := p.Spec.Process.User
+	owner := isolation.ID{UID: uint32(h.euid), GID: uint32(h.egid)}
+	if p.GrantOwner != nil {
+		owner = *p.GrantOwner
+	}
+	if h.euid == 0 {
+		if owner.UID == u.UID && owner.GID == u.GID {
+			return nil, nil
+		}
+		return &grantAccess{
+			paths: paths,
+			uids:  []syscall.SysProcIDMap{{ContainerID: int(owner.UID), HostID: int(u.UID), Size: 1}},
+			gids:  []syscall.SysProcIDMap{{ContainerID: int(owner.GID), HostID: int(u.GID), Size: 1}},
+		}, nil
+	}
+	if int(owner.UID) != h.euid || int(owner.GID) != h.egid {
+		return nil, fmt.Errorf("check plan: write grants owned by %d:%d, but sandboxed runs as %d:%d without root: %w", owner.UID, owner.GID, h.euid, h.egid, ErrBadPlan)
+	}
+	if m == nil || !m.helper {
+		return nil, fmt.Errorf("check plan: a reduced run without root and without its user namespace of subordinate ids: %w", ErrBadPlan)
+	}
+	if _, ok := mappedID(m.uids, 0); !ok {
+		return nil, fmt.Errorf("check plan: the run's user namespace does not map its user to 0: %w", ErrBadPlan)
+	}
+	return &grantAccess{paths: paths, handOver: true, from: reown.Owner{UID: 0, GID: 0}, to: reown.Owner{UID: int(u.UID), GID: int(u.GID)}}, nil
+}
+
+// idmapsWrite reports whether the write grants' binds are idmapped.
+func (g *grantAccess) idmapsWrite() bool { return g != nil && len(g.uids) > 0 }
+
+// isWriteGrant reports whether the bind m is one of the write grants g
+// idmaps.
+func (g *grantAccess) isWriteGrant(m sbinit.Mount) bool {
+	if !g.idmapsWrite() || m.ReadOnly || m.Scratch || m.Source == "" {
+		return false
+	}
+	for _, p := range g.paths {
+		if p == m.Source {
+			return true
+		}
+	}
+	return false
+}
+
+// handedGrants are write grants handed over for a run: what handBack
+// gives back.
+type handedGrants struct {
+	exe     string
+	m       *idMapping
+	g       *grantAccess
+	folders []reown.Folder
+}
+
+// handOver gives the write grants of g to the run's tool through the
+// reown helper, after recording each grant folder's mode and ACLs. What
+// was handed over before an error is handed back.
+func handOver(ctx context.Context, exe string, m *idMapping, g *grantAccess) (*handedGrants, error) {
+	h := &handedGrants{exe: exe, m: m, g: g}
+	for _, p := range g.paths {
+		f, err := reown.SaveFolder(p)
+		if err != nil {
+			return nil, fmt.Errorf("hand write grant %s to the reduced tool: %w", p, err)
+		}
+		h.folders = append(h.folders, f)
+	}
+	if err := runReownJob(ctx, exe, m, reown.Job{Paths: g.paths, From: g.from, To: g.to}); err != nil {
+		return nil, errors.Join(fmt.Errorf("hand write grants to the reduced tool (uid %d in the sandbox): %w", g.to.UID, err), h.back(ctx))
+	}
+	return h, nil
+}
+
+// back gives what the tool holds in the grants (what it was given and
+// what it made) back to the user, and restores each grant folder's mode
+// and ACLs. It runs once the tool's processes are gone.
+func (h *handedGrants) back(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	err := runReownJob(ctx, h.exe, h.m, reown.Job{Paths: h.g.paths, From: h.g.to, To: h.g.from})
+	if err != nil {
+		return fmt.Errorf("hand write grants back from the reduced tool: %w", err)
+	}
+	var errs []error
+	for _, f := range h.folders {
+		errs = append(errs, f.Restore())
+	}
+	return errors.Join(errs...)
+}
+
+// runReownJob runs job in the init binary's reown helper (sbinit.ReownFlag),
+// started in a new user namespace of m's maps, written by newuidmap and
+// newgidmap as for the run's init.
+func runReownJob(ctx context.Context, exe string, m *idMapping, job reown.Job) error {
+	js, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	h, err := startReownHelper(exe, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	if err := writeIDMaps(h.cmd.Process.Pid, m); err != nil {
+		return err
+	}
+	if _, err := h.stdin.Write(js); err != nil {
+		return fmt.Errorf("send the reown helper its job: %w", err)
+	}
+	h.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = h.cmd.Process.Kill()
+		err = errors.Join(ctx.Err(), <-done)
+	}
+	h.waited = true
+	if err != nil {
+		return fmt.Errorf("reown helper: %w: %s", err, strings.TrimSpace(h.stderr.String()))
+	}
+	var res reown.JobResult
+	if err := json.Unmarshal(h.stdout.Bytes(), &res); err != nil {
+		return fmt.Errorf("reown helper's answer %q: %w", h.stdout.String(), err)
+	}
+	if res.Error != "" {
+		return errors.New(res.Error)
+	}
+	return nil
+}
+
+// reownHelper is a started reown helper.
+type reownHelper struct {
+	cmd            *exec.Cmd
+	stdin          *os.File
+	stdout, stderr *bytes.Buffer
+	release        func()
+	waited         bool
+}
+
+// stop kills the helper if it is still running, and releases what its
+// start held.
+func (h *reownHelper) stop() {
+	h.stdin.Close()
+	if !h.waited {
+		_ = h.cmd.Process.Kill()
+		_ = h.cmd.Wait()
+	}
+	h.release()
+}
+
+// startReownHelper starts the init binary exe ("" for this build's) as
+// the reown helper in a new user namespace, holding every capability of
+// it. With uids and gids this process writes the maps (root); without,
+// the caller does.
+func startReownHelper(exe string, uids, gids []syscall.SysProcIDMap) (_ *reownHelper, retErr error) {
+	var releases []func()
+	release := func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}
+	defer func() {
+		if retErr != nil {
+			release()
+		}
+	}()
+	if exe == "" {
+		path, rel, err := initbin.Exec(initCacheDir())
+		if err != nil {
+			return nil, fmt.Errorf("start the reown helper: %w", err)
+		}
+		releases = append(releases, rel)
+		exe = cmp.Or(path, "/proc/self/exe")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := &reownHelper{stdin: w, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	h.cmd = &exec.Cmd{
+		Args:   []string{"sandboxed-reown", sbinit.InitArg, sbinit.ReownFlag},
+		Env:    []string{"GOMAXPROCS=1"},
+		Stdin:  r,
+		Stdout: h.stdout,
+		Stderr: h.stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setsid:      true,
+			Pdeathsig:   syscall.SIGKILL,
+			Cloneflags:  unix.CLONE_NEWUSER,
+			AmbientCaps: allCaps(),
+		},
+	}
+	if uids != nil {
+		h.cmd.SysProcAttr.UidMappings, h.cmd.SysProcAttr.GidMappings = uids, gids
+		h.cmd.SysProcAttr.AmbientCaps = nil
+	}
+	done, err := setInitPath(h.cmd, exe)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	releases = append(releases, done)
+	if err := h.cmd.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start the reown helper: %w", err)
+	}
+	h.release = release
+	return h, nil
+}
+
+// writeGrantNS is a user namespace of g's maps, for idmapping the write
+// grants' binds: a reown helper is started in it and holds it until its
+// descriptor is open, then ends with no job. The caller closes the
+// descriptor.
+func writeGrantNS(exe string, g *grantAccess) (int, error) {
+	h, err := startReownHelper(exe, g.uids, g.gids)
+	if err != nil {
+		return -1, err
+	}
+	defer h.stop()
+	fd, err := unix.Open("/proc/"+strconv.Itoa(h.cmd.Process.Pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the user namespace of the write grants: %w", err)
+	}
+	h.stdin.Close()
+	if err := h.cmd.Wait(); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("reown helper: %w: %s", err, strings.TrimSpace(h.stderr.String()))
+	}
+	h.waited = true
+	return fd, nil
+}
+
+// handBackTimeout bounds a hand-back that runs on a context without a
+// deadline (a Close after the run's own context ended).
+const handBackTimeout = time.Minute
