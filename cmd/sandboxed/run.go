@@ -57,6 +57,11 @@ the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure
 	}
 }
 
+// runAction runs a tool: it builds the request from the command line
+// (runRequest), prepares the run, asking for approval where the policy
+// wants it and someone can answer (prepareRun), runs it and reports the
+// result (reportRun). A server's run (served) declines what only the
+// caller's own process can do; the caller then runs it cold.
 func runAction(c *cli.Context) error {
 	inv := invocationOf(c)
 	if !inv.served {
@@ -70,57 +75,13 @@ func runAction(c *cli.Context) error {
 			return err
 		}
 	}
-	toolArg := c.Args().First()
-	if inv.served {
-		// The caller's paths, as the caller meant them.
-		toolArg = absToolArg(inv.cwd, toolArg)
-		if p := c.String("policy"); p != "" {
-			if err := c.Set("policy", absFrom(inv.cwd, p)); err != nil {
-				return err
-			}
-		}
-	}
-	def, err := loadTool(c, toolArg)
+	req, err := runRequest(c, inv)
 	if err != nil {
 		return err
-	}
-	if inv.served && def.Interactive && inv.stdinTerminal {
-		return errDecline("an interactive tool talks to the caller's terminal")
-	}
-	pol, polPath, err := loadPolicy(c)
-	if err != nil {
-		return err
-	}
-	input, err := runInput(c, inv.in)
-	if err != nil {
-		return err
-	}
-	if err := checkIsolationFlag(c); err != nil {
-		return err
-	}
-	where, err := clusterChoice()
-	if err != nil {
-		return err
-	}
-	req := &sandbox.Request{
-		Cluster: where,
-		Def:     def, Input: input, Policy: pol, PolicyFile: polPath,
-		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
-		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
-		Egress: newEgressStarter(),
-		Cwd:    inv.cwd, Env: inv.env,
 	}
 	if req.DryRun {
 		return printPlan(c, req)
 	}
-	if !c.Bool("json") {
-		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
-	}
-	if def.Interactive && inv.stdinTerminal && !inv.served {
-		req.Stdin = os.Stdin // an interactive tool talks to the user
-	}
-	canAsk := inv.canAsk && c.String("params-json") != "-"
-
 	ctx := c.Context
 	if !inv.served {
 		var stop func()
@@ -146,14 +107,90 @@ func runAction(c *cli.Context) error {
 		req.Trace = sandbox.NewTracer(c.App.ErrWriter, start)
 		req.Trace.Mark("load tool and policy")
 	}
+	p, err := prepareRun(c, inv, ctl, req)
+	var pe *sandbox.PrepareError
+	if inv.taken != nil && (err == nil || errors.As(err, &pe)) {
+		inv.taken()
+	}
+	var res *sandbox.Result
+	switch {
+	case errors.As(err, &pe):
+		res, err = ctl.Refused(req, pe)
+	case err != nil:
+		return err
+	default:
+		res, err = ctl.RunPrepared(ctx, req, p)
+	}
+	return reportRun(c, res, err)
+}
+
+// runRequest is the run the command line asks for: the tool, its input,
+// the policy, the tier and approvals, where the output goes. A served run
+// reads the caller's paths from the caller's working directory.
+func runRequest(c *cli.Context, inv *invocation) (*sandbox.Request, error) {
+	toolArg := c.Args().First()
+	if inv.served {
+		// The caller's paths, as the caller meant them.
+		toolArg = absToolArg(inv.cwd, toolArg)
+		if p := c.String("policy"); p != "" {
+			if err := c.Set("policy", absFrom(inv.cwd, p)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	def, err := loadTool(c, toolArg)
+	if err != nil {
+		return nil, err
+	}
+	if inv.served && def.Interactive && inv.stdinTerminal {
+		return nil, errDecline("an interactive tool talks to the caller's terminal")
+	}
+	pol, polPath, err := loadPolicy(c)
+	if err != nil {
+		return nil, err
+	}
+	input, err := runInput(c, inv.in)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIsolationFlag(c); err != nil {
+		return nil, err
+	}
+	where, err := clusterChoice()
+	if err != nil {
+		return nil, err
+	}
+	req := &sandbox.Request{
+		Cluster: where,
+		Def:     def, Input: input, Policy: pol, PolicyFile: polPath,
+		Isolation: c.String("isolation"), Approvals: c.StringSlice("approve"),
+		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
+		Egress: newEgressStarter(),
+		Cwd:    inv.cwd, Env: inv.env,
+	}
+	if !c.Bool("json") {
+		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
+	}
+	if def.Interactive && inv.stdinTerminal && !inv.served {
+		req.Stdin = os.Stdin // an interactive tool talks to the user
+	}
+	return req, nil
+}
+
+// prepareRun prepares req's run. When the policy asks for approval and
+// the user can be asked (a terminal, and stdin not the parameters), it
+// asks and prepares again with the answer; a server declines such a run,
+// and one with credentials, which the caller's own process reads.
+func prepareRun(c *cli.Context, inv *invocation, ctl *sandbox.Controller, req *sandbox.Request) (*sandbox.Prepared, error) {
+	canAsk := inv.canAsk && c.String("params-json") != "-"
 	p, err := ctl.Prepare(req)
 	var pe *sandbox.PrepareError
-	if errors.As(err, &pe) && len(pe.Approvals) > 0 && canAsk && inv.served {
-		return errDecline("the run needs approval and the caller can be asked")
-	}
 	if errors.As(err, &pe) && len(pe.Approvals) > 0 && canAsk {
+		if inv.served {
+			return nil, errDecline("the run needs approval and the caller can be asked")
+		}
 		// The policy asks for approval and there is someone to ask.
-		ok, aerr := promptApproval(c.App.ErrWriter, os.Stdin, def, pe.Decision)
+		ok, aerr := promptApproval(c.App.ErrWriter, os.Stdin, req.Def, pe.Decision)
 		switch {
 		case aerr != nil:
 			err = pe.AskFailed(aerr)
@@ -167,36 +204,32 @@ func runAction(c *cli.Context) error {
 	if err == nil && inv.served && p.Plan.Egress != nil && len(p.Plan.Egress.Credentials) > 0 {
 		// Their values are read from the host as the caller's process
 		// would read them (its environment, its commands).
-		return errDecline("the run has credentials, read from the caller's own process")
+		return nil, errDecline("the run has credentials, read from the caller's own process")
 	}
-	if inv.taken != nil && (err == nil || errors.As(err, &pe)) {
-		inv.taken()
-	}
-	var res *sandbox.Result
-	switch {
-	case errors.As(err, &pe):
-		res, err = ctl.Refused(req, pe)
-	case err != nil:
-		return err
-	default:
-		res, err = ctl.RunPrepared(ctx, req, p)
-	}
+	return p, err
+}
+
+// reportRun writes the run's result: the JSON object with --json, else
+// its warnings and error on stderr (the tool's output went out as it
+// ran). err, a failure after the result was made, is a warning. The exit
+// status is the result's.
+func reportRun(c *cli.Context, res *sandbox.Result, err error) error {
 	if err != nil {
 		fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", err)
-	}
-	if !c.Bool("json") {
-		for _, w := range res.Warnings {
-			fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", w)
-		}
 	}
 	if c.Bool("json") {
 		if werr := writeJSON(c.App.Writer, res); werr != nil {
 			return werr
 		}
-	} else if res.Error != nil {
-		fmt.Fprintf(c.App.ErrWriter, "sandboxed: %s: %s\n", res.Status, res.Error.Message)
-		if res.Error.Hint != "" {
-			fmt.Fprintf(c.App.ErrWriter, "%s\n", indent(res.Error.Hint))
+	} else {
+		for _, w := range res.Warnings {
+			fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", w)
+		}
+		if res.Error != nil {
+			fmt.Fprintf(c.App.ErrWriter, "sandboxed: %s: %s\n", res.Status, res.Error.Message)
+			if res.Error.Hint != "" {
+				fmt.Fprintf(c.App.ErrWriter, "%s\n", indent(res.Error.Hint))
+			}
 		}
 	}
 	if code := res.ProcessExitCode(); code != 0 {
