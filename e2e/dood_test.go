@@ -11,10 +11,17 @@ import (
 // TestContainerTierFromACIContainer runs the container tier from inside a
 // CI container that has the host's Docker socket mounted
 // (Docker-outside-of-Docker): the engine resolves bind sources on the
-// host. With the job's directory mounted from the host at the same path
-// (the tool, its read grant, the run and cache directories), a tool with a
-// read grant runs; a grant of a directory only the CI container has is
-// refused, naming it.
+// host.
+//
+// With nothing shared (a default `docker run`, the socket and the binary
+// mounted, the job's files only in the CI container), a tool with a read
+// grant reads what the CI container holds: the init and the grant are
+// copied into a volume the engine owns, the init speaks over the
+// container's attached streams, a masked secret in the granted folder is
+// not copied, a write grant the engine cannot see is refused with the
+// reason, and no container or volume is left. With the job's directory
+// mounted from the host at the same path, the grant is bound as on the
+// host.
 func TestContainerTierFromACIContainer(t *testing.T) {
 	if env.runner != nil {
 		t.Log("the rootless mode runs only the process tier; the root mode covers the container tier")
@@ -27,44 +34,57 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 	must(t, os.Chmod(shared, 0o755))
 	must(t, os.MkdirAll(filepath.Join(shared, "work", "data"), 0o755))
 	must(t, os.WriteFile(filepath.Join(shared, "work", "data", "in.txt"), []byte("hello from the host\n"), 0o644))
-	tool := func(name, grant string) string {
-		p := filepath.Join(shared, "work", name+".yaml")
-		must(t, os.WriteFile(p, []byte("name: "+name+"\ndescription: reads its grant\ntags: [read]\nbash: cat "+grant+"/in.txt\n"+
-			"security:\n  isolation: container\n  required-permissions:\n    - filesystem:read:"+grant+"\n"), 0o644))
-		return p
+	toolYAML := func(name, grant, script string) string {
+		return "name: " + name + "\ndescription: reads its grant\ntags: [read]\nbash: " + script + "\n" +
+			"security:\n  isolation: container\n  required-permissions:\n    - " + grant + "\n"
 	}
-	shown := tool("shown", filepath.Join(shared, "work", "data"))
-	hidden := tool("hidden", "/ci-only")
-	flags := []string{"--user", "0", "-v", "/var/run/docker.sock:/var/run/docker.sock",
-		"-v", env.bin + ":" + env.bin + ":ro", "-v", shared + ":" + shared,
-		"-e", "SANDBOXED_RUNTIME_DIR=" + filepath.Join(shared, "run"),
-		"-e", "SANDBOXED_STATE_DIR=" + filepath.Join(shared, "state"),
-		"-e", "XDG_CACHE_HOME=" + filepath.Join(shared, "cache"),
-		"-w", filepath.Join(shared, "work")}
+	sharedTool := filepath.Join(shared, "work", "shown.yaml")
+	must(t, os.WriteFile(sharedTool, []byte(toolYAML("shown", "filesystem:read:"+filepath.Join(shared, "work", "data"), "cat "+filepath.Join(shared, "work", "data", "in.txt"))), 0o644))
+	socket := []string{"--user", "0", "-v", "/var/run/docker.sock:/var/run/docker.sock"}
+	samepath := append(append([]string(nil), socket...),
+		"-v", env.bin+":"+env.bin+":ro", "-v", shared+":"+shared,
+		"-e", "SANDBOXED_RUNTIME_DIR="+filepath.Join(shared, "run"),
+		"-e", "SANDBOXED_STATE_DIR="+filepath.Join(shared, "state"),
+		"-e", "XDG_CACHE_HOME="+filepath.Join(shared, "cache"),
+		"-w", filepath.Join(shared, "work"))
+	// The job's own files, made in the CI container: the engine has none.
+	job := "mkdir -p /job/data && echo 'hello from the CI container' > /job/data/in.txt && echo TOKEN=dood-secret-42 > /job/data/.env && " +
+		"cat > /job/read.yaml <<'E'\n" + toolYAML("read", "filesystem:read:/job/data", `cat /job/data/in.txt; cat /job/data/.env; ls -a /job/data`) + "E\n" +
+		"cat > /job/write.yaml <<'E'\n" + toolYAML("write", "filesystem:write:/job/out", `echo hi > /job/out/x`) + "E\n" +
+		"cd /job && exec sandboxed run --json "
 
 	for _, tc := range []struct {
-		name, tool string
-		ok         bool
+		name   string
+		flags  []string
+		script string
+		check  func(t *testing.T, r result)
 	}{
-		{"a grant the engine sees", shown, true},
-		{"a grant only the CI container has", hidden, false},
+		{"a grant the engine sees at the same path", samepath, "exec " + env.bin + " run --json " + sharedTool, func(t *testing.T, r result) {
+			if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "hello from the host" {
+				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
+			}
+		}},
+		{"nothing shared: a read grant is copied, its secret is not", socket, job + "/job/read.yaml", func(t *testing.T, r result) {
+			if r.Status != "ok" || !strings.HasPrefix(r.Stdout, "hello from the CI container\n") {
+				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
+			}
+			if strings.Contains(r.Stdout+r.Stderr, "dood-secret-42") {
+				t.Errorf("the masked secret reached the tool: %q", r.Stdout)
+			}
+		}},
+		{"nothing shared: a write grant is refused", socket, job + "/job/write.yaml", func(t *testing.T, r result) {
+			if r.Status != "error" || r.Error == nil || !strings.Contains(r.Error.Message, "/job/out") || !strings.Contains(r.Error.Message, "write grant") {
+				t.Errorf("status %s: %+v, want a refusal naming /job/out", r.Status, r.Error)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := "mkdir -p /ci-only && echo secret > /ci-only/in.txt && exec " + env.bin + " run --json " + tc.tool
-			c := inCIContainer(t, flags, "sh", "-c", script)
+			c := inCIContainer(t, tc.flags, "sh", "-c", tc.script)
 			var r result
 			if err := json.Unmarshal([]byte(c.stdout), &r); err != nil {
 				t.Fatalf("exit %d, not a result: %v\n%s%s", c.code, err, c.stdout, c.stderr)
 			}
-			if tc.ok {
-				if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "hello from the host" {
-					t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
-				}
-				return
-			}
-			if r.Status != "error" || r.Error == nil || !strings.Contains(r.Error.Message, "/ci-only") || !strings.Contains(r.Error.Message, "resolves bind sources on its own host") {
-				t.Errorf("status %s: %+v, want a refusal naming /ci-only", r.Status, r.Error)
-			}
+			tc.check(t, r)
 		})
 	}
 }

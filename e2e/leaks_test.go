@@ -95,6 +95,17 @@ func findLeaks() []string {
 		for _, id := range strings.Fields(string(out)) {
 			leaks = append(leaks, "container "+id)
 		}
+		// Volumes of runs copied to an engine that could not see their
+		// paths (a CI container's).
+		cmd = exec.Command("docker", "volume", "ls", "-q", "--filter", "label=dev.sandboxed.run-id")
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		if out, err = cmd.Output(); err != nil {
+			leaks = append(leaks, fmt.Sprintf("cannot list volumes (docker volume ls: %v: %s)", err, strings.TrimSpace(stderr.String())))
+		}
+		for _, name := range strings.Fields(string(out)) {
+			leaks = append(leaks, "volume "+name)
+		}
 	}
 	// Mounts in the host's mount namespace that belong to a run.
 	if f, err := os.Open("/proc/self/mountinfo"); err != nil {

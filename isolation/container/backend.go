@@ -22,6 +22,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/api/types/volume"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/images"
@@ -49,6 +50,12 @@ type engine interface {
 	ServerVersion(ctx context.Context) (types.Version, error)
 	ClientVersion() string
 	DaemonHost() string
+	// For an engine that cannot see this process's paths (copy.go).
+	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
+	VolumeRemove(ctx context.Context, volumeID string, force bool) error
+	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
+	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
+	ContainerAttach(ctx context.Context, containerID string, options container.AttachOptions) (types.HijackedResponse, error)
 }
 
 // Backend makes container-tier sandboxes through the Docker Engine API.
@@ -66,6 +73,9 @@ type Backend struct {
 	// await waits for a warm container's init to dial in (awaitInit;
 	// tests with a fake engine replace it).
 	await awaitFunc
+	// stream speaks to the init of a run copied to an engine that cannot
+	// see this process's paths (streamInit; tests replace it).
+	stream streamFunc
 
 	warmMu    sync.Mutex
 	templates map[string][]byte // warm key -> its warmTemplate, as JSON
@@ -105,7 +115,7 @@ func New(opts ...Option) (*Backend, error) {
 	if err := platformUnsupported(); err != nil {
 		return nil, err
 	}
-	b := &Backend{connect: connectInit, gcStaged: gcStaged, await: awaitInit}
+	b := &Backend{connect: connectInit, gcStaged: gcStaged, await: awaitInit, stream: streamInit}
 	for _, o := range opts {
 		o(b)
 	}
@@ -189,31 +199,19 @@ func (b *Backend) checkLocal() error {
 	return nil
 }
 
-// checkOutside refuses, when the engine runs this process's own container
-// (engineOutside), a plan whose bind sources (ms) or host directory the
-// engine cannot see at the same paths.
-func (b *Backend) checkOutside(ctx context.Context, p *isolation.Plan, ms []mount.Mount) error {
+// checkOutside plans, when the engine runs this process's own container
+// (engineOutside), the copy of the bind sources in hc it cannot see at
+// the same paths (planCopy); nil when it sees them all, or shares this
+// process's paths. A write grant it cannot see is refused.
+func (b *Backend) checkOutside(ctx context.Context, hc *container.HostConfig, lstat func(string) (os.FileInfo, error)) (*copyPlan, error) {
 	o := b.engineOutside(ctx)
 	if b.outsideErr != nil {
-		return b.outsideErr
+		return nil, b.outsideErr
 	}
 	if o == nil {
-		return nil
+		return nil, nil
 	}
-	var sources []string
-	if p.HostDir != "" {
-		sources = append(sources, p.HostDir)
-	}
-	for _, m := range ms {
-		if m.Type != mount.TypeBind || (p.HostDir == "" && strings.HasPrefix(m.Source, "/init.sock")) {
-			continue
-		}
-		if p.HostDir != "" && strings.HasPrefix(m.Source, p.HostDir+"/") {
-			continue // the host directory's own, checked with it
-		}
-		sources = append(sources, m.Source)
-	}
-	return o.check(sources)
+	return planCopy(hc, o.visible, lstat)
 }
 
 // checkInitBinary finds the init binary, unless WithInitBinary named it:
@@ -295,7 +293,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkLocal(); err != nil {
 		return err
 	}
-	if err := b.checkOutside(ctx, p, hc.Mounts); err != nil {
+	if _, err := b.checkOutside(ctx, hc, nil); err != nil {
 		return err
 	}
 	// The engine's info costs milliseconds: ask it only when the plan
@@ -475,7 +473,8 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := b.checkLocal(); err != nil {
 		return nil, err
 	}
-	if err := b.checkOutside(ctx, p, hc.Mounts); err != nil {
+	copied, err := b.checkOutside(ctx, hc, os.Lstat)
+	if err != nil {
 		return nil, err
 	}
 	// An engine outside this container cannot see mounts made in it, nor
@@ -518,15 +517,19 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 		s.handedTo = owner
 	}
-	alive, err := b.launch(ctx, s, cfg, hc, p.HostDir, p.Runtime)
-	if err != nil {
-		return nil, err
+	if copied != nil {
+		if err := b.launchCopied(ctx, s, cfg, hc, p, copied); err != nil {
+			return nil, err
+		}
+	} else {
+		alive, err := b.launch(ctx, s, cfg, hc, p.HostDir, p.Runtime)
+		if err != nil {
+			return nil, err
+		}
+		if s.init, err = b.connect(ctx, s.ln, p, alive); err != nil {
+			return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
+		}
 	}
-	init, err := b.connect(ctx, s.ln, p, alive)
-	if err != nil {
-		return nil, fmt.Errorf("start init in container %s: %w", s.name, err)
-	}
-	s.init = init
 	// Under runsc the container's files are not visible through the host's
 	// /proc/PID/root; the staging mounts, made from descriptors opened
 	// without following symlinks, stand in for the check there.
@@ -557,20 +560,9 @@ func (b *Backend) launch(ctx context.Context, s *sandbox, cfg *container.Config,
 		return nil, fmt.Errorf("open control socket %s: %w", sock, err)
 	}
 
-	// From here Close removes the container by name even when the answer
-	// to create was lost (a cancelled context after the engine made it).
-	s.ref = s.name
-	created, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.name)
-	if err != nil {
-		switch {
-		case cerrdefs.IsNotFound(err):
-			return nil, imageErr(cfg.Image, err)
-		case cerrdefs.IsConflict(err):
-			return nil, fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, cfg.Labels[isolation.AnnotationRunID])
-		}
-		return nil, b.engineErr("create container "+s.name, err)
+	if err := b.create(ctx, s, cfg, hc); err != nil {
+		return nil, err
 	}
-	s.id, s.ref = created.ID, created.ID
 	if err := b.api.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
 		return nil, b.engineErr("start container "+s.name, err)
 	}
@@ -589,6 +581,25 @@ func (b *Backend) launch(ctx context.Context, s *sandbox, cfg *container.Config,
 		}
 		return nil
 	}, nil
+}
+
+// create creates s's container from cfg and hc.
+func (b *Backend) create(ctx context.Context, s *sandbox, cfg *container.Config, hc *container.HostConfig) error {
+	// From here Close removes the container by name even when the answer
+	// to create was lost (a cancelled context after the engine made it).
+	s.ref = s.name
+	created, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.name)
+	if err != nil {
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return imageErr(cfg.Image, err)
+		case cerrdefs.IsConflict(err):
+			return fmt.Errorf("create container %s: %w (a container of run %s exists: run sandboxed gc)", s.name, err, cfg.Labels[isolation.AnnotationRunID])
+		}
+		return b.engineErr("create container "+s.name, err)
+	}
+	s.id, s.ref = created.ID, created.ID
+	return nil
 }
 
 // GC removes containers labelled with a run id for which keep is false,
@@ -610,6 +621,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	var removed []string
 	var errs []error
 	now := time.Now()
+	left := map[string]bool{} // runs with a container spared
 	for _, c := range list {
 		run := c.Labels[isolation.AnnotationRunID]
 		if keep != nil && keep(run) {
@@ -618,6 +630,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 		// Without a liveness answer, spare containers that may belong to
 		// runs in progress; with one, a run that is not live is reaped.
 		if keep == nil && !reapable(c, now) {
+			left[run] = true
 			continue
 		}
 		name := c.ID
@@ -625,11 +638,16 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
 		if err := removeContainer(ctx, b.api, c.ID); err != nil {
+			left[run] = true
 			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
 			continue
 		}
 		removed = append(removed, "container "+name+" (run "+run+")")
 	}
+	// The volumes of copied runs, once their containers are gone.
+	vols, err := b.gcVolumes(ctx, keep, left)
+	removed = append(removed, vols...)
+	errs = append(errs, err)
 	// Staged binds of runs that are gone, once their containers are.
 	reaped, err := b.gcStaged(keep)
 	removed = append(removed, reaped...)

@@ -10,19 +10,19 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-
-	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // outside describes an engine that runs the container sandboxed itself
 // runs in (Docker-outside-of-Docker: a CI container with the host's
 // socket mounted). Such an engine resolves bind sources on its host, not
 // in this container: a path is visible to it only when this container has
-// it bound from the host at the same path. The staging of grants (mounts
-// made in this container's mount namespace) and the check of a started
-// container's binds through /proc/PID/root (a host pid) cannot work from
-// here, so they are off and the bind sources' lstat check is what stands,
-// as for a user who is not root.
+// it bound from the host at the same path. What it cannot see is copied
+// into a volume it owns, and the init is reached over the container's
+// attached streams (copy.go). The staging of grants (mounts made in this
+// container's mount namespace) and the check of a started container's
+// binds through /proc/PID/root (a host pid) cannot work from here, so
+// they are off and the bind sources' lstat check is what stands, as for a
+// user who is not root.
 type outside struct {
 	// self names this container in the engine.
 	self string
@@ -77,8 +77,11 @@ func (b *Backend) engineOutside(ctx context.Context) *outside {
 
 // visible reports whether the engine sees path (a path of this container)
 // at the same path: it lies in a bind from the host whose source is its
-// destination.
+// destination, or it is /dev/null, which the engine has as well.
 func (o *outside) visible(path string) bool {
+	if path == "/dev/null" {
+		return true
+	}
 	var best *container.MountPoint
 	for i := range o.binds {
 		m := &o.binds[i]
@@ -89,23 +92,4 @@ func (o *outside) visible(path string) bool {
 		}
 	}
 	return best != nil && filepath.Clean(best.Source) == filepath.Clean(best.Destination)
-}
-
-// check refuses a run whose bind sources (sources) the engine cannot see
-// at the same paths, naming each.
-func (o *outside) check(sources []string) error {
-	var hidden []string
-	for _, s := range sources {
-		if !o.visible(s) {
-			hidden = append(hidden, s)
-		}
-	}
-	if len(hidden) == 0 {
-		return nil
-	}
-	return &isolation.UnsupportedError{
-		What: "the container tier from inside container " + o.self + ", whose Docker engine runs it and resolves bind sources on its own host: " +
-			strings.Join(hidden, ", ") + " not mounted into this container from the host at the same path",
-		Fix: "mount each from the host at the same path (docker run -v /srv/ci:/srv/ci; for the run directory and the init: SANDBOXED_RUNTIME_DIR and XDG_CACHE_HOME under such a directory), or run sandboxed on the host",
-	}
 }

@@ -1,8 +1,10 @@
 package container
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/api/types/volume"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -40,6 +43,13 @@ type fakeEngine struct {
 	removed []string
 	killed  []string
 	host    string
+
+	// volumes made and removed, and what was copied where (container
+	// and path -> the tar's entries, name and size).
+	volumes, volumesRemoved []string
+	volumeList              []*volume.Volume
+	copied                  map[string][]string
+	copyErr                 error
 }
 
 func newFakeEngine() *fakeEngine {
@@ -145,6 +155,62 @@ func (f *fakeEngine) DaemonHost() string {
 	return "unix:///fake.sock"
 }
 
+func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (volume.Volume, error) {
+	f.record("volume create " + o.Name)
+	f.mu.Lock()
+	f.volumes = append(f.volumes, o.Name)
+	f.mu.Unlock()
+	return volume.Volume{Name: o.Name, Driver: o.Driver, Labels: o.Labels, Mountpoint: "/var/lib/docker/volumes/" + o.Name + "/_data"}, nil
+}
+
+func (f *fakeEngine) VolumeRemove(_ context.Context, id string, force bool) error {
+	f.record(fmt.Sprintf("volume remove %s force=%v", id, force))
+	f.mu.Lock()
+	f.volumesRemoved = append(f.volumesRemoved, id)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.ListResponse, error) {
+	f.record("volume list")
+	return volume.ListResponse{Volumes: f.volumeList}, nil
+}
+
+// CopyToContainer records the entries of the tar it is given.
+func (f *fakeEngine) CopyToContainer(_ context.Context, id, dst string, content io.Reader, _ container.CopyToContainerOptions) error {
+	f.record("copy " + id + " " + dst)
+	if f.copyErr != nil {
+		return f.copyErr
+	}
+	var names []string
+	tr := tar.NewReader(content)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		names = append(names, fmt.Sprintf("%s %d", h.Name, h.Size))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.copied == nil {
+		f.copied = map[string][]string{}
+	}
+	f.copied[id+":"+dst] = append(f.copied[id+":"+dst], names...)
+	return nil
+}
+
+// ContainerAttach answers with one end of a pipe whose other end is closed.
+func (f *fakeEngine) ContainerAttach(_ context.Context, id string, _ container.AttachOptions) (types.HijackedResponse, error) {
+	f.record("attach " + id)
+	a, b := net.Pipe()
+	b.Close()
+	return types.NewHijackedResponse(a, ""), nil
+}
+
 // fakeInit is a hand-written init channel.
 type fakeInit struct {
 	mu      sync.Mutex
@@ -211,6 +277,12 @@ func newTestBackend(t *testing.T, f *fakeEngine, in *fakeInit, connectErr error)
 	// root on the same machine).
 	b.gcStaged = func(func(string) bool) ([]string, error) { return nil, nil }
 	b.connect = func(ctx context.Context, ln *net.UnixListener, p *isolation.Plan, alive func(context.Context) error) (initConn, error) {
+		if connectErr != nil {
+			return nil, connectErr
+		}
+		return in, nil
+	}
+	b.stream = func(context.Context, io.Reader, io.WriteCloser, *isolation.Plan) (initConn, error) {
 		if connectErr != nil {
 			return nil, connectErr
 		}

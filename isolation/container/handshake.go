@@ -19,6 +19,17 @@ var initArgs = sbinit.ConnectArgs
 func handshake(ctx context.Context, conn *net.UnixConn, p *isolation.Plan) (initConn, error) {
 	cl := sbinit.NewClient(conn)
 	cl.KillGrace = p.Limits.KillGrace
+	if _, err := cl.Handshake(ctx, initConfig(p)); err != nil {
+		_ = cl.Close()
+		return nil, fmt.Errorf("hand the plan to the init: %w", err)
+	}
+	return cl, nil
+}
+
+// initConfig is the init's configuration for p, whichever channel carries
+// it (a control socket, or the stream over a container's attached
+// streams).
+func initConfig(p *isolation.Plan) *sbinit.Config {
 	cfg := &sbinit.Config{RunID: p.RunID, Spec: p.Spec, Egress: sbinit.NewEgressRelay(p.Egress)}
 	if p.Runtime == "runsc" {
 		// The engine's pids limit bounds gVisor's host tasks, not the
@@ -27,9 +38,5 @@ func handshake(ctx context.Context, conn *net.UnixConn, p *isolation.Plan) (init
 		// and the init's, which RLIMIT_NPROC bounds exactly.
 		cfg.NprocLimit = p.Limits.Pids
 	}
-	if _, err := cl.Handshake(ctx, cfg); err != nil {
-		_ = cl.Close()
-		return nil, fmt.Errorf("hand the plan to the init: %w", err)
-	}
-	return cl, nil
+	return cfg
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -52,6 +53,12 @@ type sandbox struct {
 	// stagingRoot is a warm container's shared mount of the staging
 	// directory, detached by Close after staged.
 	stagingRoot string
+	// volume holds the copies of what the engine cannot see (copy.go),
+	// removed by Close after the container; attached is the container's
+	// attached streams, and streamed says the init speaks over them.
+	volume   string
+	attached io.Closer
+	streamed bool
 	// cwd is the working directory of a command that names none: a warm
 	// container's init runs in /, a cold one's in the plan's.
 	cwd string
@@ -108,6 +115,9 @@ func (s *sandbox) Kill(ctx context.Context, grace time.Duration) error {
 	pid := s.pid
 	s.mu.Unlock()
 	cg := readCgroupStats(pid, s.id)
+	if s.streamed {
+		cg = s.initStats(ctx)
+	}
 	s.mu.Lock()
 	s.lastCg = maxStats(s.lastCg, cg)
 	s.mu.Unlock()
@@ -162,6 +172,9 @@ func (s *sandbox) Stats(ctx context.Context) (isolation.Stats, error) {
 		pid = ins.State.Pid
 	}
 	cg := readCgroupStats(pid, s.id)
+	if s.streamed {
+		pid, cg = 0, s.initStats(ctx)
+	}
 	s.mu.Lock()
 	if pid > 0 {
 		s.pid = pid
@@ -188,6 +201,14 @@ func (s *sandbox) Close(ctx context.Context) error {
 		if s.ref != "" {
 			if err := removeContainer(ctx, s.api, s.ref); err != nil {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", s.name, err))
+			}
+		}
+		if s.attached != nil {
+			_ = s.attached.Close()
+		}
+		if s.volume != "" {
+			if err := s.api.VolumeRemove(ctx, s.volume, true); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove volume %s: %w", s.volume, err))
 			}
 		}
 		if s.ln != nil {

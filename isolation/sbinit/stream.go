@@ -69,6 +69,11 @@ const bridgeFlag = "--bridge="
 // session in the pod.
 func BridgeArgs(path string) []string { return []string{InitArg, bridgeFlag + path} }
 
+// StdioArgs is the argv (after the binary) of an init that speaks the
+// stream protocol on its own standard input and output, its bridge in its
+// process: a container's PID 1 whose streams the host attached to.
+func StdioArgs() []string { return []string{InitArg, streamArg} }
+
 // Stream message types (ctrl frames only).
 const (
 	MsgHello   = "hello"    // pod -> host: the bridge is up

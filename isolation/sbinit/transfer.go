@@ -15,8 +15,9 @@ import (
 // (untarInto) is in transfer_linux.go.
 
 // WriteTar writes the directories and regular files under t.Path, but
-// those at or under t.Skip, as a tar stream to w. Symlinks and special
-// files are left out.
+// those at or under t.Skip, as a tar stream to w, with their permission
+// bits and owners. Symlinks and special files are left out. A t.Path that
+// is a regular file is written as one entry named after it.
 func WriteTar(w io.Writer, t *Transfer) error {
 	if t == nil || !filepath.IsAbs(t.Path) {
 		return fmt.Errorf("get files: no absolute source: %w", ErrProtocol)
@@ -40,8 +41,11 @@ func WriteTar(w io.Writer, t *Transfer) error {
 		}
 		switch {
 		case fi.IsDir():
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.ToSlash(rel) + "/", Mode: int64(fi.Mode().Perm())})
+			return tw.WriteHeader(withMeta(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.ToSlash(rel) + "/", Mode: int64(fi.Mode().Perm())}, fi))
 		case fi.Mode().IsRegular():
+			if rel == "." {
+				rel = filepath.Base(p)
+			}
 			total += fi.Size()
 			if t.MaxBytes > 0 && total > t.MaxBytes {
 				return fmt.Errorf("get files from %s: more than %d bytes: %w", t.Path, t.MaxBytes, ErrTooLarge)
@@ -62,10 +66,20 @@ func copyFileTo(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 		return err
 	}
 	defer f.Close()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
+	if err := tw.WriteHeader(withMeta(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}, fi)); err != nil {
 		return err
 	}
 	// A file that grew since it was measured is cut at its measured size.
 	_, err = io.CopyN(tw, f, fi.Size())
 	return err
+}
+
+// withOwner sets h's owner to fi's. An extractor that runs as root (a
+// Docker engine copying into a container) gives the files their owners;
+// the init's extracts them as itself.
+func withMeta(h *tar.Header, fi fs.FileInfo) *tar.Header {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		h.Uid, h.Gid = int(st.Uid), int(st.Gid)
+	}
+	return h
 }
