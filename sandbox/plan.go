@@ -260,25 +260,11 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)
-	// A working directory no grant covers exists in the sandbox as an
-	// empty, read-only directory: commands start where they were told,
-	// and see nothing of the host there.
-	for _, dir := range workDirs(b, cwd, f.Cwd, in.SubTools) {
-		if !covered(dir, mounts) {
-			opts = append(opts, emptyDir(dir))
-		}
+	gopts, err := grantOpts(b, mounts, cwd, f.Cwd, in.SubTools)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, m := range mounts {
-		if m.Resolved == "" {
-			return nil, nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", def.Name, m.HostPath, ErrPlan)
-		}
-		if m.Write {
-			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
-		} else {
-			opts = append(opts, WithReadBind(m.Resolved, m.Target))
-		}
-	}
-	opts = append(opts, inspect.opts...)
+	opts = append(append(opts, gopts...), inspect.opts...)
 	maskOpts, watches, masked, err := planMasks(d.Masks, mounts, f)
 	if err != nil {
 		return nil, nil, err
@@ -326,6 +312,30 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		}
 	}
 	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
+}
+
+// grantOpts are the spec options of the grants' mounts (parents before
+// children), preceded by an empty, read-only directory for each working
+// directory of the tool (toolCwd) and its sub-tools that no grant covers:
+// commands start where they were told, and see nothing of the host there.
+func grantOpts(b *tool.Bound, mounts []*permissions.Mount, toolCwd, callerCwd string, subs map[string]*tool.Bound) ([]SpecOpt, error) {
+	var opts []SpecOpt
+	for _, dir := range workDirs(b, toolCwd, callerCwd, subs) {
+		if !covered(dir, mounts) {
+			opts = append(opts, emptyDir(dir))
+		}
+	}
+	for _, m := range mounts {
+		if m.Resolved == "" {
+			return nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", b.Def.Name, m.HostPath, ErrPlan)
+		}
+		if m.Write {
+			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
+		} else {
+			opts = append(opts, WithReadBind(m.Resolved, m.Target))
+		}
+	}
+	return opts, nil
 }
 
 // landlockEnv is env with HOME and TMPDIR in the scratch directory of a
