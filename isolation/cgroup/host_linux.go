@@ -358,3 +358,20 @@ func (h *Host) Age(runID string) (time.Duration, error) {
 	}
 	return time.Since(newest), nil
 }
+
+// ReadOnly reports whether a hierarchy of h is mounted read-only (a
+// container's cgroupfs, by Docker's default): no cgroup can be made there,
+// whoever asks.
+func (h *Host) ReadOnly() bool {
+	roots := []string{h.V2}
+	if h.Version == 1 {
+		roots = slices.Collect(maps.Values(h.V1))
+	}
+	for _, r := range roots {
+		var st unix.Statfs_t
+		if err := unix.Statfs(r, &st); err != nil || st.Flags&unix.ST_RDONLY != 0 {
+			return true
+		}
+	}
+	return false
+}

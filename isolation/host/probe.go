@@ -272,7 +272,7 @@ func (p *Probe) Checks() []Check {
 	}
 
 	// Cgroups.
-	if p.Root {
+	if p.Root && p.Delegation.Fix == "" {
 		add("process", "cgroup delegation", true, fmt.Sprintf("root makes its cgroups directly (cgroup v%d)", p.Delegation.Version), "")
 	} else {
 		add("process", "cgroup delegation", p.Delegation.OK, p.Delegation.Detail, p.Delegation.Fix)

@@ -140,6 +140,11 @@ func delegationOf(h *cgroup.Host, err error, u User, setupDone bool) Delegation 
 		d.OK = true
 		d.Controllers = h.Usable()
 		d.Detail = fmt.Sprintf("root makes its cgroups directly (cgroup v%d)", h.Version)
+		if h.ReadOnly() {
+			d.OK = false
+			d.Detail = fmt.Sprintf("cgroup v%d is mounted read-only here (a container's cgroupfs): no run gets a cgroup of its own", h.Version)
+			d.Fix = "start the container with -v /sys/fs/cgroup:/sys/fs/cgroup:rw (or give it a delegated cgroup v2 subtree)"
+		}
 		return d
 	}
 	setup := "sudo sandboxed setup --user " + u.Name

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestDelegationOf(t *testing.T) {
 		fix       string
 	}{
 		{name: "no cgroups", err: &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2"}, detail: "cgroups", fix: "mount cgroup v2"},
-		{name: "root", h: &cgroup.Host{Version: 1, V1: map[string]string{"memory": "/m"}}, ok: true, detail: "root makes its cgroups directly (cgroup v1)"},
+		{name: "root", h: &cgroup.Host{Version: 1, V1: map[string]string{"memory": os.TempDir()}}, ok: true, detail: "root makes its cgroups directly (cgroup v1)"},
 		{name: "v1 none", h: &cgroup.Host{Version: 1, Rootless: true, NoDelegation: none}, detail: "a cgroup delegated", fix: "setup --user ada"},
 		{name: "v1 none after a reboot", h: &cgroup.Host{Version: 1, Rootless: true, NoDelegation: none}, setupDone: true, fix: "vanish at reboot"},
 		{name: "v1 all", h: &cgroup.Host{Version: 1, Rootless: true, Base: cgroup.UserDir(1001),

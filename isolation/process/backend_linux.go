@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -251,26 +250,10 @@ func UsableCgroup(p *isolation.Plan) *cgroup.Host {
 		return nil
 	}
 	h, err := cgroup.Detect()
-	if err != nil || len(h.Missing(r)) > 0 || readOnlyCgroups(h) {
+	if err != nil || len(h.Missing(r)) > 0 || h.ReadOnly() {
 		return nil
 	}
 	return h
-}
-
-// readOnlyCgroups reports whether a hierarchy of h is mounted read-only
-// (a container's cgroupfs, by Docker's default).
-func readOnlyCgroups(h *cgroup.Host) bool {
-	roots := []string{h.V2}
-	if h.Version == 1 {
-		roots = slices.Collect(maps.Values(h.V1))
-	}
-	for _, r := range roots {
-		var st unix.Statfs_t
-		if err := unix.Statfs(r, &st); err != nil || st.Flags&unix.ST_RDONLY != 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // RlimitConfine is the Confine that approximates limits l where no cgroup

@@ -34,6 +34,10 @@ type Features struct {
 	// tier raises what it covers: files from 1, TCP from 4, IPC scopes
 	// from 6 (sbinit.LandlockFullABI).
 	LandlockABI int `json:"landlock_abi"`
+	// CgroupsReadOnly is set when a cgroup hierarchy is mounted read-only
+	// (a container's cgroupfs, by Docker's default): no run here gets a
+	// cgroup of its own.
+	CgroupsReadOnly bool `json:"cgroups_read_only"`
 	// Missing lists each missing piece as an *isolation.UnsupportedError
 	// with its fix. The user namespace is needed without root, and as
 	// root by elevated and by same-as-user with no invoking user.
@@ -67,6 +71,7 @@ func Probe(ctx context.Context) Features {
 		f.CgroupVersion = h.Version
 		f.Controllers = h.Usable()
 		f.Missing = append(f.Missing, h.Missing(cgroup.Resources{MemoryBytes: 1, Pids: 1})...)
+		f.CgroupsReadOnly = h.ReadOnly()
 	}
 	f.Seccomp = seccomp.Supported()
 	if !f.Seccomp {
@@ -124,7 +129,9 @@ func (f Features) Checks() []host.Check {
 		if ns == "user" {
 			fix = "sysctl -w user.max_user_namespaces=15000 (needed without root, and for elevated)"
 		}
-		add(ns+" namespace", f.Namespaces[ns], "", fix)
+		// The kernel has the type; whether this process may make one is the
+		// user namespaces line and the trials.
+		add(ns+" namespace", f.Namespaces[ns], "in the kernel", fix)
 	}
 	cg := f.cgroups
 	cgFix := "mount cgroup v2 at /sys/fs/cgroup"
@@ -136,8 +143,12 @@ func (f Features) Checks() []host.Check {
 	if len(f.Controllers) == 0 {
 		cgDetail = fmt.Sprintf("v%d: no controller this user may use", f.CgroupVersion)
 	}
-	add("cgroups", cg != nil && cg.NoDelegation == nil, cgDetail, cgFix)
-	if cg != nil {
+	if f.CgroupsReadOnly {
+		cgDetail += "; mounted read-only here (a container's cgroupfs): no run gets a cgroup of its own, the landlock and none tiers' limits are rlimits"
+		cgFix = "start the container with -v /sys/fs/cgroup:/sys/fs/cgroup:rw (or give it a delegated cgroup v2 subtree)"
+	}
+	add("cgroups", cg != nil && cg.NoDelegation == nil && !f.CgroupsReadOnly, cgDetail, cgFix)
+	if cg != nil && !f.CgroupsReadOnly {
 		for _, ctl := range []string{"memory", "pids", "cpu", "freezer"} {
 			if ctl == "freezer" && cg.Version != 1 {
 				continue
