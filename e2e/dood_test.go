@@ -87,4 +87,13 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 			tc.check(t, r)
 		})
 	}
+	t.Run("doctor says so, and its trial runs", func(t *testing.T) {
+		checks := doctorChecks(t, inCIContainer(t, socket, "sandboxed", "doctor", "--format", "json"))
+		if l := checks["container/engine's paths"]; !strings.Contains(l.Detail, "copied into a volume") {
+			t.Errorf("engine's paths: %+v", l)
+		}
+		if l := checks["container/runs a tool (same-as-user)"]; !l.OK {
+			t.Errorf("the container tier's trial: %+v", l)
+		}
+	})
 }

@@ -795,7 +795,8 @@ func (x *explainer) privilege() {
 	case string(tool.IsolationNone):
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "none: the commands run directly on the host; no grant is enforced"}}
 	case string(tool.IsolationContainer):
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile"}}
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile" +
+			" (from a CI container whose engine is the host's, through its mounted socket: a read grant the engine cannot see is a read-only copy made when the run starts, without what the masks cover; such a write grant is refused)"}}
 	case "":
 	default:
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}

@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // An engine outside this container sees a path only through a bind from
@@ -242,5 +243,19 @@ func TestGCVolumes(t *testing.T) {
 	f.volumesRemoved = nil
 	if _, err := b.GC(context.Background(), func(id string) bool { return id == "gone" }); err != nil || !slices.Equal(f.volumesRemoved, []string{"sandboxed-busy"}) {
 		t.Errorf("GC with keep: removed %q, %v", f.volumesRemoved, err)
+	}
+}
+
+// doctor says when the engine runs this process's container, and what
+// that means for grants.
+func TestProbeSaysEngineOutside(t *testing.T) {
+	b := copiedBackend(t, newFakeEngine(), newFakeInit())
+	r, err := b.Probe(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.Checks(), func(c hostsetup.Check) bool { return c.Name == "engine's paths" })
+	if r.Outside != "ci-job" || i < 0 || !strings.Contains(r.Checks()[i].Detail, "copied into a volume") || !strings.Contains(r.Checks()[i].Fix, "same path") {
+		t.Errorf("Probe outside %q, checks %+v", r.Outside, r.Checks())
 	}
 }

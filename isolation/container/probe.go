@@ -36,6 +36,10 @@ type ProbeResult struct {
 	ImageID       string   `json:"image_id,omitempty"`
 	// InitStatic is false when the init binary is not a static ELF.
 	InitStatic bool `json:"init_static"`
+	// Outside names this process's own container when the engine runs it
+	// (a CI container with the host's socket mounted): the engine sees
+	// only the paths bound from its host at the same path (copy.go).
+	Outside string `json:"engine_outside,omitempty"`
 	// Problems say what keeps the tier from working, each with its fix.
 	Problems []string `json:"problems,omitempty"`
 
@@ -79,6 +83,11 @@ func (r *ProbeResult) Checks() []hostsetup.Check {
 	}
 	out = append(out, img, hostsetup.Check{Tier: string(isolation.TierContainer), Name: "init binary", OK: r.InitStatic, Detail: yesNo(r.InitStatic, "static: runs in any image", "dynamically linked"),
 		Fix: fixIf(!r.InitStatic, "build sandboxed with CGO_ENABLED=0")})
+	if r.Outside != "" {
+		out = append(out, hostsetup.Check{Tier: string(isolation.TierContainer), Name: "engine's paths", OK: true,
+			Detail: "the engine runs this container (" + r.Outside + ") and resolves paths on its own host: what it cannot see is copied into a volume of each run (the init, read grants without what the masks cover), and the init speaks over the container's attached streams",
+			Fix:    "write grants it cannot see are refused: mount them from the host at the same path (docker run -v /srv/ci:/srv/ci)"})
+	}
 	return out
 }
 
@@ -176,6 +185,11 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 		r.Problems = append(r.Problems, err.Error())
 	} else {
 		r.InitStatic = true
+	}
+	if o := b.engineOutside(ctx); o != nil {
+		r.Outside = o.self
+	} else if b.outsideErr != nil {
+		r.Problems = append(r.Problems, b.outsideErr.Error())
 	}
 	return r, nil
 }
