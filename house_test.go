@@ -23,16 +23,6 @@ const maxFuncLines = 120
 // a table test's length is its table.
 var houseTrees = []string{"cmd", "isolation", "policy", "sandbox"}
 
-// splitting names the functions over the limit that are being split; the
-// list only shrinks.
-var splitting = map[string]bool{
-	"runAction":  true, // cmd/sandboxed/run.go
-	"translate":  true, // isolation/container/config.go
-	"planMounts": true, // isolation/kubernetes/pod.go
-	"launch":     true, // isolation/process/backend_linux.go
-	"runInit":    true, // isolation/sbinit/init_linux.go
-}
-
 // longFuncs lists the functions (and function literals) of the non-test Go
 // files under roots longer than limit lines, as "path:line name (N lines)".
 func longFuncs(roots []string, limit int) ([]string, error) {
@@ -87,9 +77,6 @@ func TestNoLongFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range long {
-		if name := strings.Fields(l)[1]; splitting[name] {
-			continue
-		}
 		t.Errorf("%s: over %d lines; split it into a planning half and an applying half", l, maxFuncLines)
 	}
 }

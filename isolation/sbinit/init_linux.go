@@ -2,6 +2,7 @@ package sbinit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -71,24 +72,13 @@ type spawnRequest struct {
 	fds []int
 }
 
+// runInit is the init's main: a helper mode when args name one
+// (helperMode), else the init of a sandbox, which reads its config over the
+// control socket, sets the sandbox up, reports ready and serves the host's
+// requests until the socket closes.
 func runInit(args []string) int {
-	if len(args) > 0 && strings.HasPrefix(args[0], nprocFlag) {
-		return runNproc(args)
-	}
-	if len(args) > 0 && args[0] == confineFlag {
-		return runConfine(args)
-	}
-	if len(args) > 0 && args[0] == spawnerFlag {
-		return runSpawner()
-	}
-	if len(args) > 0 && args[0] == ReownFlag {
-		return runReown()
-	}
-	for _, a := range args {
-		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
-			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-			return runBridge(path)
-		}
+	if run := helperMode(args); run != nil {
+		return run()
 	}
 	// Nothing of the init may be read or written through /proc/1 by the
 	// commands it runs, whichever tier (the process tier drops privileges
@@ -118,71 +108,14 @@ func runInit(args []string) int {
 	// hand-offs.
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	m, fds, err := st.c.recv()
-	var sk *rootSkeleton
-	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
-		// The process tier: the skeleton of the root first, the rest
-		// with the config (a warm init's comes when a run claims it).
-		closeFDs(fds)
-		if sk, err = prepareSkeleton(m.Skeleton); err != nil {
-			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
-			return 1
-		}
-		if err := st.c.send(&Message{Type: MsgPrepared}); err != nil {
-			return 1
-		}
-		if len(st.c.buf) == 0 {
-			// No config yet (a warm init, which waits for a claim):
-			// what it can do now it need not do on the claim.
-			warmDecoder()
-		}
-		m, fds, err = st.c.recv()
-	}
-	if err != nil || m.Type != MsgConfig || m.Config == nil {
-		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
+	cfg, fds, sk, ok := st.receiveConfig()
+	if !ok {
 		return 1
 	}
-	st.setsid = m.Config.NewSession
-	st.nproc = m.Config.NprocLimit
-	st.tree = m.Config.KillTree && !st.pid1
-	if c := m.Config.Confine; c != nil {
-		if !m.Config.NewSession || !m.Config.KillTree || m.Config.BuildRoot {
-			_ = st.c.send(&Message{Type: MsgError, Error: "a confined config needs new sessions, the tree kill and no root of its own"})
-			return 1
-		}
-		if st.confine, err = confineFile(c); err != nil {
-			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
-			return 1
-		}
-	}
-	if s := m.Config.Setup; s != nil {
-		st.cwd = s.Cwd
-	}
-	if !st.pid1 {
-		// Outside a pid namespace, orphans of the commands still come
-		// to the init to be reaped.
-		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	}
-	var landlockABI int
-	landlockABI, err = setup(m.Config, fds, sk)
-	closeFDs(fds)
+	landlockABI, listener, err := st.configure(cfg, fds, sk)
 	if err != nil {
 		_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
 		return 1
-	}
-	st.landlock = landlockABI > 0
-	var listener []int
-	if len(m.Config.Watch) > 0 {
-		// The watch may hold the runtime's clones: the spares first.
-		st.spares.Do(spareThreads)
-		// Last: from here on the watched syscalls of this thread, and of
-		// every command it forks, wait for the host's answer.
-		fd, err := loadWatch(m.Config.Watch)
-		if err != nil {
-			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
-			return 1
-		}
-		listener = []int{fd}
 	}
 	err = st.c.send(&Message{Type: MsgReady, Pid: os.Getpid(), Landlock: landlockABI}, listener...)
 	closeFDs(listener)
@@ -199,6 +132,112 @@ func runInit(args []string) int {
 	// command itself: no hand-off to another thread per exec.
 	st.readLoop()
 	return 0
+}
+
+// helperMode is the main of the helper the init binary is run as when
+// args name one (nproc, confine, spawner, reown, bridge); nil for the
+// init itself.
+func helperMode(args []string) func() int {
+	if len(args) > 0 {
+		switch {
+		case strings.HasPrefix(args[0], nprocFlag):
+			return func() int { return runNproc(args) }
+		case args[0] == confineFlag:
+			return func() int { return runConfine(args) }
+		case args[0] == spawnerFlag:
+			return runSpawner
+		case args[0] == ReownFlag:
+			return runReown
+		}
+	}
+	for _, a := range args {
+		if path, ok := strings.CutPrefix(a, bridgeFlag); ok {
+			return func() int {
+				_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+				return runBridge(path)
+			}
+		}
+	}
+	return nil
+}
+
+// receiveConfig reads the init's config and the descriptors sent with it.
+// The process tier sends the skeleton of the root first, which is built
+// at once (sk) and answered; the config follows, at once or, for a warm
+// init, when a run claims it. It reports a failure itself: false means
+// exit.
+func (st *initState) receiveConfig() (*Config, []int, *rootSkeleton, bool) {
+	m, fds, err := st.c.recv()
+	var sk *rootSkeleton
+	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
+		closeFDs(fds)
+		if sk, err = prepareSkeleton(m.Skeleton); err != nil {
+			_ = st.c.send(&Message{Type: MsgError, Error: err.Error()})
+			return nil, nil, nil, false
+		}
+		if err := st.c.send(&Message{Type: MsgPrepared}); err != nil {
+			return nil, nil, nil, false
+		}
+		if len(st.c.buf) == 0 {
+			// No config yet (a warm init, which waits for a claim):
+			// what it can do now it need not do on the claim.
+			warmDecoder()
+		}
+		m, fds, err = st.c.recv()
+	}
+	if err != nil || m.Type != MsgConfig || m.Config == nil {
+		fmt.Fprintln(os.Stderr, "sandboxed init: expected config frame:", err)
+		return nil, nil, nil, false
+	}
+	return m.Config, fds, sk, true
+}
+
+// configure sets the sandbox up from cfg and the descriptors sent with it
+// (fds, which it closes): the init's own state, the root (on sk, when the
+// process tier sent a skeleton), the commands' confinement and, last, the
+// watch, whose listener it returns for the ready frame. It returns the
+// Landlock ABI the setup applied, 0 for none.
+func (st *initState) configure(cfg *Config, fds []int, sk *rootSkeleton) (int, []int, error) {
+	st.setsid = cfg.NewSession
+	st.nproc = cfg.NprocLimit
+	st.tree = cfg.KillTree && !st.pid1
+	if c := cfg.Confine; c != nil {
+		if !cfg.NewSession || !cfg.KillTree || cfg.BuildRoot {
+			closeFDs(fds)
+			return 0, nil, errors.New("a confined config needs new sessions, the tree kill and no root of its own")
+		}
+		var err error
+		if st.confine, err = confineFile(c); err != nil {
+			closeFDs(fds)
+			return 0, nil, err
+		}
+	}
+	if s := cfg.Setup; s != nil {
+		st.cwd = s.Cwd
+	}
+	if !st.pid1 {
+		// Outside a pid namespace, orphans of the commands still come
+		// to the init to be reaped.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	landlockABI, err := setup(cfg, fds, sk)
+	closeFDs(fds)
+	if err != nil {
+		return 0, nil, err
+	}
+	st.landlock = landlockABI > 0
+	if len(cfg.Watch) == 0 {
+		return landlockABI, nil, nil
+	}
+	// The watch may hold the runtime's clones: the spares first.
+	st.spares.Do(spareThreads)
+	// Last: from here on the watched syscalls of this thread, and of every
+	// command it forks, wait for the host's answer.
+	fd, err := loadWatch(cfg.Watch)
+	if err != nil {
+		return 0, nil, err
+	}
+	return landlockABI, []int{fd}, nil
 }
 
 func controlSocket(args []string) (*net.UnixConn, error) {
