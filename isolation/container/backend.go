@@ -419,22 +419,61 @@ func rootRun(p *isolation.Plan) bool {
 		p.Spec != nil && p.Spec.Process != nil && p.Spec.Process.User.UID == 0
 }
 
+// handOverIDs are the ids a run's write grants are handed from (their
+// owner) and to (the uid the tool runs as) for the run, nil when the tool
+// writes as their owner or this process cannot hand them over: root's
+// same-as-user tool runs as the reserved id (rootOwner); a reduced tool
+// as nobody, while the grants are the invoking user's (Plan.GrantOwner).
+// Both need root and an engine that does not remap user namespaces.
+func (b *Backend) handOverIDs(p *isolation.Plan) (from, to *hostsetup.Owner) {
+	owner := b.host(nil).rootAs
+	if owner == nil {
+		return nil, nil
+	}
+	if rootRun(p) {
+		return &hostsetup.Owner{}, owner
+	}
+	if p.Privilege != privilege.Reduced {
+		return nil, nil
+	}
+	from = &hostsetup.Owner{}
+	if g := p.GrantOwner; g != nil {
+		from = &hostsetup.Owner{UID: int(g.UID), GID: int(g.GID)}
+	}
+	to = &hostsetup.Owner{UID: privilege.NobodyID, GID: privilege.NobodyID}
+	if *from == *to {
+		return nil, nil
+	}
+	return from, to
+}
+
+// handedGrants are the write grants (their staged sources) handed from
+// their owner to the tool's uid for a run, with each grant folder's mode
+// and ACLs as they were.
+type handedGrants struct {
+	from, to hostsetup.Owner
+	folders  []hostsetup.Folder
+}
+
 // handOver gives the write grants among ms (the container's mounts, their
-// sources staged) to owner for the run, and returns their sources, for
-// handBack. What was handed over before an error is handed back.
-func handOver(ms []mount.Mount, ours func(string) bool, owner *hostsetup.Owner) ([]string, error) {
-	var handed []string
+// sources staged) from from to to for the run, for handBack. What was
+// handed over before an error is handed back.
+func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner) (*handedGrants, error) {
+	h := &handedGrants{from: *from, to: *to}
 	for _, m := range ms {
 		if m.Type != mount.TypeBind || m.ReadOnly || ours(m.Source) {
 			continue
 		}
-		if _, err := hostsetup.Reown(m.Source, hostsetup.Owner{}, *owner); err != nil {
-			_ = handBack(handed, owner)
-			return nil, fmt.Errorf("hand write grant %s to uid %d: %w", m.Target, owner.UID, err)
+		f, err := hostsetup.SaveFolder(m.Source)
+		if err == nil {
+			_, err = hostsetup.Reown(m.Source, *from, *to)
+			h.folders = append(h.folders, f)
 		}
-		handed = append(handed, m.Source)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("hand write grant %s to uid %d: %w", m.Target, to.UID, err), handBack(h))
+		}
 	}
-	return handed, nil
+	return h, nil
 }
 
 // ourSource reports whether a bind source is sandboxed's own (the init
@@ -444,14 +483,20 @@ func ourSource(src, initBinary, hostDir string) bool {
 	return src == initBinary || (strings.HasPrefix(src, hostDir+"/") && !strings.HasPrefix(src, hostDir+"/"+stagingDirName+"/"))
 }
 
-// handBack gives what owner holds in the handed-over grants (what the run
-// was given and what it made) back to root.
-func handBack(handed []string, owner *hostsetup.Owner) error {
+// handBack gives what the tool's uid holds in the handed-over grants
+// (what the run was given and what it made) back to their owner, and
+// restores each grant folder's mode and ACLs.
+func handBack(h *handedGrants) error {
+	if h == nil {
+		return nil
+	}
 	var errs []error
-	for _, src := range handed {
-		if _, err := hostsetup.Reown(src, *owner, hostsetup.Owner{}); err != nil {
+	for _, f := range h.folders {
+		if _, err := hostsetup.Reown(f.Path, h.to, h.from); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		errs = append(errs, f.Restore())
 	}
 	return errors.Join(errs...)
 }
@@ -508,14 +553,13 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			_ = s.Close(cctx)
 		}
 	}()
-	if owner := b.host(nil).rootAs; owner != nil && rootRun(p) {
-		// The tool runs as owner, not root: its write grants are its for
-		// the run and come back to root in Close.
-		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, owner)
+	if from, to := b.handOverIDs(p); to != nil {
+		// The tool does not run as its write grants' owner: they are its
+		// uid's for the run and come back to their owner in Close.
+		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, from, to)
 		if err != nil {
 			return nil, err
 		}
-		s.handedTo = owner
 	}
 	if copied != nil {
 		if err := b.launchCopied(ctx, s, cfg, hc, p, copied); err != nil {

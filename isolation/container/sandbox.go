@@ -13,7 +13,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
@@ -46,10 +45,9 @@ type sandbox struct {
 	// staged are the staging mounts of the grants' sources (root only),
 	// detached by Close.
 	staged []string
-	// handed are the write grants (their staged sources) given to
-	// handedTo for the run; Close hands them back to root.
-	handed   []string
-	handedTo *hostsetup.Owner
+	// handed are the write grants (their staged sources) given to the
+	// tool's uid for the run; Close hands them back to their owner.
+	handed *handedGrants
 	// stagingRoot is a warm container's shared mount of the staging
 	// directory, detached by Close after staged.
 	stagingRoot string
@@ -218,7 +216,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		// The grants back to root once nothing of the run can write in
 		// them, through their staged sources.
-		if err := handBack(s.handed, s.handedTo); err != nil {
+		if err := handBack(s.handed); err != nil {
 			errs = append(errs, err)
 		}
 		s.handed = nil

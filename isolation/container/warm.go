@@ -373,20 +373,19 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbo
 	if stageErr != nil {
 		return nil, stageErr
 	}
-	if owner := w.b.host(nil).rootAs; owner != nil && rootRun(p) {
+	if from, to := w.b.handOverIDs(p); to != nil {
 		// As a cold start does (Start): the write grants are the tool's
-		// uid's for the run, back to root in Close.
+		// uid's for the run, back to their owner in Close.
 		var staged []mount.Mount
 		for i, ph := range w.tmpl.Placeholders {
 			m := hc.Mounts[ph.Mount]
 			m.Source = w.s.staged[i]
 			staged = append(staged, m)
 		}
-		s.handed, err = handOver(staged, func(string) bool { return false }, owner)
+		s.handed, err = handOver(staged, func(string) bool { return false }, from, to)
 		if err != nil {
 			return nil, err
 		}
-		s.handedTo = owner
 	}
 	init, err := w.pending.handshake(ctx, p)
 	w.pending = nil // the init's channel is the client's now

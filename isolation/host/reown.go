@@ -15,3 +15,10 @@ type ReownError = reown.ReownError
 // reown.Reown): the one way sandboxed hands a write grant to the uid a
 // sandbox runs as, and what is in it back to the invoking user.
 func Reown(root string, from, to Owner) (Reowned, error) { return reown.Reown(root, from, to) }
+
+// Folder is a write grant folder's mode and ACLs, saved before a run hands
+// it to the tool's uid and restored after it is handed back.
+type Folder = reown.Folder
+
+// SaveFolder records the mode and ACLs of path (see reown.SaveFolder).
+func SaveFolder(path string) (Folder, error) { return reown.SaveFolder(path) }
