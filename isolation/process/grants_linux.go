@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
@@ -222,24 +223,15 @@ func (h *reownHelper) stop() {
 // the reown helper in a new user namespace, holding every capability of
 // it. With uids and gids this process writes the maps (root); without,
 // the caller does.
-func startReownHelper(exe string, uids, gids []syscall.SysProcIDMap) (_ *reownHelper, retErr error) {
-	var releases []func()
-	release := func() {
-		for i := len(releases) - 1; i >= 0; i-- {
-			releases[i]()
-		}
-	}
-	defer func() {
-		if retErr != nil {
-			release()
-		}
-	}()
+func startReownHelper(exe string, uids, gids []syscall.SysProcIDMap) (*reownHelper, error) {
+	var cu cleanup.Cleanup
+	defer cu.Clean()
 	if exe == "" {
 		path, rel, err := initbin.Exec(initCacheDir())
 		if err != nil {
 			return nil, fmt.Errorf("start the reown helper: %w", err)
 		}
-		releases = append(releases, rel)
+		cu.Add(rel)
 		exe = cmp.Or(path, "/proc/self/exe")
 	}
 	r, w, err := os.Pipe()
@@ -270,12 +262,12 @@ func startReownHelper(exe string, uids, gids []syscall.SysProcIDMap) (_ *reownHe
 		w.Close()
 		return nil, err
 	}
-	releases = append(releases, done)
+	cu.Add(done)
 	if err := h.cmd.Start(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("start the reown helper: %w", err)
 	}
-	h.release = release
+	h.release = cu.Release()
 	return h, nil
 }
 
