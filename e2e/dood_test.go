@@ -17,9 +17,10 @@ import (
 // mounted, the job's files only in the CI container), a tool with a read
 // grant reads what the CI container holds: the init and the grant are
 // copied into a volume the engine owns, the init speaks over the
-// container's attached streams, a masked secret in the granted folder is
-// not copied, a write grant the engine cannot see is refused with the
-// reason, and no container or volume is left. With the job's directory
+// container's attached streams (egress too), a masked secret in the
+// granted folder is not copied, a timeout kills the tree, a write grant
+// the engine cannot see is refused with the reason, and no container or
+// volume is left. With the job's directory
 // mounted from the host at the same path, the grant is bound as on the
 // host.
 func TestContainerTierFromACIContainer(t *testing.T) {
@@ -51,7 +52,10 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 	job := "mkdir -p /job/data && echo 'hello from the CI container' > /job/data/in.txt && echo TOKEN=dood-secret-42 > /job/data/.env && " +
 		"cat > /job/read.yaml <<'E'\n" + toolYAML("read", "filesystem:read:/job/data", `cat /job/data/in.txt; cat /job/data/.env; ls -a /job/data`) + "E\n" +
 		"cat > /job/write.yaml <<'E'\n" + toolYAML("write", "filesystem:write:/job/out", `echo hi > /job/out/x`) + "E\n" +
-		"cd /job && exec sandboxed run --json "
+		"cat > /job/net.yaml <<'E'\n" + toolYAML("net", "network:localhost:8765", `curl -s --max-time 5 http://127.0.0.1:8765/in.txt`) + "E\n" +
+		"cat > /job/slow.yaml <<'E'\n" + toolYAML("slow", "filesystem:read:/job/data", `sleep 300 & sleep 300`) + "timeout: 2s\nE\n" +
+		"(cd /job/data && exec python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 &) && sleep 1 && " +
+		"cd /job && exec sandboxed run --json --approve network:localhost:8765 "
 
 	for _, tc := range []struct {
 		name   string
@@ -70,6 +74,16 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 			}
 			if strings.Contains(r.Stdout+r.Stderr, "dood-secret-42") {
 				t.Errorf("the masked secret reached the tool: %q", r.Stdout)
+			}
+		}},
+		{"nothing shared: egress goes over the attached streams", socket, job + "/job/net.yaml", func(t *testing.T, r result) {
+			if r.Status != "ok" || r.Stdout != "hello from the CI container\n" {
+				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
+			}
+		}},
+		{"nothing shared: a timeout kills the tree", socket, job + "/job/slow.yaml", func(t *testing.T, r result) {
+			if r.Status != "timeout" || r.ExitCode != 124 {
+				t.Errorf("status %s exit %d: %+v", r.Status, r.ExitCode, r.Error)
 			}
 		}},
 		{"nothing shared: a write grant is refused", socket, job + "/job/write.yaml", func(t *testing.T, r result) {

@@ -46,7 +46,7 @@ import (
 //	  ContainerAttach (stdin, stdout, stderr), ContainerStart
 //	  stream protocol (sbinit.StreamClient) <--> the init's bridge: config,
 //	    exec, stdio, signals, egress channels (the bridge listens on the
-//	    egress socket in a small tmpfs at /.sandboxed), stats
+//	    egress socket in a small tmpfs, streamDir), stats
 //	  Close: end the stream (the init kills everything), remove the
 //	    container, then the volume
 //
@@ -55,6 +55,12 @@ import (
 
 // copyDir is where the staging container mounts the run's volume.
 const copyDir = "/copy"
+
+// streamDir is, in a copied run's container with egress, a small tmpfs
+// where the bridge listens on the egress socket. It is a directory the
+// image has not: the runtime gives a tmpfs over an existing directory
+// that directory's mode, and the init, not root, must make the socket.
+const streamDir = "/.sandboxed-stream"
 
 // copyMaxBytes caps the bytes of each copied source.
 const copyMaxBytes = 1 << 30
@@ -174,7 +180,7 @@ func isDir(src string, lstat func(string) (os.FileInfo, error)) bool {
 // mountpoint (a path of the engine's host): each copied bind's source
 // becomes its copy, the streamed sockets' binds go, and the init speaks
 // the stream protocol on its standard streams. With egress, a small tmpfs
-// at /.sandboxed holds the socket the bridge listens on.
+// at streamDir holds the socket the bridge listens on.
 func (cp *copyPlan) apply(cfg *container.Config, hc *container.HostConfig, mountpoint string, egress bool) {
 	drop := map[int]bool{}
 	for _, i := range cp.drop {
@@ -197,7 +203,7 @@ func (cp *copyPlan) apply(cfg *container.Config, hc *container.HostConfig, mount
 	}
 	hc.Mounts = ms
 	if egress {
-		hc.Tmpfs[path.Dir(InitPath)] = "rw,nosuid,nodev,noexec,size=65536,mode=1777"
+		hc.Tmpfs[streamDir] = "rw,nosuid,nodev,noexec,size=65536,mode=1777"
 	}
 	cfg.Entrypoint = append([]string{InitPath}, sbinit.StdioArgs()...)
 	cfg.OpenStdin, cfg.StdinOnce = true, true
@@ -352,7 +358,11 @@ func streamInit(ctx context.Context, out io.Reader, in io.WriteCloser, p *isolat
 		cl.Close()
 		return nil, fmt.Errorf("wait for the init: %w%s", err, said.note())
 	}
-	if err := cl.Handshake(ctx, initConfig(p)); err != nil {
+	cfg := initConfig(p)
+	if cfg.Egress != nil {
+		cfg.Egress.Socket = path.Join(streamDir, "egress.sock")
+	}
+	if err := cl.Handshake(ctx, cfg); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("hand the plan to the init: %w%s", err, said.note())
 	}

@@ -167,7 +167,7 @@ func TestStartCopied(t *testing.T) {
 	if !reflect.DeepEqual(binds, wantBinds) {
 		t.Errorf("binds %q, want %q (no sockets; copies from the volume)", binds, wantBinds)
 	}
-	if !slices.Contains(cfg.Entrypoint, "--stdio") || !cfg.OpenStdin || !cfg.StdinOnce || hc.Tmpfs["/.sandboxed"] == "" {
+	if !slices.Contains(cfg.Entrypoint, "--stdio") || !cfg.OpenStdin || !cfg.StdinOnce || hc.Tmpfs[streamDir] == "" {
 		t.Errorf("entrypoint %q stdin %t/%t tmpfs %q: want the init on its attached streams and a tmpfs for the egress socket", cfg.Entrypoint, cfg.OpenStdin, cfg.StdinOnce, hc.Tmpfs)
 	}
 	copied := f.copied["sandboxed-r1-copy:/copy/1"]
