@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,7 +66,9 @@ func copyTree(t *testing.T, name string) string {
 // node_modules and .git) writes a valid definition of every tool, says
 // why each other file was passed over, and every tool gives the same
 // output as its script run directly with the same JSON: unions, arrays,
-// objects and untyped values keep their JSON types.
+// objects and untyped values keep their JSON types. A discovered tool
+// runs reduced (nobody), and writes into the 0755 folder of the user it
+// was granted: what it makes there is the user's, in every tier.
 func TestRealToolRepository(t *testing.T) {
 	begin(t)
 	testenv.NeedCommand(t, "python3")
@@ -84,9 +87,12 @@ func TestRealToolRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cwd := workdir(t, nil)
+	// The folder the notes tool is granted: the user's, 0755, with a
+	// note in it already.
+	cwd := workdir(t, map[string]string{"kept/notes/old.txt": "old\n"})
+	kept := filepath.Join(cwd, "kept")
 
-	c := sandboxed(t, cwd, "discover", "--write", "--json", repo)
+	c := sandboxed(t, cwd, "discover", "--write", "--json", "--grant", "filesystem:write:"+kept, repo)
 	if c.code != 0 {
 		t.Fatalf("discover --write: exit %d\n%s%s", c.code, c.stdout, c.stderr)
 	}
@@ -105,6 +111,7 @@ func TestRealToolRepository(t *testing.T) {
 		"echo.sh":                {"registered", "echo_json", "", "/bin/sh"},
 		"os/shell_tool.py":       {"registered", "shell_tool", "", "/usr/bin/python3"},
 		"crm/hub/hub_tool.py":    {"registered", "hub_search,hub_count", "", "/usr/bin/python3"},
+		"notes/note_tool.py":     {"registered", "note_tool", "", "/usr/bin/python3"},
 		"os/os_helpers.py":       {"skipped", "", "a module, not a tool", ""},
 		"crm/hub/hub_helpers.py": {"skipped", "", "a module, not a tool", ""},
 		"lib/util.py":            {"skipped", "", "a module of the Python package lib", ""},
@@ -152,6 +159,8 @@ func TestRealToolRepository(t *testing.T) {
 			t.Errorf("%s %s:\n via sandboxed %s\n directly      %s", tc.tool, tc.in, r.Stdout, want)
 		}
 	}
+
+	reducedWrites(t, repo, cwd, kept)
 
 	// NAME=VALUE is read by the script's schema: 1 is the number for
 	// ["number", "boolean"], false the boolean; an array and an object
@@ -269,11 +278,70 @@ func runDirect(t *testing.T, script, arg string) string {
 		cmd = exec.Command(script, arg)
 	}
 	cmd.Dir = filepath.Dir(script)
+	asRunner(cmd) // as the user who runs sandboxed
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s %s directly: %v\n%s", script, arg, err, out)
 	}
 	return string(out)
+}
+
+// reducedWrites runs the discovered note_tool, which runs reduced, in
+// each tier that takes a write grant here (the rootless mode has only
+// the process tier): it adds to a note the user made and makes a new
+// file and folder in its grant, a 0755 folder of the user's. Its output
+// is the script's run directly (by the user) with the same JSON, and
+// afterwards everything in the grant is the user's, the folder's mode
+// unchanged.
+func reducedWrites(t *testing.T, repo, cwd, kept string) {
+	t.Helper()
+	user := [2]uint32{0, 0}
+	tiers := []string{"process", "container"}
+	if r := env.runner; r != nil {
+		user = [2]uint32{r.uid, r.gid}
+		tiers = tiers[:1]
+	}
+	for _, tier := range tiers {
+		for _, name := range []string{"old.txt", "by-" + tier + ".txt"} {
+			in := fmt.Sprintf(`{"folder": %q, "name": %q, "text": "from the %s tier\n"}`, kept, name, tier)
+			r, rc := runJSON(t, cwd, "--isolation", tier, "--params-json", in, "note_tool")
+			expect(t, r, rc, "ok", 0)
+			// The user edits what the tool made, and the tool what the
+			// user made.
+			want := runDirect(t, filepath.Join(repo, "notes/note_tool.py"), in)
+			if !sameJSON(r.Stdout, want) {
+				t.Errorf("note_tool %s in the %s tier:\n via sandboxed %s\n directly      %s", in, tier, r.Stdout, want)
+			}
+		}
+	}
+	err := filepath.WalkDir(kept, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if [2]uint32{st.Uid, st.Gid} != user {
+			t.Errorf("%s belongs to %d:%d, want the user's %d:%d", p, st.Uid, st.Gid, user[0], user[1])
+		}
+		if p == kept && fi.Mode().Perm() != 0o755 {
+			t.Errorf("the grant folder's mode is %o after the runs, want 755", fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(kept, "notes", "old.txt"))
+	want := "old\n"
+	for _, tier := range tiers {
+		want += strings.Repeat("from the "+tier+" tier\n", 2)
+	}
+	if string(b) != want {
+		t.Errorf("notes/old.txt holds %q, want %q", b, want)
+	}
 }
 
 // sameJSON reports whether a and b hold equal JSON values.
