@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -94,6 +95,11 @@ type Backend struct {
 	outsideOnce sync.Once
 	outside     *outside
 	outsideErr  error
+	// vm is the engine's view when it runs its containers in a VM
+	// (engineVM), found once it answered.
+	vmMu    sync.Mutex
+	vmKnown bool
+	vm      *outside
 }
 
 // Option configures a Backend.
@@ -211,7 +217,14 @@ func (b *Backend) checkOutside(ctx context.Context, hc *container.HostConfig, ls
 	if o == nil {
 		return nil, nil
 	}
-	return planCopy(hc, o.visible, lstat)
+	visible := o.visible
+	if o.vm != nil {
+		// No socket crosses the VM's shares, even one in a share.
+		visible = func(src string) bool {
+			return !slices.ContainsFunc(hc.Mounts, func(m mount.Mount) bool { return m.Source == src && streamed(m) }) && o.vm.visible(src)
+		}
+	}
+	return planCopy(hc, visible, lstat)
 }
 
 // checkInitBinary finds the init binary, unless WithInitBinary named it:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -28,6 +29,9 @@ type outside struct {
 	self string
 	// binds are this container's bind mounts (destination → host source).
 	binds []container.MountPoint
+	// vm, when set, is the VM the engine runs its containers in (vm.go):
+	// what it shares replaces self and binds.
+	vm *vmEngine
 }
 
 // containerIDRE finds a Docker container id in a path of mountinfo:
@@ -48,10 +52,45 @@ func ownContainerID() string {
 	return ""
 }
 
-// engineOutside asks the engine whether it runs this process's own
-// container; nil when it does not (the engine shares this process's
-// paths). The answer is kept.
+// engineOutside says how the engine sees this process's paths when it
+// does not share them: it runs this process's own container
+// (engineContainer), or runs its containers in a VM (engineVM). nil: the
+// engine shares this process's paths.
 func (b *Backend) engineOutside(ctx context.Context) *outside {
+	if o := b.engineContainer(ctx); o != nil || b.outsideErr != nil {
+		return o
+	}
+	return b.engineVM(ctx)
+}
+
+// engineVM asks the engine whether it runs its containers in a VM
+// (detectVM); nil when it does not, or did not answer (Start then fails
+// on the engine anyway). An answer is kept.
+func (b *Backend) engineVM(ctx context.Context) *outside {
+	b.vmMu.Lock()
+	defer b.vmMu.Unlock()
+	if b.vmKnown {
+		return b.vm
+	}
+	if !mayRunInVM(b.api.DaemonHost(), runtime.GOOS) {
+		b.vmKnown = true
+		return nil
+	}
+	info, err := b.engineInfo(ctx)
+	if err != nil {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	if vm := detectVM(info, b.api.DaemonHost(), home, runtime.GOOS); vm != nil {
+		b.vm = &outside{vm: vm}
+	}
+	b.vmKnown = true
+	return b.vm
+}
+
+// engineContainer asks the engine whether it runs this process's own
+// container; nil when it does not. The answer is kept.
+func (b *Backend) engineContainer(ctx context.Context) *outside {
 	b.outsideOnce.Do(func() {
 		id := ownContainerID()
 		if id == "" {
@@ -79,6 +118,9 @@ func (b *Backend) engineOutside(ctx context.Context) *outside {
 // at the same path: it lies in a bind from the host whose source is its
 // destination, or it is /dev/null, which the engine has as well.
 func (o *outside) visible(path string) bool {
+	if o.vm != nil {
+		return o.vm.visible(path)
+	}
 	if path == "/dev/null" {
 		return true
 	}

@@ -148,11 +148,14 @@ func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{Version: "20.10.24", APIVersion: "1.41"}, nil
 }
 func (f *fakeEngine) ClientVersion() string { return "1.41" }
+
+// DaemonHost is the system engine's socket unless host is set: an engine
+// on this kernel, not one in a VM (mayRunInVM).
 func (f *fakeEngine) DaemonHost() string {
 	if f.host != "" {
 		return f.host
 	}
-	return "unix:///fake.sock"
+	return "unix:///var/run/docker.sock"
 }
 
 func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (volume.Volume, error) {

@@ -40,6 +40,11 @@ type ProbeResult struct {
 	// (a CI container with the host's socket mounted): the engine sees
 	// only the paths bound from its host at the same path (copy.go).
 	Outside string `json:"engine_outside,omitempty"`
+	// EngineVM names the engine when it runs its containers in a VM
+	// (Docker Desktop, colima, OrbStack; vm.go), and Shares what of this
+	// host it sees at the same paths.
+	EngineVM string   `json:"engine_vm,omitempty"`
+	Shares   []string `json:"engine_shares,omitempty"`
 	// Problems say what keeps the tier from working, each with its fix.
 	Problems []string `json:"problems,omitempty"`
 
@@ -87,6 +92,15 @@ func (r *ProbeResult) Checks() []hostsetup.Check {
 		out = append(out, hostsetup.Check{Tier: string(isolation.TierContainer), Name: "engine's paths", OK: true,
 			Detail: "the engine runs this container (" + r.Outside + ") and resolves paths on its own host: what it cannot see is copied into a volume of each run (the init, read grants without what the masks cover), and the init speaks over the container's attached streams",
 			Fix:    "write grants it cannot see are refused: mount them from the host at the same path (docker run -v /srv/ci:/srv/ci)"})
+	}
+	if r.EngineVM != "" {
+		shares := "nothing known"
+		if len(r.Shares) > 0 {
+			shares = strings.Join(r.Shares, ", ")
+		}
+		out = append(out, hostsetup.Check{Tier: string(isolation.TierContainer), Name: "engine's paths", OK: true,
+			Detail: r.EngineVM + " runs containers in a VM that shares " + shares + " at the same paths: grants there are bound, read grants elsewhere copied into a volume of each run, and the init speaks over the container's attached streams",
+			Fix:    "write grants outside the shares are refused: grant a path in them"})
 	}
 	return out
 }
@@ -186,7 +200,9 @@ func (b *Backend) Probe(ctx context.Context, image string) (*ProbeResult, error)
 	} else {
 		r.InitStatic = true
 	}
-	if o := b.engineOutside(ctx); o != nil {
+	if o := b.engineOutside(ctx); o != nil && o.vm != nil {
+		r.EngineVM, r.Shares = o.vm.name, o.vm.shared
+	} else if o != nil {
 		r.Outside = o.self
 	} else if b.outsideErr != nil {
 		r.Problems = append(r.Problems, b.outsideErr.Error())
