@@ -3,9 +3,12 @@ package container
 import (
 	"cmp"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docker/docker/api/types/system"
+
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 )
 
 // An engine that runs its containers in a Linux VM on this host — on
@@ -94,10 +97,5 @@ func (v *vmEngine) visible(path string) bool {
 		return true
 	}
 	path = filepath.Clean(path)
-	for _, s := range v.shared {
-		if s == "/" || path == s || strings.HasPrefix(path, s+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.shared, func(s string) bool { return pathglob.Within(path, s) })
 }
