@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"unicode/utf8"
+
+	"github.com/sandboxed-dev/sandboxed/internal/safetext"
 )
 
 // terminalSafe returns a writer that passes text to w with every control
@@ -17,23 +17,7 @@ func terminalSafe(w io.Writer) io.Writer { return safeWriter{w} }
 type safeWriter struct{ w io.Writer }
 
 func (s safeWriter) Write(p []byte) (int, error) {
-	out := make([]byte, 0, len(p))
-	for i := 0; i < len(p); {
-		r, size := utf8.DecodeRune(p[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			out = fmt.Appendf(out, `\x%02x`, p[i])
-		case r == '\n' || r == '\t':
-			out = append(out, p[i])
-		case r < 0x20 || r == 0x7f:
-			out = fmt.Appendf(out, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, p[i:i+size]...)
-		}
-		i += size
-	}
+	out := safetext.Append(make([]byte, 0, len(p)), p)
 	if _, err := s.w.Write(out); err != nil {
 		return 0, err
 	}

@@ -48,7 +48,7 @@ func Reown(root string, from, to Owner) (Reowned, error) {
 // reownDir reowns the entries of the directory dirfd (path, on device
 // dev), depth first.
 func reownDir(dirfd int, path string, dev uint64, from, to Owner, r *Reowned) error {
-	names, err := readDirNames(dirfd)
+	names, err := ReadDirNames(dirfd)
 	if err != nil {
 		return &ReownError{Path: path, Op: "read directory", Err: err}
 	}
@@ -124,9 +124,10 @@ func reownEntry(dirfd int, name, path string, st *unix.Stat_t, from, to Owner, r
 	return nil
 }
 
-// readDirNames lists the directory dirfd without consuming its offset
-// for anyone else (it reads through a duplicate).
-func readDirNames(dirfd int) ([]string, error) {
+// ReadDirNames lists the directory dirfd without consuming its offset
+// for anyone else (it reads through a duplicate); the names are unsorted,
+// without . and ..
+func ReadDirNames(dirfd int) ([]string, error) {
 	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

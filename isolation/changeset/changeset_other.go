@@ -1,0 +1,27 @@
+//go:build !linux
+
+package changeset
+
+// Scan needs Linux (descriptor walks).
+func Scan(root string, lim Limits, prev Tree, keep KeepFunc) (Tree, error) {
+	return nil, ErrUnsupported
+}
+
+// Undo needs Linux (openat2).
+func Undo(root string, cs []Change, blobs string) ([]string, error) { return nil, ErrUnsupported }
+
+// Apply needs Linux (openat2).
+func Apply(root, work string, cs []Change, keep KeepFunc) ([]string, error) {
+	return nil, ErrUnsupported
+}
+
+// Copy needs Linux.
+func Copy(src, dst string, lim Limits) (Tree, error) { return nil, ErrUnsupported }
+
+// Keeper needs Linux.
+func Keeper(dir string) KeepFunc {
+	return func(string, int, Entry) error { return ErrUnsupported }
+}
+
+// ReadFile needs Linux (openat2).
+func ReadFile(root, rel string, max int64) ([]byte, error) { return nil, ErrUnsupported }

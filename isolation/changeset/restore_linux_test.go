@@ -1,0 +1,337 @@
+package changeset
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// treeHash is a hash of everything under root: paths, kinds, modes,
+// contents and link targets.
+func treeHash(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v\n", rel, fi.Mode())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			tgt, _ := os.Readlink(p)
+			fmt.Fprintf(h, "-> %s\n", tgt)
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordRun scans root, runs the tool (fn), and returns the changes and
+// the blob directory of the pre-images.
+func recordRun(t *testing.T, root string, fn func()) ([]Change, string) {
+	t.Helper()
+	blobs := t.TempDir()
+	before, err := Scan(root, Limits{}, nil, Keeper(blobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn()
+	after, err := Scan(root, Limits{}, before, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Diff(before, after), blobs
+}
+
+func seed(t *testing.T) string {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "keep.txt"), "keep\n")
+	write(t, filepath.Join(root, "mod.txt"), "old content\n")
+	write(t, filepath.Join(root, "del.txt"), "to be deleted\n")
+	write(t, filepath.Join(root, "sub/deep.txt"), "deep\n")
+	if err := os.Symlink("keep.txt", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "mod.txt"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestUndoRestoresByteForByte(t *testing.T) {
+	root := seed(t)
+	want := treeHash(t, root)
+	cs, blobs := recordRun(t, root, func() {
+		write(t, filepath.Join(root, "mod.txt"), "new content, longer than before\n")
+		os.Remove(filepath.Join(root, "del.txt"))
+		os.RemoveAll(filepath.Join(root, "sub"))
+		write(t, filepath.Join(root, "new/dir/created.txt"), "created\n")
+		os.Remove(filepath.Join(root, "link"))
+		os.Symlink("elsewhere", filepath.Join(root, "link"))
+		os.Chmod(filepath.Join(root, "keep.txt"), 0o600)
+	})
+	if n := Count(cs); n.Deleted != 3 || n.Created != 3 || n.Modified != 3 {
+		t.Errorf("counts %+v, changes %+v", n, cs)
+	}
+	if treeHash(t, root) == want {
+		t.Fatal("the run changed nothing")
+	}
+	skipped, err := Undo(root, cs, blobs)
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("Undo: %v, skipped %v", err, skipped)
+	}
+	if got := treeHash(t, root); got != want {
+		t.Errorf("tree after undo differs from before the run")
+	}
+}
+
+func TestUndoRefusesWhatChangedSince(t *testing.T) {
+	root := seed(t)
+	cs, blobs := recordRun(t, root, func() {
+		write(t, filepath.Join(root, "mod.txt"), "the run's\n")
+		write(t, filepath.Join(root, "new.txt"), "the run's\n")
+		os.Remove(filepath.Join(root, "del.txt"))
+	})
+	// The user goes on working after the run.
+	write(t, filepath.Join(root, "mod.txt"), "the user's\n")
+	write(t, filepath.Join(root, "del.txt"), "the user's\n")
+	before := treeHash(t, root)
+	_, err := Undo(root, cs, blobs)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) {
+		t.Fatalf("Undo = %v, want a ConflictError", err)
+	}
+	got := strings.Join(ce.Paths, ";")
+	if !strings.Contains(got, "mod.txt: it was changed") || !strings.Contains(got, "del.txt: it exists now") || strings.Contains(got, "new.txt") {
+		t.Errorf("conflicts = %q", got)
+	}
+	if treeHash(t, root) != before {
+		t.Error("a refused undo changed the tree")
+	}
+}
+
+func TestUndoRefusesToEmptyADirectoryOfOthers(t *testing.T) {
+	root := seed(t)
+	cs, blobs := recordRun(t, root, func() { write(t, filepath.Join(root, "made/x"), "x") })
+	write(t, filepath.Join(root, "made/user-file"), "mine")
+	_, err := Undo(root, cs, blobs)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "user-file, which the run did not make") {
+		t.Fatalf("Undo = %v", err)
+	}
+}
+
+// A tool that replaces a file it modified, or a directory, with a link to
+// somewhere outside the grant: undo removes the link and writes the file
+// in the grant, and nothing outside changes.
+func TestUndoNeverFollowsAPlantedLink(t *testing.T) {
+	root := seed(t)
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "mod.txt"), "outside, must stay\n")
+	write(t, filepath.Join(outside, "deep.txt"), "outside deep, must stay\n")
+	wantOutside := treeHash(t, outside)
+	want := treeHash(t, root)
+	cs, blobs := recordRun(t, root, func() {
+		os.Remove(filepath.Join(root, "mod.txt"))
+		os.Symlink(filepath.Join(outside, "mod.txt"), filepath.Join(root, "mod.txt"))
+		os.RemoveAll(filepath.Join(root, "sub"))
+		os.Symlink(outside, filepath.Join(root, "sub"))
+	})
+	if _, err := Undo(root, cs, blobs); err != nil {
+		t.Fatalf("Undo: %v", err)
+	}
+	if treeHash(t, outside) != wantOutside {
+		t.Error("undo wrote outside the grant")
+	}
+	if treeHash(t, root) != want {
+		t.Error("tree after undo differs from before the run")
+	}
+}
+
+// A link planted after the record, on the way to a path undo writes, is a
+// conflict, not a way out.
+func TestUndoRefusesALinkOnTheWay(t *testing.T) {
+	root := seed(t)
+	outside := t.TempDir()
+	cs, blobs := recordRun(t, root, func() { os.Remove(filepath.Join(root, "sub/deep.txt")) })
+	os.RemoveAll(filepath.Join(root, "sub"))
+	os.Symlink(outside, filepath.Join(root, "sub"))
+	_, err := Undo(root, cs, blobs)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Undo = %v, want a conflict", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+		t.Errorf("undo wrote through the link: %v", ents)
+	}
+}
+
+func TestUndoDropsSetuid(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "f")
+	write(t, p, "x")
+	if err := os.Chmod(p, 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	cs, blobs := recordRun(t, root, func() { os.Remove(p) })
+	if _, err := Undo(root, cs, blobs); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 || fi.Mode().Perm() != 0o755 {
+		t.Errorf("restored mode %v, %v; want 0755 without setuid", fi.Mode(), err)
+	}
+}
+
+func TestScanLimits(t *testing.T) {
+	root := seed(t)
+	_, err := Scan(root, Limits{MaxFiles: 2}, nil, nil)
+	var le *LimitError
+	if !errors.As(err, &le) || !errors.Is(err, ErrTooLarge) || le.What != "files" {
+		t.Errorf("Scan over MaxFiles = %v", err)
+	}
+	_, err = Scan(root, Limits{MaxBytes: 10}, nil, nil)
+	if !errors.As(err, &le) || le.What != "bytes" {
+		t.Errorf("Scan over MaxBytes = %v", err)
+	}
+	if _, err := Scan(root, Limits{MaxFiles: 100, MaxBytes: 1 << 20}, nil, nil); err != nil {
+		t.Errorf("Scan within limits = %v", err)
+	}
+}
+
+// The review path: a working copy, the tool's change to it, the change
+// applied to the grant with pre-images kept, then undone.
+func TestCopyApplyUndo(t *testing.T) {
+	root := seed(t)
+	want := treeHash(t, root)
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if treeHash(t, work) != want {
+		t.Fatal("the working copy differs from the grant")
+	}
+	write(t, filepath.Join(work, "mod.txt"), "reviewed\n")
+	os.Remove(filepath.Join(work, "del.txt"))
+	write(t, filepath.Join(work, "created.txt"), "new\n")
+	after, err := Scan(work, Limits{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := Diff(before, after)
+	if n := Count(cs); n != (Counts{Created: 1, Modified: 1, Deleted: 1}) {
+		t.Fatalf("counts %+v", n)
+	}
+	if treeHash(t, root) != want {
+		t.Fatal("the grant changed before the change was applied")
+	}
+	blobs := t.TempDir()
+	if _, err := Apply(root, work, cs, Keeper(blobs)); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "mod.txt")); string(b) != "reviewed\n" {
+		t.Errorf("mod.txt = %q after apply", b)
+	}
+	if treeHash(t, root) != treeHash(t, work) {
+		t.Error("the grant differs from the working copy after apply")
+	}
+	if _, err := Undo(root, cs, blobs); err != nil {
+		t.Fatalf("Undo of the applied change: %v", err)
+	}
+	if treeHash(t, root) != want {
+		t.Error("undo of the applied change did not restore the grant")
+	}
+}
+
+// A link the tool left in the working copy where a file is expected is
+// not read through when applying.
+func TestApplyReadsTheWorkingCopyBeneathIt(t *testing.T) {
+	root := seed(t)
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(work, "mod.txt"), "reviewed\n")
+	after, _ := Scan(work, Limits{}, nil, nil)
+	cs := Diff(before, after)
+	// Swapped for a link after the scan (a tool process that outlived it).
+	os.Remove(filepath.Join(work, "mod.txt"))
+	os.Symlink("/etc/passwd", filepath.Join(work, "mod.txt"))
+	if _, err := Apply(root, work, cs, nil); err == nil {
+		t.Fatal("Apply read through a link in the working copy")
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "mod.txt")); string(b) != "old content\n" {
+		t.Errorf("mod.txt = %q", b)
+	}
+}
+
+func TestStoreSaveLoadPrune(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	id := "20261128T080000-000000000001"
+	if err := s.Begin(id); err != nil {
+		t.Fatal(err)
+	}
+	root := seed(t)
+	before, err := Scan(root, Limits{}, nil, Keeper(s.BlobDir(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "mod.txt"), "x")
+	after, _ := Scan(root, Limits{}, before, nil)
+	r := &Record{RunID: id, Tool: "t", Grants: []Grant{{Root: root, Target: "/w", Changes: Diff(before, after)}}}
+	if err := s.Save(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(r); err != nil {
+		t.Fatal(err)
+	}
+	blobs, _ := os.ReadDir(s.BlobDir(id))
+	if len(blobs) != 1 || blobs[0].Name() != r.Grants[0].Changes[0].Before.SHA256 {
+		t.Errorf("blobs after prune: %v", blobs)
+	}
+	for _, p := range []string{s.RunDir(id), filepath.Join(s.RunDir(id), "record.json"), filepath.Join(s.BlobDir(id), blobs[0].Name())} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, %v; want private", p, fi.Mode(), err)
+		}
+	}
+	got, err := s.Load(id)
+	if err != nil || got.Counts() != (Counts{Modified: 1}) {
+		t.Errorf("Load = %+v, %v", got, err)
+	}
+	if _, err := s.Load("../x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load(../x) = %v", err)
+	}
+	list, _ := s.List()
+	if !slices.ContainsFunc(list, func(st Stored) bool { return st.RunID == id && st.Bytes > 0 }) {
+		t.Errorf("List = %+v", list)
+	}
+}
