@@ -111,6 +111,13 @@ type Plan struct {
 	// never wider than the plan says.
 	Masked []MaskedPath `json:"masked,omitempty"`
 
+	// Changes, when set, is how the controller records what the run
+	// changes under its write grants (so that `sandboxed undo` can put
+	// them back) or has it write into working copies for review. It is
+	// host-side work before and after the sandbox: backends only see the
+	// mounts, whose sources are the working copies in a review.
+	Changes *Changes `json:"changes,omitempty"`
+
 	// RequireLandlock refuses a process-tier run on a kernel whose Landlock
 	// cannot raise every wall of the sandbox (files, TCP, IPC scopes:
 	// Landlock ABI 6); without it the tier enforces what the kernel has.
@@ -412,4 +419,28 @@ type Quota struct {
 	// Counts says what the proxy counts for the host (QuotaCounts): the
 	// planner fills it for reviewers; the proxy does not read it.
 	Counts string `json:"counts,omitempty"`
+}
+
+// Changes is a plan's record of its write grants (Plan.Changes).
+type Changes struct {
+	// Review: the tool writes into working copies (Grants[i].Work, the
+	// mounts' sources), and the change reaches the grants only once
+	// approved.
+	Review bool `json:"review,omitempty"`
+	// Store is where records are kept (STATE/changes).
+	Store  string         `json:"store"`
+	Grants []ChangesGrant `json:"grants"`
+	// MaxFiles and MaxBytes bound each grant's scan; over them the run
+	// cannot be undone (and a review cannot start).
+	MaxFiles int   `json:"max_files"`
+	MaxBytes int64 `json:"max_bytes"`
+	// Rule is where the bounds come from (the policy's undo section).
+	Rule string `json:"rule"`
+}
+
+// ChangesGrant is one recorded write grant.
+type ChangesGrant struct {
+	Host   string `json:"host"`           // the grant's directory on the host
+	Target string `json:"target"`         // where the sandbox sees it
+	Work   string `json:"work,omitempty"` // review: the working copy mounted there
 }

@@ -52,6 +52,22 @@ type AuditRecord struct {
 	Error  string `json:"error,omitempty"`
 	// Warnings are the run's warnings (Result.Warnings).
 	Warnings []string `json:"warnings,omitempty"`
+	// Changes are what the run changed under its write grants.
+	Changes *AuditChanges `json:"changes,omitempty"`
+}
+
+// AuditChanges are a run's changes under its write grants, as the audit
+// log keeps them.
+type AuditChanges struct {
+	Created  int `json:"created"`
+	Modified int `json:"modified"`
+	Deleted  int `json:"deleted"`
+	// Applied is false for a reviewed change that was not applied.
+	Applied bool `json:"applied"`
+	// Undo says whether `sandboxed undo RUN_ID` can put them back.
+	Undo bool `json:"undo"`
+	// Paths are "op path", deletions first (capped, as in the result).
+	Paths []string `json:"paths,omitempty"`
 }
 
 // AuditDecision is one Item of a Decision, as the audit log keeps it.

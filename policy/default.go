@@ -302,6 +302,23 @@ network:
 #     window: 1m
 quotas: []
 
+undo:
+  # Every run with a write grant records what it changes there (created,
+  # modified and deleted paths, with the pre-images of what it modified or
+  # deleted), so that "sandboxed undo RUN_ID" can put the grant back; "run
+  # --review" uses the same record. The record is taken on the host before
+  # and after the run, so it works alike in every tier. A grant with more
+  # files or bytes than these bounds is not recorded: the run goes on, and
+  # its notes say it cannot be undone (and --review refuses it). Records
+  # live under the state directory (0600, outside every grant); gc removes
+  # those older than keep, then the oldest while all of them hold more than
+  # max-total. disable: true turns the records off.
+  disable: false
+  max-files: 20000
+  max-size: 256MB
+  keep: 7d
+  max-total: 2GB
+
 environment:
   # env: grants denied: the ssh agent and Docker daemon addresses (keys to
   # the host), and the loader variables that inject code into host binaries

@@ -396,6 +396,9 @@ func (p *Policy) validate() error {
 	if err := p.checkQuotas(); err != nil {
 		return err
 	}
+	if err := p.checkUndo(); err != nil {
+		return err
+	}
 	if c, err := p.compileCommands(); err != nil {
 		return err
 	} else if err := c.checkExamples(p); err != nil {

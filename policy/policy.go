@@ -34,6 +34,8 @@ type Policy struct {
 	// Quotas cap the requests and bytes a run may send to hosts
 	// (quotas.go).
 	Quotas []QuotaRule `yaml:"quotas"`
+	// Undo bounds the change records of write grants (undo.go).
+	Undo UndoRules `yaml:"undo"`
 	// Environment are the rules for env: grants.
 	Environment EnvRules `yaml:"environment"`
 	// Credentials are the rules for sandboxed.credentials.
@@ -384,6 +386,8 @@ func Default() *Policy {
 			LocalhostAllow: []int{},
 			ExtraCA:        []string{},
 		},
+		Undo: UndoRules{MaxFiles: DefaultUndoMaxFiles, MaxSize: DefaultUndoMaxSize,
+			Keep: Duration(DefaultUndoKeep), MaxTotal: DefaultUndoMaxTotal},
 		Environment: EnvRules{
 			Deny: []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "SSH_AUTH_SOCK", "DOCKER_HOST"},
 		},

@@ -47,6 +47,12 @@ func (c *Controller) audit(req *Request, p *Prepared, d *policy.Decision, res *R
 		rec.Error = res.Error.Message
 	}
 	rec.Warnings = res.Warnings
+	if ch := res.Changes; ch != nil {
+		rec.Changes = &policy.AuditChanges{Created: ch.Created, Modified: ch.Modified, Deleted: ch.Deleted, Applied: ch.Applied, Undo: ch.Undo}
+		for _, cp := range ch.Paths {
+			rec.Changes.Paths = append(rec.Changes.Paths, cp.Op+" "+cp.Path)
+		}
+	}
 
 	var sensitive []string
 	if def.Security.Logging != nil {

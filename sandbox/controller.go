@@ -105,6 +105,14 @@ type Job struct {
 	// hostEnv is the environment credentials are read from (the caller's
 	// when a server runs the job); nil is this process's.
 	hostEnv []string
+	// changes records the write grants (Plan.Changes; setUpHost begins
+	// it, Execute finishes it once the sandbox is gone).
+	changes     *runChanges
+	changesNote string // why the writes are not recorded
+	// ApproveWrites applies a reviewed change without asking;
+	// ReviewWrites, when set, asks (Request.ReviewWrites).
+	ApproveWrites bool
+	ReviewWrites  func(*ChangesInfo) (bool, error)
 }
 
 // writeDirs are the write grants whose missing directories the run
@@ -185,6 +193,15 @@ func (c *Controller) Execute(ctx context.Context, job *Job) (*Result, error) {
 		res.Egress = e
 		res.Warnings = append(res.Warnings, credentialWarnings(e)...)
 		res.Warnings = append(res.Warnings, quotaWarnings(e)...)
+	}
+	if job.changesNote != "" {
+		res.Notes = append(res.Notes, job.changesNote)
+		res.Changes = &ChangesInfo{Unavailable: job.changesNote, Paths: []ChangedPath{}}
+	}
+	if job.changes != nil {
+		// The sandbox is gone (closeLast): nothing writes any more.
+		job.changes.finish(res, job.ApproveWrites, job.ReviewWrites)
+		job.Trace.Mark("changes recorded")
 	}
 	// Protected paths the tool created where none existed to protect.
 	res.Warnings = append(res.Warnings, createdProtected(job.watches)...)
@@ -386,7 +403,9 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 // OOM verdict, the egress records) is read first.
 func (c *Controller) closeLast(ctx context.Context, job *Job, sb isolation.Sandbox, res *Result, host *hostSetup) []EgressEntry {
 	p := job.Plan
-	if c.Behind == nil {
+	if c.Behind == nil || job.changes != nil {
+		// A run whose writes are recorded is closed first: no process of
+		// it may write while they are read.
 		c.closeSandbox(ctx, sb, p, res)
 		return host.stopEgress()
 	}
@@ -472,6 +491,13 @@ func (c *Controller) setUpHost(ctx context.Context, job *Job, b isolation.Backen
 		if err := CreateWriteDirs(job.create.grants, job.create.uid, job.create.gid); err != nil {
 			return h, &runFailure{CodeInitFailed, err.Error(), ""}
 		}
+	}
+	if p.Changes != nil {
+		rc, note, f := beginChanges(p, p.Tool)
+		if f != nil {
+			return h, f
+		}
+		job.changesNote, job.changes = note, rc
 	}
 	if err := ensurePrivateDir(filepath.Dir(p.HostDir)); err != nil {
 		return h, &runFailure{CodeInitFailed, err.Error(), "set SANDBOXED_RUNTIME_DIR to a directory only you can write"}

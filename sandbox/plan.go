@@ -60,6 +60,8 @@ type PlanInput struct {
 	SubTools map[string]*tool.Bound
 	// Cluster is the operator's Kubernetes backend setting (Request.Cluster).
 	Cluster Cluster
+	// Changes is how the write grants are recorded (plan_changes.go).
+	Changes ChangesInput
 }
 
 // Cluster is the operator's choice of backend for a run.
@@ -260,7 +262,8 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)
-	gopts, err := grantOpts(b, mounts, cwd, f.Cwd, in.SubTools)
+	changes := planChanges(in, mounts)
+	gopts, err := grantOpts(b, mounts, changes, cwd, f.Cwd, in.SubTools)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,6 +291,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		Limits:    limits,
 		Egress:    eg,
 		Masked:    masked,
+		Changes:   changes,
 		HostDir:   hostDir,
 		// The invoking user's: a reduced tool writes there as them.
 		GrantOwner: &isolation.ID{UID: f.UID, GID: f.GID},
@@ -318,7 +322,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 // children), preceded by an empty, read-only directory for each working
 // directory of the tool (toolCwd) and its sub-tools that no grant covers:
 // commands start where they were told, and see nothing of the host there.
-func grantOpts(b *tool.Bound, mounts []*permissions.Mount, toolCwd, callerCwd string, subs map[string]*tool.Bound) ([]SpecOpt, error) {
+func grantOpts(b *tool.Bound, mounts []*permissions.Mount, changes *isolation.Changes, toolCwd, callerCwd string, subs map[string]*tool.Bound) ([]SpecOpt, error) {
 	var opts []SpecOpt
 	for _, dir := range workDirs(b, toolCwd, callerCwd, subs) {
 		if !covered(dir, mounts) {
@@ -330,7 +334,7 @@ func grantOpts(b *tool.Bound, mounts []*permissions.Mount, toolCwd, callerCwd st
 			return nil, fmt.Errorf("plan %s: grant of %s was not resolved on the host: %w", b.Def.Name, m.HostPath, ErrPlan)
 		}
 		if m.Write {
-			opts = append(opts, WithWriteBind(m.Resolved, m.Target))
+			opts = append(opts, WithWriteBind(mountSource(m, changes), m.Target))
 		} else {
 			opts = append(opts, WithReadBind(m.Resolved, m.Target))
 		}

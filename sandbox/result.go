@@ -57,6 +57,10 @@ type Result struct {
 	// protected path the tool created where none existed to protect.
 	Warnings []string   `json:"warnings,omitempty"`
 	Error    *ErrorInfo `json:"error,omitempty"`
+	// Changes is what the run changed under its write grants, and
+	// whether `sandboxed undo` can put it back; absent from a run with no
+	// write grant (or records off).
+	Changes *ChangesInfo `json:"changes,omitempty"`
 	// Observed is what an observed run (permissions learn) read, wrote
 	// and executed; absent from every other run.
 	Observed []isolation.Access `json:"observed,omitempty"`

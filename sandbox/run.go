@@ -72,6 +72,16 @@ type Request struct {
 	Env []string
 	// Cluster is the operator's backend choice (--backend, --runtime-class).
 	Cluster Cluster
+	// Review has the tool write into working copies of its write grants;
+	// the change reaches them once approved (run --review). An approval
+	// "writes" applies it without asking; else ReviewWrites is asked.
+	Review bool
+	// ReviewWrites, when set, shows a reviewed run's change (text made
+	// safe for a terminal) and says whether to apply it; nil applies
+	// nothing unless "writes" is approved.
+	ReviewWrites func(change *ChangesInfo) (bool, error)
+	// StateDir holds the change records; "" is the controller's.
+	StateDir string
 }
 
 // Prepared is a run planned and allowed, ready to execute or to print.
@@ -180,6 +190,10 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	in := PlanInput{
 		RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts,
 		EnvDeny: pol.Environment.Deny, SubTools: br.comp.subs, Cluster: req.Cluster,
+		Changes: ChangesInput{StateDir: req.StateDir, Review: req.Review, Bounds: pol.UndoBounds()},
+	}
+	if msg := reviewRefusal(req, d, in); msg != "" {
+		return nil, rf.refuse(StatusError, CodeValidation, msg, "run it without --review (`sandboxed undo RUN_ID` can still put its writes back)", ErrPlan, &d)
 	}
 	plan, steps, watches, err := buildPlan(in)
 	if err != nil {
@@ -263,6 +277,9 @@ func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun,
 		if a == ApproveIsolationProcess {
 			downgradeOK = true
 			continue
+		}
+		if a == ApproveWrites {
+			continue // the controller reads it (review.go)
 		}
 		approvals = append(approvals, a)
 	}
@@ -373,6 +390,9 @@ func (c *Controller) Prepare(req *Request) (*Prepared, error) {
 	if r.RuntimeDir == "" {
 		r.RuntimeDir = c.RuntimeDir
 	}
+	if r.StateDir == "" {
+		r.StateDir = c.StateDir
+	}
 	if !r.DryRun {
 		c.makeOwnDirs()
 		if c.StateDir != "" {
@@ -410,6 +430,7 @@ func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared)
 	job := &Job{warm: warm, Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
 		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
 		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
+	job.ApproveWrites, job.ReviewWrites = slices.Contains(req.Approvals, ApproveWrites), req.ReviewWrites
 	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }
 	job.Trace = req.Trace
 	job.Trace.Mark("prepare (bind, policy, plan)")

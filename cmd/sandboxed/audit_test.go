@@ -32,7 +32,7 @@ func TestAudit(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[0], "RUN ID") {
 		t.Fatalf("table:\n%s", out)
 	}
-	if f := strings.Fields(lines[3]); len(f) != 8 || f[2] != "fetch" || f[3] != "denied" || f[4] != "126" || f[5] != "container" || f[6] != "bob" || f[7] != "run-5m" {
+	if f := strings.Fields(lines[3]); len(f) != 9 || f[2] != "fetch" || f[3] != "denied" || f[4] != "126" || f[5] != "container" || f[6] != "bob" || f[7] != "-" || f[8] != "run-5m" {
 		t.Errorf("row %q", lines[3])
 	}
 

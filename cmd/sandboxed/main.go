@@ -27,6 +27,7 @@ func newApp() *cli.App {
 			permissionsCommand,
 			policyCommand,
 			auditCommand,
+			undoCommand,
 			imagesCommand,
 			doctorCommand,
 			setupCommand,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,11 +24,22 @@ var gcCommand = &cli.Command{
 	Description: `Every host resource of a run is labelled with its run id. A run in progress holds a lock on a
 file in its run directory, so gc only reaps runs whose controller is gone. A run gc cannot judge
 (its run directory is not here: another host, container, user or runtime directory) is left alone
-and listed. Every 'sandboxed run' also does this as it starts.`,
+and listed. Every 'sandboxed run' also does this as it starts. gc also removes the change records
+of runs (what 'sandboxed undo' reads) older than the policy's undo.keep, then the oldest while
+they hold more than undo.max-total.`,
 	// The cluster flags say which cluster's pods to reap too.
-	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}}, clusterFlags()...),
+	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}, copyFlag(policyFlag)}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
 		rep, err := newController().GC(c.Context)
+		// Change records (undo, review) past the policy's undo.keep or
+		// over its undo.max-total.
+		if pol, _, perr := loadPolicy(c); perr != nil {
+			err = errors.Join(err, perr)
+		} else {
+			removed, rerr := sandbox.ReapChanges(sandbox.StateDir(), pol.UndoBounds(), time.Now())
+			rep.Removed = append(rep.Removed, removed...)
+			err = errors.Join(err, rerr)
+		}
 		if sock := staleServeSocket(); sock != "" {
 			rep.Removed = append(rep.Removed, "socket of a server that is gone "+sock)
 		}
@@ -214,4 +226,10 @@ func initCheck() check {
 	}
 	ch.Detail = "the small init, copied into a sealed memory file for each sandbox (~1 ms), because it cannot be kept in the cache: " + err.Error()
 	return ch
+}
+
+// copyFlag is a flag of its own for one more command.
+func copyFlag(f *cli.StringFlag) *cli.StringFlag {
+	cp := *f
+	return &cp
 }

@@ -51,6 +51,7 @@ the policy allows. Exit status: the tool's own; 124 timeout; 125 sandbox failure
 			&cli.StringFlag{Name: "params-json", Usage: "parameters as a JSON object, or - to read it from stdin"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print each step's command, directory, environment and isolation; run nothing"},
 			&cli.BoolFlag{Name: "dump-plan", Usage: "print the plan (OCI runtime spec, limits, egress) as JSON; run nothing"},
+			&cli.BoolFlag{Name: "review", Usage: "let the tool write into working copies of its write grants, show the change (deletions first) and a diff, and apply it on approval (a prompt, or --approve writes); unapproved, nothing reaches the host"},
 			&cli.BoolFlag{Name: "no-server", Usage: "run here even when `sandboxed serve` answers on its socket (also SANDBOXED_NO_SERVER=1)"},
 		}, more...),
 		Action: runAction,
@@ -70,7 +71,7 @@ func runAction(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageError(errors.New("run: which tool? usage: sandboxed run [flags] TOOL [NAME=VALUE ...]"))
 	}
-	if !inv.served {
+	if !inv.served && !c.Bool("review") { // a review asks here, where its terminal is
 		if done, err := runServed(c, inv); done {
 			return err
 		}
@@ -167,9 +168,16 @@ func runRequest(c *cli.Context, inv *invocation) (*sandbox.Request, error) {
 		DryRun: c.Bool("dry-run") || c.Bool("dump-plan"),
 		Egress: newEgressStarter(),
 		Cwd:    inv.cwd, Env: inv.env,
+		Review: c.Bool("review"),
 	}
 	if !c.Bool("json") {
 		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
+	}
+	if req.Review && !c.Bool("json") {
+		canAsk := inv.canAsk && c.String("params-json") != "-" && !inv.served
+		req.ReviewWrites = func(ch *sandbox.ChangesInfo) (bool, error) {
+			return reviewPrompt(c.App.ErrWriter, os.Stdin, ch, canAsk)
+		}
 	}
 	if def.Interactive && inv.stdinTerminal && !inv.served {
 		req.Stdin = os.Stdin // an interactive tool talks to the user
@@ -291,6 +299,27 @@ func promptApproval(w io.Writer, r io.Reader, def *tool.Definition, d *policy.De
 	w = terminalSafe(w) // subjects hold paths an agent chose
 	describeApproval(w, def, d)
 	fmt.Fprintf(w, "Approve for this run? [y/N] ")
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	ans := strings.ToLower(strings.TrimSpace(line))
+	return ans == "y" || ans == "yes", nil
+}
+
+// reviewPrompt shows a reviewed run's change (its diff has control
+// characters escaped already; the writer escapes again what is not) and,
+// when there is someone to ask, asks whether to apply it.
+func reviewPrompt(w io.Writer, r io.Reader, ch *sandbox.ChangesInfo, ask bool) (bool, error) {
+	w = terminalSafe(w)
+	fmt.Fprintf(w, "The run changed %d path(s) in working copies of its write grants: %d deleted, %d modified, %d created.\n",
+		ch.Created+ch.Modified+ch.Deleted, ch.Deleted, ch.Modified, ch.Created)
+	fmt.Fprint(w, ch.Diff)
+	if !ask {
+		fmt.Fprintln(w, "Not applied: nothing reached the host (apply it with --approve writes).")
+		return false, nil
+	}
+	fmt.Fprintf(w, "Apply this change to the host? [y/N] ")
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, err

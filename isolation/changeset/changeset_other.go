@@ -25,3 +25,6 @@ func Keeper(dir string) KeepFunc {
 
 // ReadFile needs Linux (openat2).
 func ReadFile(root, rel string, max int64) ([]byte, error) { return nil, ErrUnsupported }
+
+// Check needs Linux (openat2).
+func Check(root string, cs []Change) error { return ErrUnsupported }

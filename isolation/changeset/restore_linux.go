@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/host"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 )
 
 // resolveBeneath is how every path under a grant is resolved when it is
@@ -139,6 +139,25 @@ func chmodOwn(dir string, e *Entry) error {
 	defer unix.Close(fd)
 	if err := setMeta(fd, e, safeMode(e.Mode)); err != nil {
 		return &PathError{Op: "set mode", Path: dir, Err: err}
+	}
+	return nil
+}
+
+// Check reports, as Undo would, the paths under root that are no longer
+// as the run left them (a *ConflictError), changing nothing.
+func Check(root string, cs []Change) error {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(rfd)
+	steps := make([]step, len(cs))
+	for i, c := range cs {
+		steps[i] = step{path: c.Path, from: c.After, to: c.Before}
+	}
+	slices.SortFunc(steps, func(x, y step) int { return comparePaths(x.path, y.path) })
+	if bad := check(rfd, steps); len(bad) > 0 {
+		return &ConflictError{Root: root, Paths: bad}
 	}
 	return nil
 }
@@ -272,7 +291,7 @@ func strangers(rfd int, rel string, gone map[string]bool) string {
 		return err.Error()
 	}
 	defer unix.Close(fd)
-	names, err := host.ReadDirNames(fd)
+	names, err := reown.ReadDirNames(fd)
 	if err != nil {
 		return err.Error()
 	}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/host"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 )
 
 // Scan reads the tree under root without following a link: directories
@@ -46,7 +46,7 @@ type scanner struct {
 }
 
 func (s *scanner) dir(dirfd int, rel string) error {
-	names, err := host.ReadDirNames(dirfd)
+	names, err := reown.ReadDirNames(dirfd)
 	if err != nil {
 		return &PathError{Op: "read directory", Path: path.Join(s.root, rel), Err: err}
 	}

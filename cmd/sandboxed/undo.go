@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/changeset"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
+)
+
+var undoCommand = &cli.Command{
+	Name:      "undo",
+	Usage:     "put a run's write grants back as they were before it",
+	ArgsUsage: "RUN_ID",
+	Description: `Every run with a write grant records what it changed there (the policy's undo
+section bounds the record). undo removes what the run created and writes back what it
+modified or deleted, byte for byte, with their modes (never setuid or setgid bits).
+It first checks every path: one changed since the run (by you, or another run) refuses
+the whole undo and lists them, changing nothing. It never follows a link the tool left:
+every path is opened beneath the grant without following links. RUN_ID is the run_id
+of the result, or the RUN ID column of 'sandboxed audit'.`,
+	Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was put back as JSON"}},
+	Action: undoAction,
+}
+
+func undoAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageError(errors.New("undo: which run? usage: sandboxed undo RUN_ID (see sandboxed audit)"))
+	}
+	rep, err := sandbox.UndoRun(sandbox.StateDir(), c.Args().First())
+	var ce *changeset.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		w := terminalSafe(c.App.ErrWriter) // paths a tool chose
+		fmt.Fprintf(w, "sandboxed: undo refused: %d path(s) under %s changed since the run; nothing was put back:\n", len(ce.Paths), ce.Root)
+		for _, p := range ce.Paths {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+		return exitWith(1)
+	case errors.Is(err, changeset.ErrNotFound):
+		return fmt.Errorf("undo: %w (a run with no write grant, no change, a record gc removed, or records off in the policy's undo section)", err)
+	case err != nil:
+		return fmt.Errorf("undo: %w", err)
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, rep)
+	}
+	w := terminalSafe(c.App.Writer)
+	for _, g := range rep.Grants {
+		fmt.Fprintf(w, "restored %s: %d change(s) of run %s undone\n", g.Root, g.Restored, rep.RunID)
+		for _, s := range g.Skipped {
+			fmt.Fprintf(w, "  not restored: %s\n", s)
+		}
+	}
+	return nil
+}

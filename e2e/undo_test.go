@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// changesOf is the changes section of a run's result.
+type changesOf struct {
+	Changes *struct {
+		Undo        bool   `json:"undo"`
+		Unavailable string `json:"unavailable"`
+		Review      bool   `json:"review"`
+		Applied     bool   `json:"applied"`
+		Created     int    `json:"created"`
+		Modified    int    `json:"modified"`
+		Deleted     int    `json:"deleted"`
+		Paths       []struct{ Op, Path string }
+		Diff        string `json:"diff"`
+	} `json:"changes"`
+}
+
+// treeDigest hashes the paths, modes, contents and link targets under root.
+func treeDigest(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s %v\n", rel, fi.Mode())
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			tgt, _ := os.Readlink(p)
+			fmt.Fprintf(h, "-> %s\n", tgt)
+		} else if fi.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writerScript modifies, creates and deletes files in out/, and replaces a
+// file it modified with a link to a file outside the grant.
+const writerScript = `
+printf 'modified by the tool\n' > out/keep.txt
+rm out/gone.txt
+rm -r out/sub
+mkdir -p out/new/deeper && printf 'created\n' > out/new/deeper/file.txt
+chmod 600 out/mode.txt
+printf 'changed then linked\n' > out/linked.txt
+rm out/linked.txt && ln -s ../outside/victim.txt out/linked.txt
+echo done`
+
+func undoWorkdir(t *testing.T) string {
+	return workdir(t, map[string]string{
+		"out/keep.txt": "original keep\n", "out/gone.txt": "original gone\n", "out/sub/a.txt": "sub a\n",
+		"out/mode.txt": "mode\n", "out/linked.txt": "original linked\n", "outside/victim.txt": "VICTIM\n",
+	})
+}
+
+// undoTier is the definition's isolation and the run flags of tier: the
+// landlock tier is a process-tier tool run with --isolation landlock, as
+// root as a uid of its own, which the folder must let write.
+func undoTier(t *testing.T, tier, dir string) (string, []string) {
+	t.Helper()
+	if tier != "landlock" {
+		return tier, nil
+	}
+	if err := exec.Command("chmod", "-R", "a+rwX", filepath.Join(dir, "out")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	return "process", []string{"--isolation", "landlock", "--approve", "isolation-landlock"}
+}
+
+// A tool that modifies, creates and deletes files in its write grant (and
+// plants a link where a file was): sandboxed undo RUN_ID restores the
+// folder byte for byte, without writing through the link; audit shows
+// what the run changed.
+func TestUndoRestoresWriteGrant(t *testing.T) {
+	forTierList(t, []string{"process", "container", "landlock"}, func(t *testing.T, tier string) {
+		dir := undoWorkdir(t)
+		iso, extra := undoTier(t, tier, dir)
+		tool := toolYAML(t, dir, iso, "writer", writerScript, []string{"filesystem:write:./out"}, "")
+		out, outside := filepath.Join(dir, "out"), filepath.Join(dir, "outside")
+		before, beforeOutside := treeDigest(t, out), treeDigest(t, outside)
+
+		r, c := runJSON(t, dir, append(extra, tool)...)
+		expect(t, r, c, "ok", 0)
+		var ch changesOf
+		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil {
+			t.Fatalf("result has no changes: %v\n%s", err, c.stdout)
+		}
+		if !ch.Changes.Undo || ch.Changes.Created < 3 || ch.Changes.Deleted < 2 || ch.Changes.Modified < 2 { // a uid of its own (landlock) cannot chmod
+			t.Fatalf("changes %+v", ch.Changes)
+		}
+		if treeDigest(t, out) == before {
+			t.Fatal("positive control: the tool changed nothing")
+		}
+		au := sandboxed(t, dir, "audit", "--paths", "--tool", "writer")
+		if !strings.Contains(au.stdout, r.RunID) || !strings.Contains(au.stdout, "deleted "+filepath.Join(out, "gone.txt")) {
+			t.Errorf("audit does not show the run's changes:\n%s", au.stdout)
+		}
+
+		u := sandboxed(t, dir, "undo", r.RunID)
+		if u.code != 0 {
+			t.Fatalf("undo: exit %d\n%s%s", u.code, u.stdout, u.stderr)
+		}
+		if got := treeDigest(t, out); got != before {
+			t.Errorf("undo did not restore the folder byte for byte")
+		}
+		if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "VICTIM\n" || treeDigest(t, outside) != beforeOutside {
+			t.Errorf("undo wrote through the planted link: victim.txt = %q", b)
+		}
+		if again := sandboxed(t, dir, "undo", r.RunID); again.code == 0 || !strings.Contains(again.stderr, "already undone") {
+			t.Errorf("a second undo: exit %d %s", again.code, again.stderr)
+		}
+	})
+}
+
+// After the run the user changes a file the run wrote: undo refuses with
+// the list and changes nothing.
+func TestUndoRefusesWhatChangedSince(t *testing.T) {
+	dir := undoWorkdir(t)
+	tool := toolYAML(t, dir, "process", "writer", writerScript, []string{"filesystem:write:./out"}, "")
+	r, c := runJSON(t, dir, tool)
+	expect(t, r, c, "ok", 0)
+	if err := os.WriteFile(filepath.Join(dir, "out/keep.txt"), []byte("the user's edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := treeDigest(t, filepath.Join(dir, "out"))
+	u := sandboxed(t, dir, "undo", r.RunID)
+	if u.code == 0 || !strings.Contains(u.stderr, "keep.txt: it was changed") {
+		t.Errorf("undo over a later edit: exit %d\n%s", u.code, u.stderr)
+	}
+	if treeDigest(t, filepath.Join(dir, "out")) != now {
+		t.Error("a refused undo changed the folder")
+	}
+}
+
+// run --review: without approval the folder is untouched and the change is
+// printed (deletions first, control characters escaped); with --approve
+// writes it is applied, and can be undone.
+func TestReviewWrites(t *testing.T) {
+	forTierList(t, []string{"process", "container", "landlock"}, func(t *testing.T, tier string) {
+		dir := undoWorkdir(t)
+		iso, extra := undoTier(t, tier, dir)
+		script := strings.Replace(writerScript, "echo done", `printf 'spoof \033[2J\033]0;title\007\n' > out/new/esc.txt
+echo done`, 1)
+		tool := toolYAML(t, dir, iso, "writer", script, []string{"filesystem:write:./out"}, "")
+		out := filepath.Join(dir, "out")
+		before := treeDigest(t, out)
+		if tier == "landlock" {
+			// No mounts: no working copy can stand where the grant is.
+			r, c := runJSON(t, dir, append(extra, "--review", tool)...)
+			expect(t, r, c, "error", 2)
+			if r.Error == nil || !strings.Contains(r.Error.Message, "cannot hold back the writes") || treeDigest(t, out) != before {
+				t.Errorf("review in the landlock tier: %+v", r.Error)
+			}
+			return
+		}
+
+		// Not a terminal, no approval: printed, not applied.
+		c := sandboxed(t, dir, append(append([]string{"run", "--review"}, extra...), tool)...)
+		if c.code != 0 {
+			t.Fatalf("run --review: exit %d\n%s", c.code, c.stderr)
+		}
+		if treeDigest(t, out) != before {
+			t.Fatal("an unapproved review changed the folder")
+		}
+		del, mod := strings.Index(c.stderr, "deleted   gone.txt"), strings.Index(c.stderr, "modified  keep.txt")
+		if del < 0 || mod < 0 || del > mod || !strings.Contains(c.stderr, "+modified by the tool") || !strings.Contains(c.stderr, "Not applied") {
+			t.Errorf("the review does not show the change, deletions first:\n%s", c.stderr)
+		}
+		if strings.ContainsAny(c.stderr, "\x1b\x07") || !strings.Contains(c.stderr, `\x1b[2J`) {
+			t.Errorf("control characters reached the review:\n%q", c.stderr)
+		}
+
+		// --json: the result carries the change and says it was not applied.
+		r, jc := runJSON(t, dir, append(extra, "--review", tool)...)
+		expect(t, r, jc, "ok", 0)
+		var ch changesOf
+		if err := json.Unmarshal([]byte(jc.stdout), &ch); err != nil || ch.Changes == nil || ch.Changes.Applied || !ch.Changes.Review || ch.Changes.Deleted < 2 || ch.Changes.Diff == "" {
+			t.Fatalf("review result: %v %+v", err, ch.Changes)
+		}
+		if treeDigest(t, out) != before {
+			t.Fatal("an unapproved --json review changed the folder")
+		}
+
+		// Approved: applied, and undone again.
+		r, jc = runJSON(t, dir, append(extra, "--review", "--approve", "writes", tool)...)
+		expect(t, r, jc, "ok", 0)
+		if err := json.Unmarshal([]byte(jc.stdout), &ch); err != nil || !ch.Changes.Applied || !ch.Changes.Undo {
+			t.Fatalf("approved review: %v %+v", err, ch.Changes)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "keep.txt")); string(b) != "modified by the tool\n" {
+			t.Errorf("the approved change was not applied: keep.txt = %q", b)
+		}
+		if fi, err := os.Lstat(filepath.Join(out, "linked.txt")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Errorf("linked.txt after apply: %v %v", fi, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "outside/victim.txt")); string(b) != "VICTIM\n" {
+			t.Errorf("apply wrote through a link: %q", b)
+		}
+		if u := sandboxed(t, dir, "undo", r.RunID); u.code != 0 {
+			t.Fatalf("undo of the reviewed run: %d\n%s", u.code, u.stderr)
+		}
+		if treeDigest(t, out) != before {
+			t.Error("undo of the reviewed run did not restore the folder")
+		}
+	})
+}

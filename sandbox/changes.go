@@ -1,0 +1,328 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/units"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/changeset"
+	"github.com/sandboxed-dev/sandboxed/policy"
+)
+
+// maxChangedPaths bounds the paths a result and an audit line list.
+const maxChangedPaths = 200
+
+// maxReviewRead bounds what of one file the review's diff reads.
+const maxReviewRead = 1 << 20
+
+// ChangesInfo is what a run changed under its write grants (Result.Changes).
+type ChangesInfo struct {
+	// Undo: `sandboxed undo RUN_ID` can put the grants back.
+	Undo bool `json:"undo"`
+	// Unavailable says why the run's writes were not recorded.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Review: the tool wrote into working copies; Applied says whether
+	// the change reached the grants.
+	Review   bool `json:"review,omitempty"`
+	Applied  bool `json:"applied"`
+	Created  int  `json:"created"`
+	Modified int  `json:"modified"`
+	Deleted  int  `json:"deleted"`
+	// Paths are the changed paths on the host, deletions first, at most
+	// maxChangedPaths; PathsTruncated says there were more.
+	Paths          []ChangedPath `json:"paths"`
+	PathsTruncated bool          `json:"paths_truncated,omitempty"`
+	// Diff is a review's summary and diff, control characters escaped.
+	Diff string `json:"diff,omitempty"`
+}
+
+// ChangedPath is one changed path.
+type ChangedPath struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// runChanges is a run's record in progress (Job.changes).
+type runChanges struct {
+	plan   *isolation.Changes
+	store  changeset.Store
+	runID  string
+	tool   string
+	before []changeset.Tree
+}
+
+// beginChanges scans the plan's write grants before the sandbox starts:
+// with pre-images kept (undo), or into working copies (review). A grant
+// that cannot be recorded turns undo off for the run with a note; a
+// review that cannot make its working copies fails the run.
+func beginChanges(p *isolation.Plan, tool string) (*runChanges, string, *runFailure) {
+	ch := p.Changes
+	rc := &runChanges{plan: ch, store: changeset.Store{Dir: ch.Store}, runID: p.RunID, tool: tool}
+	lim := changeset.Limits{MaxFiles: ch.MaxFiles, MaxBytes: ch.MaxBytes}
+	if err := rc.store.Begin(p.RunID); err != nil {
+		if ch.Review {
+			return nil, "", &runFailure{CodeInitFailed, "review: " + err.Error(), ""}
+		}
+		return nil, unavailable(err, ch), nil
+	}
+	for _, g := range ch.Grants {
+		var t changeset.Tree
+		var err error
+		if ch.Review {
+			if err = os.MkdirAll(rc.store.RunDir(p.RunID)+"/work", 0o700); err == nil {
+				t, err = changeset.Copy(g.Host, g.Work, lim)
+			}
+		} else {
+			t, err = changeset.Scan(g.Host, lim, nil, changeset.Keeper(rc.store.BlobDir(p.RunID)))
+		}
+		if err != nil {
+			_ = rc.store.Remove(p.RunID)
+			if ch.Review {
+				return nil, "", &runFailure{CodeInitFailed, "review: make a working copy of " + g.Host + ": " + err.Error(),
+					"raise undo.max-files or undo.max-size in the policy (" + ch.Rule + "), or run without --review"}
+			}
+			return nil, unavailable(err, ch), nil
+		}
+		rc.before = append(rc.before, t)
+	}
+	return rc, "", nil
+}
+
+// unavailable is the note of a run whose writes cannot be undone.
+func unavailable(err error, ch *isolation.Changes) string {
+	msg := "undo is unavailable for this run: " + err.Error()
+	if errors.Is(err, changeset.ErrTooLarge) {
+		msg += "; the bounds are " + ch.Rule
+	}
+	return msg
+}
+
+// finish reads the grants (or working copies) again, stores the record,
+// and in a review asks whether to apply the change (review.go). It fills
+// res.Changes.
+func (rc *runChanges) finish(res *Result, approved bool, ask func(*ChangesInfo) (bool, error)) {
+	info := &ChangesInfo{Review: rc.plan.Review, Paths: []ChangedPath{}}
+	res.Changes = info
+	rec := &changeset.Record{RunID: rc.runID, Tool: rc.tool, CreatedAt: time.Now().UTC(), Review: rc.plan.Review}
+	lim := changeset.Limits{MaxFiles: rc.plan.MaxFiles, MaxBytes: rc.plan.MaxBytes}
+	for i, g := range rc.plan.Grants {
+		root := g.Host
+		if rc.plan.Review {
+			root = g.Work
+		}
+		after, err := changeset.Scan(root, lim, rc.before[i], nil)
+		if err != nil {
+			rc.fail(res, info, err)
+			return
+		}
+		rec.Grants = append(rec.Grants, changeset.Grant{Root: g.Host, Target: g.Target, Changes: changeset.Diff(rc.before[i], after)})
+	}
+	fillPaths(info, rec)
+	if info.Created+info.Modified+info.Deleted == 0 {
+		_ = rc.store.Remove(rc.runID) // nothing to undo or to apply
+		return
+	}
+	if rc.plan.Review {
+		rc.review(res, info, rec, approved, ask)
+		return
+	}
+	if err := rc.save(rec); err != nil {
+		rc.fail(res, info, err)
+		return
+	}
+	info.Undo, info.Applied = true, true
+}
+
+func (rc *runChanges) save(rec *changeset.Record) error {
+	if err := rc.store.Save(rec); err != nil {
+		return err
+	}
+	return rc.store.Prune(rec)
+}
+
+// fail notes that the run's change could not be recorded or applied.
+func (rc *runChanges) fail(res *Result, info *ChangesInfo, err error) {
+	info.Undo = false
+	info.Unavailable = err.Error()
+	if rc.plan.Review {
+		res.Warnings = append(res.Warnings, "the reviewed change was not applied: "+err.Error())
+	} else {
+		res.Warnings = append(res.Warnings, "undo is unavailable for this run: "+err.Error())
+	}
+	_ = rc.store.Remove(rc.runID)
+}
+
+// fillPaths counts rec's changes into info and lists them, deletions first.
+func fillPaths(info *ChangesInfo, rec *changeset.Record) {
+	n := rec.Counts()
+	info.Created, info.Modified, info.Deleted = n.Created, n.Modified, n.Deleted
+	for _, g := range rec.Grants {
+		for _, c := range changeset.ReviewOrder(g.Changes) {
+			e := c.After
+			if e == nil {
+				e = c.Before
+			}
+			info.Paths = append(info.Paths, ChangedPath{Op: string(c.Op), Path: g.Root + "/" + c.Path, Kind: string(e.Kind)})
+		}
+	}
+	slices.SortStableFunc(info.Paths, func(a, b ChangedPath) int { return opRank(a.Op) - opRank(b.Op) })
+	if len(info.Paths) > maxChangedPaths {
+		info.Paths, info.PathsTruncated = info.Paths[:maxChangedPaths], true
+	}
+}
+
+func opRank(op string) int {
+	return map[string]int{string(changeset.OpDeleted): 0, string(changeset.OpModified): 1, string(changeset.OpCreated): 2}[op]
+}
+
+// review shows the change and applies it when approved: by "writes",
+// or by ask. Unapplied, nothing reaches the grants.
+func (rc *runChanges) review(res *Result, info *ChangesInfo, rec *changeset.Record, approved bool, ask func(*ChangesInfo) (bool, error)) {
+	var buf bytes.Buffer
+	changeset.Render(&buf, rec, func(gi int, c changeset.Change, after bool) ([]byte, error) {
+		if after {
+			return changeset.ReadFile(rc.plan.Grants[gi].Work, c.Path, maxReviewRead)
+		}
+		return changeset.ReadFile(rc.plan.Grants[gi].Host, c.Path, maxReviewRead)
+	})
+	info.Diff = buf.String()
+	if !approved && ask != nil {
+		ok, err := ask(info)
+		if err != nil {
+			res.Warnings = append(res.Warnings, "ask to apply the change: "+err.Error())
+		}
+		approved = ok && err == nil
+	}
+	if !approved {
+		res.Notes = append(res.Notes, "the change was not applied: nothing reached the host (approve it with --approve writes, or answer the prompt)")
+		_ = rc.store.Remove(rc.runID)
+		return
+	}
+	for i, g := range rec.Grants {
+		skipped, err := changeset.Apply(g.Root, rc.plan.Grants[i].Work, g.Changes, changeset.Keeper(rc.store.BlobDir(rc.runID)))
+		for _, s := range skipped {
+			res.Warnings = append(res.Warnings, "not applied: "+s)
+		}
+		if err != nil {
+			info.Unavailable = fmt.Sprintf("apply to %s: %v", g.Root, err)
+			res.Warnings = append(res.Warnings, "the reviewed change was not applied to "+g.Root+": "+err.Error())
+			if i == 0 {
+				_ = rc.store.Remove(rc.runID)
+				return
+			}
+			// Earlier grants were applied: keep their record so that
+			// undo can put them back.
+			rec.Grants, rec.Applied = rec.Grants[:i], true
+			info.Undo = rc.save(rec) == nil
+			return
+		}
+	}
+	rec.Applied = true
+	if err := rc.save(rec); err != nil {
+		res.Warnings = append(res.Warnings, "the change was applied, but its record for undo could not be kept: "+err.Error())
+		return
+	}
+	info.Applied, info.Undo = true, true
+	res.Notes = append(res.Notes, "the reviewed change was applied; sandboxed undo "+rc.runID+" puts it back")
+}
+
+// UndoReport is what `sandboxed undo` put back.
+type UndoReport struct {
+	RunID  string        `json:"run_id"`
+	Tool   string        `json:"tool"`
+	Grants []UndoneGrant `json:"grants"`
+}
+
+// UndoneGrant is one grant put back.
+type UndoneGrant struct {
+	Root string `json:"root"`
+	// Restored counts the run's changes undone: what it created removed,
+	// what it modified or deleted written back.
+	Restored int `json:"restored"`
+	// Skipped are paths not put back (device files, sockets, FIFOs).
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// ErrAlreadyUndone is a run whose change was undone before.
+var ErrAlreadyUndone = errors.New("already undone")
+
+// UndoRun puts the write grants of runID back as they were before the
+// run, from its change record under stateDir. Every grant is checked
+// before any is changed: a path changed since the run refuses the whole
+// undo, with the list (a *changeset.ConflictError).
+func UndoRun(stateDir, runID string) (*UndoReport, error) {
+	store := changeset.Store{Dir: ChangesDir(stateDir)}
+	rec, err := store.Load(runID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec.UndoneAt != nil:
+		return nil, fmt.Errorf("run %s: %w at %s", runID, ErrAlreadyUndone, rec.UndoneAt.Local().Format(time.DateTime))
+	case rec.Review && !rec.Applied:
+		return nil, fmt.Errorf("run %s: its reviewed change was never applied: nothing to undo: %w", runID, changeset.ErrNotFound)
+	}
+	rep := &UndoReport{RunID: runID, Tool: rec.Tool}
+	// Check every grant first (an undo with no changes to make only
+	// checks), so that a conflict in the last leaves the first alone.
+	for _, g := range rec.Grants {
+		if err := changeset.Check(g.Root, g.Changes); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range rec.Grants {
+		skipped, err := changeset.Undo(g.Root, g.Changes, store.BlobDir(runID))
+		if err != nil {
+			return rep, err
+		}
+		rep.Grants = append(rep.Grants, UndoneGrant{Root: g.Root, Restored: len(g.Changes), Skipped: skipped})
+	}
+	now := time.Now().UTC()
+	rec.UndoneAt = &now
+	if err := store.Save(rec); err != nil {
+		return rep, fmt.Errorf("the grants were put back, but the record could not say so: %w", err)
+	}
+	return rep, nil
+}
+
+// ReapChanges removes the change records gc may: those older than
+// b.Keep, then the oldest while all of them hold more than b.MaxTotal. A
+// record still being made (no record.json yet, touched within a day: a
+// run in progress) is left alone.
+func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time) ([]string, error) {
+	if stateDir == "" {
+		return nil, nil
+	}
+	store := changeset.Store{Dir: ChangesDir(stateDir)}
+	stored, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]changeset.Stored{}
+	for _, s := range stored {
+		byID[s.RunID] = s
+	}
+	live := func(id string) bool {
+		if _, err := os.Stat(filepath.Join(store.RunDir(id), "record.json")); err == nil {
+			return false
+		}
+		return now.Sub(byID[id].Modified) < 24*time.Hour
+	}
+	var removed []string
+	var errs []error
+	for _, s := range changeset.ToReap(stored, now, b.Keep, b.MaxTotal, live) {
+		if err := store.Remove(s.RunID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, fmt.Sprintf("change record of run %s (%s)", s.RunID, units.FormatSize(s.Bytes)))
+	}
+	return removed, errors.Join(errs...)
+}
