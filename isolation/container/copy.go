@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -24,6 +23,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/headbuf"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -89,6 +89,9 @@ type copyItem struct {
 type hollowPoint struct {
 	name string // relative to the volume
 	dir  bool
+	// like, when set, gives the entry its mode, owner and time (a copied
+	// directory's top, which the engine makes before the copy fills it).
+	like os.FileInfo
 }
 
 // streamed reports whether m is a socket the stream protocol carries
@@ -263,8 +266,12 @@ func (b *Backend) fill(ctx context.Context, name string, cp *copyPlan) error {
 		return nil
 	}
 	var dirs []hollowPoint
-	for n := range cp.items {
-		dirs = append(dirs, hollowPoint{name: strconv.Itoa(n), dir: true})
+	for n, it := range cp.items {
+		h := hollowPoint{name: strconv.Itoa(n), dir: true}
+		if fi, err := os.Lstat(it.source); err == nil && it.dir && fi.IsDir() {
+			h.like = fi
+		}
+		dirs = append(dirs, h)
 	}
 	if err := put(copyDir, "the volume's directories", func(w io.Writer) error { return writeHollow(w, dirs) }); err != nil {
 		return err
@@ -282,13 +289,20 @@ func (b *Backend) fill(ctx context.Context, name string, cp *copyPlan) error {
 }
 
 // writeHollow writes a tar of empty directories and files, root's, that
-// nobody may write.
+// nobody may write, or like the file they stand for.
 func writeHollow(w io.Writer, points []hollowPoint) error {
 	tw := tar.NewWriter(w)
 	for _, h := range points {
 		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: h.name, Mode: 0o444}
 		if h.dir {
 			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, h.name+"/", 0o555
+		}
+		if h.like != nil {
+			fh, err := tar.FileInfoHeader(h.like, "")
+			if err != nil {
+				return err
+			}
+			hdr.Mode, hdr.Uid, hdr.Gid, hdr.ModTime = fh.Mode&0o777, fh.Uid, fh.Gid, fh.ModTime
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
@@ -338,7 +352,7 @@ type streamFunc func(ctx context.Context, out io.Reader, in io.WriteCloser, p *i
 // streamInit is the streamFunc of a real engine.
 func streamInit(ctx context.Context, out io.Reader, in io.WriteCloser, p *isolation.Plan) (initConn, error) {
 	pr, pw := io.Pipe()
-	said := &tailBuffer{}
+	said := &headbuf.Buffer{}
 	go func() {
 		_, err := stdcopy.StdCopy(pw, said, out)
 		if err == nil {
@@ -356,7 +370,7 @@ func streamInit(ctx context.Context, out io.Reader, in io.WriteCloser, p *isolat
 	defer cancel()
 	if err := cl.WaitHello(ctx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("wait for the init: %w%s", err, said.note())
+		return nil, fmt.Errorf("wait for the init: %w%s", err, said.Note("the init"))
 	}
 	cfg := initConfig(p)
 	if cfg.Egress != nil {
@@ -364,34 +378,9 @@ func streamInit(ctx context.Context, out io.Reader, in io.WriteCloser, p *isolat
 	}
 	if err := cl.Handshake(ctx, cfg); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("hand the plan to the init: %w%s", err, said.note())
+		return nil, fmt.Errorf("hand the plan to the init: %w%s", err, said.Note("the init"))
 	}
 	return cl, nil
-}
-
-// tailBuffer keeps the first 4 KiB written to it: what the init said on
-// its standard error, for an error about it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if room := 4096 - len(t.b); room > 0 {
-		t.b = append(t.b, p[:min(len(p), room)]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) note() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := strings.TrimSpace(string(t.b)); s != "" {
-		return " (the init said: " + s + ")"
-	}
-	return ""
 }
 
 // statser is an init that reports its container's cgroup (the stream

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/headbuf"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
@@ -48,7 +48,7 @@ type sandbox struct {
 	init       *sbinit.StreamClient
 	stopStream context.CancelFunc
 	streamDone chan struct{}
-	stderr     lockedBuffer // the exec stream's stderr: the bridge's complaints
+	stderr     headbuf.Buffer // the exec stream's stderr: the bridge's complaints
 
 	// execs admits Execs until Kill, and lets Kill wait for those
 	// running.
@@ -318,7 +318,7 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 		inR.CloseWithError(err)
 	}()
 	if _, err := io.Copy(inW, img); err != nil {
-		return fmt.Errorf("send the init into the run's pod: %w%s", err, s.stderr.note())
+		return fmt.Errorf("send the init into the run's pod: %w%s", err, s.stderr.Note("the pod"))
 	}
 	cl := sbinit.NewStreamClient(outR, inW)
 	cl.KillGrace = s.plan.Limits.KillGrace
@@ -332,11 +332,11 @@ func (s *sandbox) attach(ctx context.Context, img io.Reader, size int64) error {
 	hctx, cancel := context.WithTimeout(ctx, s.settings.startTimeout())
 	defer cancel()
 	if err := cl.WaitHello(hctx); err != nil {
-		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
+		return fmt.Errorf("start the init in the run's pod: %w%s%s", err, s.stderr.Note("the pod"), s.podNote(ctx))
 	}
 	cfg := &sbinit.Config{RunID: s.plan.RunID, Filter: s.filter, NprocLimit: s.nproc, Egress: sbinit.NewEgressRelay(s.plan.Egress)}
 	if err := cl.Handshake(hctx, cfg); err != nil {
-		return fmt.Errorf("hand the plan to the init: %w%s%s", err, s.stderr.note(), s.podNote(ctx))
+		return fmt.Errorf("hand the plan to the init: %w%s%s", err, s.stderr.Note("the pod"), s.podNote(ctx))
 	}
 	return nil
 }
@@ -583,29 +583,4 @@ func (s *sandbox) removeRetrying(ctx context.Context, group, resource string) er
 		}
 	}
 	return err
-}
-
-// lockedBuffer keeps the first 4 KiB written to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := 4096 - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-// note is what the init said on stderr, as a suffix for an error.
-func (l *lockedBuffer) note() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t := strings.TrimSpace(l.b.String()); t != "" {
-		return " (the pod said: " + t + ")"
-	}
-	return ""
 }
