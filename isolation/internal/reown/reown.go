@@ -1,5 +1,7 @@
 package reown
 
+import "fmt"
+
 // Owner is a uid and gid on the host.
 type Owner struct {
 	UID int `json:"uid"`
@@ -44,3 +46,12 @@ type JobResult struct {
 	// Error is the first failure, "" when none.
 	Error string `json:"error,omitempty"`
 }
+
+// ReownError is a failure of Reown on one path.
+type ReownError struct {
+	Path, Op string
+	Err      error
+}
+
+func (e *ReownError) Error() string { return fmt.Sprintf("hand over %s: %s: %v", e.Path, e.Op, e.Err) }
+func (e *ReownError) Unwrap() error { return e.Err }

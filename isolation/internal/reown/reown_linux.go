@@ -146,12 +146,3 @@ func ReadDirNames(dirfd int) ([]string, error) {
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 }
-
-// ReownError is a failure of Reown on one path.
-type ReownError struct {
-	Path, Op string
-	Err      error
-}
-
-func (e *ReownError) Error() string { return fmt.Sprintf("hand over %s: %s: %v", e.Path, e.Op, e.Err) }
-func (e *ReownError) Unwrap() error { return e.Err }
