@@ -275,7 +275,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	opts = append(opts, maskOpts...)
 
 	if d.Isolation == isolation.TierLandlock {
-		opts = append(opts, WithSeccomp(LandlockSeccompProfile(priv)))
+		opts = append(opts, WithSeccomp(LandlockSeccompProfile(priv, eg != nil)))
 	}
 	spec, err := NewSpec(in.RunID, priv, opts...)
 	if err != nil {

@@ -118,22 +118,29 @@ var (
 	profilesMu sync.Mutex
 	profiles   = map[privilege.Privilege]*specs.LinuxSeccomp{}
 	// landlockProfiles are LandlockSeccompProfile's, made once each.
-	landlockProfiles = map[privilege.Privilege]*specs.LinuxSeccomp{}
+	landlockProfiles = map[landlockProfileKey]*specs.LinuxSeccomp{}
 )
 
-// LandlockSeccompProfile is the profile of a landlock-tier run of priv:
-// SeccompProfile(priv) with the tier's rules first
-// (landlock.SeccompRules: no sockets, no IPC of the host, no chown or
-// xattr changes). Like SeccompProfile's, it is made once per privilege
-// and must not be changed.
-func LandlockSeccompProfile(priv privilege.Privilege) *specs.LinuxSeccomp {
+type landlockProfileKey struct {
+	priv    privilege.Privilege
+	network bool
+}
+
+// LandlockSeccompProfile is the profile of a landlock-tier run of priv,
+// with network when the run has egress: SeccompProfile(priv) with the
+// tier's rules first (landlock.SeccompRules: no sockets but TCP ones
+// whose connect the init supervises, and those only with network; no
+// IPC of the host, no chown or xattr changes). Like SeccompProfile's, it
+// is made once per privilege and must not be changed.
+func LandlockSeccompProfile(priv privilege.Privilege, network bool) *specs.LinuxSeccomp {
 	base := SeccompProfile(priv)
 	profilesMu.Lock()
 	defer profilesMu.Unlock()
-	p, ok := landlockProfiles[priv]
+	k := landlockProfileKey{priv, network}
+	p, ok := landlockProfiles[k]
 	if !ok {
-		p = landlock.WithSeccompRules(base)
-		landlockProfiles[priv] = p
+		p = landlock.WithSeccompRules(base, network)
+		landlockProfiles[k] = p
 	}
 	return p
 }

@@ -70,11 +70,8 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 	if p.Observe {
 		return nil, isolation.ObserveUnsupported(p.Tier)
 	}
-	if p.Egress != nil {
-		return nil, &isolation.UnsupportedError{
-			What: "network grants in the landlock tier (Landlock's TCP rules match a port, not an address, and this tier has no supervised connect: the tool gets no network at all)",
-			Fix:  "run the tool where namespaces can be made (the process or container tier), or without its network grants",
-		}
+	if err := checkEgress(p.Egress); err != nil {
+		return nil, err
 	}
 	if p.Privilege == privilege.Elevated {
 		return nil, &isolation.UnsupportedError{What: "elevated in the landlock tier (without a user namespace, root in the sandbox would be root in the container)", Fix: "run it in the process or container tier"}
@@ -82,8 +79,8 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 	if !filepath.IsAbs(p.Scratch) || filepath.Clean(p.Scratch) != p.Scratch {
 		return nil, fmt.Errorf("check plan: scratch directory %q is not an absolute, clean path: %w", p.Scratch, ErrBadPlan)
 	}
-	if p.Spec.Linux == nil || !hasSeccompRules(p.Spec.Linux.Seccomp) {
-		return nil, fmt.Errorf("check plan: its seccomp profile does not start with the landlock tier's rules (SeccompRules): %w", ErrBadPlan)
+	if p.Spec.Linux == nil || !hasSeccompRules(p.Spec.Linux.Seccomp, p.Egress != nil) {
+		return nil, fmt.Errorf("check plan: its seccomp profile does not start with the landlock tier's rules (SeccompRules, network %t): %w", p.Egress != nil, ErrBadPlan)
 	}
 	if !seccomp.Supported() {
 		return nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
@@ -112,10 +109,42 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 	return &checked{grants: grants, setup: setup, root: root}, nil
 }
 
+// checkEgress refuses the network of a plan this tier cannot give: the
+// tool's connect() calls are supervised (sbinit.Connect), which reaches
+// the run's proxy and nothing else. A network:localhost grant would be
+// the container's own loopback (there is no network namespace to forward
+// it into), and the proxy's TLS termination for credentials and HTTP
+// rules needs its CA in the tool's system trust bundle, which only a
+// mount could put there.
+func checkEgress(e *isolation.Egress) error {
+	if e == nil {
+		return nil
+	}
+	if len(e.LocalhostPorts) > 0 {
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("network:localhost grants (port %d) in the landlock tier (without a network namespace the tool's 127.0.0.1 is the container's, and this tier's supervised connect reaches only the run's proxy)", e.LocalhostPorts[0]),
+			Fix:  "run the tool where namespaces can be made (the process or container tier), or reach the service by a host name with a network:external grant",
+		}
+	}
+	if len(e.Credentials) > 0 || len(e.HTTP) > 0 || e.CABundle != "" {
+		return &isolation.UnsupportedError{
+			What: "credentials and HTTP rules in the landlock tier (the proxy terminates TLS for their hosts with a CA the tool must trust, and this tier cannot mount a trust bundle over the system's)",
+			Fix:  "run the tool where namespaces can be made (the process or container tier), or without the credentials and HTTP rules",
+		}
+	}
+	if e.ProxyPort < 1 || e.ProxyPort > 65535 || !filepath.IsAbs(e.ProxySocket) {
+		return fmt.Errorf("check plan: egress proxy port %d, socket %q: %w", e.ProxyPort, e.ProxySocket, ErrBadPlan)
+	}
+	return nil
+}
+
 // abiRefusal is the refusal of a run on a kernel of Landlock ABI abi, nil
 // when the tier can run it there: files need ABI 1; a tool that shares
 // the invoking user's uid needs signal scoping (ABI 6) unless the gap is
-// accepted. TCP rules (ABI 4) are not needed: no socket can be made.
+// accepted. TCP rules (ABI 4) are not needed: without egress no socket
+// can be made, and with it every connect() is the init's to answer
+// (ABI 4 adds a second wall: the tool's own TCP connect and bind are
+// refused by Landlock too).
 func abiRefusal(abi int, sharedUID bool, accept []string) *refusal {
 	if abi < 1 {
 		return &refusal{what: "Landlock (this kernel has none: nothing would keep the tool from the container's files)",
@@ -158,6 +187,16 @@ func checkGrant(g grant, root bool) error {
 	}
 	return nil
 }
+
+// connectFilter is the supervised connect's filter
+// (seccomp.ConnectProfile), compiled once and encoded for the init.
+var connectFilter = sync.OnceValues(func() ([]byte, error) {
+	prog, err := seccomp.Compile(seccomp.ConnectProfile())
+	if err != nil {
+		return nil, fmt.Errorf("compile the supervised connect's filter: %w", err)
+	}
+	return sbinit.EncodeProgram(prog), nil
+})
 
 // compiled caches the filter of each profile by its pointer (the planner
 // shares one profile per privilege).
@@ -215,6 +254,13 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		conf.NprocLimit, conf.SharedUID = rl.NprocLimit, rl.SharedUID
 	}
 	cfg := &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: p.Spec.Process.Cwd}, NewSession: true, KillTree: true, Confine: conf}
+	if e := p.Egress; e != nil {
+		filter, err := connectFilter()
+		if err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+		cfg.Connect = &sbinit.Connect{Filter: filter, ProxyPort: e.ProxyPort, Socket: e.ProxySocket}
+	}
 	sb, err := process.StartOutside(ctx, p, b.Exe, host, cfg)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.
 	t.Helper()
 	id := fmt.Sprintf("lltest-%d-%d", os.Getpid(), seq.Add(1))
 	spec := sandbox.DefaultSpec(id, privilege.SameAsUser)
-	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp)
+	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp, false)
 	for _, b := range binds {
 		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: b[0], Source: b[0], Type: "bind", Options: []string{"bind", b[1]}})
 	}
@@ -53,6 +53,16 @@ func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.
 	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierLandlock, Privilege: privilege.SameAsUser, Spec: spec,
 		Limits: limits, Scratch: filepath.Join(t.TempDir(), "scratch")}
+}
+
+// withEgress gives p network through a proxy socket in its run's
+// directory, edited by edit, and the profile that goes with it.
+func withEgress(p *isolation.Plan, edit func(e *isolation.Egress)) {
+	p.Egress = &isolation.Egress{ProxyPort: 3128, ProxySocket: filepath.Join(filepath.Dir(p.Scratch), "proxy.sock")}
+	if edit != nil {
+		edit(p.Egress)
+	}
+	p.Spec.Linux.Seccomp = landlock.WithSeccompRules(sandbox.SeccompProfile(p.Privilege), true)
 }
 
 func run(t *testing.T, ctx context.Context, sb isolation.Sandbox, p *isolation.Plan, script string) (string, isolation.Exit) {
@@ -245,7 +255,14 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"no landlock", 0, nil, "this kernel has none"},
 		{"abi 1", 1, func(p *isolation.Plan) { p.AcceptGaps = []string{tier.GapSignals} }, ""},
-		{"network", 7, func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxyPort: 3128} }, "network grants"},
+		{"network", 7, func(p *isolation.Plan) { withEgress(p, nil) }, ""},
+		{"network without its profile", 7, func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxyPort: 3128, ProxySocket: "/run/p.sock"} }, "SeccompRules"},
+		{"network's profile without network", 7, func(p *isolation.Plan) { withEgress(p, nil); p.Egress = nil }, "SeccompRules"},
+		{"localhost grant", 7, func(p *isolation.Plan) { withEgress(p, func(e *isolation.Egress) { e.LocalhostPorts = []int{8080} }) }, "network:localhost grants"},
+		{"credentials", 7, func(p *isolation.Plan) {
+			withEgress(p, func(e *isolation.Egress) { e.Credentials = []isolation.Credential{{Name: "TOKEN"}} })
+		}, "credentials and HTTP rules"},
+		{"proxy socket not absolute", 7, func(p *isolation.Plan) { withEgress(p, func(e *isolation.Egress) { e.ProxySocket = "p.sock" }) }, "egress proxy"},
 		{"elevated", 7, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "elevated"},
 		{"observe", 7, func(p *isolation.Plan) { p.Observe = true }, "observing"},
 		{"no tier rules", 7, func(p *isolation.Plan) { p.Spec.Linux.Seccomp = sandbox.SeccompProfile(privilege.SameAsUser) }, "SeccompRules"},

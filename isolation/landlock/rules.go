@@ -22,6 +22,9 @@ const (
 // Socket constants the rules test (linux/socket.h, linux/net.h).
 const (
 	afUnix        = 1
+	afInet        = 2
+	afInet6       = 10
+	ipprotoTCP    = 6
 	sockStream    = 1
 	sockSeqpacket = 5
 	// sockTypeMask clears SOCK_NONBLOCK and SOCK_CLOEXEC from a socket
@@ -41,9 +44,14 @@ const (
 // on the host) or its IPC, nor change the ownership or extended attributes
 // of a file it can name.
 //
-//   - socket: every family fails with EAFNOSUPPORT (no network in this
-//     tier; no Unix socket of the container can be connected to without
-//     one); connect, bind and listen fail with EPERM.
+//   - socket: without network, every family fails with EAFNOSUPPORT (no
+//     Unix socket of the container can be connected to without one), and
+//     connect, bind and listen fail with EPERM. With network (a run with
+//     egress, whose connect() calls the init supervises: sbinit.Connect),
+//     only TCP sockets, AF_INET or AF_INET6, SOCK_STREAM (its
+//     SOCK_NONBLOCK and SOCK_CLOEXEC masked off) with protocol 0 or
+//     IPPROTO_TCP (no SCTP, no Multipath TCP), and bind and listen fail
+//     with EPERM (listen would bind).
 //   - socketpair: AF_UNIX stream or seqpacket only (the type tested with
 //     SOCK_NONBLOCK and SOCK_CLOEXEC masked off).
 //   - sendto, sendmsg, sendmmsg with MSG_FASTOPEN (it connects without
@@ -65,7 +73,7 @@ const (
 //
 // The rules are data; the same value is checked by the backend to open the
 // plan's profile.
-func SeccompRules() []specs.LinuxSyscall {
+func SeccompRules(network bool) []specs.LinuxSyscall {
 	eperm := uint(errnoEPERM)
 	eafnosupport := uint(errnoEAFNOSUPPORT)
 	deny := func(names ...string) specs.LinuxSyscall {
@@ -91,9 +99,23 @@ func SeccompRules() []specs.LinuxSyscall {
 		r.Args = []specs.LinuxSeccompArg{masked(flagsArg, msgFastOpen, msgFastOpen)}
 		return r
 	}
-	return []specs.LinuxSyscall{
+	rules := []specs.LinuxSyscall{
 		{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eafnosupport},
 		deny("connect", "bind", "listen"),
+	}
+	if network {
+		rules = rules[:0]
+		for _, family := range []uint64{afInet, afInet6} {
+			for _, proto := range []uint64{0, ipprotoTCP} {
+				rules = append(rules, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActAllow,
+					Args: []specs.LinuxSeccompArg{eq(0, family), masked(1, sockTypeMask, sockStream), eq(2, proto)}})
+			}
+		}
+		rules = append(rules,
+			specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eafnosupport},
+			deny("bind", "listen"))
+	}
+	return append(rules,
 		pair(sockStream),
 		pair(sockSeqpacket),
 		deny("socketpair"),
@@ -116,20 +138,21 @@ func SeccompRules() []specs.LinuxSyscall {
 		self("ioprio_set", eq(0, ioprioWhoProcess), eq(1, 0)),
 		deny("prlimit64", "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity",
 			"setpriority", "ioprio_set"),
-	}
+	)
 }
 
-// WithSeccompRules is profile with SeccompRules first: the profile of a
-// landlock-tier run.
-func WithSeccompRules(profile *specs.LinuxSeccomp) *specs.LinuxSeccomp {
+// WithSeccompRules is profile with SeccompRules(network) first: the
+// profile of a landlock-tier run, with network when it has egress.
+func WithSeccompRules(profile *specs.LinuxSeccomp, network bool) *specs.LinuxSeccomp {
 	p := *profile
-	p.Syscalls = append(SeccompRules(), profile.Syscalls...)
+	p.Syscalls = append(SeccompRules(network), profile.Syscalls...)
 	return &p
 }
 
-// hasSeccompRules reports whether profile starts with SeccompRules.
-func hasSeccompRules(profile *specs.LinuxSeccomp) bool {
-	want := SeccompRules()
+// hasSeccompRules reports whether profile starts with
+// SeccompRules(network).
+func hasSeccompRules(profile *specs.LinuxSeccomp, network bool) bool {
+	want := SeccompRules(network)
 	if profile == nil || len(profile.Syscalls) < len(want) {
 		return false
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
@@ -30,25 +29,6 @@ import (
 
 // maxAccesses bounds what one run records.
 const maxAccesses = 20000
-
-// seccompNotif is struct seccomp_notif (linux/seccomp.h).
-type seccompNotif struct {
-	id    uint64
-	pid   uint32
-	flags uint32
-	nr    int32
-	arch  uint32
-	ip    uint64
-	args  [6]uint64
-}
-
-// seccompNotifResp is struct seccomp_notif_resp.
-type seccompNotifResp struct {
-	id    uint64
-	val   int64
-	error int32
-	flags uint32
-}
 
 // observer answers a watch filter's notifications and records what they
 // touched.
@@ -115,40 +95,37 @@ func (o *observer) serve() {
 			}
 			continue
 		}
-		var req seccompNotif
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); e != 0 {
+		var req sbinit.SeccompNotif
+		if sbinit.NotifRecv(o.fd, &req) != nil {
 			continue // ENOENT: the caller went away before it was read
 		}
 		accs := o.accesses(&req)
 		// Only a notification still pending was read from the process
-		// that made it (its pid was not reused in between). Kernels
-		// before 5.17 know this request by another number (EINVAL or
-		// ENOTTY here): there the check is skipped.
-		id := req.id
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id))); e != unix.ENOENT {
+		// that made it (its pid was not reused in between).
+		if sbinit.NotifIDValid(o.fd, req.ID) {
 			o.record(accs)
 		}
-		resp := seccompNotifResp{id: req.id, flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-		_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+		resp := sbinit.SeccompNotifResp{ID: req.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+		_ = sbinit.NotifSend(o.fd, &resp)
 	}
 }
 
 // accesses reads what one notification touches.
-func (o *observer) accesses(req *seccompNotif) []isolation.Access {
-	args := o.byNr[req.nr]
+func (o *observer) accesses(req *sbinit.SeccompNotif) []isolation.Access {
+	args := o.byNr[req.Nr]
 	if len(args) == 0 {
 		return nil
 	}
-	pid := int(req.pid)
+	pid := int(req.Pid)
 	var out []isolation.Access
 	for _, a := range args {
-		path, ok := readString(pid, req.args[a.Path])
+		path, ok := readString(pid, req.Args[a.Path])
 		if !ok || path == "" {
 			continue
 		}
 		acc := isolation.Access{Op: isolation.AccessOp(a.Op), Dir: a.Dir}
 		if a.Flags >= 0 {
-			flags := int(req.args[a.Flags])
+			flags := int(req.Args[a.Flags])
 			switch {
 			case flags&unix.O_PATH != 0:
 				continue // a handle, not a read
@@ -159,7 +136,7 @@ func (o *observer) accesses(req *seccompNotif) []isolation.Access {
 			}
 		}
 		if !filepath.IsAbs(path) {
-			base, ok := baseDir(pid, a.Dirfd, req.args)
+			base, ok := baseDir(pid, a.Dirfd, req.Args)
 			if !ok {
 				continue
 			}

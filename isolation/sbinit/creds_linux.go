@@ -250,23 +250,24 @@ func loadSeccomp(prog []bpf.RawInstruction) error {
 	return nil
 }
 
-// loadWatch installs the watch filter prog (Config.Watch) on the calling
-// thread only, with a user-notification listener, and returns the
-// listener. The thread is the one that forks every command, so every
-// command inherits it; the init's other threads never make a watched
-// call that would wait for an answer. Preconditions: no_new_privs is set.
+// loadWatch installs a user-notification filter prog (Config.Watch,
+// Connect.Filter) on the calling thread only, with a listener, and
+// returns the listener. The thread is the one that forks every command,
+// so every command inherits it; the init's other threads never make a
+// watched call that would wait for an answer. Preconditions:
+// no_new_privs is set.
 func loadWatch(enc []byte) (int, error) {
 	prog, err := decodeBPF(enc)
 	if err != nil {
 		return -1, err
 	}
 	if len(prog) == 0 {
-		return -1, fmt.Errorf("load watch filter: empty program: %w", ErrSetup)
+		return -1, fmt.Errorf("load user-notification filter: empty program: %w", ErrSetup)
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
 	r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
 	if e != 0 {
-		return -1, fmt.Errorf("load watch filter (seccomp user notification needs Linux 5.5): %w: %w", e, ErrSetup)
+		return -1, fmt.Errorf("load user-notification filter (seccomp user notification needs Linux 5.5): %w: %w", e, ErrSetup)
 	}
 	unix.CloseOnExec(int(r))
 	return int(r), nil

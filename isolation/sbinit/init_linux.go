@@ -226,6 +226,17 @@ func (st *initState) configure(cfg *Config, fds []int, sk *rootSkeleton) (int, [
 		return 0, nil, err
 	}
 	st.landlock = landlockABI > 0
+	if c := cfg.Connect; c != nil {
+		// Last, as the watch: from here on the commands' connect()
+		// calls wait for the supervisor.
+		if len(cfg.Watch) > 0 || st.confine < 0 {
+			return 0, nil, fmt.Errorf("supervised connect needs confined commands and no watch: %w", ErrSetup)
+		}
+		st.spares.Do(spareThreads)
+		if err := startConnect(c, cfg.Confine); err != nil {
+			return 0, nil, err
+		}
+	}
 	if len(cfg.Watch) == 0 {
 		return landlockABI, nil, nil
 	}

@@ -162,6 +162,10 @@ type Config struct {
 	// ready. Whoever holds it must answer every notification (permissions
 	// learn observes; it never refuses).
 	Watch []byte `json:"watch,omitempty"`
+	// Connect, when set, makes the init the supervisor of its commands'
+	// connect() calls (the landlock tier's network; see Connect). It needs
+	// Confine and excludes Watch: a filter chain has one listener.
+	Connect *Connect `json:"connect,omitempty"`
 }
 
 // Skeleton is the part of a process-tier root that no run decides,

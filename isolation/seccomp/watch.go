@@ -66,3 +66,14 @@ func WatchProfile() *specs.LinuxSeccomp {
 		Syscalls:      []specs.LinuxSyscall{{Names: names, Action: specs.ActNotify}},
 	}
 }
+
+// ConnectProfile is the profile of the landlock tier's supervised connect
+// (sbinit.Connect): connect() goes to the user-notification listener,
+// which answers it; everything else is allowed (the run's own profile
+// decides it, and a refusal there wins over a notification here).
+func ConnectProfile() *specs.LinuxSeccomp {
+	return &specs.LinuxSeccomp{
+		DefaultAction: specs.ActAllow,
+		Syscalls:      []specs.LinuxSyscall{{Names: []string{"connect"}, Action: specs.ActNotify}},
+	}
+}

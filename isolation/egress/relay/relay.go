@@ -30,6 +30,12 @@ type Config struct {
 	// bridge set a second loopback address so the relay and the host side
 	// can share one network namespace.
 	ListenIP netip.Addr
+
+	// Admit, when set, decides whether a connection accepted from
+	// remote is relayed; one it refuses is closed unread. The landlock
+	// tier's relay listens on the host's own loopback, where any process
+	// may connect, and admits only the connections its init made.
+	Admit func(remote netip.AddrPort) bool
 }
 
 // Relay is the in-sandbox half of the egress bridge: loopback listeners
@@ -216,6 +222,10 @@ func (r *Relay) acceptLoop(ln net.Listener, localPort int) {
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		if r.cfg.Admit != nil && !r.cfg.Admit(remoteAddrPort(c)) {
+			c.Close()
+			continue
+		}
 		if !r.track(c) {
 			c.Close()
 			return
@@ -253,4 +263,15 @@ func (r *Relay) relay(c net.Conn, localPort int) {
 		_ = u.SetDeadline(time.Time{})
 	}
 	Splice(c, c, u, u, 0, &r.wg)
+}
+
+// remoteAddrPort is the peer of an accepted TCP connection (IPv4 unmapped),
+// the zero value for anything else.
+func remoteAddrPort(c net.Conn) netip.AddrPort {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
