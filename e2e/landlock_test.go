@@ -29,7 +29,14 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 			`for i in 1 2 3 4; do python3 -c 'x = bytearray(400 << 20); print("ALLOCATED")' & done; wait; echo done`),
 		"tools/daemon.yaml":  landlockTool("daemon", "5000", "64MiB", "setsid bash -c 'exec -a lldaemon sleep 1000' </dev/null >/dev/null 2>&1 & echo started"),
 		"tools/timeout.yaml": landlockTool("slow", "1500", "64MiB", "sleep 31 & setsid bash -c 'exec -a llslow sleep 32' </dev/null >/dev/null 2>&1 & sleep 30"),
-		"tools/network.yaml": landlockTool("network", "5000", "64MiB", "curl -s https://example.com", "network:external:example.com"),
+		"tools/network.yaml": landlockTool("network", "15000", "128MiB",
+			"curl -sS http://web.test/; curl -s http://other.test/ | grep -q 'sandboxed egress proxy: refused' && echo other refused; curl -sS --noproxy '*' --max-time 3 http://"+webAddr+"/ || echo bypass refused",
+			"network:external:web.test"),
+		"tools/netprobe.yaml": landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
+		"tools/netwait.yaml":  landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
+		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB", "true", "network:localhost:8080"),
+		"netprobe.py":          landlockNetProbe,
+		"hosts":                mustRead(t, testNet.hostsFile),
 	})
 	sock := "/var/run/docker.sock"
 	var st syscall.Stat_t
@@ -39,7 +46,8 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 	for _, user := range []string{"0", "1000"} {
 		t.Run("user "+user, func(t *testing.T) {
 			args := []string{"run", "--rm", "--user", user, "--group-add", fmt.Sprint(st.Gid),
-				"-e", "JOB_SECRET=jobsecret-7d1f", "-e", "HOME=/tmp/home",
+				"-e", "JOB_SECRET=jobsecret-7d1f", "-e", "HOME=/tmp/home", "-e", "WEB_ADDR=" + webAddr,
+				"-e", "SANDBOXED_TEST_HOSTS_FILE=/t/hosts",
 				"-v", env.bin + ":/usr/local/bin/sandboxed:ro", "-v", dir + ":/t:ro", "-v", sock + ":" + sock,
 				runnerImage, "bash", "/t/job.sh"}
 			out, err := exec.Command("docker", args...).CombinedOutput()
@@ -56,7 +64,10 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"probe: rc=0", "probe: DONE",
 				"forkbomb: ended", "memory: ended", "daemon: rc=0",
 				"timeout: rc=124",
-				"network: rc=125", "network: refused",
+				"network: " + strings.TrimSpace(webBody), "network: other refused", "network: bypass refused", "network: rc=0",
+				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
+				"netwait: rc=0", "relay: found",
+				"localhost: rc=125", "localhost: refused",
 				"victim: alive", "init: alive",
 				"left: none",
 			} {
@@ -119,7 +130,7 @@ approval:
 // listener on the loopback and on the container's address, then the runs.
 const landlockJob = `set -u
 mkdir -p $HOME /tmp/w/in /tmp/w/out && chmod 777 /tmp/w/out
-cp /t/probe.py /tmp/w/in/probe.py
+cp /t/probe.py /t/netprobe.py /tmp/w/in/
 echo jobsecret-7d1f > /tmp/jobsecret.txt
 sleep 1000 & victim=$!
 echo $victim > /tmp/w/in/victim
@@ -132,7 +143,7 @@ def serve(host, port):
     s.bind((host, port)); s.listen(8)
     while True:
         c, a = s.accept(); print("LEAK accepted a connection on %s:%d" % (host, port), flush=True); c.close()
-for h in ("127.0.0.1", open("/tmp/w/in/addr").read().strip()):
+for h in ("127.0.0.1", "127.0.0.2", open("/tmp/w/in/addr").read().strip()):
     for p in (3128, 8080):
         threading.Thread(target=serve, args=(h, p), daemon=True).start()
 threading.Event().wait()
@@ -152,7 +163,26 @@ run memory $P /t/tools/memory.yaml; echo "memory: ended"
 run daemon $P /t/tools/daemon.yaml
 run timeout $P /t/tools/timeout.yaml
 run network $P /t/tools/network.yaml
-grep -q 'network grants in the landlock tier' /tmp/err && echo "network: refused"
+run netprobe $P /t/tools/netprobe.yaml
+run localhost $P --approve network:localhost:8080 /t/tools/localhost.yaml
+grep -q 'network:localhost grants' /tmp/err && echo "localhost: refused"
+# Another process of the container that finds the relay the init listens
+# on for a run with network gets nothing through it.
+listening() { python3 -c 'import sys
+for l in open("/proc/net/tcp").readlines()[1:]:
+    f = l.split()
+    if f[3] == "0A" and f[1].startswith("0100007F:"): print(int(f[1].split(":")[1], 16))' | sort; }
+listening > /tmp/before
+run netwait $P /t/tools/netwait.yaml > /tmp/netwait.out &
+netwait=$!
+sleep 2
+for port in $(listening | comm -13 /tmp/before -); do
+  echo "relay: found"
+  curl -s --max-time 3 -x http://127.0.0.1:$port http://web.test/ | grep -q 'hello from' && echo "LEAK the relay on $port served the job"
+  (exec 3<>/dev/tcp/127.0.0.1/$port; printf 'GET http://web.test/ HTTP/1.0\r\n\r\n' >&3; timeout 3 cat <&3) 2>/dev/null | grep -q 'hello from' && echo "LEAK the relay on $port served a raw request"
+done
+wait $netwait
+cat /tmp/netwait.out
 kill -0 $victim && echo "victim: alive"
 kill -0 1 && echo "init: alive"
 kill $listener $victim
@@ -160,7 +190,7 @@ sleep 0.2
 left=
 for p in /proc/[0-9]*; do
   c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null) || continue
-  case "$c" in *sandboxed*|*lldaemon*|*llslow*|*"sleep 3"*|*probe.py*|*bytearray*|*bomb*) left="$left $c"; echo "LEFT $c";; esac
+  case "$c" in *sandboxed*|*lldaemon*|*llslow*|*"sleep 3"*|*"sleep 4"*|*probe.py*|*bytearray*|*bomb*) left="$left $c"; echo "LEFT $c";; esac
 done
 ls /tmp | grep sandboxed-scratch && left="$left scratch"
 test -z "$left" && echo "left: none"
@@ -223,5 +253,60 @@ a, b = socket.socketpair()
 a.send(b"x"); assert b.recv(1) == b"x"
 if os.path.exists("/var/run/docker.sock"):
     refused("the docker socket", lambda: socket.socket(socket.AF_UNIX).connect("/var/run/docker.sock"))
+print("DONE", flush=True)
+`
+
+// landlockNetProbe is the hostile tool with a network grant: the proxy
+// (127.0.0.1:3128, where its variables point, a listener of the job's
+// there notwithstanding) serves it; every other way out is a LEAK line.
+const landlockNetProbe = `import os, socket
+def leak(what): print("LEAK " + what, flush=True)
+def refused(what, f):
+    try:
+        f()
+    except OSError:
+        return
+    leak(what)
+def get(s):
+    s.sendall(b"GET http://web.test/ HTTP/1.0\r\nHost: web.test\r\n\r\n")
+    b = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            return b
+        b += d
+assert os.environ["HTTP_PROXY"] == "http://127.0.0.1:3128", os.environ["HTTP_PROXY"]
+# create_connection with a timeout: a non-blocking socket, polled.
+if b"hello from the test host" in get(socket.create_connection(("127.0.0.1", 3128), timeout=5)):
+    print("PROXIED", flush=True)
+web = os.environ.get("WEB_ADDR", "198.51.100.2")
+addr = open("/tmp/w/in/addr").read().strip()
+for host, port in (("127.0.0.2", 3128), (addr, 3128), ("0.0.0.0", 3128), ("127.0.0.1", 8080), (web, 80), (web, 443)):
+    refused("tcp to %s:%d" % (host, port), lambda: socket.create_connection((host, port), timeout=2))
+for host in ("::1", "::ffff:127.0.0.1"):
+    refused("tcp6 to [%s]:3128" % host, lambda: socket.socket(socket.AF_INET6).connect((host, 3128)))
+# Every port the container listens on at 127.0.0.1 but the proxy's: the
+# init's relay among them.
+for l in open("/proc/net/tcp").readlines()[1:]:
+    f = l.split()
+    if f[3] == "0A":
+        port = int(f[1].split(":")[1], 16)
+        if port != 3128:
+            refused("tcp to 127.0.0.1:%d (a listener of the container)" % port, lambda: socket.create_connection(("127.0.0.1", port), timeout=2))
+def fastopen():
+    s = socket.socket()
+    s.sendto(b"GET / HTTP/1.0\r\n\r\n", 0x20000000, (web, 80))
+refused("TCP fast open", fastopen)
+refused("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+refused("a raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+refused("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))
+refused("a unix socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+refused("bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+refused("listen", lambda: socket.socket().listen(1))
+def pair_connect(path):
+    a, b = socket.socketpair()
+    a.connect(path)
+for path in ("/var/run/docker.sock", "\0sandboxed"):
+    refused("connect a socket pair to %r" % path, lambda: pair_connect(path))
 print("DONE", flush=True)
 `

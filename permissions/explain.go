@@ -176,6 +176,9 @@ type PlanFacts struct {
 	Runtime string
 	// EnvNames are the names of the variables every command starts with.
 	EnvNames []string
+	// ProxyPort is the loopback port the commands' proxy variables name
+	// (0 without egress).
+	ProxyPort int
 }
 
 // MountFact is one mount of the plan.
@@ -675,6 +678,10 @@ func (x *explainer) network() {
 			}
 			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: g.Egress.Host + ":" + strings.Join(ports, ","),
 				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, describePorts(g.Egress.Ports()))}}
+		case x.in.Plan.Tier == string(tier.Landlock):
+			local++
+			p.Mechanisms = []Mechanism{{Kind: MechNone, Value: strconv.Itoa(g.Localhost.Port),
+				Detail: "refused in the landlock tier: without a network namespace 127.0.0.1 is the container's own, and the tier's supervised connect reaches only the run's proxy; the run is refused"}}
 		default:
 			local++
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
@@ -704,6 +711,20 @@ func (x *explainer) network() {
 		base.Meaning = "no network at all: no interface but loopback, no resolver, no route out"
 		base.Reason = "the tool asks for no network permission"
 		base.Mechanisms = []Mechanism{{Kind: MechNamespace, Value: "network", Detail: "an empty network namespace (--network none for the container tier)"}}
+	case x.in.Plan.Tier == string(tier.Landlock):
+		proxyPort := "PORT"
+		if x.in.Plan.ProxyPort > 0 {
+			proxyPort = strconv.Itoa(x.in.Plan.ProxyPort)
+		}
+		base.Requested = "(network permissions above)"
+		base.Rule = "default: egress only through the proxy"
+		base.Meaning = "only the hosts and ports granted above, through the per-run egress proxy; every connection is recorded"
+		base.Reason = "there is no network namespace, so every connect() of the tool is the run's init's to answer; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at 127.0.0.1:" + proxyPort
+		base.Mechanisms = []Mechanism{
+			{Kind: MechSeccomp, Detail: fmt.Sprintf("every connect() waits for the run's init (seccomp user notification), which reads the address and answers 127.0.0.1:%s alone, with a socket of its own connected to the proxy; any other address, IPv6 and every Unix socket fail (ECONNREFUSED), and the tool's own connect never reaches the kernel. Sockets: TCP over IPv4 or IPv6 only; bind and listen are refused", proxyPort)},
+			{Kind: MechTier, Value: string(tier.Landlock), Detail: "Landlock (ABI 4): no TCP connect or bind of the tool's own"},
+			{Kind: MechProxy, Detail: "deny wins over allow; names are resolved on the host, checked, and the checked address is dialled"},
+		}
 	default:
 		base.Requested = "(network permissions above)"
 		base.Rule = "default: egress only through the proxy"

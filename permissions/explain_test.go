@@ -238,3 +238,50 @@ func TestRiskNotesReadThePlan(t *testing.T) {
 		t.Errorf("home grant: %+v", x.e.Risks)
 	}
 }
+
+// The landlock tier's network says what enforces it there: no namespace,
+// the supervised connect to the proxy's port, Landlock; a localhost grant
+// is refused.
+func TestExplainLandlockNetwork(t *testing.T) {
+	mechs := func(p Point) string {
+		var b strings.Builder
+		for _, m := range p.Mechanisms {
+			fmt.Fprintf(&b, "%s=%s: %s\n", m.Kind, m.Value, m.Detail)
+		}
+		return b.String()
+	}
+	explain := func(perms []string, proxyPort int) Explanation {
+		var grants []Grant
+		for i, p := range perms {
+			gs, err := Resolve([]string{p}, "/work/proj", "/home/u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs[0].Index = i
+			grants = append(grants, gs[0])
+		}
+		def := &tool.Definition{Name: "t"}
+		def.Security.RequiredPermissions = perms
+		return Explain(ExplainInput{Def: def, Grants: grants, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+			Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", ProxyPort: proxyPort}})
+	}
+	e := explain([]string{"network:external:example.com"}, 3128)
+	base := e.Network[len(e.Network)-1]
+	got := mechs(base)
+	for _, want := range []string{"seccomp=: every connect() waits for the run's init", "127.0.0.1:3128 alone", "every Unix socket fail", "tier=landlock: Landlock (ABI 4)", "proxy=:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("network point lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "namespace") && !strings.Contains(base.Reason, "no network namespace") {
+		t.Errorf("network point speaks of a namespace: %+v", base)
+	}
+	e = explain([]string{"network:localhost:8080"}, 3128)
+	if got := mechs(e.Network[0]); !strings.Contains(got, "none=8080: refused in the landlock tier") {
+		t.Errorf("localhost grant: %s", got)
+	}
+	e = explain(nil, 0)
+	if got := mechs(e.Network[len(e.Network)-1]); !strings.Contains(got, "socket() fails for every family") {
+		t.Errorf("no network: %s", got)
+	}
+}

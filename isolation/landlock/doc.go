@@ -14,15 +14,21 @@
 //     parts of /etc programs need and /proc; read the read grants; write
 //     the write grants and the run's scratch directory (Plan.Scratch, its
 //     TMPDIR and HOME). Nothing else of the host is readable.
-//   - network: none. socket() fails for every family (seccomp), and on a
-//     kernel of Landlock ABI 4 no TCP connect or bind is allowed either;
-//     a plan with network grants is refused: Landlock's TCP rules match a
-//     port, not an address, and this tier has no supervised connect yet.
+//   - network: without egress none: socket() fails for every family
+//     (seccomp), and on a kernel of Landlock ABI 4 no TCP connect or bind
+//     is allowed either. With egress (network:external grants) the init
+//     supervises every connect() of the commands (sbinit.Connect: seccomp
+//     user notification): 127.0.0.1:ProxyPort gets a socket of the init's
+//     own connected to the run's proxy, anything else ECONNREFUSED.
+//     Landlock's TCP rules match a port, not an address, so the tool gets
+//     none: its own connect never reaches the kernel. network:localhost
+//     grants, credentials and HTTP rules are refused (no namespace to
+//     forward into; no trust bundle can be mounted).
 //   - system calls: the plan's profile, which the planner narrows for this
-//     tier with SeccompRules (no sockets, no bind/listen/connect, Unix
-//     socket pairs of stream or seqpacket only, no MSG_FASTOPEN, no System
-//     V or POSIX message IPC, no chown or xattr changes, no path
-//     truncate).
+//     tier with SeccompRules (no sockets without egress, TCP ones only
+//     with it; no bind or listen; Unix socket pairs of stream or seqpacket
+//     only, no MSG_FASTOPEN, no System V or POSIX message IPC, no chown or
+//     xattr changes, no path truncate).
 //   - processes: no_new_privs, no capabilities; signals and abstract Unix
 //     sockets scoped to the run on Landlock ABI 6. As root the command runs
 //     as an unprivileged uid of its own, chosen per run.

@@ -282,6 +282,9 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f.CPUs = pl.Limits.CPUs
 	f.Image = pl.Image
 	f.Runtime = pl.Runtime
+	if pl.Egress != nil {
+		f.ProxyPort = pl.Egress.ProxyPort
+	}
 	f.OutputBytes = d.Limits.OutputBytes
 	f.Masks = maskFacts(d.Masks)
 	for _, m := range pl.Masked {
