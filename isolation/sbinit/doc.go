@@ -47,6 +47,8 @@
 //	    |                                            | Landlock (process tier),
 //	    |                                            | rlimits, drop creds, caps,
 //	    |                                            | no_new_privs, seccomp
+//	    |                                            | supervised connect's relay
+//	    |                                            | and filter (Config.Connect)
 //	    |                                            | watch filter (Config.Watch)
 //	    | <------------------ ready{pid,landlock} -- | (or error{msg}, then exit 1;
 //	    |        [+ the watch filter's listener]     |  with Config.Watch)

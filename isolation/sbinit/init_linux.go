@@ -194,8 +194,9 @@ func (st *initState) receiveConfig() (*Config, []int, *rootSkeleton, bool) {
 
 // configure sets the sandbox up from cfg and the descriptors sent with it
 // (fds, which it closes): the init's own state, the root (on sk, when the
-// process tier sent a skeleton), the commands' confinement and, last, the
-// watch, whose listener it returns for the ready frame. It returns the
+// process tier sent a skeleton), the commands' confinement, the
+// supervised connect (Config.Connect) and, last, the watch, whose
+// listener it returns for the ready frame. It returns the
 // Landlock ABI the setup applied, 0 for none.
 func (st *initState) configure(cfg *Config, fds []int, sk *rootSkeleton) (int, []int, error) {
 	st.setsid = cfg.NewSession
