@@ -20,9 +20,9 @@ import (
 // container's attached streams (egress too), a masked secret in the
 // granted folder is not copied, a timeout kills the tree, a write grant
 // the engine cannot see is refused with the reason, and no container or
-// volume is left. With the job's directory
-// mounted from the host at the same path, the grant is bound as on the
-// host.
+// volume is left. With the job's directory mounted from the host at the
+// same path, the grant is bound as on the host, and a grant beside it
+// that only the CI container has is copied.
 func TestContainerTierFromACIContainer(t *testing.T) {
 	if env.runner != nil {
 		t.Log("the rootless mode runs only the process tier; the root mode covers the container tier")
@@ -65,6 +65,11 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 	}{
 		{"a grant the engine sees at the same path", samepath, "exec " + env.bin + " run --json " + sharedTool, func(t *testing.T, r result) {
 			if r.Status != "ok" || strings.TrimSpace(r.Stdout) != "hello from the host" {
+				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
+			}
+		}},
+		{"shared paths and a grant only the CI container has", samepath, job + "/job/read.yaml", func(t *testing.T, r result) {
+			if r.Status != "ok" || !strings.HasPrefix(r.Stdout, "hello from the CI container\n") {
 				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
 			}
 		}},

@@ -107,12 +107,19 @@ func streamed(m mount.Mount) bool {
 func planCopy(hc *container.HostConfig, visible func(string) bool, lstat func(string) (os.FileInfo, error)) (*copyPlan, error) {
 	cp := &copyPlan{}
 	var refused []string
+	hiddenSocket := false
 	for i, m := range hc.Mounts {
-		if m.Type != mount.TypeBind || visible(m.Source) {
+		if m.Type != mount.TypeBind {
 			continue
 		}
 		if streamed(m) {
+			// Dropped whenever the run is copied, seen or not: the init
+			// speaks over its streams and no socket is listened on.
 			cp.drop = append(cp.drop, i)
+			hiddenSocket = hiddenSocket || !visible(m.Source)
+			continue
+		}
+		if visible(m.Source) {
 			continue
 		}
 		if !m.ReadOnly {
@@ -127,7 +134,7 @@ func planCopy(hc *container.HostConfig, visible func(string) bool, lstat func(st
 			Fix:  "mount it into this container from the host at the same path (docker run -v /srv/ci:/srv/ci), or run sandboxed on the host; read grants are copied, write grants are not",
 		}
 	}
-	if len(cp.items) == 0 && len(cp.drop) == 0 {
+	if len(cp.items) == 0 && !hiddenSocket {
 		return nil, nil
 	}
 	cp.nest(hc, lstat)

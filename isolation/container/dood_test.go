@@ -68,6 +68,7 @@ func TestPlanCopy(t *testing.T) {
 		hc      *container.HostConfig
 		items   []copyItem
 		hollow  []hollowPoint
+		drop    []int
 		refused string
 	}{
 		{name: "all seen", hc: &container.HostConfig{Mounts: []mount.Mount{bindMount("/srv/ci/x", "/x", true), bindMount("/dev/null", "/x/.env", true)}}},
@@ -91,6 +92,12 @@ func TestPlanCopy(t *testing.T) {
 			},
 			hollow: []hollowPoint{{name: "1/.secrets", dir: true}},
 		},
+		{
+			name:  "a socket it sees goes with the one it does not",
+			hc:    &container.HostConfig{Mounts: []mount.Mount{bindMount("/srv/ci/run/init.sock", ControlSocket, false), bindMount("/builds/p", "/p", true)}},
+			items: []copyItem{{mount: 1, source: "/builds/p", dir: true}},
+			drop:  []int{0},
+		},
 		{name: "a write grant it cannot see", hc: base(bindMount("/builds/p", "/work", false), bindMount("/builds/q", "/q", false)), refused: "/builds/p, /builds/q"},
 	}
 	for _, tc := range tests {
@@ -110,6 +117,9 @@ func TestPlanCopy(t *testing.T) {
 					t.Fatalf("plan %+v, want none", cp)
 				}
 				return
+			}
+			if tc.drop != nil && !reflect.DeepEqual(cp.drop, tc.drop) {
+				t.Errorf("drop %v, want %v", cp.drop, tc.drop)
 			}
 			if !reflect.DeepEqual(cp.items, tc.items) || !reflect.DeepEqual(cp.hollow, tc.hollow) {
 				t.Errorf("items %+v hollow %+v\nwant  %+v hollow %+v", cp.items, cp.hollow, tc.items, tc.hollow)
