@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
@@ -243,6 +246,30 @@ func probeAccess(o DiscoverOptions) (ProbeAccess, error) {
 		}
 	}
 	return acc, nil
+}
+
+// DiscoveredGrantAccess says how a discovered tool, which runs reduced in
+// the process tier, would reach each write grant of o.Grants on this
+// host (isolation.ReducedGrantAccess), and which it could not write.
+// Grants that do not exist yet (made when a tool first runs) are not
+// judged.
+func DiscoveredGrantAccess(o DiscoverOptions) []isolation.GrantAccess {
+	grants, err := permissions.Resolve(o.Grants, o.Cwd, o.Home)
+	if err != nil {
+		return nil
+	}
+	uid, gid := invokingUser()
+	p := &isolation.Plan{Tier: isolation.TierProcess, Privilege: privilege.Reduced,
+		GrantOwner: &isolation.ID{UID: uid, GID: gid}, Spec: &specs.Spec{}}
+	for _, g := range grants {
+		if g.Mount == nil || !g.Mount.Write {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(g.Mount.HostPath); err == nil {
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: real, Type: "bind", Source: real, Options: []string{"bind", "rw"}})
+		}
+	}
+	return isolation.ReducedGrantAccess(p, os.Geteuid(), os.Stat)
 }
 
 // ErrNoProbeSandbox: the host cannot build the sandbox probes run in.

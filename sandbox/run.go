@@ -202,6 +202,9 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	def := req.Def
 	notes := append(append([]string(nil), d.Notes...), br.comp.notes...)
 	notes = append(notes, quotaNotes(plan.Egress)...)
+	for _, g := range isolation.ReducedGrantAccess(plan, os.Geteuid(), os.Stat) {
+		notes = append(notes, g.String())
+	}
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}

@@ -36,7 +36,9 @@ JSON convention (the parameters as one JSON object in argv[1], each with the
 JSON type the script's schema gives it; an answer {"error": ...} fails the
 call), reading what its probes read, at reduced privilege. --grant PERMISSION
 (repeatable) adds a permission to every definition, for example
-filesystem:read:. for a tool that reads the workspace.
+filesystem:read:. for a tool that reads the workspace. The tools run as
+nobody, and write a write grant as you (docs/permissions.md); discover warns
+of a write grant they could not write.
 
 The sandbox sees only the system directories, so #!/usr/bin/env python3 runs
 /usr/bin/python3, not a python3 of your PATH under your home. A script that
@@ -103,7 +105,7 @@ func discoverAction(c *cli.Context) error {
 	defer stop()
 	// Probes are not tool runs: no run records, no audit lines.
 	ctl := &sandbox.Controller{RuntimeDir: sandbox.RuntimeDir(), Backends: backends()}
-	found, err := ctl.DiscoverDir(ctx, c.Args().First(), sandbox.DiscoverOptions{
+	opts := sandbox.DiscoverOptions{
 		Limits:   sandbox.DefaultProbeLimits,
 		Parallel: c.Int("parallel"),
 		Scan: tool.ScanOptions{
@@ -113,11 +115,19 @@ func discoverAction(c *cli.Context) error {
 			HostPath:    func(prog string) string { return findIn(os.Getenv("PATH"), prog) },
 		},
 		Grants: grants, ApproveWrite: approveWrite, Cwd: cwd, Home: home,
-	})
+	}
+	found, err := ctl.DiscoverDir(ctx, c.Args().First(), opts)
 	if err != nil {
 		return err
 	}
 
+	// Discovered tools run reduced: say which write grant they could not
+	// write, and how they write the others.
+	for _, g := range sandbox.DiscoveredGrantAccess(opts) {
+		if !g.Writable {
+			fmt.Fprintln(c.App.ErrWriter, "sandboxed: warning:", g.String())
+		}
+	}
 	for _, d := range found {
 		for _, def := range d.Tools {
 			if err := tool.Grant(def, grants); err != nil {

@@ -299,6 +299,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkRootOwner(p); err != nil {
 		return err
 	}
+	if err := checkReducedGrants(p); err != nil {
+		return err
+	}
 	_, hc, err := translate(&cp, b.host(nil))
 	if err != nil {
 		return err
@@ -425,6 +428,18 @@ func (b *Backend) rootOwner() (*hostsetup.Owner, error) {
 	return &hostsetup.Owner{UID: id, GID: id}, nil
 }
 
+// checkReducedGrants refuses a reduced run whose tool could not write a
+// write grant of its (without root this tier cannot hand one to it), with
+// the uid that needs access and the fix.
+func checkReducedGrants(p *isolation.Plan) error {
+	for _, g := range isolation.ReducedGrantAccess(p, os.Geteuid(), os.Stat) {
+		if !g.Writable {
+			return &isolation.UnsupportedError{What: "a write grant its reduced tool can write (" + g.Text + ")", Fix: g.Fix}
+		}
+	}
+	return nil
+}
+
 // rootRun reports whether p runs root's tools as same-as-user: uid 0 in
 // the spec, which rootOwner may move off host uid 0.
 func rootRun(p *isolation.Plan) bool {
@@ -522,6 +537,9 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		return nil, err
 	}
 	if err := b.checkRootOwner(p); err != nil {
+		return nil, err
+	}
+	if err := checkReducedGrants(p); err != nil {
 		return nil, err
 	}
 	cfg, hc, err := translate(p, b.host(os.Lstat))
