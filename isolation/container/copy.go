@@ -62,8 +62,12 @@ const copyDir = "/copy"
 // that directory's mode, and the init, not root, must make the socket.
 const streamDir = "/.sandboxed-stream"
 
-// copyMaxBytes caps the bytes of each copied source.
-const copyMaxBytes = 1 << 30
+// errEngineStopped ends the writing of a copy the engine stopped reading.
+var errEngineStopped = errors.New("the engine stopped reading")
+
+// copyMaxBytes caps the bytes of each copied source (a variable for the
+// tests).
+var copyMaxBytes int64 = 1 << 30
 
 // copyPlan is what a run copies into its volume: item i's source goes to
 // the volume's directory i (a directory's content, or a file under its
@@ -226,7 +230,7 @@ func volumeName(runID string) string { return containerName(runID) }
 // copyIn makes the run's volume, fills it through a staging container that
 // is never started, and returns the volume's directory on the engine's
 // host. The volume is s's, for Close, from the moment it is asked for.
-func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp *copyPlan) (string, error) {
+func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp *copyPlan) (mountpoint string, err error) {
 	labels := map[string]string{isolation.AnnotationRunID: p.RunID, isolation.AnnotationTool: p.Tool}
 	s.volume = volumeName(p.RunID)
 	vol, err := b.api.VolumeCreate(ctx, volume.CreateOptions{Name: s.volume, Driver: "local", Labels: labels})
@@ -241,6 +245,7 @@ func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp 
 	hc := &container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"},
 		Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.volume, Target: copyDir, VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}}
 	if _, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
+		// One the engine made before the answer was lost is gc's.
 		return "", b.engineErr("create container "+name, err)
 	}
 	defer func() {
@@ -260,14 +265,23 @@ func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp 
 func (b *Backend) fill(ctx context.Context, name string, cp *copyPlan) error {
 	put := func(dst, what string, write func(io.Writer) error) error {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(write(pw)) }()
+		wrote := make(chan error, 1)
+		go func() {
+			err := write(pw)
+			pw.CloseWithError(err)
+			wrote <- err
+		}()
 		err := b.api.CopyToContainer(ctx, name, dst, pr, container.CopyToContainerOptions{})
-		pr.CloseWithError(errors.New("copy ended"))
-		if err != nil {
-			if errors.Is(err, sbinit.ErrTooLarge) {
-				return &isolation.UnsupportedError{What: "copying " + what + " to a Docker engine that cannot see it: " + err.Error(),
-					Fix: "mount it into this container from the host at the same path, or grant a smaller path"}
-			}
+		pr.CloseWithError(errEngineStopped)
+		// What failed on this side is the error, not the engine's
+		// answer to a body cut short.
+		switch werr := <-wrote; {
+		case errors.Is(werr, sbinit.ErrTooLarge):
+			return &isolation.UnsupportedError{What: "copying " + what + " to a Docker engine that cannot see it: " + werr.Error(),
+				Fix: "mount it into this container from the host at the same path, or grant a smaller path"}
+		case werr != nil && !errors.Is(werr, errEngineStopped):
+			return fmt.Errorf("read %s to copy it: %w", what, werr)
+		case err != nil:
 			return b.engineErr("copy "+what+" into volume of "+name, err)
 		}
 		return nil

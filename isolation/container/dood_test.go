@@ -223,10 +223,25 @@ func TestStartCopiedRefusesAndCleansUp(t *testing.T) {
 		t.Errorf("refused run made %q", calls)
 	}
 
+	// A grant over the cap is refused with the fix, not blamed on the
+	// engine.
+	f = newFakeEngine()
+	b = copiedBackend(t, f, newFakeInit())
+	p.Spec.Mounts[0].Options = []string{"rbind", "ro"}
+	must(t, os.WriteFile(filepath.Join(dir, "big"), []byte("12345"), 0o644))
+	defer func(n int64) { copyMaxBytes = n }(copyMaxBytes)
+	copyMaxBytes = 3
+	if _, err := b.Start(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), "more than 3 bytes") || !strings.Contains(err.Error(), "same path") {
+		t.Errorf("Start over the cap: %v", err)
+	}
+	if !slices.Contains(f.removed, "sandboxed-r1-copy") || !slices.Equal(f.volumesRemoved, []string{"sandboxed-r1"}) {
+		t.Errorf("after a copy over the cap: removed %q, volumes removed %q", f.removed, f.volumesRemoved)
+	}
+	copyMaxBytes = 1 << 30
+
 	f = newFakeEngine()
 	f.copyErr = errors.New("disk full")
 	b = copiedBackend(t, f, newFakeInit())
-	p.Spec.Mounts[0].Options = []string{"rbind", "ro"}
 	if _, err := b.Start(context.Background(), p); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Start: %v", err)
 	}
