@@ -153,6 +153,13 @@ func TestUndoRefusesWhatChangedSince(t *testing.T) {
 	if treeDigest(t, filepath.Join(dir, "out")) != now {
 		t.Error("a refused undo changed the folder")
 	}
+	// explain shows undo and review, with the rule of their bounds.
+	ex := sandboxed(t, dir, "permissions", "explain", "--json", tool)
+	for _, want := range []string{`"subject": "undo"`, `"subject": "review"`, `"rule": "undo (built-in default)"`, "sandboxed undo RUN_ID"} {
+		if !strings.Contains(ex.stdout, want) {
+			t.Errorf("explain lacks %s:\n%s", want, ex.stdout)
+		}
+	}
 }
 
 // run --review: without approval the folder is untouched and the change is

@@ -135,6 +135,9 @@ type PlanFacts struct {
 	// Planned is true when the facts come from the planner; false when
 	// they are the defaults sketched for a run that could not be planned.
 	Planned bool
+	// Undo is what undo and review cover of the tool's write grants (nil:
+	// it has none).
+	Undo *UndoFact
 	// IfApproved is true when the plan was built with the approvals the
 	// policy asks for, to show how the run would be enforced.
 	IfApproved bool
@@ -299,6 +302,7 @@ const (
 	MechTimer     = "timer"     // the controller's deadline
 	MechCapture   = "capture"   // output capture caps
 	MechNone      = "none"      // nothing enforces it
+	MechRecord    = "record"    // the host-side change record (undo, review)
 )
 
 // Mechanism is one thing that enforces a point.
@@ -948,6 +952,7 @@ func (x *explainer) resources() {
 		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(pf.OutputBytes)+", then truncated with a marker",
 			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(pf.OutputBytes))}),
 	)
+	x.e.Resources = append(x.e.Resources, undoPoints(pf.Undo)...)
 	if pf.CPUs > 0 {
 		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pf.CPUs, 'f', -1, 64),
 			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pf.CPUs, 'f', -1, 64)),
@@ -1395,4 +1400,41 @@ func (x *explainer) inspection() {
 		}
 		x.e.Network = append(x.e.Network, p)
 	}
+}
+
+// UndoFact is the policy's undo bounds for a tool's write grants.
+type UndoFact struct {
+	Writes   []string // the write grants, as written
+	Record   bool     // records on (undo.disable unset)
+	MaxFiles int
+	MaxBytes int64
+	Keep     time.Duration
+	MaxTotal int64
+	Rule     string // where the bounds come from
+}
+
+// undoPoints explain undo and review of the tool's write grants: what
+// they cover, per tier, the bounds and the rule.
+func undoPoints(u *UndoFact) []Point {
+	if u == nil {
+		return nil
+	}
+	grants := strings.Join(u.Writes, ", ")
+	rec := Mechanism{Kind: MechRecord, Value: strconv.FormatInt(u.MaxBytes, 10),
+		Detail: fmt.Sprintf("scanned on the host before and after the run, at most %d entries and %s of files per grant; pre-images 0600 under the state directory, kept %s (gc), at most %s in all",
+			u.MaxFiles, units.FormatSize(u.MaxBytes), durationWords(u.Keep), units.FormatSize(u.MaxTotal))}
+	undo := Point{Subject: "undo", Requested: grants, Verdict: VerdictAllow, Risk: "low", Rule: u.Rule, Mechanisms: []Mechanism{rec},
+		Meaning: "what the run creates, modifies and deletes under " + grants + " is recorded, with the pre-images of what it modifies or deletes, so that " +
+			"`sandboxed undo RUN_ID` puts it back (refusing, with the list, where a path changed since). The record is host-side: the same in the process, container, " +
+			"landlock and none tiers (in the none tier it covers the grants only, as nothing else confines the tool). A grant over the bounds is not recorded: the run goes on and its notes say so",
+		Reason: "restoring opens every path beneath the grant with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and never writes setuid bits, device files or hard links"}
+	if !u.Record {
+		undo.Meaning = "runs of this tool are not recorded (undo.disable): `sandboxed undo` cannot put their writes back"
+		undo.Mechanisms = []Mechanism{{Kind: MechNone, Detail: "undo.disable: true"}}
+		undo.Risk = "medium"
+	}
+	review := Point{Subject: "review", Requested: "run --review", Verdict: VerdictAllow, Risk: "low", Rule: u.Rule, Mechanisms: []Mechanism{rec},
+		Meaning: "with `run --review` the tool writes into working copies of " + grants + " mounted in their place (process and container tiers; the landlock and none tiers mount nothing and refuse it); " +
+			"the change is shown, deletions first, with a diff whose control characters are escaped, and reaches the host only on approval (the terminal prompt, or --approve writes; without either, in --json, it is reported and not applied), recorded so that it can be undone"}
+	return []Point{undo, review}
 }

@@ -89,6 +89,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 	default:
 		explainRaw(&in, def, input, approvals, pol, cwd, home, err)
 	}
+	in.Plan.Undo = undoFact(def, pol)
 	switch {
 	case len(in.Arguments.Missing) > 0 && len(in.Templated) > 0:
 		in.Arguments.Note = "arguments " + strings.Join(in.Arguments.Missing, ", ") + " not given: permissions that use them are explained from their templates"
@@ -364,4 +365,21 @@ func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants 
 	f.Planned = false
 	f.RequestedTier = string(def.Security.Isolation)
 	return f, nil
+}
+
+// undoFact is what explain says of undo and review: the tool's write
+// grants as written and the policy's bounds; nil when it writes nowhere.
+func undoFact(def *tool.Definition, pol *policy.Policy) *permissions.UndoFact {
+	var writes []string
+	for _, p := range def.Security.RequiredPermissions {
+		if strings.HasPrefix(p, "filesystem:write:") {
+			writes = append(writes, p)
+		}
+	}
+	if len(writes) == 0 || pol == nil {
+		return nil
+	}
+	b := pol.UndoBounds()
+	return &permissions.UndoFact{Writes: writes, Record: b.Record, MaxFiles: b.MaxFiles, MaxBytes: b.MaxBytes,
+		Keep: b.Keep, MaxTotal: b.MaxTotal, Rule: b.Rule}
 }
