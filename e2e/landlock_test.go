@@ -32,8 +32,9 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 		"tools/network.yaml": landlockTool("network", "15000", "128MiB",
 			"curl -sS http://web.test/; curl -s http://other.test/ | grep -q 'sandboxed egress proxy: refused' && echo other refused; curl -sS --noproxy '*' --max-time 3 http://"+webAddr+"/ || echo bypass refused",
 			"network:external:web.test"),
-		"tools/netprobe.yaml": landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
-		"tools/netwait.yaml":  landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
+		"tools/netprobe.yaml":  landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
+		"tools/netwait.yaml":   landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
+		"tools/netlong.yaml":   landlockTool("netlong", "60000", "64MiB", "sleep 40", "network:external:web.test"),
 		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB", "true", "network:localhost:8080"),
 		"netprobe.py":          landlockNetProbe,
 		"hosts":                mustRead(t, testNet.hostsFile),
@@ -66,7 +67,7 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"timeout: rc=124",
 				"network: " + strings.TrimSpace(webBody), "network: other refused", "network: bypass refused", "network: rc=0",
 				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
-				"netwait: rc=0", "relay: found",
+				"netwait: rc=0", "relay: found", "killed: running", "killed: all gone", "killed: gc rc=0",
 				"localhost: rc=125", "localhost: refused",
 				"victim: alive", "init: alive",
 				"left: none",
@@ -183,6 +184,18 @@ for port in $(listening | comm -13 /tmp/before -); do
 done
 wait $netwait
 cat /tmp/netwait.out
+# The controller killed during a run with network: the init, its relay
+# and supervisor, and the tool go with it; gc removes what it left.
+sandboxed run $P /t/tools/netlong.yaml >/dev/null 2>&1 &
+ctl=$!
+sleep 1.5
+alive() { for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c "^$1"; }
+test "$(alive sandboxed-init)" -gt 0 && test "$(alive 'sleep 40')" -gt 0 && echo "killed: running"
+kill -9 $ctl
+wait $ctl
+sleep 0.5
+test "$(alive sandboxed-init)" = 0 && test "$(alive 'sleep 40')" = 0 && echo "killed: all gone"
+sandboxed gc >/dev/null 2>&1; echo "killed: gc rc=$?"
 kill -0 $victim && echo "victim: alive"
 kill -0 1 && echo "init: alive"
 kill $listener $victim
