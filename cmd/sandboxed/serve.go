@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/serveclient"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -134,6 +135,10 @@ func residentController(s sandbox.PoolSettings, logw io.Writer) *sandbox.Control
 	ctl.GCEvery = 10 * time.Second
 	if pb, ok := ctl.Backends[isolation.TierProcess].(*process.Backend); ok {
 		pb.Spawner, pb.Log = true, logw
+		// The landlock tier's warm inits start through the same spawner.
+		if lb, ok := ctl.Backends[isolation.TierLandlock].(*landlock.Backend); ok {
+			lb.Process = pb
+		}
 	}
 	if s.Size > 0 {
 		ctl.Pool = sandbox.NewPool(s, ctl.RuntimeDir, logw)

@@ -33,6 +33,11 @@ type Backend struct {
 	// ABI, when set, stands in for the kernel's Landlock ABI
 	// (sbinit.LandlockABI) in Check: tests of the refusals.
 	ABI func() int
+	// Process, when set, starts the inits of warm sandboxes (Prestart)
+	// through its spawner: a resident controller's process tier, whose
+	// spawner saves the controller a fork of itself per sandbox. Nil: a
+	// process-tier backend of its own, without one.
+	Process *process.Backend
 }
 
 // New returns the landlock-tier backend.
@@ -216,11 +221,22 @@ func compiledFilter(pr *specs.LinuxSeccomp) ([]bpf.RawInstruction, error) {
 
 // Start starts the run's init, outside every confinement, and makes the
 // run's scratch directory for the tool. On error nothing is left behind.
-func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbox, retErr error) {
+func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
 	c, err := b.check(p)
 	if err != nil {
 		return nil, err
 	}
+	host := process.UsableCgroup(p)
+	return startWith(p, c, host != nil, func(cfg *sbinit.Config) (isolation.Sandbox, error) {
+		return process.StartOutside(ctx, p, b.Exe, host, cfg)
+	})
+}
+
+// startWith makes the run's scratch directory and the init's config —
+// the tool's uid, its confinement, and its limits as rlimits unless a
+// cgroup holds them (inCgroup) — and starts the init with it by start. On
+// error nothing is left behind.
+func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.Config) (isolation.Sandbox, error)) (_ isolation.Sandbox, retErr error) {
 	conf := &sbinit.Confine{
 		Landlock: &sbinit.Landlock{Paths: commandPaths(c.grants, p.Scratch), MinABI: 1},
 		Seccomp:  c.setup.Seccomp,
@@ -228,6 +244,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	if c.root {
+		var err error
 		if uid, err = freeUID(); err != nil {
 			return nil, err
 		}
@@ -247,8 +264,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
 		}
 	}
-	host := process.UsableCgroup(p)
-	if host == nil {
+	if !inCgroup {
 		rl := process.RlimitConfine(p.Limits, !c.root)
 		conf.Rlimits = mergeRlimits(conf.Rlimits, rl.Rlimits)
 		conf.NprocLimit, conf.SharedUID = rl.NprocLimit, rl.SharedUID
@@ -261,7 +277,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 		}
 		cfg.Connect = &sbinit.Connect{Filter: filter, ProxyPort: e.ProxyPort, Socket: e.ProxySocket}
 	}
-	sb, err := process.StartOutside(ctx, p, b.Exe, host, cfg)
+	sb, err := start(cfg)
 	if err != nil {
 		return nil, err
 	}

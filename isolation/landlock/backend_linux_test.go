@@ -111,8 +111,39 @@ func start(t *testing.T, p *isolation.Plan) isolation.Sandbox {
 	return sb
 }
 
-// The walls of the tier, each from inside a started run.
+// startWarm starts the run of p as a resident controller does: a warm
+// sandbox of its key, prestarted with its run id, then claimed.
+func startWarm(t *testing.T, p *isolation.Plan) isolation.Sandbox {
+	t.Helper()
+	testenv.NeedE2E(t)
+	if sbinit.LandlockABI() < 1 {
+		testenv.Need(t, "Landlock", errors.New("this kernel has no Landlock"))
+	}
+	ctx := context.Background()
+	b := landlock.New()
+	key, ok := b.WarmKey(p)
+	if !ok {
+		t.Fatal("no warm key for a landlock-tier plan")
+	}
+	w, err := b.Prestart(ctx, key, p.RunID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := w.Claim(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// The walls of the tier, each from inside a started run, cold and warm.
 func TestConfinement(t *testing.T) {
+	t.Run("cold", func(t *testing.T) { testConfinement(t, start) })
+	t.Run("warm", func(t *testing.T) { testConfinement(t, startWarm) })
+}
+
+func testConfinement(t *testing.T, start func(*testing.T, *isolation.Plan) isolation.Sandbox) {
 	ctx := context.Background()
 	readDir, writeDir := t.TempDir(), t.TempDir()
 	secret := t.TempDir()
@@ -168,8 +199,13 @@ func TestConfinement(t *testing.T) {
 }
 
 // A daemon that left its session, and the processes a fork loop made,
-// die with the run; the scratch directory goes.
+// die with the run; the scratch directory goes. Cold and warm.
 func TestNothingOutlivesTheRun(t *testing.T) {
+	t.Run("cold", func(t *testing.T) { testNothingOutlives(t, start) })
+	t.Run("warm", func(t *testing.T) { testNothingOutlives(t, startWarm) })
+}
+
+func testNothingOutlives(t *testing.T, start func(*testing.T, *isolation.Plan) isolation.Sandbox) {
 	ctx := context.Background()
 	p := plan(t, isolation.Limits{Pids: 32, MemoryBytes: 64 << 20, TmpfsBytes: 1 << 20})
 	sb := start(t, p)
@@ -375,5 +411,48 @@ func TestGCScratch(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) || !slices.Contains(removed, "scratch directory "+dir) {
 		t.Fatalf("not removed: %v %v", removed, err)
+	}
+}
+
+// A warm sandbox serves only plans of its key and its run id; a refused
+// claim, and a discarded sandbox, leave no process behind.
+func TestWarmRefusals(t *testing.T) {
+	testenv.NeedE2E(t)
+	ctx := context.Background()
+	b := landlock.New()
+	p := plan(t, isolation.Limits{})
+	if _, ok := b.WarmKey(&isolation.Plan{Tier: isolation.TierProcess, Spec: p.Spec}); ok {
+		t.Fatal("a process-tier plan has a landlock warm key")
+	}
+	key, ok := b.WarmKey(p)
+	if !ok {
+		t.Fatal("no warm key")
+	}
+	if _, err := b.Prestart(ctx, `{"tier":"process"}`, p.RunID, t.TempDir()); !errors.Is(err, landlock.ErrBadPlan) {
+		t.Fatalf("prestart with another tier's key: %v", err)
+	}
+	w, err := b.Prestart(ctx, key, p.RunID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := plan(t, isolation.Limits{})
+	if _, err := w.Claim(ctx, other); !errors.Is(err, landlock.ErrBadPlan) {
+		t.Fatalf("claim with another run's plan: %v", err)
+	}
+	if _, err := w.Claim(ctx, p); !errors.Is(err, isolation.ErrClosed) {
+		t.Fatalf("second claim of a consumed sandbox: %v", err)
+	}
+	if _, err := os.Stat(p.Scratch); !os.IsNotExist(err) {
+		t.Fatalf("a refused claim made the scratch directory: %v", err)
+	}
+	w, err = b.Prestart(ctx, key, p.RunID, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Discard(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Discard(ctx); err != nil {
+		t.Fatalf("second discard: %v", err)
 	}
 }

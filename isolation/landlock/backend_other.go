@@ -6,12 +6,15 @@ import (
 	"context"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
 // Backend is the landlock tier; this build supports it on Linux only.
 type Backend struct {
 	Exe string
 	ABI func() int
+	// Process starts the inits of warm sandboxes on Linux.
+	Process *process.Backend
 }
 
 // New returns the landlock-tier backend.

@@ -36,6 +36,11 @@
 //     write; otherwise rlimits (memory per process, processes per uid,
 //     file size, no core) — approximations the plan's notes state.
 //
+// A resident controller keeps warm sandboxes of this tier (Prestart): the
+// init alone, started ahead with no config, which holds nothing of any run;
+// the claim does the rest of Start (the tool's uid, the scratch directory,
+// the config).
+//
 // What a plan needs and the host's Landlock cannot give (a mask inside a
 // grant; signal scoping below ABI 6 for a tool that shares the user's uid)
 // refuses the run, unless the plan accepts that gap by name

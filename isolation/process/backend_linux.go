@@ -249,8 +249,19 @@ func UsableCgroup(p *isolation.Plan) *cgroup.Host {
 	if r == (cgroup.Resources{}) {
 		return nil
 	}
+	h := WritableCgroups()
+	if h == nil || len(h.Missing(r)) > 0 {
+		return nil
+	}
+	return h
+}
+
+// WritableCgroups is this host's cgroup hierarchy when this process may
+// make cgroups in it, else nil (none, or a container's read-only
+// cgroupfs).
+func WritableCgroups() *cgroup.Host {
 	h, err := cgroup.Detect()
-	if err != nil || len(h.Missing(r)) > 0 || h.ReadOnly() {
+	if err != nil || h.ReadOnly() {
 		return nil
 	}
 	return h
@@ -297,11 +308,8 @@ func StartOutside(ctx context.Context, p *isolation.Plan, exe string, host *cgro
 // the run needs no cgroup (none tier without limits); m is the run's user
 // namespace, nil for none.
 func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host *cgroup.Host, cfg *sbinit.Config, m *idMapping, g *grantAccess) (isolation.Sandbox, error) {
-	// The init shares the cgroup's pids limit: a spec that does not hold
-	// the tool's limit and its spare threads would take them from the
-	// tool, or leave a cgroup without one.
-	if p.Limits.Pids > 0 && isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
-		return nil, fmt.Errorf("start: the spec's pids limit %d does not hold the tool's %d and the init's spare threads: %w", isolation.SpecPids(p.Spec), p.Limits.Pids, ErrBadPlan)
+	if err := checkSpecPids(p); err != nil {
+		return nil, err
 	}
 	var sk *sbinit.Skeleton
 	if cfg.BuildRoot {
@@ -337,6 +345,17 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 		}
 	}
 	return l.ready(ctx, p)
+}
+
+// checkSpecPids refuses a plan whose spec's pids limit does not hold the
+// tool's and the init's spare threads: the init shares the cgroup's pids
+// limit, so it would take them from the tool, or leave a cgroup without
+// one.
+func checkSpecPids(p *isolation.Plan) error {
+	if p.Limits.Pids > 0 && isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
+		return fmt.Errorf("start: the spec's pids limit %d does not hold the tool's %d and the init's spare threads: %w", isolation.SpecPids(p.Spec), p.Limits.Pids, ErrBadPlan)
+	}
+	return nil
 }
 
 // hostTrees reports whether the grants of cfg are prepared here (see

@@ -127,6 +127,7 @@ func (s *spawner) start(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) 
 		UidMappings: sys.UidMappings, GidMappings: sys.GidMappings,
 		Credential: sys.Credential, AmbientCaps: sys.AmbientCaps,
 		DropGroups: dropGroups,
+		Pdeathsig:  sys.Pdeathsig,
 	}
 	if mover != nil {
 		var err error

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -134,7 +133,7 @@ func (b *Backend) Prestart(ctx context.Context, key, runID, hostDir string) (iso
 		l.destroy(ctx)
 		return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
 	}
-	return &warm{b: b, key: key, runID: runID, hostDir: hostDir, m: m, l: l}, nil
+	return &warm{b: b, key: key, runID: runID, hostDir: hostDir, m: m, held: held{l: l}}, nil
 }
 
 // mappingOf is key decoded, with its user namespace computed again for
@@ -169,22 +168,11 @@ type warm struct {
 	runID   string
 	hostDir string
 	m       *idMapping
-
-	mu sync.Mutex
-	l  *launched // nil once claimed or discarded
+	held
 }
 
 func (w *warm) RunID() string { return w.runID }
 func (w *warm) Key() string   { return w.key }
-
-// take hands the launched init to one caller.
-func (w *warm) take() *launched {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.l
-	w.l = nil
-	return l
-}
 
 // Claim sends the init the run's config (with its grants prepared here
 // where the init builds its root as another identity, idmapped where the

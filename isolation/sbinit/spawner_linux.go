@@ -1,6 +1,7 @@
 package sbinit
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,11 @@ type SpawnReq struct {
 	// and goes back through those of V1Leave.
 	V1Enter []string `json:"v1_enter,omitempty"`
 	V1Leave []string `json:"v1_leave,omitempty"`
+	// Pdeathsig is the signal the child gets when the spawner dies;
+	// 0 is SIGKILL. An init outside namespaces asks for SIGTERM: it must
+	// outlive its parent long enough to kill its commands' descendants,
+	// which SIGKILL would leave behind.
+	Pdeathsig syscall.Signal `json:"pdeathsig,omitempty"`
 }
 
 // SpawnResp is a spawner's answer: the child's pid (its pidfd comes with
@@ -191,7 +197,7 @@ func spawn(req *SpawnReq, fds []int, null *os.File) (SpawnResp, int) {
 	pidfd := -1
 	sys := &syscall.SysProcAttr{
 		Setsid:                     true,
-		Pdeathsig:                  syscall.SIGKILL,
+		Pdeathsig:                  cmp.Or(req.Pdeathsig, syscall.SIGKILL),
 		Cloneflags:                 req.Cloneflags,
 		UidMappings:                req.UidMappings,
 		GidMappings:                req.GidMappings,
