@@ -103,6 +103,9 @@ func TestRealToolRepository(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.stdout), &found); err != nil {
 		t.Fatalf("discover --json: %v\n%s", err, c.stdout)
 	}
+	if strings.Contains(c.stderr, "warning") {
+		t.Errorf("discover warns of a write grant its tools can write:\n%s", c.stderr)
+	}
 	byFile := map[string]int{}
 	for i, d := range found {
 		byFile[d.File] = i
@@ -297,9 +300,15 @@ func reducedWrites(t *testing.T, repo, cwd, kept string) {
 	t.Helper()
 	user := [2]uint32{0, 0}
 	tiers := []string{"process", "container"}
+	how := "the grant's bind is idmapped"
 	if r := env.runner; r != nil {
 		user = [2]uint32{r.uid, r.gid}
 		tiers = tiers[:1]
+		how = "is handed to its uid for the run and back to uid " + fmt.Sprint(r.uid)
+	}
+	// The review says how the tool writes there.
+	if c := sandboxed(t, cwd, "permissions", "explain", "note_tool", "folder="+kept, "name=x", "text=y"); !strings.Contains(c.stdout, how) {
+		t.Errorf("explain note_tool does not say %q:\n%s%s", how, c.stdout, c.stderr)
 	}
 	for _, tier := range tiers {
 		for _, name := range []string{"old.txt", "by-" + tier + ".txt"} {
