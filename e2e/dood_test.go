@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -13,8 +15,9 @@ import (
 // (Docker-outside-of-Docker): the engine resolves bind sources on the
 // host.
 //
-// With nothing shared (a default `docker run`, the socket and the binary
-// mounted, the job's files only in the CI container), a tool with a read
+// With nothing shared (a default `docker run` as root or as a user in the
+// socket's group, the socket and the binary mounted, the job's files only
+// in the CI container), a tool with a read
 // grant reads what the CI container holds: the init and the grant are
 // copied into a volume the engine owns, the init speaks over the
 // container's attached streams (egress too), a masked secret in the
@@ -42,6 +45,10 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 	sharedTool := filepath.Join(shared, "work", "shown.yaml")
 	must(t, os.WriteFile(sharedTool, []byte(toolYAML("shown", "filesystem:read:"+filepath.Join(shared, "work", "data"), "cat "+filepath.Join(shared, "work", "data", "in.txt"))), 0o644))
 	socket := []string{"--user", "0", "-v", "/var/run/docker.sock:/var/run/docker.sock"}
+	// A job user who is not root, in the socket's group.
+	var st syscall.Stat_t
+	must(t, syscall.Stat("/var/run/docker.sock", &st))
+	member := []string{"--user", "1000:1000", "--group-add", strconv.Itoa(int(st.Gid)), "-v", "/var/run/docker.sock:/var/run/docker.sock"}
 	samepath := append(append([]string(nil), socket...),
 		"-v", env.bin+":"+env.bin+":ro", "-v", shared+":"+shared,
 		"-e", "SANDBOXED_RUNTIME_DIR="+filepath.Join(shared, "run"),
@@ -79,6 +86,11 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 			}
 			if strings.Contains(r.Stdout+r.Stderr, "dood-secret-42") {
 				t.Errorf("the masked secret reached the tool: %q", r.Stdout)
+			}
+		}},
+		{"nothing shared, a job user who is not root", member, strings.ReplaceAll(job, "/job", "/tmp/job") + "/tmp/job/read.yaml", func(t *testing.T, r result) {
+			if r.Status != "ok" || !strings.HasPrefix(r.Stdout, "hello from the CI container\n") || strings.Contains(r.Stdout, "dood-secret-42") {
+				t.Errorf("status %s exit %d stdout %q: %+v\n%s", r.Status, r.ExitCode, r.Stdout, r.Error, r.Stderr)
 			}
 		}},
 		{"nothing shared: egress goes over the attached streams", socket, job + "/job/net.yaml", func(t *testing.T, r result) {
