@@ -321,5 +321,27 @@ def pair_connect(path):
     a.connect(path)
 for path in ("/var/run/docker.sock", "\0sandboxed"):
     refused("connect a socket pair to %r" % path, lambda: pair_connect(path))
+    refused("send on a socket pair to %r" % path, lambda: socket.socketpair()[0].sendto(b"x", path))
+# A second thread rewrites the address while connect() waits for the
+# init: a connection that reached the job's listener at 127.0.0.2:3128
+# would be a LEAK line of the job's.
+import ctypes, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+good = struct.pack("=H", socket.AF_INET) + struct.pack(">H", 3128) + bytes([127, 0, 0, 1]) + bytes(8)
+bad = good[:4] + bytes([127, 0, 0, 2]) + bytes(8)
+buf = ctypes.create_string_buffer(good, 16)
+stop = []
+def flip():
+    while not stop:
+        ctypes.memmove(buf, bad, 16)
+        ctypes.memmove(buf, good, 16)
+t = threading.Thread(target=flip)
+t.start()
+for i in range(100):
+    s = socket.socket()
+    libc.connect(s.fileno(), buf, 16)
+    s.close()
+stop.append(1)
+t.join()
 print("DONE", flush=True)
 `
