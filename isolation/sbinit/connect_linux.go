@@ -123,7 +123,8 @@ func startConnect(c *Connect, conf *Confine) error {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
 	if s.listener, err = loadWatch(c.Filter); err != nil {
-		return err
+		// A container runtime's own seccomp profile may refuse it.
+		return fmt.Errorf("supervised connect for the tool's network grants: %w (run the tool without them, or where namespaces can be made)", err)
 	}
 	ready := make(chan error, 1)
 	go s.serve(ready)
