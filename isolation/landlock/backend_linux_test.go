@@ -170,6 +170,7 @@ func testConfinement(t *testing.T, start func(*testing.T, *isolation.Plan) isola
 		{"no tcp", "(echo > /dev/tcp/127.0.0.1/22) 2>&1 || echo refused", "refused"},
 		{"no capabilities", "grep CapEff /proc/self/status", "0000000000000000"},
 		{"no_new_privs", "grep NoNewPrivs /proc/self/status", "1"},
+		{"seccomp filter", "grep '^Seccomp:' /proc/self/status", "2"},
 		{"no limits of the init", "prlimit --pid $PPID --nofile=0:0 2>/dev/null && echo changed || echo refused", "refused"},
 		{"no priority of the init", "renice -n 19 -p $PPID >/dev/null 2>&1 && echo changed || echo refused", "refused"},
 		{"no scheduling of the init", "chrt -i -p 0 $PPID 2>/dev/null && echo changed || echo refused", "refused"},

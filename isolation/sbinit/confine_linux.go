@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -71,6 +69,15 @@ func runConfine(args []string) int {
 // process, in the order the kernel requires: the Landlock rules are made
 // while the paths can still be opened, the identity is dropped, then the
 // limits, no_new_privs, the Landlock domain and the seccomp filter.
+//
+// The identity, no_new_privs, the Landlock domain and the filter are set
+// on the calling thread only: the main thread, locked to this goroutine
+// (Main), which then executes the command. execve keeps that thread alone
+// and gives the command its credentials, flag, domain and filter; every
+// other thread of this process (the Go runtime's) ends in the execve, and
+// runs none of the command's code before. Setting them on every thread
+// was six rounds of stopping each thread, for threads about to end.
+// Preconditions: on the main thread, locked; nothing but the exec follows.
 func confineSelf() error {
 	f := os.NewFile(confineFD, "confine")
 	if f == nil {
@@ -119,14 +126,8 @@ func confineSelf() error {
 		}
 	}
 	if c.SetID {
-		if err := syscall.Setgroups(nil); err != nil {
-			return fmt.Errorf("drop supplementary groups: %w", err)
-		}
-		if err := syscall.Setresgid(int(c.GID), int(c.GID), int(c.GID)); err != nil {
-			return fmt.Errorf("set gid %d: %w", c.GID, err)
-		}
-		if err := syscall.Setresuid(int(c.UID), int(c.UID), int(c.UID)); err != nil {
-			return fmt.Errorf("set uid %d: %w", c.UID, err)
+		if err := setIDThread(c.UID, c.GID); err != nil {
+			return err
 		}
 	}
 	if eff, perm, _, err := capget(); !c.LimitsOnly && (err != nil || eff != 0 || perm != 0) {
@@ -143,15 +144,13 @@ func confineSelf() error {
 		rlimits = append(rlimits, Rlimit{Resource: unix.RLIMIT_NPROC, Soft: limit, Hard: limit})
 	}
 	if !c.LimitsOnly {
-		// Both on every thread by the same means (go-landlock's),
-		// whether or not the binary links cgo.
-		if err := ll.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fmt.Errorf("set no_new_privs: %w", err)
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+			return fmt.Errorf("set no_new_privs: %w", e)
 		}
-		if err := ll.AllThreadsLandlockRestrictSelf(rs, 0); err != nil {
-			return fmt.Errorf("landlock: restrict the command: %w", err)
+		if _, _, e := unix.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rs), 0, 0); e != 0 {
+			return fmt.Errorf("landlock: restrict the command: %w", e)
 		}
-		if err := loadSeccomp(prog); err != nil {
+		if err := loadSeccompThread(prog); err != nil {
 			return err
 		}
 	}
@@ -162,6 +161,21 @@ func confineSelf() error {
 		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}); err != nil {
 			return fmt.Errorf("set rlimit %d: %w", rl.Resource, err)
 		}
+	}
+	return nil
+}
+
+// setIDThread makes the calling thread uid and gid, without supplementary
+// groups (see confineSelf).
+func setIDThread(uid, gid uint32) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("drop supplementary groups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("set gid %d: %w", gid, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("set uid %d: %w", uid, e)
 	}
 	return nil
 }

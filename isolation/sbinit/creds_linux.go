@@ -229,6 +229,16 @@ func loadFilter(b []byte) error {
 // (SECCOMP_FILTER_FLAG_TSYNC). Preconditions: no_new_privs is set on the
 // calling thread, or it holds CAP_SYS_ADMIN.
 func loadSeccomp(prog []bpf.RawInstruction) error {
+	return seccompFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC)
+}
+
+// loadSeccompThread installs prog on the calling thread only (see
+// confineSelf). Preconditions: no_new_privs is set on this thread.
+func loadSeccompThread(prog []bpf.RawInstruction) error {
+	return seccompFilter(prog, 0)
+}
+
+func seccompFilter(prog []bpf.RawInstruction, flags uintptr) error {
 	if len(prog) == 0 {
 		return fmt.Errorf("load seccomp filter: empty program: %w", ErrSetup)
 	}
@@ -237,7 +247,7 @@ func loadSeccomp(prog []bpf.RawInstruction) error {
 		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	if e != 0 {
 		if e == unix.ENOSYS || e == unix.EINVAL {
 			return fmt.Errorf("load seccomp filter: %w (the kernel has no seccomp filters): %w", e, ErrSetup)
