@@ -110,7 +110,7 @@ func streamed(m mount.Mount) bool {
 // files (nil: a source is a directory unless it is /dev/null).
 func planCopy(hc *container.HostConfig, visible func(string) bool, lstat func(string) (os.FileInfo, error)) (*copyPlan, error) {
 	cp := &copyPlan{}
-	var refused []string
+	var refused, special []string
 	hiddenSocket := false
 	for i, m := range hc.Mounts {
 		if m.Type != mount.TypeBind {
@@ -130,12 +130,27 @@ func planCopy(hc *container.HostConfig, visible func(string) bool, lstat func(st
 			refused = append(refused, m.Source)
 			continue
 		}
+		if lstat != nil {
+			// Only directories and regular files are copied.
+			if fi, err := lstat(m.Source); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+				special = append(special, m.Source)
+				continue
+			}
+		}
 		cp.items = append(cp.items, copyItem{mount: i, source: m.Source, dir: isDir(m.Source, lstat)})
 	}
+	const engineAway = " the Docker engine cannot see (it runs outside this container and resolves paths on its own host): "
+	const sharePath = "mount it into this container from the host at the same path (docker run -v /srv/ci:/srv/ci), or run sandboxed on the host"
 	if len(refused) > 0 {
 		return nil, &isolation.UnsupportedError{
-			What: "a write grant the Docker engine cannot see (it runs outside this container and resolves paths on its own host): " + strings.Join(refused, ", "),
-			Fix:  "mount it into this container from the host at the same path (docker run -v /srv/ci:/srv/ci), or run sandboxed on the host; read grants are copied, write grants are not",
+			What: "a write grant" + engineAway + strings.Join(refused, ", "),
+			Fix:  sharePath + "; read grants are copied, write grants are not",
+		}
+	}
+	if len(special) > 0 {
+		return nil, &isolation.UnsupportedError{
+			What: "a grant of a special file (a socket, a device or a pipe)" + engineAway + strings.Join(special, ", "),
+			Fix:  sharePath + "; only directories and regular files are copied",
 		}
 	}
 	if len(cp.items) == 0 && !hiddenSocket {

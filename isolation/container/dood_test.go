@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -51,11 +52,18 @@ func TestOutsideVisible(t *testing.T) {
 func TestPlanCopy(t *testing.T) {
 	visible := func(p string) bool { return p == "/dev/null" || strings.HasPrefix(p, "/srv/ci/") }
 	dirs := map[string]bool{"/builds/p": true, "/builds/p/sub": true, "/srv/ci/w": true}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	file := filepath.Join(t.TempDir(), "file")
+	must(t, os.WriteFile(file, nil, 0o600))
 	lstat := func(p string) (os.FileInfo, error) {
-		if dirs[p] {
+		switch {
+		case dirs[p]:
 			return os.Lstat("/")
+		case strings.HasSuffix(p, ".sock"):
+			return os.Lstat(fifo)
 		}
-		return os.Lstat("/dev/null")
+		return os.Lstat(file)
 	}
 	base := func(extra ...mount.Mount) *container.HostConfig {
 		return &container.HostConfig{Tmpfs: map[string]string{"/tmp": "", "/builds/p/.secrets": ""}, Mounts: append([]mount.Mount{
@@ -98,6 +106,7 @@ func TestPlanCopy(t *testing.T) {
 			items: []copyItem{{mount: 1, source: "/builds/p", dir: true}},
 			drop:  []int{0},
 		},
+		{name: "a socket granted", hc: base(bindMount("/builds/agent.sock", "/agent.sock", true)), refused: "special file (a socket, a device or a pipe) the Docker engine cannot see (it runs outside this container and resolves paths on its own host): /builds/agent.sock"},
 		{name: "a write grant it cannot see", hc: base(bindMount("/builds/p", "/work", false), bindMount("/builds/q", "/q", false)), refused: "/builds/p, /builds/q"},
 	}
 	for _, tc := range tests {
