@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench times sandboxed against its peers, side by side and
 // interleaved in one run, and prints p50/p90 and the ratios the project's
 // bars are stated in. It is run by `make bench`; it asserts nothing, it

@@ -430,3 +430,25 @@ func TestTranslateMounts(t *testing.T) {
 		})
 	}
 }
+
+// allows reports whether p has an allow rule naming name, with any args.
+func allows(p *specs.LinuxSeccomp, name string) bool {
+	for _, r := range rulesFor(p, name) {
+		if r.Action == specs.ActAllow {
+			return true
+		}
+	}
+	return false
+}
+
+func rulesFor(p *specs.LinuxSeccomp, name string) []specs.LinuxSyscall {
+	var out []specs.LinuxSyscall
+	for _, r := range p.Syscalls {
+		for _, n := range r.Names {
+			if n == name {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

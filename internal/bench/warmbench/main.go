@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command warmbench measures the process tier's warm sandboxes the way a
 // resident controller uses them: a claim, Exec(true) and Close of a warm
 // sandbox, one at a time, against a cold Start of the same plan, and runs
