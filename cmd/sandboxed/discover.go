@@ -66,61 +66,25 @@ checked with the loader first; existing files are never replaced.`,
 	Action: discoverAction,
 }
 
+// discoverAction probes the scripts under DIR in sandboxes (discoverOptions
+// reads the flags), writes the tools found with --write (writeDiscovered)
+// and reports them (printDiscovered).
 func discoverAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError(errors.New("discover: which directory? usage: sandboxed discover [--write] [--grant PERMISSION]... [--depth N] [--interpreter PATH] [--scope local|user] [--json] DIR"))
 	}
-	grants := c.StringSlice("grant")
-	if err := tool.CheckGrants(grants); err != nil {
-		return usageError(fmt.Errorf("discover: %w", err))
+	opts, scope, err := discoverOptions(c)
+	if err != nil {
+		return err
 	}
-	scope := tool.Scope(c.String("scope"))
-	if scope != tool.ScopeLocal && scope != tool.ScopeUser {
-		return usageError(fmt.Errorf("--scope %q: use local or user", scope))
-	}
-	approveWrite := false
-	for _, a := range c.StringSlice("approve") {
-		if a != "write" {
-			return usageError(fmt.Errorf("discover: --approve %q: probes can be approved only write (write grants writable to them)", a))
-		}
-		approveWrite = true
-	}
-	if c.Int("depth") < 0 {
-		return usageError(fmt.Errorf("discover: --depth %d: give 0 (DIR alone) or more", c.Int("depth")))
-	}
-	interp := c.String("interpreter")
-	if interp != "" {
-		abs, err := filepath.Abs(interp)
-		if err != nil {
-			return usageError(fmt.Errorf("discover: --interpreter %s: %w", interp, err))
-		}
-		if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return usageError(fmt.Errorf("discover: --interpreter %s: not an executable file", interp))
-		}
-		interp = abs
-	}
-	cwd, _ := os.Getwd()
-	home, _ := os.UserHomeDir()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	// Probes are not tool runs: no run records, no audit lines.
 	ctl := &sandbox.Controller{RuntimeDir: sandbox.RuntimeDir(), Backends: backends()}
-	opts := sandbox.DiscoverOptions{
-		Limits:   sandbox.DefaultProbeLimits,
-		Parallel: c.Int("parallel"),
-		Scan: tool.ScanOptions{
-			MaxDepth:    c.Int("depth"),
-			Interpreter: interp,
-			SandboxPath: func(prog string) string { return findIn(sandbox.DefaultPath, prog) },
-			HostPath:    func(prog string) string { return findIn(os.Getenv("PATH"), prog) },
-		},
-		Grants: grants, ApproveWrite: approveWrite, Cwd: cwd, Home: home,
-	}
 	found, err := ctl.DiscoverDir(ctx, c.Args().First(), opts)
 	if err != nil {
 		return err
 	}
-
 	// Discovered tools run reduced: say which write grant they could not
 	// write, and how they write the others.
 	for _, g := range sandbox.DiscoveredGrantAccess(opts) {
@@ -130,64 +94,126 @@ func discoverAction(c *cli.Context) error {
 	}
 	for _, d := range found {
 		for _, def := range d.Tools {
-			if err := tool.Grant(def, grants); err != nil {
+			if err := tool.Grant(def, opts.Grants); err != nil {
 				return usageError(fmt.Errorf("discover: %w", err))
 			}
 		}
 	}
-
 	var failed []error
 	if c.Bool("write") {
-		dir, err := scopes().WriteDir(scope)
-		if err != nil {
+		if failed, err = writeDiscovered(found, scope); err != nil {
 			return err
-		}
-		for _, d := range found {
-			for _, def := range d.Tools {
-				path, err := tool.WriteDiscovered(dir, def)
-				if errors.Is(err, tool.ErrExists) {
-					path = filepath.Join(dir, def.Name+".yaml")
-					err = fmt.Errorf("%s exists; remove it to rediscover %s", path, def.Name)
-				}
-				if err != nil {
-					failed = append(failed, err)
-					d.Why = joinWhy(d.Why, "not written: "+err.Error())
-					continue
-				}
-				d.Written = append(d.Written, path)
-			}
 		}
 	}
-
-	if c.Bool("json") {
-		if err := writeJSON(c.App.Writer, found); err != nil {
-			return err
-		}
-	} else {
-		w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tINTERPRETER\tWHY")
-		for _, d := range found {
-			tools := toolNames(d)
-			interp := d.Interpreter
-			if interp == "" {
-				interp = "-"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.File, d.Result, tools, interp, oneLine(d.Why))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		for _, d := range found {
-			for _, p := range d.Written {
-				fmt.Fprintf(c.App.Writer, "wrote %s\n", p)
-			}
-		}
-		if !c.Bool("write") && registered(found) > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "sandboxed: %d tool(s) found; rerun with --write to add them to the %s scope\n", registered(found), scope)
-		}
+	if err := printDiscovered(c, found, scope); err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("discover: %d definition(s) not written (see WHY)", len(failed))
+	}
+	return nil
+}
+
+// discoverOptions reads discover's flags: the probes' grants and
+// approval, the search's depth and interpreter, and the scope written to.
+func discoverOptions(c *cli.Context) (sandbox.DiscoverOptions, tool.Scope, error) {
+	var none sandbox.DiscoverOptions
+	grants := c.StringSlice("grant")
+	if err := tool.CheckGrants(grants); err != nil {
+		return none, "", usageError(fmt.Errorf("discover: %w", err))
+	}
+	scope := tool.Scope(c.String("scope"))
+	if scope != tool.ScopeLocal && scope != tool.ScopeUser {
+		return none, "", usageError(fmt.Errorf("--scope %q: use local or user", scope))
+	}
+	approveWrite := false
+	for _, a := range c.StringSlice("approve") {
+		if a != "write" {
+			return none, "", usageError(fmt.Errorf("discover: --approve %q: probes can be approved only write (write grants writable to them)", a))
+		}
+		approveWrite = true
+	}
+	if c.Int("depth") < 0 {
+		return none, "", usageError(fmt.Errorf("discover: --depth %d: give 0 (DIR alone) or more", c.Int("depth")))
+	}
+	interp := c.String("interpreter")
+	if interp != "" {
+		abs, err := filepath.Abs(interp)
+		if err != nil {
+			return none, "", usageError(fmt.Errorf("discover: --interpreter %s: %w", interp, err))
+		}
+		if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return none, "", usageError(fmt.Errorf("discover: --interpreter %s: not an executable file", interp))
+		}
+		interp = abs
+	}
+	cwd, _ := os.Getwd()
+	home, _ := os.UserHomeDir()
+	return sandbox.DiscoverOptions{
+		Limits:   sandbox.DefaultProbeLimits,
+		Parallel: c.Int("parallel"),
+		Scan: tool.ScanOptions{
+			MaxDepth:    c.Int("depth"),
+			Interpreter: interp,
+			SandboxPath: func(prog string) string { return findIn(sandbox.DefaultPath, prog) },
+			HostPath:    func(prog string) string { return findIn(os.Getenv("PATH"), prog) },
+		},
+		Grants: grants, ApproveWrite: approveWrite, Cwd: cwd, Home: home,
+	}, scope, nil
+}
+
+// writeDiscovered writes the tools found into scope's directory, noting
+// each one written (Written) or not (Why); it returns the definitions not
+// written, and an error when the scope has no directory.
+func writeDiscovered(found []*tool.Discovery, scope tool.Scope) ([]error, error) {
+	dir, err := scopes().WriteDir(scope)
+	if err != nil {
+		return nil, err
+	}
+	var failed []error
+	for _, d := range found {
+		for _, def := range d.Tools {
+			path, err := tool.WriteDiscovered(dir, def)
+			if errors.Is(err, tool.ErrExists) {
+				path = filepath.Join(dir, def.Name+".yaml")
+				err = fmt.Errorf("%s exists; remove it to rediscover %s", path, def.Name)
+			}
+			if err != nil {
+				failed = append(failed, err)
+				d.Why = joinWhy(d.Why, "not written: "+err.Error())
+				continue
+			}
+			d.Written = append(d.Written, path)
+		}
+	}
+	return failed, nil
+}
+
+// printDiscovered reports the findings: JSON with --json, else a table,
+// the files written, and how to write them when --write was not given.
+func printDiscovered(c *cli.Context, found []*tool.Discovery, scope tool.Scope) error {
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, found)
+	}
+	w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "FILE\tRESULT\tTOOLS\tINTERPRETER\tWHY")
+	for _, d := range found {
+		interp := d.Interpreter
+		if interp == "" {
+			interp = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.File, d.Result, toolNames(d), interp, oneLine(d.Why))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, d := range found {
+		for _, p := range d.Written {
+			fmt.Fprintf(c.App.Writer, "wrote %s\n", p)
+		}
+	}
+	if !c.Bool("write") && registered(found) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "sandboxed: %d tool(s) found; rerun with --write to add them to the %s scope\n", registered(found), scope)
 	}
 	return nil
 }
