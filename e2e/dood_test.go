@@ -22,8 +22,8 @@ import (
 // copied into a volume the engine owns, the init speaks over the
 // container's attached streams (egress too), a masked secret in the
 // granted folder is not copied, a timeout kills the tree, a write grant
-// the engine cannot see is refused with the reason, and no container or
-// volume is left. With the job's directory mounted from the host at the
+// the engine cannot see is refused with the reason, gc reaps what a
+// crashed run left, and no container or volume is left. With the job's directory mounted from the host at the
 // same path, the grant is bound as on the host, and a grant beside it
 // that only the CI container has is copied.
 func TestContainerTierFromACIContainer(t *testing.T) {
@@ -118,6 +118,14 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 			tc.check(t, r)
 		})
 	}
+	t.Run("nothing shared: gc reaps a crashed run's container and volume", func(t *testing.T) {
+		crash := strings.TrimSuffix(job, "exec sandboxed run --json --approve network:localhost:8765 ") +
+			"sed /^timeout:/d /job/slow.yaml > /job/long.yaml && (sandboxed run --json /job/long.yaml >/dev/null 2>&1 & echo $! > /job/pid; wait) & sleep 4; kill -9 $(cat /job/pid); sleep 1; exec sandboxed gc"
+		c := inCIContainer(t, socket, "sh", "-c", crash)
+		if c.code != 0 || !strings.Contains(c.stdout, "removed container sandboxed-") || !strings.Contains(c.stdout, "removed volume sandboxed-") {
+			t.Errorf("gc: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+		}
+	})
 	t.Run("doctor says so, and its trial runs", func(t *testing.T) {
 		checks := doctorChecks(t, inCIContainer(t, socket, "sandboxed", "doctor", "--format", "json"))
 		if l := checks["container/engine's paths"]; !strings.Contains(l.Detail, "copied into a volume") {
