@@ -475,24 +475,47 @@ func (b *Backend) handOverIDs(p *isolation.Plan) (from, to *hostsetup.Owner) {
 	return from, to
 }
 
+// grantHolds is where p's runs hold the grants they were handed: the
+// runtime directory's grants folder.
+func grantHolds(p *isolation.Plan) string {
+	if p.HostDir == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(p.HostDir), hostsetup.GrantHoldsDir)
+}
+
 // handedGrants are the write grants (their staged sources) handed from
 // their owner to the tool's uid for a run, with each grant folder's mode
 // and ACLs as they were.
 type handedGrants struct {
 	from, to hostsetup.Owner
 	folders  []hostsetup.Folder
+	// held are the run's holds on the grants, by staged source: runs
+	// sharing a grant hand it back when the last of them ends.
+	held map[string]*hostsetup.GrantHold
 }
 
 // handOver gives the write grants among ms (the container's mounts, their
-// sources staged) from from to to for the run, for handBack. What was
-// handed over before an error is handed back.
-func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner) (*handedGrants, error) {
-	h := &handedGrants{from: *from, to: *to}
+// sources staged) from from to to for the run, for handBack, holding each
+// in holds (the runtime directory's grants folder; "" for no hold). What
+// was handed over before an error is handed back.
+func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner, holds string) (*handedGrants, error) {
+	h := &handedGrants{from: *from, to: *to, held: map[string]*hostsetup.GrantHold{}}
 	for _, m := range ms {
 		if m.Type != mount.TypeBind || m.ReadOnly || ours(m.Source) {
 			continue
 		}
-		f, err := hostsetup.SaveFolder(m.Source)
+		var err error
+		if holds != "" {
+			var s *hostsetup.GrantHold
+			if s, err = hostsetup.HoldGrant(holds, m.Source); err == nil {
+				h.held[m.Source] = s
+			}
+		}
+		var f hostsetup.Folder
+		if err == nil {
+			f, err = hostsetup.SaveFolder(m.Source)
+		}
 		if err == nil {
 			_, err = hostsetup.Reown(m.Source, *from, *to)
 			h.folders = append(h.folders, f)
@@ -513,13 +536,23 @@ func ourSource(src, initBinary, hostDir string) bool {
 
 // handBack gives what the tool's uid holds in the handed-over grants
 // (what the run was given and what it made) back to their owner, and
-// restores each grant folder's mode and ACLs.
+// restores each grant folder's mode and ACLs — of the grants no other run
+// holds still: the last of them hands it back.
 func handBack(h *handedGrants) error {
 	if h == nil {
 		return nil
 	}
+	defer func() {
+		for _, s := range h.held {
+			s.Release()
+		}
+		h.held = nil
+	}()
 	var errs []error
 	for _, f := range h.folders {
+		if s := h.held[f.Path]; s != nil && !s.Last() {
+			continue
+		}
 		if _, err := hostsetup.Reown(f.Path, h.to, h.from); err != nil {
 			errs = append(errs, err)
 			continue
@@ -587,7 +620,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if from, to := b.handOverIDs(p); to != nil {
 		// The tool does not run as its write grants' owner: they are its
 		// uid's for the run and come back to their owner in Close.
-		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, from, to)
+		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, from, to, grantHolds(p))
 		if err != nil {
 			return nil, err
 		}

@@ -382,7 +382,7 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbo
 			m.Source = w.s.staged[i]
 			staged = append(staged, m)
 		}
-		s.handed, err = handOver(staged, func(string) bool { return false }, from, to)
+		s.handed, err = handOver(staged, func(string) bool { return false }, from, to, grantHolds(p))
 		if err != nil {
 			return nil, err
 		}

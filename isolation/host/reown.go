@@ -22,3 +22,13 @@ type Folder = reown.Folder
 
 // SaveFolder records the mode and ACLs of path (see reown.SaveFolder).
 func SaveFolder(path string) (Folder, error) { return reown.SaveFolder(path) }
+
+// GrantHold is one run's hold on a write grant it was handed (see
+// reown.Shared): the last run to end hands it back.
+type GrantHold = reown.Shared
+
+// GrantHoldsDir names the runtime directory's folder of holds.
+const GrantHoldsDir = reown.HoldsDir
+
+// HoldGrant takes a run's hold on the grant at path (see reown.Hold).
+func HoldGrant(dir, path string) (*GrantHold, error) { return reown.Hold(dir, path) }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
+	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 
@@ -190,6 +192,9 @@ func (b *Backend) grants(ctx context.Context, p *isolation.Plan, m *idMapping) (
 		return nil, nil, err
 	}
 	g.exe = b.Exe
+	if p.HostDir != "" {
+		g.holds = filepath.Join(filepath.Dir(p.HostDir), reown.HoldsDir)
+	}
 	if !g.handOver {
 		return g, nil, nil
 	}

@@ -55,3 +55,7 @@ type ReownError struct {
 
 func (e *ReownError) Error() string { return fmt.Sprintf("hand over %s: %s: %v", e.Path, e.Op, e.Err) }
 func (e *ReownError) Unwrap() error { return e.Err }
+
+// HoldsDir names the folder of the runtime directory where runs hold the
+// grants they were handed (Hold).
+const HoldsDir = "grants"

@@ -14,3 +14,15 @@ func SaveFolder(path string) (Folder, error) { return Folder{}, errors.ErrUnsupp
 
 // Restore is Linux's alone (see folder_linux.go).
 func (f Folder) Restore() error { return errors.ErrUnsupported }
+
+// Shared is Linux's alone (see shared_linux.go).
+type Shared struct{}
+
+// Hold is Linux's alone (see shared_linux.go).
+func Hold(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
+
+// Last is Linux's alone.
+func (s *Shared) Last() bool { return false }
+
+// Release is Linux's alone.
+func (s *Shared) Release() {}
