@@ -51,7 +51,9 @@ import (
 //	    container, then the volume
 //
 // A write grant the engine cannot see is refused: its changes would have
-// to be copied back into this container, and nothing here does that yet.
+// to be copied back into this container in Close, which the controller
+// may run behind the result (sandbox.Behind), after the result's checks
+// of the grant (protected paths the tool created) have looked.
 
 // copyDir is where the staging container mounts the run's volume.
 const copyDir = "/copy"

@@ -14,6 +14,13 @@
 // Stdio never goes through the engine (no attach, no logs: the log driver
 // is "none"), so a run costs two engine calls to start and one to remove.
 //
+// From a CI container whose engine runs outside it (Docker's socket
+// mounted from the host; dood.go), a bind source the engine cannot see is
+// copied instead: read grants and the init go into a volume of the run,
+// bound read-only from there, and the init speaks sbinit's stream
+// protocol over the container's attached streams (copy.go). A write grant
+// the engine cannot see is refused.
+//
 // What the container gets: no network (a lone loopback; egress only through
 // the bind-mounted proxy socket the init relays), a read-only root and /dev,
 // a size-capped /tmp, all capabilities dropped (elevated runs get at most
