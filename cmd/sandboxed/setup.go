@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	host "github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/isolation/container"
-	"github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 var setupCommand = &cli.Command{

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 )
 
 // resolveBeneath is how every path under a grant is resolved when it is

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 )
 
 // Scan reads the tree under root without following a link: directories

@@ -16,8 +16,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // An engine outside this container sees a path only through a bind from

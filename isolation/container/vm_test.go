@@ -13,8 +13,8 @@ import (
 	"github.com/docker/docker/api/types/system"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // TestDetectVM holds the engines' bind-path rules: which engine runs its

@@ -18,9 +18,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 
+	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	hostsetup "github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // Warm containers (isolation.Prestarter).

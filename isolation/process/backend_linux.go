@@ -23,11 +23,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 

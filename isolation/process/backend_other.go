@@ -6,8 +6,8 @@ import (
 	"context"
 	"io"
 
+	host "github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/isolation/host"
 )
 
 // Backend is the process tier; it needs Linux.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 )
 

@@ -9,8 +9,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
 )
 
 // TestPlanGrantAccess: a reduced run's write grants are idmapped to the

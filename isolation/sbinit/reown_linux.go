@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 )
 
 // ReownFlag, after InitArg, starts the init binary as the helper that

@@ -1,6 +1,8 @@
-// Package host prepares a Linux host once for an unprivileged user of
+// Package hostsetup prepares a Linux host once for an unprivileged user of
 // sandboxed (`sudo sandboxed setup --user NAME`) and probes what the
-// current user can have (`sandboxed doctor`).
+// current user can have (`sandboxed doctor`). It lives outside isolation/:
+// it prepares hosts and says what they offer, it is no tier; the tiers
+// read its probes and its hand-over of write grants.
 //
 // Setup makes exactly these changes, each only where it is missing, and
 // records each in a manifest (/var/lib/sandboxed/setup/NAME.json) so that
@@ -28,4 +30,4 @@
 // a temporary directory; files are replaced atomically, keeping their mode
 // and owner. The package must not import sandbox, policy or tool: it knows
 // the host, not runs.
-package host
+package hostsetup

@@ -1,6 +1,6 @@
-package host
+package hostsetup
 
-import "github.com/sandboxed-dev/sandboxed/isolation/internal/reown"
+import "github.com/sandboxed-dev/sandboxed/internal/reown"
 
 // Owner is a uid and gid on the host.
 type Owner = reown.Owner
