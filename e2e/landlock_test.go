@@ -32,12 +32,14 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 		"tools/network.yaml": landlockTool("network", "15000", "128MiB",
 			"curl -sS http://web.test/; curl -s http://other.test/ | grep -q 'sandboxed egress proxy: refused' && echo other refused; curl -sS --noproxy '*' --max-time 3 http://"+webAddr+"/ || echo bypass refused",
 			"network:external:web.test"),
-		"tools/netprobe.yaml":  landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
-		"tools/netwait.yaml":   landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
-		"tools/netlong.yaml":   landlockTool("netlong", "60000", "64MiB", "sleep 40", "network:external:web.test"),
-		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB", "true", "network:localhost:8080"),
-		"netprobe.py":          landlockNetProbe,
-		"hosts":                mustRead(t, testNet.hostsFile),
+		"tools/netprobe.yaml": landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
+		"tools/netwait.yaml":  landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
+		"tools/netlong.yaml":  landlockTool("netlong", "60000", "64MiB", "sleep 40", "network:external:web.test"),
+		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB",
+			"bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090 && head -c 13 <&3'; echo; bash -c 'exec 3<>/dev/tcp/127.0.0.2/9090' 2>/dev/null || echo other address refused",
+			"network:localhost:9090"),
+		"netprobe.py": landlockNetProbe,
+		"hosts":       mustRead(t, testNet.hostsFile),
 	})
 	sock := "/var/run/docker.sock"
 	var st syscall.Stat_t
@@ -68,7 +70,7 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"network: " + strings.TrimSpace(webBody), "network: other refused", "network: bypass refused", "network: rc=0",
 				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
 				"netwait: rc=0", "relay: found", "killed: running", "killed: all gone", "killed: gc rc=0",
-				"localhost: rc=125", "localhost: refused",
+				"localhost: local service", "localhost: other address refused", "localhost: rc=0",
 				"victim: alive", "init: alive",
 				"left: none",
 			} {
@@ -147,6 +149,13 @@ def serve(host, port):
 for h in ("127.0.0.1", "127.0.0.2", open("/tmp/w/in/addr").read().strip()):
     for p in (3128, 8080):
         threading.Thread(target=serve, args=(h, p), daemon=True).start()
+threading.Thread(target=serve, args=("127.0.0.2", 9090), daemon=True).start()
+def greet():
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 9090)); s.listen(8)
+    while True:
+        c, a = s.accept(); c.sendall(b"local service"); c.close()
+threading.Thread(target=greet, daemon=True).start()
 threading.Event().wait()
 EOF
 listener=$!
@@ -165,8 +174,7 @@ run daemon $P /t/tools/daemon.yaml
 run timeout $P /t/tools/timeout.yaml
 run network $P /t/tools/network.yaml
 run netprobe $P /t/tools/netprobe.yaml
-run localhost $P --approve network:localhost:8080 /t/tools/localhost.yaml
-grep -q 'network:localhost grants' /tmp/err && echo "localhost: refused"
+run localhost $P --approve network:localhost:9090 /t/tools/localhost.yaml
 # Another process of the container that finds the relay the init listens
 # on for a run with network gets nothing through it.
 listening() { python3 -c 'import sys

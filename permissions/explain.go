@@ -684,8 +684,8 @@ func (x *explainer) network() {
 				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, describePorts(g.Egress.Ports()))}}
 		case x.in.Plan.Tier == string(tier.Landlock):
 			local++
-			p.Mechanisms = []Mechanism{{Kind: MechNone, Value: strconv.Itoa(g.Localhost.Port),
-				Detail: "refused in the landlock tier: without a network namespace 127.0.0.1 is the container's own, and the tier's supervised connect reaches only the run's proxy; the run is refused"}}
+			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
+				Detail: fmt.Sprintf("the tool's connect() to 127.0.0.1:%d is answered by the run's init with a connection through the egress proxy to this host's 127.0.0.1:%d (there is no network namespace: the tool's own connect never reaches the kernel), and nothing else of the loopback", g.Localhost.Port, g.Localhost.Port)}}
 		default:
 			local++
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),

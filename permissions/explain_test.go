@@ -241,7 +241,7 @@ func TestRiskNotesReadThePlan(t *testing.T) {
 
 // The landlock tier's network says what enforces it there: no namespace,
 // the supervised connect to the proxy's port, Landlock; a localhost grant
-// is refused.
+// goes through the init too.
 func TestExplainLandlockNetwork(t *testing.T) {
 	mechs := func(p Point) string {
 		var b strings.Builder
@@ -277,7 +277,7 @@ func TestExplainLandlockNetwork(t *testing.T) {
 		t.Errorf("network point speaks of a namespace: %+v", base)
 	}
 	e = explain([]string{"network:localhost:8080"}, 3128)
-	if got := mechs(e.Network[0]); !strings.Contains(got, "none=8080: refused in the landlock tier") {
+	if got := mechs(e.Network[0]); !strings.Contains(got, "forward=8080: the tool's connect() to 127.0.0.1:8080 is answered by the run's init") {
 		t.Errorf("localhost grant: %s", got)
 	}
 	e = explain(nil, 0)

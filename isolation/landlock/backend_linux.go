@@ -116,19 +116,17 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 
 // checkEgress refuses the network of a plan this tier cannot give: the
 // tool's connect() calls are supervised (sbinit.Connect), which reaches
-// the run's proxy and nothing else. A network:localhost grant would be
-// the container's own loopback (there is no network namespace to forward
-// it into), and the proxy's TLS termination for credentials and HTTP
-// rules needs its CA in the tool's system trust bundle, which only a
-// mount could put there.
+// the run's proxy (its port, and the localhost grants' ports through its
+// forwarding) and nothing else. The proxy's TLS termination for
+// credentials and HTTP rules needs its CA in the tool's system trust
+// bundle, which only a mount could put there.
 func checkEgress(e *isolation.Egress) error {
 	if e == nil {
 		return nil
 	}
-	if len(e.LocalhostPorts) > 0 {
-		return &isolation.UnsupportedError{
-			What: fmt.Sprintf("network:localhost grants (port %d) in the landlock tier (without a network namespace the tool's 127.0.0.1 is the container's, and this tier's supervised connect reaches only the run's proxy)", e.LocalhostPorts[0]),
-			Fix:  "run the tool where namespaces can be made (the process or container tier), or reach the service by a host name with a network:external grant",
+	for _, port := range e.LocalhostPorts {
+		if port < 1 || port > 65535 || port == e.ProxyPort {
+			return fmt.Errorf("check plan: localhost port %d: %w", port, ErrBadPlan)
 		}
 	}
 	if len(e.Credentials) > 0 || len(e.HTTP) > 0 || e.CABundle != "" {
@@ -275,7 +273,7 @@ func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.
 		if err != nil {
 			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
 		}
-		cfg.Connect = &sbinit.Connect{Filter: filter, ProxyPort: e.ProxyPort, Socket: e.ProxySocket}
+		cfg.Connect = &sbinit.Connect{Filter: filter, ProxyPort: e.ProxyPort, LocalhostPorts: e.LocalhostPorts, Socket: e.ProxySocket}
 	}
 	sb, err := start(cfg)
 	if err != nil {

@@ -295,7 +295,8 @@ func TestRefusals(t *testing.T) {
 		{"network", 7, func(p *isolation.Plan) { withEgress(p, nil) }, ""},
 		{"network without its profile", 7, func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxyPort: 3128, ProxySocket: "/run/p.sock"} }, "SeccompRules"},
 		{"network's profile without network", 7, func(p *isolation.Plan) { withEgress(p, nil); p.Egress = nil }, "SeccompRules"},
-		{"localhost grant", 7, func(p *isolation.Plan) { withEgress(p, func(e *isolation.Egress) { e.LocalhostPorts = []int{8080} }) }, "network:localhost grants"},
+		{"localhost grant", 7, func(p *isolation.Plan) { withEgress(p, func(e *isolation.Egress) { e.LocalhostPorts = []int{8080} }) }, ""},
+		{"localhost grant of the proxy's port", 7, func(p *isolation.Plan) { withEgress(p, func(e *isolation.Egress) { e.LocalhostPorts = []int{3128} }) }, "localhost port 3128"},
 		{"credentials", 7, func(p *isolation.Plan) {
 			withEgress(p, func(e *isolation.Egress) { e.Credentials = []isolation.Credential{{Name: "TOKEN"}} })
 		}, "credentials and HTTP rules"},

@@ -21,9 +21,10 @@
 //     user notification): 127.0.0.1:ProxyPort gets a socket of the init's
 //     own connected to the run's proxy, anything else ECONNREFUSED.
 //     Landlock's TCP rules match a port, not an address, so the tool gets
-//     none: its own connect never reaches the kernel. network:localhost
-//     grants, credentials and HTTP rules are refused (no namespace to
-//     forward into; no trust bundle can be mounted).
+//     none: its own connect never reaches the kernel. A network:localhost
+//     port at 127.0.0.1 is answered the same way, through the proxy's
+//     forwarding. Credentials and HTTP rules are refused (no trust bundle
+//     can be mounted).
 //   - system calls: the plan's profile, which the planner narrows for this
 //     tier with SeccompRules (no sockets without egress, TCP ones only
 //     with it; no bind or listen; Unix socket pairs of stream or seqpacket

@@ -18,10 +18,11 @@ import (
 //	      command's uid for reading its memory):
 //	    read the address from /proc/PID/mem (addrlen bytes at most),
 //	    check the notification is still pending (the pid was not reused)
-//	    ProxiedConnect(address): no ─▶ ECONNREFUSED
-//	    yes ─▶ its own TCP socket, connected to the relay (127.0.0.1:R,
-//	           which admits only the source ports the init connected
-//	           from and copies bytes to the proxy's Unix socket Socket),
+//	    SupervisedTarget(address): none ─▶ ECONNREFUSED
+//	    the relay's port R ─▶ its own TCP socket, connected to the relay
+//	           (127.0.0.1:R, which admits only the source ports the init
+//	           connected from and copies bytes to the proxy's Unix socket
+//	           Socket, after the egress preamble for a localhost port),
 //	           O_NONBLOCK as the command's socket had it, put in place of
 //	           the command's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD with
 //	           SETFD) ─▶ connect returns 0
@@ -47,6 +48,11 @@ type Connect struct {
 	// name (Egress.ProxyPort). Nothing listens there for them: a
 	// connect to it is answered with a connection to the relay.
 	ProxyPort int `json:"proxy_port"`
+	// LocalhostPorts are the network:localhost ports: a connect to
+	// 127.0.0.1 at one of them is answered with a connection to the
+	// relay's listener for it, which the proxy forwards to the host's
+	// 127.0.0.1 at that port (the egress preamble).
+	LocalhostPorts []int `json:"localhost_ports,omitempty"`
 	// Socket is the proxy's Unix socket (a host path), which the relay
 	// dials.
 	Socket string `json:"socket"`
@@ -62,21 +68,25 @@ const (
 	sockaddrMax   = 128
 )
 
-// ProxiedConnect reports whether a command's connect() to the socket
-// address sa goes to the run's proxy: exactly AF_INET 127.0.0.1:proxyPort.
-// addrlen is the length the command passed; sa holds the bytes read from
-// its memory (at most addrlen of them, and sockaddrInLen are enough).
-// Anything else — another address or port, another family, a length the
-// kernel would refuse, bytes that could not all be read — is refused.
-// It makes no system call.
-func ProxiedConnect(sa []byte, addrlen uint64, proxyPort int) bool {
-	if proxyPort < 1 || proxyPort > 65535 || addrlen < sockaddrInLen || addrlen > sockaddrMax || len(sa) < 8 {
-		return false
+// SupervisedTarget is what the supervisor connects a command's connect()
+// to the socket address sa to: the relay's port for the loopback port
+// the command named, when that is AF_INET 127.0.0.1 at a port of targets
+// (the proxy's, and the localhost grants'). addrlen is the length the
+// command passed; sa holds the bytes read from its memory (at most addrlen
+// of them, and sockaddrInLen are enough). Anything else — another
+// address or port, another family, a length the kernel would refuse,
+// bytes that could not all be read — is refused (false). It makes no
+// system call.
+func SupervisedTarget(sa []byte, addrlen uint64, targets map[int]int) (int, bool) {
+	if addrlen < sockaddrInLen || addrlen > sockaddrMax || len(sa) < 8 {
+		return 0, false
 	}
 	// sa_family is in host byte order, the port in network byte order.
-	return binary.NativeEndian.Uint16(sa[0:2]) == afInet &&
-		int(binary.BigEndian.Uint16(sa[2:4])) == proxyPort &&
-		bytes.Equal(sa[4:8], []byte{127, 0, 0, 1})
+	if binary.NativeEndian.Uint16(sa[0:2]) != afInet || !bytes.Equal(sa[4:8], []byte{127, 0, 0, 1}) {
+		return 0, false
+	}
+	to, ok := targets[int(binary.BigEndian.Uint16(sa[2:4]))]
+	return to, ok && to > 0 && to <= 65535
 }
 
 // fdinfoFlags reads the flags line of a /proc/PID/fdinfo/FD file: the

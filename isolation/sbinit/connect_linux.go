@@ -86,9 +86,10 @@ func NotifIDValid(fd int, id uint64) bool {
 // connectSupervisor answers the connect() calls of the commands (see
 // Connect).
 type connectSupervisor struct {
-	listener  int
-	proxyPort int
-	relay     unix.SockaddrInet4
+	listener int
+	// targets are the relay's port for each loopback port a command may
+	// connect to (the proxy's and the localhost grants').
+	targets map[int]int
 	// setID: read the commands' memory as uid and gid (the init runs
 	// as root, the commands as a uid of their own; without
 	// CAP_SYS_PTRACE only the same uid may read it).
@@ -107,15 +108,20 @@ func startConnect(c *Connect, conf *Confine) error {
 	if conf == nil || c.ProxyPort < 1 || c.ProxyPort > 65535 || c.Socket == "" {
 		return fmt.Errorf("supervised connect without confinement, proxy port or socket: %w", ErrSetup)
 	}
-	s := &connectSupervisor{proxyPort: c.ProxyPort, expected: map[uint16]bool{}}
+	s := &connectSupervisor{targets: map[int]int{}, expected: map[uint16]bool{}}
 	if conf.SetID {
 		s.setID, s.uid, s.gid = true, int(conf.UID), int(conf.GID)
 	}
-	r, err := relay.Listen(relay.Config{SocketPath: c.Socket, Admit: s.admit})
+	r, err := relay.Listen(relay.Config{SocketPath: c.Socket, LocalhostPorts: c.LocalhostPorts, LocalhostFreePorts: true, Admit: s.admit})
 	if err != nil {
 		return err
 	}
-	s.relay = unix.SockaddrInet4{Port: r.ProxyPort(), Addr: [4]byte{127, 0, 0, 1}}
+	s.targets[c.ProxyPort] = r.ProxyPort()
+	for _, port := range c.LocalhostPorts {
+		if port != c.ProxyPort {
+			s.targets[port] = r.LocalhostListenPort(port)
+		}
+	}
 	r.Serve(context.Background())
 	// A filter needs no_new_privs (or CAP_SYS_ADMIN) on this thread;
 	// the commands set it themselves anyway.
@@ -188,10 +194,14 @@ func (s *connectSupervisor) answer(req *SeccompNotif) SeccompNotifResp {
 	sa, ok := readMem(pid, req.Args[1], min(addrlen, sockaddrInLen))
 	flags, okFlags := fdFlags(pid, fd)
 	// What was read is the caller's only while it still waits.
-	if !ok || !okFlags || !NotifIDValid(s.listener, req.ID) || !ProxiedConnect(sa, addrlen, s.proxyPort) {
+	if !ok || !okFlags || !NotifIDValid(s.listener, req.ID) {
 		return refuse
 	}
-	sock, err := s.dialRelay(flags&unix.O_NONBLOCK != 0)
+	to, ok := SupervisedTarget(sa, addrlen, s.targets)
+	if !ok {
+		return refuse
+	}
+	sock, err := s.dialRelay(to, flags&unix.O_NONBLOCK != 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxed init: supervised connect:", err)
 		return refuse
@@ -210,22 +220,22 @@ func (s *connectSupervisor) answer(req *SeccompNotif) SeccompNotifResp {
 // relayConnectTimeout bounds the supervisor's connect to the relay.
 var relayConnectTimeout = unix.Timeval{Sec: 5}
 
-// dialRelay connects a new TCP socket of the supervisor's to the relay,
-// from a source port it expects first.
-func (s *connectSupervisor) dialRelay(nonblock bool) (int, error) {
+// dialRelay connects a new TCP socket of the supervisor's to the relay's
+// listener at 127.0.0.1:port, from a source port it expects first.
+func (s *connectSupervisor) dialRelay(port int, nonblock bool) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("socket: %w", err)
 	}
-	port, err := bindLoopback(fd)
+	from, err := bindLoopback(fd)
 	if err == nil {
 		s.mu.Lock()
-		s.expected[port] = true
+		s.expected[from] = true
 		s.mu.Unlock()
 		_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &relayConnectTimeout)
-		if err = unix.Connect(fd, &s.relay); err != nil {
+		if err = unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 			s.mu.Lock()
-			delete(s.expected, port)
+			delete(s.expected, from)
 			s.mu.Unlock()
 			err = fmt.Errorf("connect to the relay: %w", err)
 		}

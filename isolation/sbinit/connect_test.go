@@ -33,8 +33,9 @@ func sockaddrUn(path string) []byte {
 	return append(append(b, path...), 0)
 }
 
-func TestProxiedConnect(t *testing.T) {
+func TestSupervisedTarget(t *testing.T) {
 	const port = 3128
+	targets := map[int]int{port: 40001, 8080: 40002}
 	loop6 := [16]byte{15: 1}
 	mapped := [16]byte{10: 0xff, 11: 0xff, 12: 127, 15: 1}
 	proxy := sockaddrIn(2, port, 127, 0, 0, 1)
@@ -42,41 +43,48 @@ func TestProxiedConnect(t *testing.T) {
 		name    string
 		sa      []byte
 		addrlen uint64
-		want    bool
+		want    int // 0: refused
 	}{
-		{"the proxy", proxy, 16, true},
-		{"the proxy, a longer addrlen (sockaddr_storage)", proxy, 128, true},
-		{"the proxy's port on 127.0.0.2", sockaddrIn(2, port, 127, 0, 0, 2), 16, false},
-		{"the proxy's port on 0.0.0.0", sockaddrIn(2, port, 0, 0, 0, 0), 16, false},
-		{"the proxy's port on 10.0.0.1", sockaddrIn(2, port, 10, 0, 0, 1), 16, false},
-		{"the proxy's port on ::1", sockaddrIn6(port, loop6), 28, false},
-		{"the proxy's port on ::ffff:127.0.0.1", sockaddrIn6(port, mapped), 28, false},
-		{"another port", sockaddrIn(2, 8080, 127, 0, 0, 1), 16, false},
-		{"port 0", sockaddrIn(2, 0, 127, 0, 0, 1), 16, false},
-		{"the port byte-swapped", sockaddrIn(2, 0x380c, 127, 0, 0, 1), 16, false},
-		{"a named unix socket", sockaddrUn("/var/run/docker.sock"), 23, false},
-		{"an abstract unix socket", sockaddrUn("\x00sandboxed"), 13, false},
-		{"AF_UNSPEC (disconnect)", sockaddrIn(0, port, 127, 0, 0, 1), 16, false},
-		{"addrlen short of a sockaddr_in", proxy, 15, false},
-		{"addrlen of the family alone", proxy, 2, false},
-		{"addrlen 0", proxy, 0, false},
-		{"addrlen over sockaddr_storage", proxy, 129, false},
-		{"a negative addrlen", proxy, uint64(uint32(0xffffffff)), false},
-		{"fewer bytes read than an address", proxy[:7], 16, false},
-		{"nothing read", nil, 16, false},
-		{"garbage", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 16, false},
+		{"the proxy", proxy, 16, 40001},
+		{"the proxy, a longer addrlen (sockaddr_storage)", proxy, 128, 40001},
+		{"a localhost grant", sockaddrIn(2, 8080, 127, 0, 0, 1), 16, 40002},
+		{"the proxy's port on 127.0.0.2", sockaddrIn(2, port, 127, 0, 0, 2), 16, 0},
+		{"the proxy's port on 0.0.0.0", sockaddrIn(2, port, 0, 0, 0, 0), 16, 0},
+		{"the proxy's port on 10.0.0.1", sockaddrIn(2, port, 10, 0, 0, 1), 16, 0},
+		{"a localhost grant's port on 127.0.0.2", sockaddrIn(2, 8080, 127, 0, 0, 2), 16, 0},
+		{"the proxy's port on ::1", sockaddrIn6(port, loop6), 28, 0},
+		{"the proxy's port on ::ffff:127.0.0.1", sockaddrIn6(port, mapped), 28, 0},
+		{"another port", sockaddrIn(2, 8081, 127, 0, 0, 1), 16, 0},
+		{"the relay's own port", sockaddrIn(2, 40001, 127, 0, 0, 1), 16, 0},
+		{"port 0", sockaddrIn(2, 0, 127, 0, 0, 1), 16, 0},
+		{"the port byte-swapped", sockaddrIn(2, 0x380c, 127, 0, 0, 1), 16, 0},
+		{"a named unix socket", sockaddrUn("/var/run/docker.sock"), 23, 0},
+		{"an abstract unix socket", sockaddrUn("\x00sandboxed"), 13, 0},
+		{"AF_UNSPEC (disconnect)", sockaddrIn(0, port, 127, 0, 0, 1), 16, 0},
+		{"addrlen short of a sockaddr_in", proxy, 15, 0},
+		{"addrlen of the family alone", proxy, 2, 0},
+		{"addrlen 0", proxy, 0, 0},
+		{"addrlen over sockaddr_storage", proxy, 129, 0},
+		{"a negative addrlen", proxy, uint64(uint32(0xffffffff)), 0},
+		{"fewer bytes read than an address", proxy[:7], 16, 0},
+		{"nothing read", nil, 16, 0},
+		{"garbage", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 16, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := ProxiedConnect(c.sa, c.addrlen, port); got != c.want {
-				t.Fatalf("ProxiedConnect = %v, want %v", got, c.want)
+			got, ok := SupervisedTarget(c.sa, c.addrlen, targets)
+			if got != c.want || ok != (c.want != 0) {
+				t.Fatalf("SupervisedTarget = %d, %v; want %d", got, ok, c.want)
 			}
 		})
 	}
-	for _, p := range []int{0, -1, 65536} {
-		if ProxiedConnect(proxy, 16, p) {
-			t.Errorf("proxy port %d: a connect was proxied", p)
+	for _, to := range []int{0, -1, 65536} {
+		if _, ok := SupervisedTarget(proxy, 16, map[int]int{port: to}); ok {
+			t.Errorf("relay port %d: a connect was let through", to)
 		}
+	}
+	if _, ok := SupervisedTarget(proxy, 16, nil); ok {
+		t.Error("no targets: a connect was let through")
 	}
 }
 

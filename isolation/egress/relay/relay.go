@@ -22,8 +22,12 @@ type Config struct {
 	// (Egress.ProxyPort); 0 picks a free port (see Relay.ProxyAddr).
 	ProxyPort int
 	// LocalhostPorts are the network:localhost ports; each is listened on
-	// at the same port.
+	// at the same port, or at a free one with LocalhostFreePorts.
 	LocalhostPorts []int
+	// LocalhostFreePorts listens for each localhost port at a free port
+	// (LocalhostListenPort says which): the landlock tier's relay is on
+	// the host's own loopback, where the port is the service's.
+	LocalhostFreePorts bool
 
 	// ListenIP is the loopback address to listen on; zero means
 	// 127.0.0.1, which is what a sandbox always uses. Tests of the whole
@@ -99,10 +103,13 @@ func Listen(cfg Config) (_ *Relay, retErr error) {
 		if _, dup := r.localLn[port]; dup {
 			continue
 		}
-		if port == r.ProxyPort() {
+		at := port
+		if cfg.LocalhostFreePorts {
+			at = 0
+		} else if port == r.ProxyPort() {
 			return nil, fmt.Errorf("listen egress relay: localhost port %d is also the proxy port", port)
 		}
-		ln, err := listen(port)
+		ln, err := listen(at)
 		if err != nil {
 			return nil, err
 		}
@@ -116,6 +123,16 @@ func (r *Relay) ProxyAddr() string { return r.proxyLn.Addr().String() }
 
 // ProxyPort is the port of the proxy listener.
 func (r *Relay) ProxyPort() int { return r.proxyLn.Addr().(*net.TCPAddr).Port }
+
+// LocalhostListenPort is the port the relay listens on for the localhost
+// port port, 0 when it has none.
+func (r *Relay) LocalhostListenPort(port int) int {
+	ln, ok := r.localLn[port]
+	if !ok {
+		return 0
+	}
+	return ln.Addr().(*net.TCPAddr).Port
+}
 
 // Serve starts relaying in the background and returns at once. When ctx is
 // done the relay shuts down as if closed; Close must still be called.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -325,5 +326,64 @@ func TestServeFunction(t *testing.T) {
 	}
 	if _, err := Serve(context.Background(), 0, nil, ""); err == nil {
 		t.Error("Serve with no socket succeeded")
+	}
+}
+
+// The landlock tier's relay: a localhost port already taken on this
+// loopback is listened on at a free port, with its preamble; a
+// connection Admit refuses is closed unread and reaches no proxy.
+func TestLocalhostFreePortsAndAdmit(t *testing.T) {
+	p := startFakeProxy(t)
+	taken, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex
+	admit := true
+	r, err := Listen(Config{SocketPath: p.socket(), LocalhostPorts: []int{port}, LocalhostFreePorts: true,
+		Admit: func(remote netip.AddrPort) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return admit && remote.Addr() == netip.MustParseAddr("127.0.0.1")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Serve(context.Background())
+	at := r.LocalhostListenPort(port)
+	if at == 0 || at == port || r.LocalhostListenPort(port+1) != 0 {
+		t.Fatalf("localhost port %d listened on at %d", port, at)
+	}
+	roundTrip := func() string {
+		c, err := net.Dial("tcp4", "127.0.0.1:"+strconv.Itoa(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("hi"))
+		c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	if got := roundTrip(); got != "HI" {
+		t.Fatalf("admitted: %q", got)
+	}
+	mu.Lock()
+	admit = false
+	mu.Unlock()
+	before, _ := p.seen()
+	if got := roundTrip(); got != "" {
+		t.Fatalf("refused: %q", got)
+	}
+	conns, preambles := p.seen()
+	if conns != before {
+		t.Fatal("a refused connection reached the proxy")
+	}
+	if len(preambles) != 1 || preambles[0] != Preamble(port) {
+		t.Fatalf("preambles %v, want one for port %d", preambles, port)
 	}
 }
