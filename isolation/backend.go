@@ -143,6 +143,11 @@ type Plan struct {
 	// writable to it for the run and what it writes there this owner's
 	// (WriteGrants); nil is the uid sandboxed runs as.
 	GrantOwner *ID `json:"grant_owner,omitempty"`
+	// Approximations are the spec's fields this run's tier honours only
+	// in part, and how (specconv.Review of Spec): explain and the run's
+	// result say so. Every other field the spec sets is enforced as
+	// written, or the backend refuses the plan.
+	Approximations []Approximation `json:"approximations,omitempty"`
 	// Observe makes the backend record the paths the run's processes
 	// open, create, remove and execute (Stats.Accesses), for `permissions
 	// learn`. It observes and changes no verdict. An observed run
@@ -178,6 +183,14 @@ func WriteGrants(p *Plan) []string {
 		}
 	}
 	return out
+}
+
+// Approximation is a field of a plan's spec that its tier honours only in
+// part: Field is its path in the spec ("Linux.Resources.Memory.Limit"),
+// How what the tier does instead and what that leaves.
+type Approximation struct {
+	Field string `json:"field"`
+	How   string `json:"how"`
 }
 
 // MaskedPath is one path the policy masks inside a grant.

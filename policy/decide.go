@@ -516,11 +516,11 @@ func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []strin
 }
 
 // LandlockNotes say what the landlock tier does not enforce or hide,
-// in every decision that runs in it.
+// in every decision that runs in it. How it holds the limits is the
+// plan's to say (isolation.Plan.Approximations).
 var LandlockNotes = []string{
 	"landlock tier: no namespaces — the tool sees this host's (or container's) process list, hostname, network interfaces and mounts; Landlock keeps the environment and memory of processes outside the run from it",
 	"landlock tier: no network namespace — without network grants no socket can be made; with them every connect() of the tool waits for the run's init, which connects 127.0.0.1 at the proxy port (and at a network:localhost port, forwarded by the proxy) to the egress proxy and refuses every other address and every Unix socket (socket options the tool set before connect are not carried over); credentials and HTTP rules are refused in this tier",
-	"landlock tier: where no cgroup can be written, memory is limited per process (RLIMIT_DATA, which shared mappings and memfds escape), processes per uid across the host (RLIMIT_NPROC) and the scratch directory per file (RLIMIT_FSIZE); an exhausted limit fails the allocation or fork and is not reported as oom",
 	"landlock tier: Landlock does not confine chmod and file times: run as a non-root user, the tool can change the mode and times of that user's files it can name; chown and extended attributes are refused",
 	"landlock tier: as root the tool runs as an unprivileged uid of its own, so a write grant must be writable by any user",
 }

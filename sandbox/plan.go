@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -257,7 +258,10 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if limits.CPUs > 0 {
 		opts = append(opts, WithCPUs(limits.CPUs))
 	}
-	if priv == privilege.SameAsUser {
+	if priv == privilege.SameAsUser || d.Isolation == isolation.TierNone {
+		// The none tier runs the tool as the invoking user whatever its
+		// privilege (the policy's note says nothing is enforced there):
+		// the spec says so.
 		opts = append(opts, WithUser(f.UID, f.GID))
 	}
 	// Grants, parents before children so a nested grant is not hidden.
@@ -277,6 +281,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if d.Isolation == isolation.TierLandlock {
 		opts = append(opts, WithSeccomp(LandlockSeccompProfile(priv, eg != nil)))
 	}
+	opts = append(opts, WithTier(d.Isolation, kubernetesRun(in)))
 	spec, err := NewSpec(in.RunID, priv, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan %s: %w", def.Name, err)
@@ -302,8 +307,20 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		p.Scratch = scratch
 		p.AcceptGaps = append([]string(nil), d.AcceptGaps...)
 	}
+	return planRuntime(p, in, ext, &sandboxPlan{env: env, cwd: cwd, watches: watches})
+}
+
+// planRuntime finishes p with where it runs — a pod of its own, or the
+// container tier's image and runtime — and what its tier approximates
+// of its spec.
+func planRuntime(p *isolation.Plan, in PlanInput, ext *tool.SandboxedExt, sp *sandboxPlan) (*isolation.Plan, *sandboxPlan, error) {
+	d := in.Decision
 	if kubernetesRun(in) {
-		return planPod(p, in, ext.Image, ext.Runtime, d.Runtime, &sandboxPlan{env: env, cwd: cwd, watches: watches})
+		p, sp, err := planPod(p, in, ext.Image, ext.Runtime, d.Runtime, sp)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, sp, reviewSpec(p)
 	}
 	if p.Tier == isolation.TierContainer {
 		p.Image = isolation.DefaultImage
@@ -315,7 +332,19 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 			p.Runtime = d.Runtime // the policy forces it
 		}
 	}
-	return p, &sandboxPlan{env: env, cwd: cwd, watches: watches}, nil
+	return p, sp, reviewSpec(p)
+}
+
+// reviewSpec records in p what its tier approximates of its spec, and
+// refuses a spec its tier would not honour (specconv.Review): a plan
+// says what its tier does with each field before anything runs.
+func reviewSpec(p *isolation.Plan) error {
+	approx, err := specconv.Review(specconv.TargetOf(p), p.Spec)
+	if err != nil {
+		return fmt.Errorf("plan %s: %w: %w", p.Tool, ErrPlan, err)
+	}
+	p.Approximations = approx
+	return nil
 }
 
 // grantOpts are the spec options of the grants' mounts (parents before

@@ -205,6 +205,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	for _, g := range isolation.ReducedGrantAccess(plan, os.Geteuid(), os.Stat) {
 		notes = append(notes, g.String())
 	}
+	notes = append(notes, approximationNotes(plan)...)
 	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
 		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // Spec defaults.
@@ -64,20 +66,14 @@ func DefaultSpec(runID string, priv privilege.Privilege) *specs.Spec {
 				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
 			},
 		},
-		Mounts: []specs.Mount{
-			{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
-			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}},
-			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
-			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
-			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=" + strconv.FormatInt(DefaultTmpfsBytes, 10)}},
-		},
+		Mounts: isolation.SkeletonMounts(DefaultTmpfsBytes),
 		Linux: &specs.Linux{
 			Namespaces: []specs.LinuxNamespace{
 				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
 			},
 			Resources:     &specs.LinuxResources{},
-			CgroupsPath:   "/sandboxed/" + runID,
+			CgroupsPath:   specconv.CgroupsPath(runID),
 			MaskedPaths:   append([]string(nil), MaskedPaths...),
 			ReadonlyPaths: append([]string(nil), ReadonlyPaths...),
 			Seccomp:       SeccompProfile(priv),
@@ -288,4 +284,56 @@ func resources(s *specs.Spec) *specs.LinuxResources {
 		s.Linux.Resources = &specs.LinuxResources{}
 	}
 	return s.Linux.Resources
+}
+
+// WithTier shapes the spec to what tier t's sandbox is, so that the spec
+// says what runs (each tier's converter refuses a field it does not
+// honour). The process and container tiers and a pod keep the default's
+// shape; the container tier and a pod (kubernetes) have a cgroup their
+// engine names, and a pod never runs as uid 0 (a same-as-user run of
+// root's runs as nobody). The landlock tier has no namespaces, no root
+// of its own (the host's, read-only to the tool by Landlock), no
+// skeleton mounts, no masked or read-only /proc paths and no host name;
+// the size of its /tmp becomes RLIMIT_FSIZE (its scratch directory is on
+// the host). The none tier is a host process of the invoking user:
+// nothing but its environment, working directory, identity and limits.
+func WithTier(t isolation.Tier, kubernetes bool) SpecOpt {
+	return func(s *specs.Spec) error {
+		switch {
+		case kubernetes:
+			s.Linux.CgroupsPath = ""
+			if u := &s.Process.User; u.UID == 0 {
+				u.UID, u.GID = privilege.NobodyID, privilege.NobodyID
+			}
+		case t == isolation.TierContainer:
+			s.Linux.CgroupsPath = ""
+		case t == isolation.TierLandlock:
+			tmp, err := tmpfsSize(s)
+			if err != nil {
+				return err
+			}
+			s.Root = &specs.Root{Path: "/", Readonly: true}
+			s.Hostname = ""
+			s.Linux.Namespaces, s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = nil, nil, nil
+			s.Mounts = slices.DeleteFunc(s.Mounts, func(m specs.Mount) bool { return isolation.IsSkeleton(m.Destination) })
+			s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_FSIZE", Soft: uint64(tmp), Hard: uint64(tmp)})
+		case t == isolation.TierNone:
+			s.Root = &specs.Root{Path: "/"}
+			s.Hostname = ""
+			s.Mounts = nil
+			s.Process.Capabilities, s.Process.Rlimits, s.Process.NoNewPrivileges = nil, nil, false
+			s.Linux.Namespaces, s.Linux.MaskedPaths, s.Linux.ReadonlyPaths, s.Linux.Seccomp = nil, nil, nil, nil
+		}
+		return nil
+	}
+}
+
+// tmpfsSize is the size of the spec's /tmp.
+func tmpfsSize(s *specs.Spec) (int64, error) {
+	for _, m := range s.Mounts {
+		if m.Destination == "/tmp" {
+			return isolation.CheckSkeleton(m)
+		}
+	}
+	return 0, fmt.Errorf("tmpfs size: spec has no /tmp: %w", ErrSpec)
 }

@@ -402,7 +402,7 @@ func TestCheckSkipsInfoWithAProfile(t *testing.T) {
 	f := newFakeEngine()
 	b := newTestBackend(t, f, newFakeInit(), nil)
 	p := planIn(t)
-	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, Seccomp: &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}}
+	p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources, Seccomp: &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}}
 	if err := b.Check(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}

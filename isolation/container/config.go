@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // Paths inside every container of this tier.
@@ -92,7 +93,8 @@ func containerName(runID string) string { return "sandboxed-" + runID }
 // translate turns a plan into the container's configuration. It touches
 // the host only through h.lstat, to refuse bind sources that are symlinks.
 func translate(p *isolation.Plan, h host) (*container.Config, *container.HostConfig, error) {
-	if err := checkPlan(p); err != nil {
+	conv, err := checkPlan(p)
+	if err != nil {
 		return nil, nil, err
 	}
 	proc := p.Spec.Process
@@ -108,7 +110,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 	if err != nil {
 		return nil, nil, err
 	}
-	hc, err := hostConfig(p, capAdd, ulimits)
+	hc, err := hostConfig(p, conv.resources, capAdd, ulimits)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +126,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		}
 		hc.Mounts = append(hc.Mounts, bindMount(p.Egress.ProxySocket, isolation.SandboxSocket, false))
 	}
-	binds, tmpfs, err := translateMounts(p.Spec.Mounts, p.Limits.TmpfsBytes, h.lstat)
+	binds, tmpfs, err := translateMounts(p.Spec.Mounts, conv.tmpfsBytes, h.lstat)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,28 +136,32 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 
 // checkPlan refuses a plan this tier cannot translate: another tier's, one
 // without a process, a run id that cannot name a container, a relative
-// host directory, or missing or negative limits.
-func checkPlan(p *isolation.Plan) error {
+// host directory, or a spec the tier would not honour (convertSpec),
+// whose pids limit does not hold the tool's and the init's spare threads.
+func checkPlan(p *isolation.Plan) (*converted, error) {
 	if p == nil || p.Spec == nil || p.Spec.Process == nil {
-		return fmt.Errorf("translate plan: %w: the plan has no spec process", isolation.ErrUnsupported)
+		return nil, fmt.Errorf("translate plan: %w: the plan has no spec process", isolation.ErrUnsupported)
 	}
 	if p.Tier != isolation.TierContainer {
-		return fmt.Errorf("translate plan: %w: tier %q is not %q", isolation.ErrUnsupported, p.Tier, isolation.TierContainer)
+		return nil, fmt.Errorf("translate plan: %w: tier %q is not %q", isolation.ErrUnsupported, p.Tier, isolation.TierContainer)
 	}
 	if !nameRE.MatchString(p.RunID) {
-		return fmt.Errorf("translate plan: run id %q is not a valid container name part: %w", p.RunID, isolation.ErrUnsupported)
+		return nil, fmt.Errorf("translate plan: run id %q is not a valid container name part: %w", p.RunID, isolation.ErrUnsupported)
 	}
 	if p.HostDir == "" || !path.IsAbs(p.HostDir) {
-		return fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
+		return nil, fmt.Errorf("translate plan: %w: host dir %q is not absolute", isolation.ErrUnsupported, p.HostDir)
 	}
-	lim := p.Limits
-	if lim.MemoryBytes <= 0 || lim.Pids <= 0 || isolation.SpecPids(p.Spec) < lim.Pids+isolation.InitSpareThreads {
-		return &isolation.UnsupportedError{What: "a run without memory and pids limits", Fix: "the plan must set Limits.MemoryBytes and Limits.Pids, and a spec pids limit that holds the tool's and the init's spare threads"}
+	conv, err := convertSpec(p)
+	if err != nil {
+		return nil, fmt.Errorf("translate plan: %w", err)
 	}
-	if lim.CPUs < 0 || lim.TmpfsBytes < 0 {
-		return fmt.Errorf("translate plan: %w: negative cpu or tmpfs limit", isolation.ErrUnsupported)
+	if conv.runID != p.RunID {
+		return nil, fmt.Errorf("translate plan: %w: the spec is of run %q, the plan of %q", isolation.ErrUnsupported, conv.runID, p.RunID)
 	}
-	return nil
+	if p.Limits.Pids <= 0 || conv.resources.Pids < p.Limits.Pids+isolation.InitSpareThreads {
+		return nil, &isolation.UnsupportedError{What: "a spec pids limit that does not hold the tool's and the init's spare threads", Fix: "plan the run with sandbox.Plan"}
+	}
+	return conv, nil
 }
 
 // containerConfig is the container's own configuration: image, user,
@@ -194,7 +200,7 @@ func containerConfig(p *isolation.Plan, user string) *container.Config {
 // hostConfig is the container's host configuration but for its mounts:
 // no network, a read-only root, the capabilities, seccomp profile, masked
 // and read-only paths and limits of the plan.
-func hostConfig(p *isolation.Plan, capAdd []string, ulimits []*container.Ulimit) (*container.HostConfig, error) {
+func hostConfig(p *isolation.Plan, r specconv.Resources, capAdd []string, ulimits []*container.Ulimit) (*container.HostConfig, error) {
 	secOpts := []string{"no-new-privileges"}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil {
 		// The engine's default profile narrowed by the plan's (the one the
@@ -210,11 +216,10 @@ func hostConfig(p *isolation.Plan, capAdd []string, ulimits []*container.Ulimit)
 		masked, readonly = p.Spec.Linux.MaskedPaths, p.Spec.Linux.ReadonlyPaths
 	}
 	// The spec's limit: the tool's and the init's spare threads.
-	pids := isolation.SpecPids(p.Spec)
+	pids := r.Pids
 	if p.Runtime == "runsc" {
 		pids = runscHostPids(pids)
 	}
-	lim := p.Limits
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -234,9 +239,9 @@ func hostConfig(p *isolation.Plan, capAdd []string, ulimits []*container.Ulimit)
 		Runtime:       p.Runtime,
 		LogConfig:     container.LogConfig{Type: "none"}, // stdio goes through the init, never the log
 		Resources: container.Resources{
-			Memory:     lim.MemoryBytes,
-			MemorySwap: lim.MemoryBytes, // no swap
-			NanoCPUs:   int64(lim.CPUs * 1e9),
+			Memory:     r.MemoryBytes,
+			MemorySwap: r.MemoryBytes, // no swap
+			NanoCPUs:   int64(r.CPUs * 1e9),
 			PidsLimit:  &pids,
 			Ulimits:    ulimits,
 		},
@@ -265,6 +270,18 @@ func translateMounts(ms []specs.Mount, tmpfsBytes int64, lstat func(string) (os.
 		}
 		if strings.HasPrefix(dst, "/.sandboxed") {
 			return nil, nil, fmt.Errorf("translate mount %q: %w: /.sandboxed is reserved for the init", m.Destination, isolation.ErrUnsupported)
+		}
+		if isolation.IsSkeleton(dst) {
+			// The engine builds these as the skeleton says (/tmp of
+			// the spec's size, below): a spec that says otherwise is
+			// refused.
+			if _, err := isolation.CheckSkeleton(m); err != nil {
+				return nil, nil, fmt.Errorf("translate mount %s: %w", dst, err)
+			}
+		} else if engineMounts[dst] {
+			return nil, nil, fmt.Errorf("translate mount %s: %w: the engine mounts it itself", dst, isolation.ErrUnsupported)
+		} else if err := isolation.CheckMountOptions(m); err != nil {
+			return nil, nil, fmt.Errorf("translate mount %s: %w", dst, err)
 		}
 		switch {
 		case isBind(m):

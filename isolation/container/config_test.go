@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // setPids gives p's tool n processes: the plan's limit and the spec's,
@@ -47,14 +48,7 @@ func basePlanNoPids() *isolation.Plan {
 		Tool:      "weather",
 		Tier:      isolation.TierContainer,
 		Privilege: privilege.SameAsUser,
-		Spec: &specs.Spec{
-			Hostname: "box",
-			Process: &specs.Process{
-				User: specs.User{UID: 1000, GID: 1001},
-				Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp"},
-				Cwd:  "/work",
-			},
-		},
+		Spec:      baseSpec("r1", 256<<20, 1.5, 64<<20),
 		Limits: isolation.Limits{
 			MemoryBytes: 256 << 20,
 			Pids:        128,
@@ -64,6 +58,37 @@ func basePlanNoPids() *isolation.Plan {
 			KillGrace:   time.Second,
 		},
 		HostDir: "/run/sandboxed/r1",
+	}
+}
+
+// baseSpec is a container-tier spec as the planner writes it (the
+// container package cannot import the planner): memory, cpus and /tmp's
+// size as given; setPids sets the pids limit.
+func baseSpec(runID string, mem int64, cpus float64, tmp int64) *specs.Spec {
+	quota, period := int64(cpus*100000), uint64(100000)
+	ns := make([]specs.LinuxNamespace, len(specconv.Namespaces))
+	for i, t := range specconv.Namespaces {
+		ns[i] = specs.LinuxNamespace{Type: t}
+	}
+	return &specs.Spec{
+		Version:  specs.Version,
+		Hostname: "box",
+		Root:     &specs.Root{Path: "rootfs", Readonly: true},
+		Process: &specs.Process{
+			User:            specs.User{UID: 1000, GID: 1001},
+			Env:             []string{"PATH=/usr/bin:/bin", "HOME=/tmp"},
+			Cwd:             "/work",
+			NoNewPrivileges: true,
+		},
+		Mounts:      isolation.SkeletonMounts(tmp),
+		Annotations: map[string]string{isolation.AnnotationRunID: runID},
+		Linux: &specs.Linux{
+			Namespaces: ns,
+			Resources: &specs.LinuxResources{
+				Memory: &specs.LinuxMemory{Limit: &mem, Swap: &mem},
+				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+			},
+		},
 	}
 }
 
@@ -174,20 +199,13 @@ func TestTranslateFields(t *testing.T) {
 				t.Errorf("Resources = %+v", r)
 			}
 		}},
-		{"Limits.CPUs zero is no cpu limit", func(p *isolation.Plan) { p.Limits.CPUs = 0 }, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+		{"no spec CPU quota is no cpu limit", func(p *isolation.Plan) { p.Spec.Linux.Resources.CPU = nil }, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			if hc.NanoCPUs != 0 {
 				t.Errorf("NanoCPUs = %d", hc.NanoCPUs)
 			}
 		}},
-		{"Limits.TmpfsBytes sizes /tmp, nosuid nodev", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
-			if got := hc.Tmpfs["/tmp"]; got != "rw,nosuid,nodev,exec,mode=1777,size=67108864" {
-				t.Errorf("Tmpfs[/tmp] = %q", got)
-			}
-		}},
-		{"a /tmp tmpfs in the spec keeps its options and gets the plan's size", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"noexec", "suid", "size=1g", "mode=0700"}}}
-		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
-			if got := hc.Tmpfs["/tmp"]; got != "nosuid,nodev,noexec,mode=0700,size=67108864" {
+		{"the spec's /tmp size sizes /tmp, nosuid nodev", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
+			if got := hc.Tmpfs["/tmp"]; got != "nosuid,nodev,exec,mode=1777,size=67108864" {
 				t.Errorf("Tmpfs[/tmp] = %q", got)
 			}
 		}},
@@ -197,13 +215,11 @@ func TestTranslateFields(t *testing.T) {
 			}
 		}},
 		{"Spec.Mounts binds: read-only unless rw", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{
+			p.Spec.Mounts = append(p.Spec.Mounts, []specs.Mount{
 				{Destination: "/data", Type: "bind", Source: src, Options: []string{"rbind", "ro"}},
 				{Destination: "/out", Source: src, Options: []string{"rbind", "rw"}},
 				{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
-				{Destination: "/proc", Type: "proc", Source: "proc"},
-				{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
-			}
+			}...)
 		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			got := hc.Mounts[2:]
 			want := []mount.Mount{bindMount(src, "/data", true), bindMount(src, "/out", false)}
@@ -215,7 +231,7 @@ func TestTranslateFields(t *testing.T) {
 			}
 		}},
 		{"Spec.Linux.Seccomp becomes the engine's profile", func(p *isolation.Plan) {
-			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, Seccomp: &specs.LinuxSeccomp{
+			p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources, Seccomp: &specs.LinuxSeccomp{
 				DefaultAction: specs.ActAllow,
 				Syscalls:      []specs.LinuxSyscall{{Names: []string{"ptrace"}, Action: specs.ActErrno}},
 			}}
@@ -233,7 +249,7 @@ func TestTranslateFields(t *testing.T) {
 			}
 		}},
 		{"Spec.Linux masked and read-only paths add to the engine's", func(p *isolation.Plan) {
-			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
+			p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/kcore", "/proc/extra"}, ReadonlyPaths: []string{"/proc/ro"}}
 		}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			if hc.MaskedPaths[len(hc.MaskedPaths)-1] != "/proc/extra" || len(hc.MaskedPaths) != len(dockerMaskedPaths)+1 {
 				t.Errorf("MaskedPaths %v", hc.MaskedPaths)
@@ -282,8 +298,21 @@ func TestTranslateRefuses(t *testing.T) {
 	}{
 		{"another tier", func(p *isolation.Plan) { p.Tier = isolation.TierProcess }, "tier"},
 		{"no spec", func(p *isolation.Plan) { p.Spec = nil }, "spec"},
-		{"no memory limit", func(p *isolation.Plan) { p.Limits.MemoryBytes = 0 }, "memory"},
+		{"no memory limit", func(p *isolation.Plan) { p.Spec.Linux.Resources.Memory = nil }, "memory"},
 		{"no pids limit", func(p *isolation.Plan) { p.Limits.Pids = 0 }, "pids"},
+		{"no spec pids limit", func(p *isolation.Plan) { p.Spec.Linux.Resources.Pids = nil }, "pids"},
+		{"swap", func(p *isolation.Plan) { sw := int64(1 << 30); p.Spec.Linux.Resources.Memory.Swap = &sw }, "swap"},
+		{"a field no tier honours", func(p *isolation.Plan) { p.Spec.Process.OOMScoreAdj = new(int) }, "OOMScoreAdj"},
+		{"a /tmp of other options", func(p *isolation.Plan) {
+			p.Spec.Mounts[4] = specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"noexec", "suid", "size=1073741824", "mode=0700"}}
+		}, "/tmp"},
+		{"no /tmp", func(p *isolation.Plan) { p.Spec.Mounts = p.Spec.Mounts[:4] }, "/tmp"},
+		{"an engine mount the skeleton has not", func(p *isolation.Plan) {
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/sys", Type: "sysfs", Source: "sysfs"})
+		}, "engine"},
+		{"a cgroup of its own", func(p *isolation.Plan) { p.Spec.Linux.CgroupsPath = "/sandboxed/r1" }, "CgroupsPath"},
+		{"a writable root", func(p *isolation.Plan) { p.Spec.Root.Readonly = false }, "root"},
+		{"no network namespace", func(p *isolation.Plan) { p.Spec.Linux.Namespaces = p.Spec.Linux.Namespaces[:1] }, "namespace"},
 		{"bad run id", func(p *isolation.Plan) { p.RunID = "../x" }, "run id"},
 		{"relative host dir", func(p *isolation.Plan) { p.HostDir = "rel" }, "host dir"},
 		{"unknown privilege", func(p *isolation.Plan) { p.Privilege = "root" }, "privilege"},
@@ -296,22 +325,22 @@ func TestTranslateRefuses(t *testing.T) {
 		}, "CAP_SYS_ADMIN"},
 		{"unknown rlimit", func(p *isolation.Plan) { p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}} }, "rlimit"},
 		{"symlink bind source", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: link, Options: []string{"ro"}}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: link, Options: []string{"ro"}})
 		}, "symlink"},
 		{"missing bind source", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: filepath.Join(dir, "nope")}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: filepath.Join(dir, "nope")})
 		}, "nope"},
 		{"relative bind source", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: "data"}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: "data"})
 		}, "not absolute"},
 		{"mount over the init", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/.sandboxed/sandboxed", Type: "bind", Source: dir}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/.sandboxed/sandboxed", Type: "bind", Source: dir})
 		}, "reserved"},
 		{"unknown mount type", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/x", Type: "overlay", Source: "overlay"}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/x", Type: "overlay", Source: "overlay"})
 		}, "overlay"},
 		{"unknown tmpfs option", func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/tmp", Type: "tmpfs", Options: []string{"uid=0"}}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/x", Type: "tmpfs", Options: []string{"uid=0"}})
 		}, "uid=0"},
 		{"relative egress socket", func(p *isolation.Plan) { p.Egress = &isolation.Egress{ProxySocket: "x.sock"} }, "egress"},
 	}
@@ -390,8 +419,8 @@ func TestTranslateMounts(t *testing.T) {
 		wantBinds []string          // "src>dst ro|rw"
 		wantTmpfs map[string]string // dst → options
 	}{
-		{"none: a /tmp of the tmpfs size", nil, nil,
-			map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=1024"}},
+		{"the skeleton: a /tmp of the tmpfs size", isolation.SkeletonMounts(1024), nil,
+			map[string]string{"/tmp": "nosuid,nodev,exec,mode=1777,size=1024"}},
 		{"system directories come from the image", []specs.Mount{
 			{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
 			{Destination: "/usr", Type: "bind", Source: "/opt/usr", Options: []string{"rbind", "ro"}},
@@ -400,12 +429,9 @@ func TestTranslateMounts(t *testing.T) {
 			{Destination: "/data", Type: "bind", Source: "/srv/data"},
 			{Destination: "/out", Type: "bind", Source: "/srv/out", Options: []string{"rbind", "rw"}},
 		}, []string{"/srv/data>/data ro", "/srv/out>/out rw"}, map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=1024"}},
-		{"the engine's own filesystems are left to it", []specs.Mount{
-			{Destination: "/proc", Type: "proc"},
-			{Destination: "/dev", Type: "tmpfs"},
-			{Destination: "/tmp", Type: "tmpfs", Options: []string{"nosuid", "noexec"}},
-			{Destination: "/cache", Type: "tmpfs"},
-		}, nil, map[string]string{"/tmp": "nosuid,nodev,noexec,mode=1777,size=1024", "/cache": "nosuid,nodev,exec,mode=1777"}},
+		{"the engine's own filesystems are left to it", append(isolation.SkeletonMounts(1024),
+			specs.Mount{Destination: "/cache", Type: "tmpfs"},
+		), nil, map[string]string{"/tmp": "nosuid,nodev,exec,mode=1777,size=1024", "/cache": "nosuid,nodev,exec,mode=1777"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,10 +167,10 @@ func TestStartCopied(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(grant, "in.txt"), []byte("hello"), 0o644))
 	must(t, os.WriteFile(filepath.Join(grant, ".env"), []byte("TOKEN=secret"), 0o600))
 	p := planIn(t)
-	p.Spec.Mounts = []specs.Mount{
+	p.Spec.Mounts = append(p.Spec.Mounts, []specs.Mount{
 		{Destination: "/work", Type: "bind", Source: grant, Options: []string{"rbind", "ro"}},
 		{Destination: "/work/.env", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro"}},
-	}
+	}...)
 	p.Egress = &isolation.Egress{ProxySocket: filepath.Join(p.HostDir, "egress.sock"), ProxyPort: 3128}
 	sb, err := b.Start(context.Background(), p)
 	if err != nil {
@@ -221,7 +221,7 @@ func TestStartCopiedRefusesAndCleansUp(t *testing.T) {
 	b := copiedBackend(t, f, newFakeInit())
 	p := planIn(t)
 	dir := t.TempDir()
-	p.Spec.Mounts = []specs.Mount{{Destination: "/out", Type: "bind", Source: dir, Options: []string{"rbind", "rw"}}}
+	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/out", Type: "bind", Source: dir, Options: []string{"rbind", "rw"}})
 	if err := b.Check(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("Check: %v, want the write grant refused by name", err)
 	}
@@ -236,7 +236,7 @@ func TestStartCopiedRefusesAndCleansUp(t *testing.T) {
 	// engine.
 	f = newFakeEngine()
 	b = copiedBackend(t, f, newFakeInit())
-	p.Spec.Mounts[0].Options = []string{"rbind", "ro"}
+	p.Spec.Mounts[len(p.Spec.Mounts)-1].Options = []string{"rbind", "ro"}
 	must(t, os.WriteFile(filepath.Join(dir, "big"), []byte("12345"), 0o644))
 	defer func(n int64) { copyMaxBytes = n }(copyMaxBytes)
 	copyMaxBytes = 3

@@ -91,6 +91,7 @@ func engineBackend(t testing.TB) *Backend {
 func enginePlan(t testing.TB, id string) *isolation.Plan {
 	p := basePlan()
 	p.RunID = id + "-" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "")
+	p.Spec.Annotations[isolation.AnnotationRunID] = p.RunID
 	p.HostDir = t.TempDir()
 	p.Spec.Process.Cwd = "/tmp"
 	p.Limits.KillGrace = 500 * time.Millisecond
@@ -137,10 +138,10 @@ func grantDirs(t *testing.T, p *isolation.Plan) (out string) {
 	if err := os.Chmod(out, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	p.Spec.Mounts = []specs.Mount{
+	p.Spec.Mounts = append(p.Spec.Mounts, []specs.Mount{
 		{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "ro"}},
 		{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}},
-	}
+	}...)
 	return out
 }
 
@@ -188,7 +189,7 @@ func TestEngineRun(t *testing.T) {
 	ctx := context.Background()
 	p := enginePlan(t, "run")
 	p.Privilege = privilege.Reduced
-	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, Seccomp: planner.SeccompProfile(privilege.Reduced)}
+	p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources, Seccomp: planner.SeccompProfile(privilege.Reduced)}
 	out := grantDirs(t, p)
 	if err := b.Check(ctx, p); err != nil {
 		t.Fatal(err)
@@ -256,7 +257,7 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 	// Root as the invoking user, with the planner's profile and paths:
 	// still nothing writable outside /tmp, no ptrace.
 	p.Spec.Process.User = specs.User{UID: 0, GID: 0}
-	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources,
+	p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources,
 		Seccomp:       planner.SeccompProfile(privilege.SameAsUser),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
@@ -297,7 +298,8 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 func TestEngineOOM(t *testing.T) {
 	b := engineBackend(t)
 	p := enginePlan(t, "oom")
-	p.Limits.MemoryBytes = 32 << 20
+	mem := int64(32 << 20)
+	p.Limits.MemoryBytes, p.Spec.Linux.Resources.Memory = mem, &specs.LinuxMemory{Limit: &mem, Swap: &mem}
 	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "python3", "-c", "b = bytearray(200 << 20); print(len(b))")
 	if r.exit.Code != 137 {

@@ -34,9 +34,10 @@ func initConfig(p *isolation.Plan) *sbinit.Config {
 	if p.Runtime == "runsc" {
 		// The engine's pids limit bounds gVisor's host tasks, not the
 		// tool's processes (runscHostPids); gVisor's kernel is the
-		// sandbox's own, so the uid's task count inside is the tool's
-		// and the init's, which RLIMIT_NPROC bounds exactly.
-		cfg.NprocLimit = p.Limits.Pids
+		// sandbox's own, so the uid's task count inside is the tool's,
+		// which RLIMIT_NPROC bounds exactly: the spec's limit less the
+		// init's spare threads, which run as another uid.
+		cfg.NprocLimit = isolation.SpecPids(p.Spec) - isolation.InitSpareThreads
 	}
 	return cfg
 }

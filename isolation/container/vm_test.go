@@ -129,10 +129,10 @@ func TestStartInVM(t *testing.T) {
 	p := planIn(t)
 	p.HostDir = filepath.Join(home, ".local/run/r1")
 	must(t, os.MkdirAll(p.HostDir, 0o700))
-	p.Spec.Mounts = []specs.Mount{
+	p.Spec.Mounts = append(p.Spec.Mounts, []specs.Mount{
 		{Destination: "/work", Type: "bind", Source: shared, Options: []string{"rbind", "rw"}},
 		{Destination: "/data", Type: "bind", Source: elsewhere, Options: []string{"rbind", "ro"}},
-	}
+	}...)
 	p.Egress = &isolation.Egress{ProxySocket: filepath.Join(p.HostDir, "egress.sock"), ProxyPort: 3128}
 	sb, err := b.Start(context.Background(), p)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestStartInVMRefusesUnsharedWriteGrant(t *testing.T) {
 	b := vmBackend(t, f, newFakeInit(), home)
 	out := t.TempDir()
 	p := planIn(t)
-	p.Spec.Mounts = []specs.Mount{{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}}}
+	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/out", Type: "bind", Source: out, Options: []string{"rbind", "rw"}})
 	if err := b.Check(context.Background(), p); !errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), out) {
 		t.Errorf("Check: %v, want the write grant refused by name", err)
 	}

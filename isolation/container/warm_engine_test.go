@@ -27,12 +27,13 @@ func warmPlan(t *testing.T, name string) *isolation.Plan {
 	t.Helper()
 	p := enginePlan(t, name)
 	p.RunID = time.Now().UTC().Format("20060102T150405") + fmt.Sprintf("-%012x", time.Now().UnixNano()&(1<<48-1))
+	p.Spec.Annotations[isolation.AnnotationRunID] = p.RunID
 	p.HostDir = filepath.Join(t.TempDir(), p.RunID)
 	if err := os.Mkdir(p.HostDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	p.Privilege = privilege.Reduced
-	p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources,
+	p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources,
 		Seccomp:       planner.SeccompProfile(privilege.Reduced),
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,

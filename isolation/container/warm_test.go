@@ -29,12 +29,15 @@ func TestWarmKey(t *testing.T) {
 		t.Fatalf("WarmKey(base) = %q, %v", key, ok)
 	}
 	same := map[string]func(p *isolation.Plan){
-		"run id and host dir": func(p *isolation.Plan) { p.RunID, p.HostDir = "r2", "/run/sandboxed/r2" },
-		"tool":                func(p *isolation.Plan) { p.Tool = "other" },
-		"environment":         func(p *isolation.Plan) { p.Spec.Process.Env = []string{"SECRET=1"} },
-		"working directory":   func(p *isolation.Plan) { p.Spec.Process.Cwd = "/elsewhere" },
+		"run id and host dir": func(p *isolation.Plan) {
+			p.RunID, p.HostDir = "r2", "/run/sandboxed/r2"
+			p.Spec.Annotations[isolation.AnnotationRunID] = "r2"
+		},
+		"tool":              func(p *isolation.Plan) { p.Tool = "other" },
+		"environment":       func(p *isolation.Plan) { p.Spec.Process.Env = []string{"SECRET=1"} },
+		"working directory": func(p *isolation.Plan) { p.Spec.Process.Cwd = "/elsewhere" },
 		"memory, pids, cpu": func(p *isolation.Plan) {
-			p.Limits.MemoryBytes, p.Limits.CPUs = 1<<30, 0.5
+			p.Spec = baseSpec("r1", 1<<30, 0.5, 64<<20)
 			setPids(p, 7)
 		},
 	}
@@ -50,12 +53,12 @@ func TestWarmKey(t *testing.T) {
 		"privilege": func(p *isolation.Plan) { p.Privilege = privilege.Reduced },
 		"user":      func(p *isolation.Plan) { p.Spec.Process.User.UID = 1002 },
 		"hostname":  func(p *isolation.Plan) { p.Spec.Hostname = "other" },
-		"tmp size":  func(p *isolation.Plan) { p.Limits.TmpfsBytes = 1 << 20 },
+		"tmp size":  func(p *isolation.Plan) { p.Spec.Mounts = isolation.SkeletonMounts(1 << 20) },
 		"rlimits": func(p *isolation.Plan) {
 			p.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 64, Hard: 64}}
 		},
 		"masked paths": func(p *isolation.Plan) {
-			p.Spec.Linux = &specs.Linux{Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/x"}}
+			p.Spec.Linux = &specs.Linux{Namespaces: p.Spec.Linux.Namespaces, Resources: p.Spec.Linux.Resources, MaskedPaths: []string{"/proc/x"}}
 		},
 	}
 	seen := map[string]string{key: "base"}
@@ -74,10 +77,10 @@ func TestWarmKey(t *testing.T) {
 	}
 	refused := map[string]func(p *isolation.Plan){
 		"runsc":        func(p *isolation.Plan) { p.Runtime = "runsc" },
-		"no limits":    func(p *isolation.Plan) { p.Limits.MemoryBytes = 0 },
+		"no limits":    func(p *isolation.Plan) { p.Spec.Linux.Resources.Memory = nil },
 		"process tier": func(p *isolation.Plan) { p.Tier = isolation.TierProcess },
 		"missing source": func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/d", Type: "bind", Source: "/nonexistent-source"}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/nonexistent-source"})
 		},
 	}
 	for name, change := range refused {
@@ -103,7 +106,7 @@ func TestWarmKeyBinds(t *testing.T) {
 	}
 	with := func(src, dst string, opts ...string) *isolation.Plan {
 		p := basePlan()
-		p.Spec.Mounts = []specs.Mount{{Destination: dst, Type: "bind", Source: src, Options: opts}}
+		p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: src, Options: opts})
 		return p
 	}
 	k1, ok := b.WarmKey(with(d1, "/data", "ro"))
@@ -232,7 +235,7 @@ func TestWarmClaimFailureDestroys(t *testing.T) {
 		"image rebuilt":  {engine: func(f *fakeEngine) { f.imageID = "sha256:new" }},
 		"limits refused": {engine: func(f *fakeEngine) { f.updateErr = errors.New("no") }},
 		"grant vanished": {plan: func(p *isolation.Plan) {
-			p.Spec.Mounts = []specs.Mount{{Destination: "/d", Type: "bind", Source: "/nonexistent"}}
+			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/d", Type: "bind", Source: "/nonexistent"})
 		}},
 		"host dir differs": {plan: func(p *isolation.Plan) { p.HostDir = "/elsewhere" }},
 	} {
@@ -321,7 +324,7 @@ func TestWarmTemplatePlaceholders(t *testing.T) {
 	d := t.TempDir()
 	p := basePlan()
 	p.Egress = &isolation.Egress{ProxySocket: "/run/sandboxed/r1/egress.sock", ProxyPort: 3128}
-	p.Spec.Mounts = []specs.Mount{{Destination: "/data", Type: "bind", Source: d, Options: []string{"ro"}}}
+	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: d, Options: []string{"ro"}})
 	tm, err := warmTemplateOf(p, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,11 @@
 package kubernetes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -140,6 +140,10 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 	if p.Spec == nil || p.Spec.Process == nil {
 		return nil, fmt.Errorf("plan %s has no spec: %w", p.RunID, isolation.ErrUnsupported)
 	}
+	conv, err := convertSpec(p)
+	if err != nil {
+		return nil, err
+	}
 	name := objectName(p.RunID)
 	labels := runLabels(p)
 	uid, gid := podUID(p)
@@ -158,11 +162,9 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 	}
 
 	res := corev1.ResourceList{}
-	if p.Limits.MemoryBytes > 0 {
-		res[corev1.ResourceMemory] = *resource.NewQuantity(p.Limits.MemoryBytes, resource.BinarySI)
-	}
-	if p.Limits.CPUs > 0 {
-		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Ceil(p.Limits.CPUs*1000)), resource.DecimalSI)
+	res[corev1.ResourceMemory] = *resource.NewQuantity(conv.resources.MemoryBytes, resource.BinarySI)
+	if conv.resources.CPUs > 0 {
+		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(conv.resources.MilliCPUs(), resource.DecimalSI)
 	}
 	deadline := int64(p.Limits.Timeout.Seconds()) + startSlack
 	volumes := append([]corev1.Volume{{
@@ -183,7 +185,7 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 			HostNetwork:                   false,
 			HostPID:                       false,
 			HostIPC:                       false,
-			Hostname:                      "sandbox",
+			Hostname:                      cmp.Or(p.Spec.Hostname, "sandbox"),
 			// No resolver: names are the proxy's to resolve.
 			DNSPolicy: corev1.DNSNone,
 			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
@@ -344,8 +346,22 @@ func (pl *mountPlanner) parent(dst string) *planned {
 // add plans the spec mount m.
 func (pl *mountPlanner) add(m specs.Mount) error {
 	dst := filepath.Clean(m.Destination)
-	if skeleton[dst] {
-		return nil
+	size := int64(0)
+	if isolation.IsSkeleton(dst) {
+		// The runtime builds /proc and /dev as its own; /tmp is an
+		// emptyDir of the spec's size. A spec that says otherwise of
+		// them is refused.
+		var err error
+		if size, err = isolation.CheckSkeleton(m); err != nil {
+			return err
+		}
+		if dst != "/tmp" {
+			return nil
+		}
+	} else if skeleton[dst] {
+		return unsupported(fmt.Sprintf("a mount at %s, which the runtime makes itself", dst), "plan the run with sandbox.Plan")
+	} else if err := isolation.CheckMountOptions(m); err != nil {
+		return err
 	}
 	if !filepath.IsAbs(dst) || dst == "/" || dst == initDir || strings.HasPrefix(dst, initDir+"/") {
 		return unsupported(fmt.Sprintf("a mount at %s", m.Destination), "grant another path")
@@ -361,9 +377,8 @@ func (pl *mountPlanner) add(m specs.Mount) error {
 	switch {
 	case !bind && m.Type == "tmpfs":
 		q.kind = kindTmpfs
-		size := tmpfsSize(m.Options)
-		if dst == "/tmp" {
-			size = pl.p.Limits.TmpfsBytes
+		if dst != "/tmp" {
+			size = tmpfsSize(m.Options)
 		}
 		ed := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
 		if size > 0 {

@@ -14,19 +14,22 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
 func testPlan(mounts ...specs.Mount) *isolation.Plan {
-	base := []specs.Mount{
-		{Destination: "/proc", Type: "proc", Source: "proc"},
-		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
-		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=67108864"}},
+	const runID = "20261123T220826-8669E25d69a7"
+	spec, err := planner.NewSpec(runID, privilege.SameAsUser, planner.WithMemory(64<<20), planner.WithPids(256),
+		planner.WithCPUs(0.5), planner.WithTmpfs(32<<20), planner.WithUser(1000, 1000), planner.WithTier(isolation.TierContainer, true))
+	if err != nil {
+		panic(err)
 	}
+	spec.Mounts = append(spec.Mounts, mounts...)
 	return &isolation.Plan{
-		RunID: "20261123T220826-8669E25d69a7", Tool: "my tool/v2!", Tier: isolation.TierContainer,
+		RunID: runID, Tool: "my tool/v2!", Tier: isolation.TierContainer, Backend: isolation.BackendKubernetes,
 		Privilege: privilege.SameAsUser, Image: "sandboxed-runner:latest", Runtime: "gvisor",
-		Spec:   &specs.Spec{Process: &specs.Process{User: specs.User{UID: 1000, GID: 1000}}, Mounts: append(base, mounts...)},
-		Limits: isolation.Limits{MemoryBytes: 64 << 20, CPUs: 0.5, TmpfsBytes: 32 << 20, Timeout: 30 * time.Second},
+		Spec:   spec,
+		Limits: isolation.Limits{MemoryBytes: 64 << 20, Pids: 256, CPUs: 0.5, TmpfsBytes: 32 << 20, Timeout: 30 * time.Second},
 	}
 }
 
@@ -105,15 +108,26 @@ func TestBuildObjectsSecurity(t *testing.T) {
 	}
 }
 
+// Root's same-as-user run is planned as nobody in a pod (the spec says
+// what runs); a spec of uid 0 is refused, never run as another uid.
 func TestBuildObjectsRootRunsAsNobody(t *testing.T) {
 	p := testPlan()
-	p.Spec.Process.User = specs.User{}
+	spec, err := planner.NewSpec(p.RunID, privilege.SameAsUser, planner.WithMemory(64<<20), planner.WithPids(256),
+		planner.WithUser(0, 0), planner.WithTier(isolation.TierContainer, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec = spec
 	o, err := buildObjects(p, &Settings{}, podEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := *o.pod.Spec.Containers[0].SecurityContext.RunAsUser; u != nobody {
-		t.Errorf("uid %d", u)
+	if u := *o.pod.Spec.Containers[0].SecurityContext.RunAsUser; u != nobody || spec.Process.User.UID != nobody {
+		t.Errorf("uid %d, spec's %d", u, spec.Process.User.UID)
+	}
+	p.Spec.Process.User = specs.User{}
+	if _, err := buildObjects(p, &Settings{}, podEnv{}); !errors.Is(err, isolation.ErrUnsupported) {
+		t.Errorf("a spec of uid 0: %v, want refused", err)
 	}
 }
 

@@ -88,7 +88,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	s := &sandbox{api: a, plan: p, name: objectName(p.RunID), settings: &b.settings, objs: o}
 	if rc.gvisor {
 		// A kernel of the pod's own: the uid's task count is the pod's.
-		s.nproc = p.Limits.Pids
+		s.nproc = isolation.SpecPids(p.Spec)
 	}
 	if s.filter, err = planFilter(p); err != nil {
 		return nil, err

@@ -90,10 +90,14 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 	if !seccomp.Supported() {
 		return nil, &isolation.UnsupportedError{What: "seccomp filters", Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
 	}
-	grants, err := planGrants(p)
+	conv, err := ConvertSpec(p)
 	if err != nil {
 		return nil, err
 	}
+	if conv.RunID != p.RunID {
+		return nil, fmt.Errorf("check plan: the spec is of run %q, the plan of %q: %w", conv.RunID, p.RunID, ErrBadPlan)
+	}
+	grants := conv.Grants
 	abi := sbinit.LandlockABI()
 	if b.ABI != nil {
 		abi = b.ABI()
@@ -107,11 +111,7 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 			return nil, err
 		}
 	}
-	setup, err := sbinit.NewSetup(p.Spec, compiledFilter)
-	if err != nil {
-		return nil, fmt.Errorf("check plan: %w", err)
-	}
-	return &checked{grants: grants, setup: setup, root: root}, nil
+	return &checked{grants: grants, setup: conv.Setup, root: root}, nil
 }
 
 // checkEgress refuses the network of a plan this tier cannot give: the
@@ -224,7 +224,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 	if err != nil {
 		return nil, err
 	}
-	host := process.UsableCgroup(p)
+	host := process.UsableCgroup(process.PlanResources(p))
 	return startWith(p, c, host != nil, func(cfg *sbinit.Config) (isolation.Sandbox, error) {
 		return process.StartOutside(ctx, p, b.Exe, host, cfg)
 	})
@@ -262,8 +262,11 @@ func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.
 			return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
 		}
 	}
-	if !inCgroup {
-		rl := process.RlimitConfine(p.Limits, !c.root)
+	rl, err := process.OutsideRlimits(p, !c.root, inCgroup)
+	if err != nil {
+		return nil, err
+	}
+	if rl != nil {
 		conf.Rlimits = mergeRlimits(conf.Rlimits, rl.Rlimits)
 		conf.NprocLimit, conf.SharedUID = rl.NprocLimit, rl.SharedUID
 	}

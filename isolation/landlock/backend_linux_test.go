@@ -2,6 +2,7 @@ package landlock_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,17 +40,23 @@ var seq atomic.Int64
 func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.Plan {
 	t.Helper()
 	id := fmt.Sprintf("lltest-%d-%d", os.Getpid(), seq.Add(1))
-	spec := sandbox.DefaultSpec(id, privilege.SameAsUser)
-	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp, false)
-	for _, b := range binds {
-		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: b[0], Source: b[0], Type: "bind", Options: []string{"bind", b[1]}})
-	}
 	if limits.KillGrace == 0 {
 		limits.KillGrace = 100 * time.Millisecond
 	}
-	if limits.Pids > 0 { // as the planner writes it: the init's spare threads above the tool's
-		n := limits.Pids + isolation.InitSpareThreads
-		spec.Linux.Resources.Pids = &specs.LinuxPids{Limit: &n}
+	// As the planner writes it: the init's spare threads above the
+	// tool's pids, the landlock tier's shape.
+	limits.MemoryBytes = cmp.Or(limits.MemoryBytes, 256<<20)
+	limits.Pids = cmp.Or(limits.Pids, 64)
+	limits.TmpfsBytes = cmp.Or(limits.TmpfsBytes, sandbox.DefaultTmpfsBytes)
+	spec, err := sandbox.NewSpec(id, privilege.SameAsUser, sandbox.WithMemory(limits.MemoryBytes),
+		sandbox.WithPids(limits.Pids+isolation.InitSpareThreads), sandbox.WithTmpfs(limits.TmpfsBytes),
+		sandbox.WithTier(isolation.TierLandlock, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp, false)
+	for _, b := range binds {
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: b[0], Source: b[0], Type: "bind", Options: []string{"bind", b[1]}})
 	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierLandlock, Privilege: privilege.SameAsUser, Spec: spec,
 		Limits: limits, Scratch: filepath.Join(t.TempDir(), "scratch")}

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
@@ -43,7 +43,7 @@ var blocked = sync.OnceValue(func() string {
 	} else if !errors.Is(err, unix.ENOENT) {
 		return fmt.Sprintf("namespaces cannot be made here: %v", errors.Unwrap(err))
 	}
-	if process.UsableCgroup(&isolation.Plan{Limits: isolation.Limits{MemoryBytes: 1}}) == nil {
+	if process.UsableCgroup(cgroup.Resources{MemoryBytes: 1}) == nil {
 		return "no cgroup can be written here (a read-only cgroupfs, or none delegated to this user)"
 	}
 	return ""

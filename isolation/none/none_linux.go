@@ -3,6 +3,7 @@ package none
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
@@ -38,8 +39,24 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if p.Observe {
 		return isolation.ObserveUnsupported(p.Tier)
 	}
+	c, err := ConvertSpec(p.Spec)
+	if err != nil {
+		return fmt.Errorf("check plan: %w", err)
+	}
+	if c.RunID != p.RunID {
+		return fmt.Errorf("check plan: the spec is of run %q, the plan of %q: %w", c.RunID, p.RunID, ErrBadPlan)
+	}
+	// The tool runs as whoever runs sandboxed: a spec that names
+	// another identity would not be honoured.
+	if c.UID != uint32(os.Getuid()) || c.GID != uint32(os.Getgid()) {
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("uid %d, gid %d in the none tier, which runs the tool as you (uid %d, gid %d)", c.UID, c.GID, os.Getuid(), os.Getgid()),
+			Fix:  "run the tool same-as-user, or in the process tier",
+		}
+	}
 	// Limits go to the run's cgroup where this host has one it may use,
-	// else to rlimits (process.StartUnconfined): nothing here refuses.
+	// else to rlimits (process.StartUnconfined), which refuses a CPU
+	// limit without a cgroup.
 	return nil
 }
 

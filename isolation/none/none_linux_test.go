@@ -1,9 +1,8 @@
 package none_test
 
 import (
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -31,10 +30,15 @@ var seq atomic.Int64
 
 func plan(t *testing.T, limits isolation.Limits) *isolation.Plan {
 	id := fmt.Sprintf("nonetest-%d-%d", os.Getpid(), seq.Add(1))
-	spec := sandbox.DefaultSpec(id, privilege.SameAsUser)
-	if limits.Pids > 0 { // as the planner writes it: the init's spare threads above the tool's
-		n := limits.Pids + isolation.InitSpareThreads
-		spec.Linux.Resources.Pids = &specs.LinuxPids{Limit: &n}
+	// As the planner writes it: the init's spare threads above the
+	// tool's pids, the none tier's shape, the caller's identity.
+	limits.MemoryBytes = cmp.Or(limits.MemoryBytes, 256<<20)
+	limits.Pids = cmp.Or(limits.Pids, 64)
+	spec, err := sandbox.NewSpec(id, privilege.SameAsUser, sandbox.WithMemory(limits.MemoryBytes),
+		sandbox.WithPids(limits.Pids+isolation.InitSpareThreads), sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())),
+		sandbox.WithTier(isolation.TierNone, false))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: privilege.SameAsUser,
 		Spec: spec, Limits: limits}
@@ -47,7 +51,8 @@ func exec(t *testing.T, sb isolation.Sandbox, ctx context.Context, script string
 	return out.String(), exit, err
 }
 
-// Without limits the none tier needs neither root nor cgroups.
+// The none tier needs neither root nor cgroups: where no cgroup may be
+// used, rlimits stand in for its limits.
 func TestNoLimitsRunsOnHost(t *testing.T) {
 	ctx := context.Background()
 	sb, err := none.New().Start(ctx, plan(t, isolation.Limits{KillGrace: 100 * time.Millisecond}))

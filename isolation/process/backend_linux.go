@@ -29,6 +29,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // Backend is the process tier.
@@ -93,8 +94,15 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if p.Tier != isolation.TierProcess {
 		return nil, nil, fmt.Errorf("check plan: tier %q: %w", p.Tier, ErrBadPlan)
 	}
-	if p.Limits.MemoryBytes <= 0 || p.Limits.Pids <= 0 || isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
-		return nil, nil, fmt.Errorf("check plan: memory and pids limits are required, and the spec's pids limit must hold the tool's and the init's spare threads: %w", ErrBadPlan)
+	conv, err := ConvertSpec(p.Spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("check plan: %w", err)
+	}
+	if conv.RunID != p.RunID {
+		return nil, nil, fmt.Errorf("check plan: the spec is of run %q, the plan of %q: %w", conv.RunID, p.RunID, ErrBadPlan)
+	}
+	if conv.Resources.Pids < p.Limits.Pids+isolation.InitSpareThreads {
+		return nil, nil, fmt.Errorf("check plan: the spec's pids limit must hold the tool's and the init's spare threads: %w", ErrBadPlan)
 	}
 	f := b.features(ctx)
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
@@ -111,6 +119,9 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if err != nil {
 		return nil, nil, err
 	}
+	if m == nil && slices.Contains(conv.Namespaces, specs.UserNamespace) {
+		return nil, nil, fmt.Errorf("check plan: the spec asks for a user namespace the %s privilege does not make: %w", p.Privilege, ErrBadPlan)
+	}
 	if m != nil && !f.Namespaces["user"] {
 		what := "user namespaces (the process tier without root)"
 		if ids.euid == 0 {
@@ -121,7 +132,7 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	if f.cgroups == nil {
 		return nil, nil, &isolation.UnsupportedError{What: "cgroups", Fix: "mount cgroup v2 at /sys/fs/cgroup"}
 	}
-	if errs := f.cgroups.Missing(resources(p)); len(errs) > 0 {
+	if errs := f.cgroups.Missing(conv.Resources); len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
 	if p.Spec.Linux != nil && p.Spec.Linux.Seccomp != nil && !f.Seccomp {
@@ -132,7 +143,7 @@ func (b *Backend) check(ctx context.Context, p *isolation.Plan) (*sbinit.Config,
 	}
 	// Every name in the spec (capabilities, rlimits, syscalls, mounts)
 	// must be enforceable.
-	cfg, err := initConfig(p)
+	cfg, err := initConfig(p, conv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("check plan: %w", err)
 	}
@@ -155,13 +166,18 @@ func cgroupRunID(id string) (string, error) {
 	return id, nil
 }
 
-// resources are the run's cgroup limits. The pids limit is the spec's:
-// the planner put the init's spare threads above the tool's limit there
+// resources are the run's cgroup limits, read from its spec
+// (specconv.ReadResources; zero for a spec without them, which every
+// tier's Check refuses). The pids limit is the spec's: the planner put
+// the init's spare threads above the tool's limit there
 // (isolation.InitSpareThreads), so that a tool taking every pid cannot
 // starve the init, and what explain shows is what the cgroup gets.
 func resources(p *isolation.Plan) cgroup.Resources {
-	l := p.Limits
-	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: isolation.SpecPids(p.Spec), CPUs: l.CPUs}
+	r, err := specconv.ReadResources(p.Spec)
+	if err != nil {
+		return cgroup.Resources{}
+	}
+	return cgroup.Resources{MemoryBytes: r.MemoryBytes, Pids: r.Pids, CPUs: r.CPUs}
 }
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
@@ -238,19 +254,58 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 		cwd = p.Spec.Process.Cwd
 	}
 	cfg := &sbinit.Config{RunID: p.RunID, Setup: &sbinit.Setup{Cwd: cwd}, NewSession: true, KillTree: true}
-	host := UsableCgroup(p)
-	if host == nil && resources(p) != (cgroup.Resources{}) {
-		cfg.Confine = RlimitConfine(p.Limits, true)
+	host, rl, err := OutsideLimits(p, true)
+	if err != nil {
+		return nil, err
+	}
+	if rl != nil {
+		cfg.Confine = rl
 		cfg.Confine.LimitsOnly = true
 	}
 	return StartOutside(ctx, p, exe, host, cfg)
 }
 
-// UsableCgroup is the cgroup hierarchy that can hold the run of p, or
-// nil when there is none this process may use (a container's read-only
-// cgroupfs) or p has no limit a cgroup would hold.
-func UsableCgroup(p *isolation.Plan) *cgroup.Host {
+// OutsideLimits is how the limits of p's spec hold on a run started
+// outside namespaces (the none and landlock tiers): the cgroup hierarchy
+// that holds them (host), or, where this process may use none, the
+// rlimits that approximate them (RlimitConfine with sharedUID; nil when
+// the spec has no limit). A CPU limit needs a cgroup: without one the run
+// is refused.
+func OutsideLimits(p *isolation.Plan, sharedUID bool) (host *cgroup.Host, rl *sbinit.Confine, err error) {
+	host = UsableCgroup(PlanResources(p))
+	rl, err = OutsideRlimits(p, sharedUID, host != nil)
+	return host, rl, err
+}
+
+// PlanResources are the limits of p's spec, as a cgroup takes them (zero
+// for a spec without them, which every tier's Check refuses).
+func PlanResources(p *isolation.Plan) cgroup.Resources { return resources(p) }
+
+// OutsideRlimits are the rlimits that approximate the limits of p's spec
+// on a run started outside namespaces (RlimitConfine with sharedUID):
+// nil when a cgroup holds them (inCgroup) or the spec has none. A CPU
+// limit without a cgroup is refused: no rlimit stands in for it.
+func OutsideRlimits(p *isolation.Plan, sharedUID, inCgroup bool) (*sbinit.Confine, error) {
 	r := resources(p)
+	if inCgroup || r == (cgroup.Resources{}) {
+		return nil, nil
+	}
+	if r.CPUs > 0 {
+		return nil, &isolation.UnsupportedError{
+			What: fmt.Sprintf("a limit of %g CPUs without a cgroup sandboxed may use (no rlimit stands in for it)", r.CPUs),
+			Fix:  "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a writable cgroupfs), or without sandboxed.cpus",
+		}
+	}
+	// RLIMIT_NPROC counts the tool's processes: the spec's limit less
+	// the init's spare threads, as the cgroup's would.
+	r.Pids = max(r.Pids-isolation.InitSpareThreads, 1)
+	return RlimitConfine(r, sharedUID), nil
+}
+
+// UsableCgroup is the cgroup hierarchy that can hold limits r, or nil
+// when there is none this process may use (a container's read-only
+// cgroupfs) or r has no limit a cgroup would hold.
+func UsableCgroup(r cgroup.Resources) *cgroup.Host {
 	if r == (cgroup.Resources{}) {
 		return nil
 	}
@@ -272,19 +327,16 @@ func WritableCgroups() *cgroup.Host {
 	return h
 }
 
-// RlimitConfine is the Confine that approximates limits l where no cgroup
+// RlimitConfine is the Confine that approximates limits r where no cgroup
 // holds them: RLIMIT_DATA of the memory limit (per process: several
 // processes may each use that much), RLIMIT_NPROC of the pids limit (per
 // uid across the kernel: with sharedUID, on top of what the uid runs
-// already), RLIMIT_FSIZE of the tmpfs size (per file, not the total) and
-// RLIMIT_CORE 0. Its identity and confinement are the caller's to fill.
-func RlimitConfine(l isolation.Limits, sharedUID bool) *sbinit.Confine {
-	c := &sbinit.Confine{NprocLimit: l.Pids, SharedUID: sharedUID}
-	if l.MemoryBytes > 0 {
-		c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_DATA, Soft: uint64(l.MemoryBytes), Hard: uint64(l.MemoryBytes)})
-	}
-	if l.TmpfsBytes > 0 {
-		c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_FSIZE, Soft: uint64(l.TmpfsBytes), Hard: uint64(l.TmpfsBytes)})
+// already) and RLIMIT_CORE 0 (specconv's notes say so). Its identity and
+// confinement are the caller's to fill.
+func RlimitConfine(r cgroup.Resources, sharedUID bool) *sbinit.Confine {
+	c := &sbinit.Confine{NprocLimit: r.Pids, SharedUID: sharedUID}
+	if r.MemoryBytes > 0 {
+		c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_DATA, Soft: uint64(r.MemoryBytes), Hard: uint64(r.MemoryBytes)})
 	}
 	c.Rlimits = append(c.Rlimits, sbinit.Rlimit{Resource: unix.RLIMIT_CORE})
 	return c
@@ -504,8 +556,9 @@ func initAttrs(confined bool, m *idMapping, euid, egid int) *syscall.SysProcAttr
 		sys.Pdeathsig = syscall.SIGTERM
 		return sys
 	}
-	sys.Cloneflags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC |
-		unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	// The namespaces every process-tier spec has (ConvertSpec refuses
+	// one that says otherwise): a warm init is born before its plan.
+	sys.Cloneflags = cloneFlags(specconv.Namespaces)
 	if m == nil {
 		if euid == 0 {
 			// Root's supplementary groups are nothing to the init, which
@@ -781,33 +834,27 @@ func initCacheDir() string {
 	return d
 }
 
-// initConfig is what the init needs of the plan: the spec, checked and
-// flattened by sbinit.NewSetup (not the spec itself, which costs a fresh
-// process a millisecond to decode).
-func initConfig(p *isolation.Plan) (*sbinit.Config, error) {
-	spec := p.Spec
+// initConfig is what the init needs of the plan: the spec as the tier's
+// converter read it (not the spec itself, which costs a fresh process a
+// millisecond to decode), and the egress socket, which is not the spec's.
+func initConfig(p *isolation.Plan, conv *Converted) (*sbinit.Config, error) {
+	setup := *conv.Setup
+	setup.Mounts = append([]sbinit.Mount(nil), conv.Setup.Mounts...)
 	if p.Egress != nil {
-		s := *spec
-		s.Mounts = append(append([]specs.Mount(nil), spec.Mounts...), specs.Mount{
-			Destination: isolation.SandboxSocket,
-			Source:      p.Egress.ProxySocket,
-			Type:        "bind",
-			Options:     []string{"bind", "rw", "nosuid", "nodev", "noexec"},
-		})
-		spec = &s
-	}
-	setup, err := sbinit.NewSetup(spec, compiledProfiles.Compile)
-	if err != nil {
-		return nil, err
+		if !filepath.IsAbs(p.Egress.ProxySocket) || filepath.Clean(p.Egress.ProxySocket) != p.Egress.ProxySocket {
+			return nil, fmt.Errorf("egress proxy socket %q: not an absolute, clean path: %w", p.Egress.ProxySocket, ErrBadPlan)
+		}
+		setup.Mounts = append(setup.Mounts, sbinit.Mount{Source: p.Egress.ProxySocket, Destination: isolation.SandboxSocket, NoExec: true})
 	}
 	cfg := &sbinit.Config{
 		RunID:          p.RunID,
-		Setup:          setup,
+		Setup:          &setup,
 		BuildRoot:      true,
 		DropPrivileges: true,
 		NetworkUp:      true,
-		TmpfsBytes:     p.Limits.TmpfsBytes,
+		TmpfsBytes:     conv.TmpfsBytes,
 	}
+	var err error
 	if p.Observe {
 		if cfg.Watch, err = watchProgram(); err != nil {
 			return nil, fmt.Errorf("observe run: %w", err)

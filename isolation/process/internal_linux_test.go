@@ -44,7 +44,9 @@ func TestResourcesSpareThreads(t *testing.T) {
 		t.Errorf("no pids limit became %d", r.Pids)
 	}
 	n := int64(24 + sbinit.SpareThreads)
-	p := &isolation.Plan{Limits: isolation.Limits{Pids: 24}, Spec: &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &n}}}}}
+	mem := int64(64 << 20)
+	p := &isolation.Plan{Limits: isolation.Limits{Pids: 24}, Spec: &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{
+		Pids: &specs.LinuxPids{Limit: &n}, Memory: &specs.LinuxMemory{Limit: &mem}}}}}
 	if r := resources(p); r.Pids != n {
 		t.Errorf("pids limit 24 (spec %d) became %d, want the spec's", n, r.Pids)
 	}

@@ -46,7 +46,7 @@ var runSeq atomic.Int64
 func testPlan(t testing.TB, priv privilege.Privilege, opts ...sandbox.SpecOpt) *isolation.Plan {
 	t.Helper()
 	id := fmt.Sprintf("test-%d-%d", os.Getpid(), runSeq.Add(1))
-	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64 + isolation.InitSpareThreads)}
+	base := []sandbox.SpecOpt{sandbox.WithMemory(256 << 20), sandbox.WithPids(64 + isolation.InitSpareThreads), sandbox.WithTmpfs(16 << 20)}
 	if priv == privilege.SameAsUser {
 		base = append(base, sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())))
 	}
@@ -233,9 +233,8 @@ func TestSymlinkedGrantRefused(t *testing.T) {
 
 func TestMemoryBombOOM(t *testing.T) {
 	needRoot(t)
-	p := testPlan(t, privilege.SameAsUser)
-	p.Limits.MemoryBytes = 32 << 20
-	p.Limits.TmpfsBytes = 512 << 20
+	p := testPlan(t, privilege.SameAsUser, sandbox.WithMemory(32<<20), sandbox.WithTmpfs(512<<20))
+	p.Limits.MemoryBytes, p.Limits.TmpfsBytes = 32<<20, 512<<20
 	sb := start(t, p)
 	// A shell variable of 200 MB: the shell is the largest process.
 	_, _, exit := run(t, sb, "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo done")
@@ -250,9 +249,8 @@ func TestMemoryBombOOM(t *testing.T) {
 		t.Fatalf("peak memory %d: too low", st.PeakMemoryBytes)
 	}
 	// Memory nobody owns (tmpfs) past the limit: the sandbox dies of it.
-	p2 := testPlan(t, privilege.SameAsUser)
-	p2.Limits.MemoryBytes = 32 << 20
-	p2.Limits.TmpfsBytes = 512 << 20
+	p2 := testPlan(t, privilege.SameAsUser, sandbox.WithMemory(32<<20), sandbox.WithTmpfs(512<<20))
+	p2.Limits.MemoryBytes, p2.Limits.TmpfsBytes = 32<<20, 512<<20
 	sb2 := start(t, p2)
 	_, _, exit = run(t, sb2, "head -c 200000000 /dev/zero > /tmp/big; echo done")
 	if st, _ := sb2.Stats(context.Background()); !st.OOMKilled || exit.Code != 137 {

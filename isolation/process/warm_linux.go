@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/cgroup"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 var _ isolation.Prestarter = (*Backend)(nil)
@@ -50,7 +51,10 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 			return "", false
 		}
 	}
-	k.Hostname, k.TmpfsBytes = p.Spec.Hostname, p.Limits.TmpfsBytes
+	if k.TmpfsBytes, err = specconv.TmpfsBytes(p.Spec); err != nil {
+		return "", false
+	}
+	k.Hostname = p.Spec.Hostname
 	return k.String(), true
 }
 

@@ -59,7 +59,7 @@ func TestWarmSameView(t *testing.T) {
 				}
 			}
 			plan := func() *isolation.Plan {
-				opts := append([]sandbox.SpecOpt{sandbox.WithReadBind(ro, "/work/in"), sandbox.WithWriteBind(rw, "/work/out")}, tc.opts...)
+				opts := append([]sandbox.SpecOpt{sandbox.WithReadBind(ro, "/work/in"), sandbox.WithWriteBind(rw, "/work/out"), sandbox.WithTmpfs(8 << 20)}, tc.opts...)
 				p := testPlan(t, tc.priv, opts...)
 				p.Limits.TmpfsBytes = 8 << 20
 				return p

@@ -470,7 +470,7 @@ func buildSkeleton(p *rootPlan, setup *Setup, binds []plannedBind) error {
 	if err := os.Mkdir(in("/dev"), 0o755); err != nil {
 		return err
 	}
-	if err := mount("sandbox-dev", in("/dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+	if err := mount("sandbox-dev", in("/dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=65536k"); err != nil {
 		return err
 	}
 	for _, b := range binds {

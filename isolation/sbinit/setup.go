@@ -8,6 +8,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // Setup is what a process-tier init applies, computed by the host from the
@@ -172,7 +174,19 @@ func NewSetup(spec *specs.Spec, compile Compiler) (*Setup, error) {
 				// dropped: refuse it rather than run without it.
 				return nil, fmt.Errorf("prepare sandbox: a grant cannot replace %s, which every sandbox builds itself: %w", dst, ErrSetup)
 			}
+			// The init builds these as the skeleton says, /tmp of the
+			// spec's size (Config.TmpfsBytes): a spec that says
+			// otherwise is refused, not run as if it did not.
+			if !isolation.IsSkeleton(dst) {
+				return nil, fmt.Errorf("prepare sandbox: a mount at %s, which the init builds itself: %w", dst, ErrSetup)
+			}
+			if _, err := isolation.CheckSkeleton(m); err != nil {
+				return nil, fmt.Errorf("prepare sandbox: %w", err)
+			}
 			continue
+		}
+		if err := isolation.CheckMountOptions(m); err != nil {
+			return nil, fmt.Errorf("prepare sandbox: %w", err)
 		}
 		switch {
 		case m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind"):

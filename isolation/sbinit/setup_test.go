@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
 
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/seccomp"
 )
 
@@ -21,13 +22,11 @@ func TestNewSetup(t *testing.T) {
 			Capabilities:    &specs.LinuxCapabilities{Bounding: []string{"CAP_CHOWN", "cap_kill"}, Effective: []string{"CAP_CHOWN"}},
 			Rlimits:         []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 2048}},
 		},
-		Mounts: []specs.Mount{
-			{Destination: "/proc", Type: "proc"},
-			{Destination: "/tmp", Type: "tmpfs", Options: []string{"size=1m"}},
+		Mounts: append(isolation.SkeletonMounts(1<<20), []specs.Mount{
 			{Destination: "/work/in/", Type: "bind", Source: "/data/in", Options: []string{"bind", "ro"}},
 			{Destination: "/work/out", Source: "/data/out", Options: []string{"rbind", "rw", "noexec"}},
 			{Destination: "/cache", Type: "tmpfs", Options: []string{"size=4096", "mode=0700", "nosuid", "ro"}},
-		},
+		}...),
 		Linux: &specs.Linux{
 			MaskedPaths:   []string{"/proc/kcore"},
 			ReadonlyPaths: []string{"/proc/sys"},
@@ -87,6 +86,16 @@ func TestNewSetupRejects(t *testing.T) {
 		},
 		"tmpfs below /proc": func(s *specs.Spec) {
 			s.Mounts = []specs.Mount{{Destination: "/proc/sys/x/..", Type: "tmpfs"}}
+		},
+		"tmp of no size": func(s *specs.Spec) { s.Mounts = []specs.Mount{{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"}} },
+		"proc with exec": func(s *specs.Spec) {
+			s.Mounts = []specs.Mount{{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid"}}}
+		},
+		"writable dev": func(s *specs.Spec) {
+			s.Mounts = []specs.Mount{{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "mode=755"}}}
+		},
+		"mqueue": func(s *specs.Spec) {
+			s.Mounts = []specs.Mount{{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue"}}
 		},
 		"bad seccomp": func(s *specs.Spec) { s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_NOPE"} },
 	}

@@ -209,6 +209,9 @@ func begin(p *specs.LinuxSeccomp) (*arch.Info, uint32, *asm, error) {
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("compile seccomp profile: default action: %w", err)
 	}
+	if err := checkProfile(p, info); err != nil {
+		return nil, 0, nil, fmt.Errorf("compile seccomp profile: %w", err)
+	}
 	a := &asm{}
 	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
 	a.jump(bpf.JumpEqual, uint32(info.ID), "", "bad-abi")
@@ -239,6 +242,10 @@ func numbers(info *arch.Info, names []string) []uint32 {
 }
 
 func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
+	if errno != nil && a != specs.ActErrno && a != specs.ActTrace {
+		// An errno the action would not return: refused, not dropped.
+		return 0, fmt.Errorf("errno %d with action %q, which returns none: %w", *errno, a, ErrInvalid)
+	}
 	switch a {
 	case specs.ActAllow:
 		return retAllow, nil
@@ -386,5 +393,36 @@ func (a *asm) cond(c specs.LinuxSeccompArg, fail string) error {
 		return fmt.Errorf("operator %q: %w", c.Op, ErrUnsupported)
 	}
 	a.label(pass)
+	return nil
+}
+
+// ociArches are the architecture names of the OCI runtime spec, by the
+// name the syscall tables give the native one.
+var ociArches = map[specs.Arch]string{
+	specs.ArchX86: "i386", specs.ArchX86_64: "x86_64", specs.ArchX32: "x32", specs.ArchARM: "arm",
+	specs.ArchAARCH64: "aarch64", specs.ArchMIPS: "mips", specs.ArchMIPS64: "mips64", specs.ArchMIPS64N32: "mips64n32",
+	specs.ArchMIPSEL: "mipsel", specs.ArchMIPSEL64: "mipsel64", specs.ArchMIPSEL64N32: "mipsel64n32",
+	specs.ArchPPC: "ppc", specs.ArchPPC64: "ppc64", specs.ArchPPC64LE: "ppc64le", specs.ArchS390: "s390",
+	specs.ArchS390X: "s390x", specs.ArchPARISC: "parisc", specs.ArchPARISC64: "parisc64",
+	specs.ArchRISCV64: "riscv64", specs.ArchLOONGARCH64: "loongarch64",
+}
+
+// checkProfile refuses what of p the filter would not honour: an
+// architecture name it does not know, a list of architectures without
+// this one (the filter admits the native architecture alone; the others
+// listed get ENOSYS, as any other). A syscall name this architecture
+// does not have is left out: there is no such call to filter.
+func checkProfile(p *specs.LinuxSeccomp, native *arch.Info) error {
+	seen := len(p.Architectures) == 0
+	for _, a := range p.Architectures {
+		name, ok := ociArches[a]
+		if !ok {
+			return fmt.Errorf("architecture %q: %w", a, ErrInvalid)
+		}
+		seen = seen || name == native.Name
+	}
+	if !seen {
+		return fmt.Errorf("the architectures %v leave out this one (%s): %w", p.Architectures, native.Name, ErrUnsupported)
+	}
 	return nil
 }
