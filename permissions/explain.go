@@ -716,16 +716,19 @@ func (x *explainer) network() {
 		base.Reason = "the tool asks for no network permission"
 		base.Mechanisms = []Mechanism{{Kind: MechNamespace, Value: "network", Detail: "an empty network namespace (--network none for the container tier)"}}
 	case x.in.Plan.Tier == string(tier.Landlock):
-		proxyPort := "PORT"
+		proxyPort, alsoLocal := "PORT", ""
 		if x.in.Plan.ProxyPort > 0 {
 			proxyPort = strconv.Itoa(x.in.Plan.ProxyPort)
+		}
+		if local > 0 {
+			alsoLocal = " (and 127.0.0.1 at the network:localhost ports above)"
 		}
 		base.Requested = "(network permissions above)"
 		base.Rule = "default: egress only through the proxy"
 		base.Meaning = "only the hosts and ports granted above, through the per-run egress proxy; every connection is recorded"
 		base.Reason = "there is no network namespace, so every connect() of the tool is the run's init's to answer; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at 127.0.0.1:" + proxyPort
 		base.Mechanisms = []Mechanism{
-			{Kind: MechSeccomp, Detail: fmt.Sprintf("every connect() waits for the run's init (seccomp user notification), which reads the address and answers 127.0.0.1:%s alone, with a socket of its own connected to the proxy; any other address, IPv6 and every Unix socket fail (ECONNREFUSED), and the tool's own connect never reaches the kernel. Sockets: TCP over IPv4 or IPv6 only; bind and listen are refused", proxyPort)},
+			{Kind: MechSeccomp, Detail: fmt.Sprintf("every connect() waits for the run's init (seccomp user notification), which reads the address and answers 127.0.0.1:%s%s alone, with a socket of its own connected to the proxy; any other address, IPv6 and every Unix socket fail (ECONNREFUSED), and the tool's own connect never reaches the kernel. Sockets: TCP over IPv4 or IPv6 only; bind and listen are refused", proxyPort, alsoLocal)},
 			{Kind: MechTier, Value: string(tier.Landlock), Detail: "Landlock (ABI 4): no TCP connect or bind of the tool's own"},
 			{Kind: MechProxy, Detail: "deny wins over allow; names are resolved on the host, checked, and the checked address is dialled"},
 		}
