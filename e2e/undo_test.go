@@ -234,3 +234,78 @@ echo done`, 1)
 		}
 	})
 }
+
+// run --review keeps the policy's protection: the tool reads no masked
+// secret through its working copy, writes nothing to the host through
+// the binds that pin a protected path's parents, and what it created
+// where the policy protects (a new repository's hook, a .env) is left out
+// of the change, listed with its rule, even when the change is approved.
+func TestReviewKeepsProtectedPaths(t *testing.T) {
+	forTierList(t, []string{"process", "container"}, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"out/.git/config": "[core]\n", "out/.env": "SECRET-ENV\n",
+			"out/keys/id_rsa": "SECRET-KEY\n", "out/plain.txt": "plain\n"})
+		tool := toolYAML(t, dir, tier, "writer", `
+cat out/.env out/keys/id_rsa 2>/dev/null; echo READ-DONE
+echo pinned > out/.git/pinned
+mkdir -p out/new/.git/hooks && echo 'evil' > out/new/.git/hooks/pre-commit
+echo 'TOKEN=x' > out/new/.env
+if echo x >> out/.git/config 2>/dev/null; then echo WROTE-CONFIG; fi
+echo changed > out/plain.txt`, []string{"filesystem:write:./out"}, "")
+		out := filepath.Join(dir, "out")
+		before := treeDigest(t, out)
+
+		r, c := runJSON(t, dir, "--review", tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "READ-DONE") || strings.Contains(r.Stdout, "SECRET") || strings.Contains(r.Stdout, "WROTE-CONFIG") {
+			t.Fatalf("the tool read a masked secret or wrote a protected path through its working copy:\n%s", r.Stdout)
+		}
+		if treeDigest(t, out) != before {
+			t.Fatal("an unapproved review changed the folder (through a pinned parent of a protected path?)")
+		}
+
+		r, c = runJSON(t, dir, "--review", "--approve", "writes", tool)
+		expect(t, r, c, "ok", 0)
+		var ch struct {
+			Changes *struct {
+				Applied bool   `json:"applied"`
+				Diff    string `json:"diff"`
+				Refused []struct{ Op, Path, Rule string }
+			} `json:"changes"`
+		}
+		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil || !ch.Changes.Applied {
+			t.Fatalf("approved review: %v\n%s", err, c.stdout)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "plain.txt")); string(b) != "changed\n" {
+			t.Errorf("positive control: plain.txt = %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, ".git/pinned")); string(b) != "pinned\n" {
+			t.Errorf("positive control: .git/pinned = %q", b)
+		}
+		for _, p := range []string{"new/.git/hooks", "new/.env"} {
+			if _, err := os.Lstat(filepath.Join(out, p)); err == nil {
+				t.Errorf("applying the review wrote the protected %s", p)
+			}
+		}
+		refused := map[string]string{}
+		for _, f := range ch.Changes.Refused {
+			refused[strings.TrimPrefix(f.Path, out+"/")] = f.Rule
+		}
+		if !strings.Contains(refused["new/.git/hooks"], "**/.git/hooks") || !strings.Contains(refused["new/.git/hooks/pre-commit"], "**/.git/hooks") ||
+			!strings.Contains(refused["new/.env"], "secrets.mask") {
+			t.Errorf("refused %+v", ch.Changes.Refused)
+		}
+		if !strings.Contains(ch.Changes.Diff, "Left out, never applied") || strings.Contains(ch.Changes.Diff, "evil") || strings.Contains(ch.Changes.Diff, "TOKEN") {
+			t.Errorf("the diff:\n%s", ch.Changes.Diff)
+		}
+		warned := false
+		for _, w := range r.Warnings {
+			warned = warned || strings.Contains(w, "new/.env") && strings.Contains(w, "never applied")
+		}
+		if !warned {
+			t.Errorf("warnings %q", r.Warnings)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, ".git/config")); string(b) != "[core]\n" {
+			t.Errorf(".git/config = %q", b)
+		}
+	})
+}

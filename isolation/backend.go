@@ -449,6 +449,9 @@ type Changes struct {
 	MaxBytes int64 `json:"max_bytes"`
 	// Rule is where the bounds come from (the policy's undo section).
 	Rule string `json:"rule"`
+	// SecretExcept are the policy's secrets.except patterns (host paths):
+	// what they match is not protected by a Secret pattern.
+	SecretExcept []string `json:"secret_except,omitempty"`
 }
 
 // ChangesGrant is one recorded write grant.
@@ -456,4 +459,17 @@ type ChangesGrant struct {
 	Host   string `json:"host"`           // the grant's directory on the host
 	Target string `json:"target"`         // where the sandbox sees it
 	Work   string `json:"work,omitempty"` // review: the working copy mounted there
+	// Protected are, in a review, the policy's masks under the grant
+	// (paths.deny, paths.deny-write, secrets.mask): a change to what they
+	// match, or to what is beneath it, is never applied.
+	Protected []ProtectedPattern `json:"protected,omitempty"`
+}
+
+// ProtectedPattern is one policy mask under a recorded write grant.
+type ProtectedPattern struct {
+	// Pattern is relative to the grant, in the policy's glob grammar; a
+	// "**/…" pattern is matched as the masks match it (sandbox/maskwalk.go).
+	Pattern string `json:"pattern"`
+	Rule    string `json:"rule"`
+	Secret  bool   `json:"secret,omitempty"`
 }

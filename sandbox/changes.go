@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/safetext"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/changeset"
@@ -40,6 +41,17 @@ type ChangesInfo struct {
 	PathsTruncated bool          `json:"paths_truncated,omitempty"`
 	// Diff is a review's summary and diff, control characters escaped.
 	Diff string `json:"diff,omitempty"`
+	// Refused are the changes of a review left out because the policy
+	// protects their paths (paths.deny, paths.deny-write, secrets.mask):
+	// they are never applied, approved or not.
+	Refused []RefusedPath `json:"refused,omitempty"`
+}
+
+// RefusedPath is a change a review leaves out, with the rule protecting it.
+type RefusedPath struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	Rule string `json:"rule"`
 }
 
 // ChangedPath is one changed path.
@@ -124,6 +136,12 @@ func (rc *runChanges) finish(res *Result, approved bool, ask func(*ChangesInfo) 
 		}
 		rec.Grants = append(rec.Grants, changeset.Grant{Root: g.Host, Target: g.Target, Changes: changeset.Diff(rc.before[i], after)})
 	}
+	if rc.plan.Review {
+		info.Refused = leaveOutProtected(rec, rc.plan)
+		for _, r := range info.Refused {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the tool %s %q, which the policy protects (%s): left out of the change, it is never applied", r.Op, r.Path, r.Rule))
+		}
+	}
 	fillPaths(info, rec)
 	if info.Created+info.Modified+info.Deleted == 0 {
 		_ = rc.store.Remove(rc.runID) // nothing to undo or to apply
@@ -159,6 +177,28 @@ func (rc *runChanges) fail(res *Result, info *ChangesInfo, err error) {
 	_ = rc.store.Remove(rc.runID)
 }
 
+// leaveOutProtected removes from rec the changes to paths the policy
+// protects under each grant (isolation.ChangesGrant.Protected) and lists
+// them: in the sandbox those paths are masked, but one the tool created
+// where none existed could not be, and applying it would hand the host a
+// git hook, a config or a secret the run was never allowed to write.
+func leaveOutProtected(rec *changeset.Record, ch *isolation.Changes) []RefusedPath {
+	var out []RefusedPath
+	for i := range rec.Grants {
+		g := &rec.Grants[i]
+		kept := g.Changes[:0]
+		for _, c := range g.Changes {
+			if rule := protectedBy(ch.Grants[i], ch.SecretExcept, c.Path); rule != "" {
+				out = append(out, RefusedPath{Op: string(c.Op), Path: g.Root + "/" + c.Path, Rule: rule})
+				continue
+			}
+			kept = append(kept, c)
+		}
+		g.Changes = kept
+	}
+	return out
+}
+
 // fillPaths counts rec's changes into info and lists them, deletions first.
 func fillPaths(info *ChangesInfo, rec *changeset.Record) {
 	n := rec.Counts()
@@ -192,6 +232,12 @@ func (rc *runChanges) review(res *Result, info *ChangesInfo, rec *changeset.Reco
 		}
 		return changeset.ReadFile(rc.plan.Grants[gi].Host, c.Path, maxReviewRead)
 	})
+	if len(info.Refused) > 0 {
+		fmt.Fprintf(&buf, "Left out, never applied (the policy protects them):\n")
+		for _, r := range info.Refused {
+			fmt.Fprintf(&buf, "  %-9s %s (%s)\n", r.Op, safetext.Line(r.Path), safetext.Line(r.Rule))
+		}
+	}
 	info.Diff = buf.String()
 	if !approved && ask != nil {
 		ok, err := ask(info)

@@ -159,8 +159,12 @@ func statFact(p string) (FileFact, bool) {
 // hidden secret inside carries the mount over it along, and the secret
 // stays hidden; what it protects is the content, not the place.
 //
+// In a review (ch), what is bound from a write grant (a read-only mask,
+// an anchor) is bound from its working copy: a host directory bound
+// read-write there would let the tool write past the review.
+//
 // The masked paths are returned as the plan lists them (Plan.Masked).
-func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFacts) ([]SpecOpt, []protectedWatch, []isolation.MaskedPath, error) {
+func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFacts, ch *isolation.Changes) ([]SpecOpt, []protectedWatch, []isolation.MaskedPath, error) {
 	type maskMountPlan struct {
 		src, dst string
 		dir      bool
@@ -269,10 +273,10 @@ func planMasks(masks []policy.PathMask, mounts []*permissions.Mount, f *HostFact
 	var masked []isolation.MaskedPath
 	for _, mm := range all {
 		if mm.anchor {
-			opts = append(opts, WithWriteBind(mm.src, mm.dst))
+			opts = append(opts, WithWriteBind(reviewSource(mm.src, ch), mm.dst))
 			continue
 		}
-		opts = append(opts, maskOpt(mm.src, mm.dst, mm.dir, mm.hide))
+		opts = append(opts, maskOpt(reviewSource(mm.src, ch), mm.dst, mm.dir, mm.hide))
 		masked = append(masked, isolation.MaskedPath{Path: mm.dst, Source: mm.src, Dir: mm.dir, Hide: mm.hide, Rule: mm.rule})
 	}
 	return opts, watches, masked, nil

@@ -48,7 +48,7 @@ func TestSecretMasksOfAFolder(t *testing.T) {
 		f := &HostFacts{}
 		mounts := mountGrants(grants)
 		gatherMasks(f, &d, mounts)
-		_, _, out, err := planMasks(d.Masks, mounts, f)
+		_, _, out, err := planMasks(d.Masks, mounts, f, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

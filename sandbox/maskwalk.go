@@ -125,20 +125,9 @@ func expandMasks(root string, patterns []string) ([][]string, error) {
 // could not read.
 func walkMasks(root string, patterns []string) (out [][]string, unreadable []string, err error) {
 	out = make([][]string, len(patterns))
-	// In the policy's own glob grammar (internal/pathglob), so a mask
-	// hides exactly what the decision denied; compiled once, as every
-	// entry is matched against each pattern.
-	// A "**/NAME" pattern whose NAME is one element matches what NAME
-	// matches as a base name (a '*' never crosses a '/'): it is matched
-	// against the entry's name alone, the cost of a secret mask per entry.
-	compiled := make([]*pathglob.Pattern, len(patterns))
-	baseOnly := make([]bool, len(patterns))
+	compiled := make([]maskPattern, len(patterns))
 	for i, p := range patterns {
-		if name, ok := strings.CutPrefix(p, "**/"); ok && !strings.Contains(name, "/") && !strings.Contains(name, "**") {
-			compiled[i], baseOnly[i] = pathglob.Compile(name, false), true
-			continue
-		}
-		compiled[i] = pathglob.Compile(p, false)
+		compiled[i] = compileMask(p)
 	}
 	deadline := time.Now().Add(maskWalkTime)
 	n := 0
@@ -183,15 +172,7 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 				rel, _ := filepath.Rel(root, path)
 				var still []int
 				for _, i := range top.active {
-					pattern := patterns[i]
-					subject := rel
-					switch {
-					case baseOnly[i]:
-						subject = de.Name()
-					case strings.HasPrefix(pattern, "**/"):
-						subject = strings.TrimPrefix(path, "/")
-					}
-					if compiled[i].Match(subject) {
+					if compiled[i].match(rel, path) {
 						out[i] = append(out[i], rel)
 					} else {
 						still = append(still, i)
@@ -216,4 +197,39 @@ func walkMasks(root string, patterns []string) (out [][]string, unreadable []str
 	}
 	sort.Strings(unreadable)
 	return out, unreadable, nil
+}
+
+// maskPattern is a mask's pattern relative to the directory it protects,
+// compiled once. It is in the policy's own glob grammar
+// (internal/pathglob), so a mask hides exactly what the decision denied.
+type maskPattern struct {
+	glob *pathglob.Pattern
+	// baseOnly: a "**/NAME" pattern whose NAME is one element matches
+	// what NAME matches as a base name (a '*' never crosses a '/'): it is
+	// matched against the entry's name alone, the cost of a secret mask
+	// per entry.
+	baseOnly bool
+	// anywhere: any other "**/…" pattern is a policy rule that applies
+	// anywhere, matched against the whole host path.
+	anywhere bool
+}
+
+func compileMask(p string) maskPattern {
+	if name, ok := strings.CutPrefix(p, "**/"); ok && !strings.Contains(name, "/") && !strings.Contains(name, "**") {
+		return maskPattern{glob: pathglob.Compile(name, false), baseOnly: true}
+	}
+	return maskPattern{glob: pathglob.Compile(p, false), anywhere: strings.HasPrefix(p, "**/")}
+}
+
+// match reports whether the entry at rel (relative to the protected
+// directory; host path path) is what the pattern names. What is beneath a
+// match is protected with it, but is not itself a match.
+func (m maskPattern) match(rel, path string) bool {
+	switch {
+	case m.baseOnly:
+		return m.glob.Match(filepath.Base(rel))
+	case m.anywhere:
+		return m.glob.Match(strings.TrimPrefix(path, "/"))
+	}
+	return m.glob.Match(rel)
 }

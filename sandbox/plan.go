@@ -267,12 +267,13 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)
 	changes := planChanges(in, mounts)
+	protectGrants(changes, d)
 	gopts, err := grantOpts(b, mounts, changes, cwd, f.Cwd, in.SubTools)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts = append(append(opts, gopts...), inspect.opts...)
-	maskOpts, watches, masked, err := planMasks(d.Masks, mounts, f)
+	maskOpts, watches, masked, err := planMasks(d.Masks, mounts, f, changes)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -235,7 +235,7 @@ func TestPlanMasks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &HostFacts{Masks: tt.matches, Files: tt.files}
-			opts, watches, _, err := planMasks(tt.masks, []*permissions.Mount{tt.mount}, f)
+			opts, watches, _, err := planMasks(tt.masks, []*permissions.Mount{tt.mount}, f, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrPlan) {
 					t.Fatalf("err %v, want one saying %q", err, tt.wantErr)

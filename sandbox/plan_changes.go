@@ -67,14 +67,81 @@ func underWriteGrant(m *permissions.Mount, mounts []*permissions.Mount) bool {
 
 // mountSource is the bind source of m: its working copy in a review.
 func mountSource(m *permissions.Mount, ch *isolation.Changes) string {
-	if ch != nil {
-		for _, g := range ch.Grants {
-			if g.Work != "" && g.Host == m.Resolved && g.Target == m.Target {
-				return g.Work
+	return reviewSource(m.Resolved, ch)
+}
+
+// reviewSource is where host path p is in a review's working copies: a
+// write grant nested in a reviewed one, and the mask binds and anchors
+// under it, are bound from the working copy too, or the tool would
+// write to the host through them. p itself outside a review.
+func reviewSource(p string, ch *isolation.Changes) string {
+	if ch == nil || !ch.Review {
+		return p
+	}
+	for _, g := range ch.Grants {
+		if g.Work == "" || !pathglob.Within(p, g.Host) {
+			continue
+		}
+		rel, err := filepath.Rel(g.Host, p)
+		if err != nil || outside(rel) {
+			continue
+		}
+		return filepath.Join(g.Work, rel)
+	}
+	return p
+}
+
+// protectGrants lists in each grant of a review the policy's masks under
+// it (ChangesGrant.Protected): their matches are masked in the sandbox,
+// but a path that did not exist when the run was planned is not, and
+// what the tool made there must not reach the host on apply.
+func protectGrants(ch *isolation.Changes, d *policy.Decision) {
+	if ch == nil || !ch.Review || d == nil {
+		return
+	}
+	ch.SecretExcept = append([]string(nil), d.SecretExcept...)
+	for i := range ch.Grants {
+		g := &ch.Grants[i]
+		for _, mk := range d.Masks {
+			rel, err := filepath.Rel(g.Target, mk.Path)
+			if err != nil || outside(rel) || !pathglob.Within(mk.Under, g.Target) {
+				continue
 			}
+			g.Protected = append(g.Protected, isolation.ProtectedPattern{Pattern: rel, Rule: mk.Rule, Secret: mk.Secret})
 		}
 	}
-	return m.Resolved
+}
+
+// protectedBy is the rule of the first pattern of g that protects the
+// change at rel (relative to g.Host: it, or a directory above it, is a
+// match); "" when none does.
+func protectedBy(g isolation.ChangesGrant, secretExcept []string, rel string) string {
+	for _, pp := range g.Protected {
+		mp := compileMask(pp.Pattern)
+		for a := rel; a != "." && a != "/" && a != ""; a = filepath.Dir(a) {
+			host := filepath.Join(g.Host, a)
+			if !mp.match(a, host) {
+				continue
+			}
+			if pp.Secret && secretExcepted(secretExcept, host) {
+				continue
+			}
+			return pp.Rule
+		}
+		// A rule that applies anywhere may name the grant itself (a grant
+		// of a repository's .git/hooks).
+		if mp.anywhere && mp.match(".", g.Host) && !(pp.Secret && secretExcepted(secretExcept, g.Host)) {
+			return pp.Rule
+		}
+	}
+	return ""
+}
+
+// secretExcepted is policy.Decision.SecretExcepted over the plan's copy
+// of the patterns.
+func secretExcepted(patterns []string, p string) bool {
+	d := policy.Decision{SecretExcept: patterns}
+	return d.SecretExcepted(p)
 }
 
 // reviewRefusal says why a run asked for with --review cannot be

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/policy"
+)
+
+func TestProtectedBy(t *testing.T) {
+	d := &policy.Decision{
+		Masks: []policy.PathMask{
+			{Path: "/w/out/**/.git/hooks", Under: "/w/out", Rule: "hooks"},
+			{Path: "/w/out/**/.env", Under: "/w/out", Rule: "env", Secret: true, Hide: true},
+			{Path: "/w/out/conf/locked", Under: "/w/out", Rule: "locked"},
+			{Path: "/w/other/**/.env", Under: "/w/other", Rule: "elsewhere", Secret: true},
+		},
+		SecretExcept: []string{"/host/out/keep/.env"},
+	}
+	ch := &isolation.Changes{Review: true, Grants: []isolation.ChangesGrant{{Host: "/host/out", Target: "/w/out", Work: "/s/work/0"}}}
+	protectGrants(ch, d)
+	if n := len(ch.Grants[0].Protected); n != 3 {
+		t.Fatalf("protected patterns: %d, want 3 (the mask of another grant is not one): %+v", n, ch.Grants[0].Protected)
+	}
+	for _, tt := range []struct{ rel, want string }{
+		{"new/.git/hooks", "hooks"},
+		{"new/.git/hooks/pre-commit", "hooks"},
+		{".git/hooks", "hooks"},
+		{"new/.git", ""},
+		{"new/.git/HEAD", ""},
+		{".env", "env"},
+		{"a/b/.env", "env"},
+		{".env.local", ""},
+		{"keep/.env", ""}, // lifted by secrets.except
+		{"conf/locked", "locked"},
+		{"conf/locked/x", "locked"},
+		{"conf/lockedx", ""},
+		{"x/conf/locked", ""},
+		{"plain.txt", ""},
+	} {
+		if got := protectedBy(ch.Grants[0], ch.SecretExcept, tt.rel); got != tt.want {
+			t.Errorf("protectedBy(%q) = %q, want %q", tt.rel, got, tt.want)
+		}
+	}
+	// A grant of a protected directory itself.
+	g := isolation.ChangesGrant{Host: "/repo/.git/hooks", Protected: []isolation.ProtectedPattern{{Pattern: "**/.git/hooks", Rule: "hooks"}}}
+	if got := protectedBy(g, nil, "pre-commit"); got != "hooks" {
+		t.Errorf("a change in a granted .git/hooks: %q", got)
+	}
+	// Not a review: nothing is listed.
+	plain := &isolation.Changes{Grants: []isolation.ChangesGrant{{Host: "/host/out", Target: "/w/out"}}}
+	protectGrants(plain, d)
+	if len(plain.Grants[0].Protected) != 0 {
+		t.Errorf("a recorded run lists protected patterns: %+v", plain.Grants[0].Protected)
+	}
+}
+
+func TestReviewSource(t *testing.T) {
+	ch := &isolation.Changes{Review: true, Grants: []isolation.ChangesGrant{{Host: "/h/out", Work: "/s/w0"}}}
+	for _, tt := range []struct{ in, want string }{
+		{"/h/out", "/s/w0"},
+		{"/h/out/.git", "/s/w0/.git"},
+		{"/h/outside", "/h/outside"},
+		{"/h/other", "/h/other"},
+	} {
+		if got := reviewSource(tt.in, ch); got != tt.want {
+			t.Errorf("reviewSource(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := reviewSource("/h/out/x", &isolation.Changes{Grants: ch.Grants}); got != "/h/out/x" {
+		t.Errorf("outside a review: %q", got)
+	}
+}
