@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/runlock"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -149,6 +150,12 @@ func (c *Controller) gc(ctx context.Context, j *judge, backends ...isolation.Bac
 	r, err := c.gcRunDirs(j)
 	reaped = append(reaped, r...)
 	errs = append(errs, err)
+	if c.RuntimeDir != "" {
+		// Holds of write grants that runs killed mid-run left.
+		r, err = hostsetup.ReapGrantHolds(filepath.Join(c.RuntimeDir, hostsetup.GrantHoldsDir))
+		reaped = append(reaped, r...)
+		errs = append(errs, err)
+	}
 	// Run records half-written when a controller died (writeRecord's
 	// staging directories); a live one is being renamed within moments.
 	if c.StateDir != "" {

@@ -32,3 +32,7 @@ const GrantHoldsDir = reown.HoldsDir
 
 // HoldGrant takes a run's hold on the grant at path (see reown.Hold).
 func HoldGrant(dir, path string) (*GrantHold, error) { return reown.Hold(dir, path) }
+
+// ReapGrantHolds removes the holds of runs that are gone from the
+// runtime directory's folder of holds dir (see reown.ReapHolds).
+func ReapGrantHolds(dir string) ([]string, error) { return reown.ReapHolds(dir) }

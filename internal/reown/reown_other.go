@@ -26,3 +26,6 @@ func (s *Shared) Last() bool { return false }
 
 // Release is Linux's alone.
 func (s *Shared) Release() {}
+
+// ReapHolds has nothing to reap off Linux.
+func ReapHolds(dir string) ([]string, error) { return nil, nil }

@@ -1,6 +1,7 @@
 package reown
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,24 +16,45 @@ import (
 // the grant's device and inode in a directory of the caller's (the
 // runtime directory), so they hold across processes of the same user.
 type Shared struct {
-	f *os.File
+	f         *os.File
+	dir, name string
+	alone     bool // Last said so: Release removes the lock file
 }
 
 // Hold takes a shared hold on the grant at path, making dir and the lock
 // file as needed. It waits while another run hands the grant back. The
-// caller calls Release, after handing back when Last says so.
+// caller calls Release, after handing back when Last says so. The last
+// run removes the lock file (and dir, when empty): a hold taken on a file
+// removed meanwhile is taken again on the new one.
 func Hold(dir, path string) (*Shared, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return nil, &ReownError{Path: path, Op: "stat", Err: err}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("hold write grant %s: %w", path, err)
-	}
 	name := filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", st.Dev, st.Ino))
+	for try := 0; ; try++ {
+		s, err := holdOnce(dir, name)
+		if s != nil || try == 100 {
+			if err != nil {
+				return nil, fmt.Errorf("hold write grant %s: %w", path, err)
+			}
+			return s, err
+		}
+	}
+}
+
+// holdOnce takes a shared lock on the file name in dir; nil, nil when the
+// file it locked is no longer name (removed by the last run meanwhile).
+func holdOnce(dir, name string) (*Shared, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // dir removed meanwhile
+	}
 	if err != nil {
-		return nil, fmt.Errorf("hold write grant %s: %w", path, err)
+		return nil, err
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_SH)
@@ -42,9 +64,14 @@ func Hold(dir, path string) (*Shared, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("hold write grant %s: lock %s: %w", path, name, err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	return &Shared{f: f}, nil
+	var held, now unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(name, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
+		f.Close()
+		return nil, nil
+	}
+	return &Shared{f: f, dir: dir, name: name}, nil
 }
 
 // Last reports whether no other run holds the grant. When it does, the
@@ -52,8 +79,44 @@ func Hold(dir, path string) (*Shared, error) {
 // does not, the caller's hold is gone (a lock's conversion drops it
 // first) and the last of the others hands it back.
 func (s *Shared) Last() bool {
-	return unix.Flock(int(s.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	s.alone = unix.Flock(int(s.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	return s.alone
 }
 
-// Release ends the hold.
-func (s *Shared) Release() { s.f.Close() }
+// Release ends the hold; the last run's (whether or not it asked Last)
+// removes the lock file, and the folder of holds when it is empty.
+func (s *Shared) Release() {
+	if s.alone || s.Last() {
+		_ = os.Remove(s.name)
+		_ = os.Remove(s.dir)
+	}
+	s.f.Close()
+}
+
+// ReapHolds removes the lock files in dir that no run holds (a run killed
+// before it could hand its grant back leaves its own), and dir when it is
+// then empty, and says which it removed. The grants themselves are not
+// handed back: that needs the run's ids.
+func ReapHolds(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	for _, e := range entries {
+		name := filepath.Join(dir, e.Name())
+		f, err := os.OpenFile(name, os.O_RDWR|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil && os.Remove(name) == nil {
+			reaped = append(reaped, "grant hold "+name)
+		}
+		f.Close()
+	}
+	_ = os.Remove(dir)
+	return reaped, nil
+}

@@ -1,6 +1,7 @@
 package reown
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -33,4 +34,7 @@ func TestSharedLast(t *testing.T) {
 		t.Errorf("c, alone, is not last")
 	}
 	c.Release()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the last hold left %s (%v)", dir, err)
+	}
 }
