@@ -264,8 +264,16 @@ func underNotDir(p string, notDir map[string]bool) bool {
 }
 
 // sameNow compares what is at rel now (cur, from lstat) with want,
-// reading the file's content when it is one.
+// reading the file's content when it is one. A want without setuid and
+// setgid bits may be what a working copy made of it (Copy drops them):
+// cur's are not counted then, or every reviewed change to a setuid file
+// or a setgid directory would be a conflict. (Bits the user added since
+// an ordinary run are not a conflict either: what is put back never has
+// them, as it never had.)
 func sameNow(rfd int, rel string, want, cur Entry) bool {
+	if want.Mode&0o6000 == 0 {
+		cur.Mode &^= 0o6000
+	}
 	if want.Kind == KindLink && cur.Kind == KindLink {
 		cur.Target, _ = readlinkBeneath(rfd, rel)
 	}

@@ -196,7 +196,7 @@ func TestUndoDropsSetuid(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "f")
 	write(t, p, "x")
-	if err := os.Chmod(p, 0o4755); err != nil {
+	if err := os.Chmod(p, fs.ModeSetuid|0o755); err != nil {
 		t.Fatal(err)
 	}
 	cs, blobs := recordRun(t, root, func() { os.Remove(p) })
@@ -333,5 +333,54 @@ func TestStoreSaveLoadPrune(t *testing.T) {
 	list, _ := s.List()
 	if !slices.ContainsFunc(list, func(st Stored) bool { return st.RunID == id && st.Bytes > 0 }) {
 		t.Errorf("List = %+v", list)
+	}
+}
+
+// A reviewed change to a setuid file and in a setgid directory applies
+// (the working copy has neither bit, which is no conflict), and what it
+// writes carries neither.
+func TestApplyOverSetuid(t *testing.T) {
+	root := t.TempDir()
+	suid, dir := filepath.Join(root, "tool"), filepath.Join(root, "shared")
+	write(t, suid, "v1\n")
+	write(t, filepath.Join(dir, "old.txt"), "old\n")
+	if err := os.Chmod(suid, fs.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, fs.ModeSetgid|0o775); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(work, "tool"), "v2\n")
+	os.Remove(filepath.Join(work, "shared/old.txt"))
+	os.Remove(filepath.Join(work, "shared"))
+	after, err := Scan(work, Limits{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := Diff(before, after)
+	if n := Count(cs); n != (Counts{Modified: 1, Deleted: 2}) {
+		t.Fatalf("counts %+v: %+v", n, cs)
+	}
+	blobs := t.TempDir()
+	if _, err := Apply(root, work, cs, Keeper(blobs)); err != nil {
+		t.Fatalf("Apply over a setuid file and a setgid directory: %v", err)
+	}
+	fi, err := os.Stat(suid)
+	if b, _ := os.ReadFile(suid); err != nil || string(b) != "v2\n" || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		t.Errorf("after apply: %q %v %v", b, fi.Mode(), err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted setgid directory: %v", err)
+	}
+	if _, err := Undo(root, cs, blobs); err != nil {
+		t.Fatalf("Undo: %v", err)
+	}
+	if b, _ := os.ReadFile(suid); string(b) != "v1\n" {
+		t.Errorf("after undo: %q", b)
 	}
 }
