@@ -67,6 +67,7 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"probe: rc=0", "probe: DONE",
 				"forkbomb: ended", "memory: ended", "daemon: rc=0",
 				"timeout: rc=124",
+				"records: landlock other.test:80=deny web.test:80=allow",
 				"network: " + strings.TrimSpace(webBody), "network: other refused", "network: bypass refused", "network: rc=0",
 				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
 				"netwait: rc=0", "relay: found", "killed: running", "killed: all gone", "killed: gc rc=0",
@@ -173,6 +174,10 @@ run memory $P /t/tools/memory.yaml; echo "memory: ended"
 run daemon $P /t/tools/daemon.yaml
 run timeout $P /t/tools/timeout.yaml
 run network $P /t/tools/network.yaml
+# The result records each connection, as in the other tiers.
+sandboxed run --json $P /t/tools/network.yaml 2>/dev/null | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print("records:", r["isolation"], " ".join(sorted("%s:%d=%s" % (e["host"], e["port"], e["verdict"]) for e in r["egress"])))'
 run netprobe $P /t/tools/netprobe.yaml
 run localhost $P --approve network:localhost:9090 /t/tools/localhost.yaml
 # Another process of the container that finds the relay the init listens
