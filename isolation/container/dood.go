@@ -11,6 +11,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
+
+	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 )
 
 // outside describes an engine that runs the container sandboxed itself
@@ -127,7 +129,7 @@ func (o *outside) visible(path string) bool {
 	var best *container.MountPoint
 	for i := range o.binds {
 		m := &o.binds[i]
-		if path == m.Destination || strings.HasPrefix(path, strings.TrimSuffix(m.Destination, "/")+"/") {
+		if pathglob.Within(path, filepath.Clean(m.Destination)) {
 			if best == nil || len(m.Destination) > len(best.Destination) {
 				best = m
 			}
