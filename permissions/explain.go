@@ -141,6 +141,9 @@ type PlanFacts struct {
 	// IfApproved is true when the plan was built with the approvals the
 	// policy asks for, to show how the run would be enforced.
 	IfApproved bool
+	// Approximated says, by limit (memory, pids, cpus), how the run's tier
+	// holds a limit it honours only in part (the plan's approximations).
+	Approximated map[string]string
 	// RequestedTier is the definition's tier; Tier the one the run uses.
 	RequestedTier, Tier string
 	Privilege           string
@@ -286,23 +289,24 @@ type Point struct {
 
 // Mechanism kinds.
 const (
-	MechBind      = "bind"      // a bind mount
-	MechMask      = "mask"      // a policy mask inside a bind
-	MechTmpfs     = "tmpfs"     // a private tmpfs
-	MechRootfs    = "rootfs"    // the read-only root
-	MechProxy     = "proxy"     // the egress proxy
-	MechForward   = "forward"   // a loopback forward
-	MechNamespace = "namespace" // kernel namespaces
-	MechEnv       = "env"       // the environment
-	MechUser      = "user"      // uid, gid, capabilities
-	MechSeccomp   = "seccomp"   // the seccomp filter
-	MechCgroup    = "cgroup"    // a cgroup limit
-	MechRlimit    = "rlimit"    // a resource limit of the commands
-	MechTier      = "tier"      // the isolation tier
-	MechTimer     = "timer"     // the controller's deadline
-	MechCapture   = "capture"   // output capture caps
-	MechNone      = "none"      // nothing enforces it
-	MechRecord    = "record"    // the host-side change record (undo, review)
+	MechBind      = "bind"          // a bind mount
+	MechMask      = "mask"          // a policy mask inside a bind
+	MechTmpfs     = "tmpfs"         // a private tmpfs
+	MechRootfs    = "rootfs"        // the read-only root
+	MechProxy     = "proxy"         // the egress proxy
+	MechForward   = "forward"       // a loopback forward
+	MechNamespace = "namespace"     // kernel namespaces
+	MechEnv       = "env"           // the environment
+	MechUser      = "user"          // uid, gid, capabilities
+	MechSeccomp   = "seccomp"       // the seccomp filter
+	MechCgroup    = "cgroup"        // a cgroup limit
+	MechRlimit    = "rlimit"        // a resource limit of the commands
+	MechTier      = "tier"          // the isolation tier
+	MechTimer     = "timer"         // the controller's deadline
+	MechCapture   = "capture"       // output capture caps
+	MechNone      = "none"          // nothing enforces it
+	MechApprox    = "approximation" // the tier holds it in part (the plan says how)
+	MechRecord    = "record"        // the host-side change record (undo, review)
 )
 
 // Mechanism is one thing that enforces a point.
@@ -914,8 +918,8 @@ func (x *explainer) limitPoint(name, requested, meaning string, mech Mechanism) 
 	if it, ok := x.item("limit", "limits."+name, -1); ok {
 		p.decide(it)
 	}
-	if x.unsandboxed() && name != "timeout" && name != "output" {
-		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechNone, Detail: "isolation none: no cgroup holds the tool"})
+	if how, ok := x.in.Plan.Approximated[name]; ok {
+		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechApprox, Detail: "approximated in the " + x.in.Plan.Tier + " tier: " + how})
 	}
 	return p
 }

@@ -304,6 +304,9 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 		// The process tier reads it; the others have no Landlock.
 		RequireLandlock: d.RequireLandlock,
 	}
+	if p.Tier == isolation.TierNone {
+		p.Limits.TmpfsBytes = 0 // no /tmp of its own: the host's
+	}
 	if p.Tier == isolation.TierLandlock {
 		p.Scratch = scratch
 		p.AcceptGaps = append([]string(nil), d.AcceptGaps...)

@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -279,6 +280,15 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f.ToolPids = pl.Limits.Pids
 	f.Timeout = pl.Limits.Timeout
 	f.KillGrace = pl.Limits.KillGrace
+	for _, a := range pl.Approximations {
+		name := map[string]string{specconv.FieldMemory: "memory", specconv.FieldPids: "pids", specconv.FieldCPUQuota: "cpus"}[a.Field]
+		if name != "" {
+			if f.Approximated == nil {
+				f.Approximated = map[string]string{}
+			}
+			f.Approximated[name] = a.How
+		}
+	}
 	f.TmpfsBytes = pl.Limits.TmpfsBytes
 	f.CPUs = pl.Limits.CPUs
 	f.Image = pl.Image
