@@ -309,3 +309,46 @@ echo changed > out/plain.txt`, []string{"filesystem:write:./out"}, "")
 		}
 	})
 }
+
+// A write grant of a single file is recorded too: undo puts it back, and
+// a review copies it alone and applies its change on approval.
+func TestUndoFileGrant(t *testing.T) {
+	forTierList(t, []string{"process", "container"}, func(t *testing.T, tier string) {
+		dir := workdir(t, map[string]string{"notes.txt": "original\n", "other.txt": "other\n"})
+		tool := toolYAML(t, dir, tier, "noter", `printf 'by the tool\n' > notes.txt; echo done`, []string{"filesystem:write:./notes.txt"}, "")
+		notes := filepath.Join(dir, "notes.txt")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		var ch changesOf
+		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil || !ch.Changes.Undo || ch.Changes.Modified != 1 {
+			t.Fatalf("changes of a file grant: %v %+v", err, ch.Changes)
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "by the tool\n" {
+			t.Fatalf("positive control: notes.txt = %q", b)
+		}
+		if u := sandboxed(t, dir, "undo", r.RunID); u.code != 0 {
+			t.Fatalf("undo: %d\n%s", u.code, u.stderr)
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "original\n" {
+			t.Errorf("after undo: notes.txt = %q", b)
+		}
+
+		r, c = runJSON(t, dir, "--review", tool)
+		expect(t, r, c, "ok", 0)
+		ch = changesOf{}
+		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil || ch.Changes.Applied || !strings.Contains(ch.Changes.Diff, "+by the tool") {
+			t.Fatalf("review of a file grant: %v %+v", err, ch.Changes)
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "original\n" {
+			t.Fatalf("an unapproved review wrote notes.txt: %q", b)
+		}
+		r, c = runJSON(t, dir, "--review", "--approve", "writes", tool)
+		expect(t, r, c, "ok", 0)
+		if b, _ := os.ReadFile(notes); string(b) != "by the tool\n" {
+			t.Errorf("the approved review was not applied: %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "other.txt")); string(b) != "other\n" {
+			t.Errorf("other.txt = %q", b)
+		}
+	})
+}

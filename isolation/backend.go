@@ -459,6 +459,10 @@ type ChangesGrant struct {
 	Host   string `json:"host"`           // the grant's directory on the host
 	Target string `json:"target"`         // where the sandbox sees it
 	Work   string `json:"work,omitempty"` // review: the working copy mounted there
+	// File is set for a grant of one file: Host and Target are then its
+	// directory, of which only File is recorded (and, in a review, copied:
+	// Work/File is mounted at Target/File).
+	File string `json:"file,omitempty"`
 	// Protected are, in a review, the policy's masks under the grant
 	// (paths.deny, paths.deny-write, secrets.mask): a change to what they
 	// match, or to what is beneath it, is never applied.

@@ -77,7 +77,6 @@ type runChanges struct {
 func beginChanges(p *isolation.Plan, tool string) (*runChanges, string, *runFailure) {
 	ch := p.Changes
 	rc := &runChanges{plan: ch, store: changeset.Store{Dir: ch.Store}, runID: p.RunID, tool: tool}
-	lim := changeset.Limits{MaxFiles: ch.MaxFiles, MaxBytes: ch.MaxBytes}
 	if err := rc.store.Begin(p.RunID); err != nil {
 		if ch.Review {
 			return nil, "", &runFailure{CodeInitFailed, "review: " + err.Error(), ""}
@@ -87,6 +86,7 @@ func beginChanges(p *isolation.Plan, tool string) (*runChanges, string, *runFail
 	for _, g := range ch.Grants {
 		var t changeset.Tree
 		var err error
+		lim := grantLimits(ch, g)
 		if ch.Review {
 			if err = os.MkdirAll(rc.store.RunDir(p.RunID)+"/work", 0o700); err == nil {
 				t, err = changeset.Copy(g.Host, g.Work, lim)
@@ -107,6 +107,12 @@ func beginChanges(p *isolation.Plan, tool string) (*runChanges, string, *runFail
 	return rc, "", nil
 }
 
+// grantLimits bound the scan of g: the policy's undo bounds, narrowed to
+// its one file for a grant of a file.
+func grantLimits(ch *isolation.Changes, g isolation.ChangesGrant) changeset.Limits {
+	return changeset.Limits{MaxFiles: ch.MaxFiles, MaxBytes: ch.MaxBytes, Name: g.File}
+}
+
 // unavailable is the note of a run whose writes cannot be undone.
 func unavailable(err error, ch *isolation.Changes) string {
 	msg := "undo is unavailable for this run: " + err.Error()
@@ -123,8 +129,8 @@ func (rc *runChanges) finish(res *Result, approved bool, ask func(*ChangesInfo) 
 	info := &ChangesInfo{Review: rc.plan.Review, Paths: []ChangedPath{}}
 	res.Changes = info
 	rec := &changeset.Record{RunID: rc.runID, Tool: rc.tool, CreatedAt: time.Now().UTC(), Review: rc.plan.Review}
-	lim := changeset.Limits{MaxFiles: rc.plan.MaxFiles, MaxBytes: rc.plan.MaxBytes}
 	for i, g := range rc.plan.Grants {
+		lim := grantLimits(rc.plan, g)
 		root := g.Host
 		if rc.plan.Review {
 			root = g.Work

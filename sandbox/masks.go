@@ -129,6 +129,21 @@ func gatherMasks(f *HostFacts, d *policy.Decision, mounts []*permissions.Mount) 
 	}
 }
 
+// gatherWriteGrants notes in f.Files what each write grant is on the host:
+// a grant of one file is recorded through its directory (planChanges).
+func gatherWriteGrants(f *HostFacts, mounts []*permissions.Mount) {
+	if f.Files == nil {
+		f.Files = map[string]FileFact{}
+	}
+	for _, m := range mounts {
+		if _, ok := f.Files[m.Resolved]; !ok && m.Write && m.Resolved != "" {
+			if ff, ok := statFact(m.Resolved); ok {
+				f.Files[m.Resolved] = ff
+			}
+		}
+	}
+}
+
 // statFact describes p without following a symlink; false when p does not
 // exist (or cannot be looked at).
 func statFact(p string) (FileFact, bool) {

@@ -44,6 +44,9 @@ func planChanges(in PlanInput, mounts []*permissions.Mount) *isolation.Changes {
 			continue
 		}
 		g := isolation.ChangesGrant{Host: m.Resolved, Target: m.Target}
+		if ff, ok := in.Facts.Files[m.Resolved]; ok && !ff.Dir && !ff.IsLink {
+			g.Host, g.Target, g.File = filepath.Dir(m.Resolved), filepath.Dir(m.Target), filepath.Base(m.Resolved)
+		}
 		if c.Review {
 			g.Work = store.WorkDir(in.RunID, len(ch.Grants))
 		}
@@ -79,7 +82,7 @@ func reviewSource(p string, ch *isolation.Changes) string {
 		return p
 	}
 	for _, g := range ch.Grants {
-		if g.Work == "" || !pathglob.Within(p, g.Host) {
+		if g.Work == "" || !pathglob.Within(p, filepath.Join(g.Host, g.File)) {
 			continue
 		}
 		rel, err := filepath.Rel(g.Host, p)

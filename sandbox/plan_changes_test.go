@@ -67,6 +67,17 @@ func TestReviewSource(t *testing.T) {
 			t.Errorf("reviewSource(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+	// A grant of one file covers that file, not its directory.
+	fch := &isolation.Changes{Review: true, Grants: []isolation.ChangesGrant{{Host: "/h", File: "notes.txt", Work: "/s/w0"}, {Host: "/h/sub", Work: "/s/w1"}}}
+	for _, tt := range []struct{ in, want string }{
+		{"/h/notes.txt", "/s/w0/notes.txt"},
+		{"/h/sub/x", "/s/w1/x"},
+		{"/h/other", "/h/other"},
+	} {
+		if got := reviewSource(tt.in, fch); got != tt.want {
+			t.Errorf("reviewSource(%q) of a file grant = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 	if got := reviewSource("/h/out/x", &isolation.Changes{Grants: ch.Grants}); got != "/h/out/x" {
 		t.Errorf("outside a review: %q", got)
 	}

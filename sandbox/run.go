@@ -180,6 +180,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		return nil, rf.refuse(StatusDenied, CodeSecurity, err.Error(), "grant the files the tool needs, not a directory that holds sockets", err, &d)
 	}
 	gatherMasks(facts, &d, mountGrants(br.grants))
+	gatherWriteGrants(facts, mountGrants(br.grants))
 	if d.Isolation == tier.Landlock && slices.Contains(d.AcceptGaps, tier.GapMasks) {
 		if g, own := ownDirInGrant(mountGrants(br.grants), facts.OwnDirs); g != "" {
 			msg := fmt.Sprintf("the landlock tier cannot hide %s, sandboxed's own directory, inside the grant of %s (Landlock cannot narrow a grant), and the masks gap the policy accepts never covers it", own, g)

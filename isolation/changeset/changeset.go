@@ -149,6 +149,10 @@ func ReviewOrder(cs []Change) []Change {
 type Limits struct {
 	MaxFiles int   // entries (files, directories, links)
 	MaxBytes int64 // bytes of regular files
+	// Name, when set, narrows a scan (and a Copy) to that one entry of the
+	// root: a write grant of a single file is recorded through its
+	// directory, which holds what the grant does not.
+	Name string
 }
 
 // KeepFunc is given each regular file of a scan, open read-only (fd, at

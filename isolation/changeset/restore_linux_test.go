@@ -384,3 +384,41 @@ func TestApplyOverSetuid(t *testing.T) {
 		t.Errorf("after undo: %q", b)
 	}
 }
+
+// A grant of one file is recorded through its directory, narrowed to its
+// name: nothing else there is scanned, copied or put back.
+func TestFileGrantThroughItsDirectory(t *testing.T) {
+	root := seed(t)
+	lim := Limits{Name: "mod.txt"}
+	blobs := t.TempDir()
+	before, err := Scan(root, lim, nil, Keeper(blobs))
+	if err != nil || len(before) != 1 {
+		t.Fatalf("Scan narrowed to one name: %v %v", before, err)
+	}
+	write(t, filepath.Join(root, "mod.txt"), "changed\n")
+	write(t, filepath.Join(root, "keep.txt"), "not the grant's\n")
+	after, err := Scan(root, lim, before, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := Diff(before, after)
+	if len(cs) != 1 || cs[0].Path != "mod.txt" {
+		t.Fatalf("changes %+v", cs)
+	}
+	if _, err := Undo(root, cs, blobs); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "mod.txt")); string(b) != "old content\n" {
+		t.Errorf("mod.txt = %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep.txt")); string(b) != "not the grant's\n" {
+		t.Errorf("undo touched what the grant does not hold: keep.txt = %q", b)
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	if tree, err := Copy(root, work, lim); err != nil || len(tree) != 1 {
+		t.Fatalf("Copy narrowed to one name: %v %v", tree, err)
+	}
+	if names, _ := os.ReadDir(work); len(names) != 1 || names[0].Name() != "mod.txt" {
+		t.Errorf("the working copy holds %v", names)
+	}
+}

@@ -51,6 +51,9 @@ func (s *scanner) dir(dirfd int, rel string) error {
 		return &PathError{Op: "read directory", Path: path.Join(s.root, rel), Err: err}
 	}
 	for _, name := range names {
+		if rel == "" && s.lim.Name != "" && name != s.lim.Name {
+			continue
+		}
 		p := path.Join(rel, name)
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
