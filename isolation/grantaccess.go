@@ -33,10 +33,9 @@ func (g GrantAccess) String() string {
 // reduced tool (nobody), how the tool writes there, as each tier does it
 // (see docs/permissions.md): the process tier idmaps the grant to its
 // owner (root) or hands it to the tool for the run (without root); the
-// container tier hands it over as root; the landlock tier as root runs
-// the tool as a uid of its own and refuses a grant others may not write;
-// otherwise (the none tier, the landlock tier without root) the tool is
-// the user. euid is sandboxed's; stat reads a grant (os.Stat). Other
+// container and landlock tiers hand it over as root (the landlock tier to
+// a uid of the run's own); otherwise (the none tier, the landlock tier
+// without root) the tool is the user. euid is sandboxed's; stat reads a grant (os.Stat). Other
 // privileges and backends get nothing.
 func ReducedGrantAccess(p *Plan, euid int, stat func(string) (fs.FileInfo, error)) []GrantAccess {
 	if p == nil || p.Privilege != privilege.Reduced || p.Backend != "" {
@@ -68,7 +67,7 @@ func grantAccessOf(tier Tier, euid int, owner ID, path string, fi fs.FileInfo) G
 	g := GrantAccess{Path: path, Writable: true}
 	stateOf := fmt.Sprintf("%s is uid %d's, mode %o", path, uid, mode)
 	switch {
-	case tier == TierProcess || tier == TierContainer && euid == 0:
+	case tier == TierProcess || (tier == TierContainer || tier == TierLandlock) && euid == 0:
 		if !asOwner {
 			g.Writable = false
 			g.Text = fmt.Sprintf("the reduced tool cannot write its grant %s: it writes there as uid %d, the invoking user, and %s", path, owner.UID, stateOf)
@@ -78,6 +77,8 @@ func grantAccessOf(tier Tier, euid int, owner ID, path string, fi fs.FileInfo) G
 		switch {
 		case tier == TierProcess && euid == 0:
 			g.Text = fmt.Sprintf("the reduced tool writes its grant %s as uid %d: the grant's bind is idmapped, and what it makes there is uid %d's", path, owner.UID, owner.UID)
+		case tier == TierLandlock:
+			g.Text = fmt.Sprintf("the reduced tool's grant %s is handed to the run's own uid for the run and back to uid %d after it, with the folder's mode and ACLs", path, owner.UID)
 		default:
 			g.Text = fmt.Sprintf("the reduced tool's grant %s is handed to its uid for the run and back to uid %d after it, with the folder's mode and ACLs", path, owner.UID)
 		}
@@ -89,14 +90,6 @@ func grantAccessOf(tier Tier, euid int, owner ID, path string, fi fs.FileInfo) G
 		g.Writable = false
 		g.Text = fmt.Sprintf("the reduced tool cannot write its grant %s: the container tier without root runs it as uid %d and cannot hand the grant to it, and %s", path, privilege.NobodyID, stateOf)
 		g.Fix = fmt.Sprintf("run sandboxed as root, use the process tier, run the tool as same-as-user, or let uid %d write there (setfacl -m u:%d:rwX %s)", privilege.NobodyID, privilege.NobodyID, path)
-	case tier == TierLandlock && euid == 0:
-		if others {
-			g.Text = fmt.Sprintf("the reduced tool writes its grant %s as the run's own uid, which others' write permission lets it; what it makes stays that uid's", path)
-			break
-		}
-		g.Writable = false
-		g.Text = fmt.Sprintf("the reduced tool cannot write its grant %s: the landlock tier as root runs it as an unused uid of the run's own, and %s", path, stateOf)
-		g.Fix = "run the job as a non-root user, or run where namespaces can be made (the process tier)"
 	default:
 		g.Text = fmt.Sprintf("the reduced tool writes its grant %s as your own uid (the %s tier does not change it)", path, tier)
 	}

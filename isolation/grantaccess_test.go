@@ -54,7 +54,8 @@ func TestReducedGrantAccess(t *testing.T) {
 		{"container, root: handed over", plan(TierContainer, privilege.Reduced, user), 0, fakeInfo{1000, 0o700}, 1, true, "handed"},
 		{"container, rootless", plan(TierContainer, privilege.Reduced, user), 1000, fakeInfo{1000, 0o755}, 1, false, "setfacl -m u:65534:rwX /home/u/out"},
 		{"container, rootless, open folder", plan(TierContainer, privilege.Reduced, user), 1000, fakeInfo{1000, 0o1777}, 1, true, "stays uid 65534's"},
-		{"landlock, root", plan(TierLandlock, privilege.Reduced, user), 0, fakeInfo{1000, 0o755}, 1, false, "unused uid"},
+		{"landlock, root", plan(TierLandlock, privilege.Reduced, user), 0, fakeInfo{1000, 0o755}, 1, true, "the run's own uid"},
+		{"landlock, root, another user's folder", plan(TierLandlock, privilege.Reduced, user), 0, fakeInfo{1001, 0o755}, 1, false, "uid 1001's"},
 		{"landlock, rootless", plan(TierLandlock, privilege.Reduced, user), 1000, fakeInfo{1000, 0o755}, 1, true, "your own uid"},
 		{"none", plan(TierNone, privilege.Reduced, user), 1000, fakeInfo{1000, 0o755}, 1, true, "your own uid"},
 	} {

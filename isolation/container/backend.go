@@ -30,6 +30,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/dockerapi"
 	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/initbin"
@@ -484,47 +485,17 @@ func grantHolds(p *isolation.Plan) string {
 	return filepath.Join(filepath.Dir(p.HostDir), hostsetup.GrantHoldsDir)
 }
 
-// handedGrants are the write grants (their staged sources) handed from
-// their owner to the tool's uid for a run, with each grant folder's mode
-// and ACLs as they were.
-type handedGrants struct {
-	from, to hostsetup.Owner
-	folders  []hostsetup.Folder
-	// held are the run's holds on the grants, by staged source: runs
-	// sharing a grant hand it back when the last of them ends.
-	held map[string]*hostsetup.GrantHold
-}
-
 // handOver gives the write grants among ms (the container's mounts, their
-// sources staged) from from to to for the run, for handBack, holding each
-// in holds (the runtime directory's grants folder; "" for no hold). What
-// was handed over before an error is handed back.
-func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner, holds string) (*handedGrants, error) {
-	h := &handedGrants{from: *from, to: *to, held: map[string]*hostsetup.GrantHold{}}
+// sources staged) from from to to for the run (reown.HandOver), holding
+// each in holds; Close hands them back.
+func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner, holds string) (*reown.Handed, error) {
+	var paths []string
 	for _, m := range ms {
-		if m.Type != mount.TypeBind || m.ReadOnly || ours(m.Source) {
-			continue
-		}
-		var err error
-		if holds != "" {
-			var s *hostsetup.GrantHold
-			if s, err = hostsetup.HoldGrant(holds, m.Source); err == nil {
-				h.held[m.Source] = s
-			}
-		}
-		var f hostsetup.Folder
-		if err == nil {
-			f, err = hostsetup.SaveFolder(m.Source)
-		}
-		if err == nil {
-			_, err = hostsetup.Reown(m.Source, *from, *to)
-			h.folders = append(h.folders, f)
-		}
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("hand write grant %s to uid %d: %w", m.Target, to.UID, err), handBack(h))
+		if m.Type == mount.TypeBind && !m.ReadOnly && !ours(m.Source) {
+			paths = append(paths, m.Source)
 		}
 	}
-	return h, nil
+	return reown.HandOver(paths, *from, *to, holds, nil)
 }
 
 // ourSource reports whether a bind source is sandboxed's own (the init
@@ -532,34 +503,6 @@ func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owne
 // grants' staged sources are in the host directory's staging directory).
 func ourSource(src, initBinary, hostDir string) bool {
 	return src == initBinary || (strings.HasPrefix(src, hostDir+"/") && !strings.HasPrefix(src, hostDir+"/"+stagingDirName+"/"))
-}
-
-// handBack gives what the tool's uid holds in the handed-over grants
-// (what the run was given and what it made) back to their owner, and
-// restores each grant folder's mode and ACLs — of the grants no other run
-// holds still: the last of them hands it back.
-func handBack(h *handedGrants) error {
-	if h == nil {
-		return nil
-	}
-	defer func() {
-		for _, s := range h.held {
-			s.Release()
-		}
-		h.held = nil
-	}()
-	var errs []error
-	for _, f := range h.folders {
-		if s := h.held[f.Path]; s != nil && !s.Last() {
-			continue
-		}
-		if _, err := hostsetup.Reown(f.Path, h.to, h.from); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, f.Restore())
-	}
-	return errors.Join(errs...)
 }
 
 // Start creates and starts the run's container with the init as its

@@ -12,6 +12,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/internal/execgate"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -47,7 +48,7 @@ type sandbox struct {
 	staged []string
 	// handed are the write grants (their staged sources) given to the
 	// tool's uid for the run; Close hands them back to their owner.
-	handed *handedGrants
+	handed *reown.Handed
 	// stagingRoot is a warm container's shared mount of the staging
 	// directory, detached by Close after staged.
 	stagingRoot string
@@ -216,7 +217,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		// The grants back to root once nothing of the run can write in
 		// them, through their staged sources.
-		if err := handBack(s.handed); err != nil {
+		if err := s.handed.Back(); err != nil {
 			errs = append(errs, err)
 		}
 		s.handed = nil

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
@@ -107,7 +108,7 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 		return nil, r.err()
 	}
 	for _, g := range grants {
-		if err := checkGrant(g, root); err != nil {
+		if err := checkGrant(g, root, grantOwner(p)); err != nil {
 			return nil, err
 		}
 	}
@@ -161,11 +162,21 @@ func abiRefusal(abi int, sharedUID bool, accept []string) *refusal {
 	return nil
 }
 
+// grantOwner is whose files p's write grants hold (Plan.GrantOwner; root
+// when the plan does not say).
+func grantOwner(p *isolation.Plan) reown.Owner {
+	if o := p.GrantOwner; o != nil {
+		return reown.Owner{UID: int(o.UID), GID: int(o.GID)}
+	}
+	return reown.Owner{}
+}
+
 // checkGrant refuses a grant the commands could not use as planned: a
 // destination that is not the host path (nothing is mounted: the tool
 // sees the host's tree), or, as root, a write grant the tool's own uid
-// may not write.
-func checkGrant(g grant, root bool) error {
+// could not write even handed to it for the run: one that owner (the
+// grants' owner) may not write, and others may not either.
+func checkGrant(g grant, root bool, owner reown.Owner) error {
 	if g.dest != g.source {
 		real, err := filepath.EvalSymlinks(g.dest)
 		if err != nil || real != g.source {
@@ -182,10 +193,10 @@ func checkGrant(g grant, root bool) error {
 	if err := unix.Stat(g.source, &st); err != nil {
 		return fmt.Errorf("write grant %s: %w", g.source, err)
 	}
-	if st.Mode&0o002 == 0 {
+	if st.Mode&0o002 == 0 && (int(st.Uid) != owner.UID || st.Mode&0o200 == 0) {
 		return &isolation.UnsupportedError{
-			What: fmt.Sprintf("the write grant of %s in the landlock tier as root (the tool runs as an unprivileged uid of its own, which may not write there: mode %o, owner %d)", g.source, st.Mode&0o7777, st.Uid),
-			Fix:  "run the job as a non-root user (docker run --user UID, runAsUser), grant a directory that any user may write, or run where namespaces can be made (the process tier)",
+			What: fmt.Sprintf("the write grant of %s in the landlock tier as root (the tool runs as an unprivileged uid of its own, handed what uid %d owns there for the run, and uid %d may not write there: mode %o, owner %d)", g.source, owner.UID, owner.UID, st.Mode&0o7777, st.Uid),
+			Fix:  fmt.Sprintf("grant a directory uid %d may write, run the job as a non-root user (docker run --user UID, runAsUser), or run where namespaces can be made (the process tier)", owner.UID),
 		}
 	}
 	return nil
@@ -262,6 +273,21 @@ func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.
 			return nil, fmt.Errorf("start sandbox %s: scratch directory: %w", p.RunID, err)
 		}
 	}
+	// The tool's uid is not the write grants' owner's: they are its for
+	// the run, and come back in Close.
+	var handed *reown.Handed
+	if c.root {
+		h, err := handGrants(p, c.grants, uid)
+		if err != nil {
+			return nil, fmt.Errorf("start sandbox %s: %w", p.RunID, err)
+		}
+		handed = h
+		defer func() {
+			if retErr != nil {
+				_ = handed.Back()
+			}
+		}()
+	}
 	rl, err := process.OutsideRlimits(p, !c.root, inCgroup)
 	if err != nil {
 		return nil, err
@@ -282,7 +308,27 @@ func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox{Sandbox: sb, scratch: p.Scratch}, nil
+	return &sandbox{Sandbox: sb, scratch: p.Scratch, handed: handed}, nil
+}
+
+// handGrants hands the write grants among gs from their owner to the
+// tool's uid for the run (reown.HandOver), holding each in the runtime
+// directory's folder of holds.
+func handGrants(p *isolation.Plan, gs []grant, uid int) (*reown.Handed, error) {
+	var paths []string
+	for _, g := range gs {
+		if g.write {
+			paths = append(paths, g.source)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	holds := ""
+	if p.HostDir != "" {
+		holds = filepath.Join(filepath.Dir(p.HostDir), reown.HoldsDir)
+	}
+	return reown.HandOver(paths, grantOwner(p), reown.Owner{UID: uid, GID: uid}, holds, nil)
 }
 
 // mergeRlimits is base with each of extra, which replaces a limit of the
@@ -339,11 +385,15 @@ func uidInUse(uid int) bool {
 type sandbox struct {
 	isolation.Sandbox
 	scratch string
+	// handed are the write grants handed to the tool's uid (as root).
+	handed *reown.Handed
 }
 
-// Close ends the run and removes its scratch directory.
+// Close ends the run, hands its write grants back and removes its
+// scratch directory.
 func (s *sandbox) Close(ctx context.Context) error {
 	err := s.Sandbox.Close(ctx)
+	err = errors.Join(err, s.handed.Back())
 	if rerr := removeTree(s.scratch); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("remove scratch directory: %w", rerr))
 	}

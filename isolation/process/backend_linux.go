@@ -192,13 +192,13 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 		return nil, err
 	}
 	sb, err := start(ctx, b.spawner(), p, b.Exe, b.features(ctx).cgroups, cfg, m, g)
-	return withHanded(ctx, sb, err, handed)
+	return withHanded(sb, err, handed)
 }
 
 // grants decides how p's write grants reach its tool (planGrantAccess),
 // and hands them over to it where that is the way; the caller hands them
 // back (withHanded).
-func (b *Backend) grants(ctx context.Context, p *isolation.Plan, m *idMapping) (*grantAccess, *handedGrants, error) {
+func (b *Backend) grants(ctx context.Context, p *isolation.Plan, m *idMapping) (*grantAccess, *reown.Handed, error) {
 	ids, err := probeHostIDs()
 	if err != nil {
 		return nil, nil, err
@@ -224,14 +224,12 @@ func (b *Backend) grants(ctx context.Context, p *isolation.Plan, m *idMapping) (
 // withHanded gives the sandbox sb (started with err) the grants handed
 // over for it, to hand back when it closes; if it did not start, they
 // are handed back now.
-func withHanded(ctx context.Context, sb isolation.Sandbox, err error, h *handedGrants) (isolation.Sandbox, error) {
+func withHanded(sb isolation.Sandbox, err error, h *reown.Handed) (isolation.Sandbox, error) {
 	if h == nil {
 		return sb, err
 	}
 	if err != nil {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
-		defer cancel()
-		return nil, errors.Join(err, h.back(c))
+		return nil, errors.Join(err, h.Back())
 	}
 	sb.(*sandbox).handed = h
 	return sb, nil
@@ -896,7 +894,7 @@ type sandbox struct {
 	obs *observer
 	// handed are the write grants handed to the tool for the run, handed
 	// back by Close.
-	handed *handedGrants
+	handed *reown.Handed
 }
 
 // Exec runs cmd through the init.
@@ -1060,9 +1058,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	// The tool's processes are gone: what it holds in its grants goes
 	// back to the user.
 	if s.handed != nil {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
-		errs = append(errs, s.handed.back(c))
-		cancel()
+		errs = append(errs, s.handed.Back())
 		s.handed = nil
 	}
 	// Every mount of the run lives in its own mount namespace, gone with

@@ -115,86 +115,18 @@ func (g *grantAccess) isWriteGrant(m sbinit.Mount) bool {
 	return false
 }
 
-// handedGrants are write grants handed over for a run: what handBack
-// gives back.
-type handedGrants struct {
-	exe     string
-	m       *idMapping
-	g       *grantAccess
-	folders []reown.Folder
-	// held are the run's holds on the grants, by path (none without
-	// g.holds).
-	held map[string]*reown.Shared
-}
-
-// handOver gives the write grants of g to the run's tool through the
-// reown helper, after recording each grant folder's mode and ACLs. What
-// was handed over before an error is handed back.
-func handOver(ctx context.Context, exe string, m *idMapping, g *grantAccess) (*handedGrants, error) {
-	h := &handedGrants{exe: exe, m: m, g: g, held: map[string]*reown.Shared{}}
-	for _, p := range g.paths {
-		if g.holds != "" {
-			s, err := reown.Hold(g.holds, p)
-			if err != nil {
-				return nil, errors.Join(err, h.back(ctx))
-			}
-			h.held[p] = s
-		}
-		f, err := reown.SaveFolder(p)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("hand write grant %s to the reduced tool: %w", p, err), h.back(ctx))
-		}
-		h.folders = append(h.folders, f)
+// handOver gives the write grants of g to the run's tool for the run
+// (reown.HandOver), through the reown helper in a user namespace of m's
+// maps; the sandbox's Close hands them back.
+func handOver(ctx context.Context, exe string, m *idMapping, g *grantAccess) (*reown.Handed, error) {
+	do := func(paths []string, from, to reown.Owner) error {
+		// A hand-back runs on a context that may have ended (a Close
+		// after the run's own context did).
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+		defer cancel()
+		return runReownJob(c, exe, m, reown.Job{Paths: paths, From: from, To: to})
 	}
-	if err := runReownJob(ctx, exe, m, reown.Job{Paths: h.paths(), From: g.from, To: g.to}); err != nil {
-		return nil, errors.Join(fmt.Errorf("hand write grants to the reduced tool (uid %d in the sandbox): %w", g.to.UID, err), h.back(ctx))
-	}
-	return h, nil
-}
-
-// paths are the grants whose folders were saved.
-func (h *handedGrants) paths() []string {
-	var out []string
-	for _, f := range h.folders {
-		out = append(out, f.Path)
-	}
-	return out
-}
-
-// back gives what the tool holds in the grants (what it was given and
-// what it made) back to the user, and restores each grant folder's mode
-// and ACLs — of the grants no other run holds still, whose last run
-// hands them back. It runs once the tool's processes are gone.
-func (h *handedGrants) back(ctx context.Context) error {
-	if h == nil {
-		return nil
-	}
-	defer func() {
-		for _, s := range h.held {
-			s.Release()
-		}
-		h.held = nil
-	}()
-	var paths []string
-	var folders []reown.Folder
-	for _, f := range h.folders {
-		if s := h.held[f.Path]; s == nil || s.Last() {
-			paths = append(paths, f.Path)
-			folders = append(folders, f)
-		}
-	}
-	if len(paths) == 0 {
-		return nil
-	}
-	err := runReownJob(ctx, h.exe, h.m, reown.Job{Paths: paths, From: h.g.to, To: h.g.from})
-	if err != nil {
-		return fmt.Errorf("hand write grants back from the reduced tool: %w", err)
-	}
-	var errs []error
-	for _, f := range folders {
-		errs = append(errs, f.Restore())
-	}
-	return errors.Join(errs...)
+	return reown.HandOver(g.paths, g.from, g.to, g.holds, do)
 }
 
 // runReownJob runs job in the init binary's reown helper (sbinit.ReownFlag),

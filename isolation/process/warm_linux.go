@@ -207,7 +207,7 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (isolation.Sandbox,
 		return fail(err)
 	}
 	sb, err := w.finishClaim(ctx, l, p, m, g, cfg, fail)
-	return withHanded(ctx, sb, err, handed)
+	return withHanded(sb, err, handed)
 }
 
 // finishClaim is Claim once the grants are decided: the config sent, the
