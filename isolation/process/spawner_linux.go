@@ -40,7 +40,7 @@ func startDirect(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) (*initP
 // could be started); the start may be made again, by a new spawner or
 // directly. A spawner that dies or fails after it got the request may
 // have started the init, which may have read its first frames: that
-// start is not made again (launch's undo removes the rest).
+// start is not made again (launch's cleanup stack removes the rest).
 var errSpawnerGone = errors.New("the spawner is gone")
 
 // spawner starts inits through a small process of the init binary, so
