@@ -358,3 +358,35 @@ stop.append(1)
 t.join()
 print("DONE", flush=True)
 `
+
+// The landlock tier's network on this host, as root and, in the rootless
+// mode, as a user: the proxy serves the granted host over HTTP and HTTPS,
+// refuses the others and records each; a connection around the proxy is
+// refused by the init.
+func TestLandlockEgressOnThisHost(t *testing.T) {
+	begin(t)
+	grant := "network:external:web.test"
+	script := fmt.Sprintf(`
+curl -sf http://web.test/ | sed 's/^/HTTP:/'
+curl -sf --cacert %s https://web.test/ | sed 's/^/HTTPS:/'
+curl -sf http://other.test/ >/dev/null || echo OTHER-REFUSED
+curl -sf --noproxy '*' --max-time 3 http://%s/ >/dev/null || echo DIRECT-REFUSED
+(exec 3<>/dev/tcp/127.0.0.2/3128) 2>/dev/null || echo PROXY-PORT-ELSEWHERE-REFUSED
+true`, testNet.caFile, webAddr)
+	dir, tool := egressTool(t, "process", "llfetch", script, grant)
+	r, c := runJSON(t, dir, append([]string{"--isolation", "landlock", "--approve", "isolation-landlock"}, append(approvals(grant), tool)...)...)
+	expect(t, r, c, "ok", 0)
+	if r.Isolation != "landlock" {
+		t.Fatalf("ran in %q", r.Isolation)
+	}
+	for _, want := range []string{"HTTP:" + strings.TrimSpace(webBody), "HTTPS:" + strings.TrimSpace(webBody),
+		"OTHER-REFUSED", "DIRECT-REFUSED", "PROXY-PORT-ELSEWHERE-REFUSED"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("want %q in:\n%s%s", want, r.Stdout, r.Stderr)
+		}
+	}
+	v := egressVerdicts(r)
+	if v["web.test:80"] != "allow" || v["web.test:443"] != "allow" || v["other.test:80"] != "deny" || len(v) != 3 {
+		t.Errorf("egress records: %+v", r.Egress)
+	}
+}
