@@ -38,3 +38,26 @@ func TestSharedLast(t *testing.T) {
 		t.Errorf("the last hold left %s (%v)", dir, err)
 	}
 }
+
+// TestReapHolds: gc removes the hold a killed run left, and not one a
+// live run holds.
+func TestReapHolds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	live, err := Hold(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Release()
+	dead, err := Hold(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.f.Close() // killed: its lock goes with its descriptor, the file stays
+	reaped, err := ReapHolds(dir)
+	if err != nil || len(reaped) != 1 || reaped[0] != "grant hold "+dead.name {
+		t.Errorf("reaped %v (%v), want the dead run's %s", reaped, err, dead.name)
+	}
+	if _, err := os.Stat(live.name); err != nil {
+		t.Errorf("the live run's hold: %v", err)
+	}
+}
