@@ -735,3 +735,85 @@ func TestMCPNoResponseAfterCancel(t *testing.T) {
 		t.Errorf("server exit: %v\nstderr: %s", err, r.stderr.String())
 	}
 }
+
+// mcp --review: a call of a tool with a write grant shows its change
+// through elicitation and applies it only when the user accepts; declined,
+// cancelled or without elicitation, the folder is untouched and the result
+// says so.
+func TestMCPReviewsWrites(t *testing.T) {
+	begin(t)
+	dir := workdir(t, map[string]string{
+		"out/keep.txt": "original\n", "out/gone.txt": "gone\n",
+		".sandboxed/tools/writer.yaml": `name: writer
+description: Writes its notes
+tags: [write]
+bash: |
+  printf 'by the tool\n' > out/keep.txt
+  rm out/gone.txt
+  echo done
+security:
+  isolation: process
+  required-permissions:
+    - "filesystem:write:./out"
+`,
+	})
+	out := filepath.Join(dir, "out")
+	before := treeDigest(t, out)
+	accept := func(v string) *mcpgo.ElicitationResult {
+		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"apply": v}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer *mcpgo.ElicitationResult // nil: no elicitation capability
+		apply  bool
+		says   string
+	}{
+		{"declined", &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionDecline}}, false, "declined"},
+		{"cancelled", &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionCancel}}, false, "declined"},
+		{"discarded", accept("discard"), false, "declined"},
+		{"no elicitation", nil, false, "cannot ask its user"},
+		{"accepted", accept("apply"), true, "was applied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &elicitor{answer: tc.answer}
+			var opts []mcpclient.ClientOption
+			if tc.answer != nil {
+				opts = append(opts, mcpclient.WithElicitationHandler(e))
+			}
+			c := startMCPGo(t, dir, true, opts, "--review")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res := c.call(t, ctx, "writer", map[string]any{}, nil)
+			if res.IsError {
+				t.Fatalf("call: %s", res.raw)
+			}
+			var ch changesOf
+			if err := json.Unmarshal(res.Structured, &ch); err != nil || ch.Changes == nil || !ch.Changes.Review || ch.Changes.Deleted != 1 || ch.Changes.Modified != 1 {
+				t.Fatalf("changes: %v %s", err, res.Structured)
+			}
+			msgs := e.messages()
+			if tc.answer != nil {
+				if len(msgs) != 1 || !strings.Contains(msgs[0], "deleted   gone.txt") || !strings.Contains(msgs[0], "+by the tool") {
+					t.Fatalf("the request does not show the change: %q", msgs)
+				}
+			} else if len(msgs) != 0 {
+				t.Fatalf("asked a client without elicitation: %q", msgs)
+			}
+			if !strings.Contains(res.text(), tc.says) || ch.Changes.Applied != tc.apply {
+				t.Errorf("the result does not say %q (applied %v):\n%s", tc.says, ch.Changes.Applied, res.text())
+			}
+			if !tc.apply {
+				if treeDigest(t, out) != before {
+					t.Fatal("an unaccepted change reached the folder")
+				}
+				return
+			}
+			if b, _ := os.ReadFile(filepath.Join(out, "keep.txt")); string(b) != "by the tool\n" {
+				t.Errorf("the accepted change was not applied: keep.txt = %q", b)
+			}
+			if _, err := os.Lstat(filepath.Join(out, "gone.txt")); err == nil {
+				t.Error("gone.txt is still there")
+			}
+		})
+	}
+}

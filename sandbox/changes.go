@@ -30,11 +30,14 @@ type ChangesInfo struct {
 	Unavailable string `json:"unavailable,omitempty"`
 	// Review: the tool wrote into working copies; Applied says whether
 	// the change reached the grants.
-	Review   bool `json:"review,omitempty"`
-	Applied  bool `json:"applied"`
-	Created  int  `json:"created"`
-	Modified int  `json:"modified"`
-	Deleted  int  `json:"deleted"`
+	Review  bool `json:"review,omitempty"`
+	Applied bool `json:"applied"`
+	// NotApplied says why a review's change was not applied (not
+	// approved, declined, or nobody to ask).
+	NotApplied string `json:"not_applied,omitempty"`
+	Created    int    `json:"created"`
+	Modified   int    `json:"modified"`
+	Deleted    int    `json:"deleted"`
 	// Paths are the changed paths on the host, deletions first, at most
 	// maxChangedPaths; PathsTruncated says there were more.
 	Paths          []ChangedPath `json:"paths"`
@@ -245,18 +248,23 @@ func (rc *runChanges) review(res *Result, info *ChangesInfo, rec *changeset.Reco
 		}
 	}
 	info.Diff = buf.String()
+	info.NotApplied = "not approved: approve it with --approve writes, or answer the prompt"
 	if !approved && ask != nil {
 		ok, err := ask(info)
 		if err != nil {
 			res.Warnings = append(res.Warnings, "ask to apply the change: "+err.Error())
+			info.NotApplied = err.Error()
+		} else if !ok {
+			info.NotApplied = "declined"
 		}
 		approved = ok && err == nil
 	}
 	if !approved {
-		res.Notes = append(res.Notes, "the change was not applied: nothing reached the host (approve it with --approve writes, or answer the prompt)")
+		res.Notes = append(res.Notes, "the change was not applied: nothing reached the host ("+info.NotApplied+")")
 		_ = rc.store.Remove(rc.runID)
 		return
 	}
+	info.NotApplied = ""
 	for i, g := range rec.Grants {
 		skipped, err := changeset.Apply(g.Root, rc.plan.Grants[i].Work, g.Changes, changeset.Keeper(rc.store.BlobDir(rc.runID)))
 		for _, s := range skipped {

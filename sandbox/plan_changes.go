@@ -147,12 +147,22 @@ func secretExcepted(patterns []string, p string) bool {
 	return d.SecretExcepted(p)
 }
 
+// hasWriteGrant reports whether grants hold a write grant of a path.
+func hasWriteGrant(grants []permissions.Grant) bool {
+	for _, m := range mountGrants(grants) {
+		if m.Write {
+			return true
+		}
+	}
+	return false
+}
+
 // reviewRefusal says why a run asked for with --review cannot be
 // reviewed; "" when it can (or was not asked to be).
 func reviewRefusal(req *Request, d policy.Decision, in PlanInput) string {
 	switch {
-	case !req.Review:
-		return ""
+	case !req.Review || !hasWriteGrant(in.Grants):
+		return "" // nothing to hold back
 	case req.StateDir == "":
 		return "--review needs a state directory for the working copies"
 	case d.Backend == isolation.BackendKubernetes || req.Cluster.Backend == isolation.BackendKubernetes:

@@ -78,6 +78,7 @@ Check that it serves your tools:
 		&cli.StringFlag{Name: "output-budget", Value: "64KiB", EnvVars: []string{"SANDBOXED_MCP_OUTPUT_BUDGET"},
 			Usage: "at most `SIZE` of a call's output in its result; the rest is read from the run record"},
 		&cli.BoolFlag{Name: "list", Usage: "print the tools the server would serve (name, hints, definition) and its instructions, then exit"},
+		&cli.BoolFlag{Name: "review", Usage: "calls of tools with write grants write into working copies; the change is shown to the client's user (elicitation) and applied only when they accept (or with --approve writes); otherwise nothing reaches the host"},
 	}, append(clusterFlags(), poolFlags()...)...),
 	Action: mcpAction,
 }
@@ -128,7 +129,7 @@ func mcpAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	h := &mcpHandler{log: log, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where,
+	h := &mcpHandler{log: log, pol: pol, polPath: polPath, approvals: c.StringSlice("approve"), cluster: where, review: c.Bool("review"),
 		trace: os.Getenv("SANDBOXED_TRACE") == "1", budget: int(budget)}
 	tools := &mcpTools{h: h, scope: scope, project: project, cwd: cwd, home: sandbox.InvokingHome(), log: log,
 		served: map[string]servedTool{}, skipped: map[string]bool{}}

@@ -58,9 +58,13 @@ type mcpHandler struct {
 	pol       *policy.Policy
 	polPath   string
 	approvals []string
-	trace     bool // SANDBOXED_TRACE=1: each call's trace on stderr
-	budget    int  // of output in a result
-	out       *outputStore
+	// review: calls write into working copies of their write grants, and
+	// the change is applied once the client's user accepts it (mcp
+	// --review).
+	review bool
+	trace  bool // SANDBOXED_TRACE=1: each call's trace on stderr
+	budget int  // of output in a result
+	out    *outputStore
 	// stopping, when set, ends when the server is told to stop: the
 	// calls in flight are interrupted with its cause.
 	stopping context.Context
@@ -99,6 +103,10 @@ func (h *mcpHandler) handler(def *tool.Definition, cwd string) mcp.ToolHandler {
 			Approvals: h.approvals, Answered: h.sessionApprovals(def.Name),
 			Egress: newEgressStarter(), Cluster: h.cluster, Cwd: cwd,
 			Trace: trace,
+		}
+		if h.review {
+			sreq.Review = true
+			sreq.ReviewWrites = func(ch *sandbox.ChangesInfo) (bool, error) { return h.elicitChange(ctx, req.Session, def, ch) }
 		}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			var out, errOut outputCounter
@@ -221,6 +229,57 @@ func (h *mcpHandler) elicit(ctx context.Context, ss *mcp.ServerSession, def *too
 		return ans, nil
 	}
 	return approveNo, nil
+}
+
+// The answers to a review's request.
+const (
+	reviewApply   = "apply"
+	reviewDiscard = "discard"
+)
+
+// maxElicitedDiff bounds the diff a review's request shows; the whole of
+// it is in the call's result.
+const maxElicitedDiff = 32 << 10
+
+// errCannotAskReview is a reviewed call whose client cannot ask its user.
+var errCannotAskReview = errors.New("the client cannot ask its user (no elicitation on this session), so the change was not applied; start the server with --approve writes to apply reviewed changes without asking")
+
+// elicitChange shows a reviewed call's change to the client's user and
+// reports whether they accepted it. Declined, dismissed, unanswered or
+// not askable, the change is not applied: nothing reaches the host.
+func (h *mcpHandler) elicitChange(ctx context.Context, ss *mcp.ServerSession, def *tool.Definition, ch *sandbox.ChangesInfo) (bool, error) {
+	if !canElicit(ss) {
+		return false, errCannotAskReview
+	}
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "sandboxed: %s changed %d path(s) in working copies of its write grants: %d deleted, %d modified, %d created. Nothing has reached your files yet.\n",
+		def.Name, ch.Created+ch.Modified+ch.Deleted, ch.Deleted, ch.Modified, ch.Created)
+	diff := ch.Diff // control characters escaped (changeset.Render)
+	if len(diff) > maxElicitedDiff {
+		diff = diff[:runeStart(diff, maxElicitedDiff)] + "\n[… the rest of the diff is in the call's result]\n"
+	}
+	msg.WriteString(diff)
+	fmt.Fprintf(&msg, "Apply this change to your files?")
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"apply": map[string]any{
+				"type":        "string",
+				"title":       "Apply the change of " + def.Name + "?",
+				"description": "apply writes the change to your files (sandboxed undo RUN_ID puts it back); discard leaves them as they are",
+				"enum":        []string{reviewApply, reviewDiscard},
+			},
+		},
+		"required": []string{"apply"},
+	}
+	ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
+	defer cancel()
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg.String(), RequestedSchema: schema})
+	if err != nil {
+		return false, err
+	}
+	ans, _ := res.Content["apply"].(string)
+	return res.Action == "accept" && ans == reviewApply, nil
 }
 
 // sessionApprovals are the approvals given for every call of tool name.

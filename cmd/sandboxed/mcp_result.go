@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -101,6 +102,7 @@ func callResult(res *sandbox.Result, budget int, links outputLinks) *mcp.CallToo
 	if res.Error != nil && res.Error.Hint != "" {
 		fmt.Fprintf(&head, "hint: %s\n", mcpHint(res.Error.Hint))
 	}
+	reviewLine(&head, res)
 	// The output gets what the rest leaves of the budget (the lines that
 	// point at the record take at most linkLines); stderr at most a
 	// quarter of that, stdout the rest.
@@ -164,6 +166,27 @@ func callResult(res *sandbox.Result, budget int, links outputLinks) *mcp.CallToo
 	}
 	r.Content = append(r.Content, linked...)
 	return r
+}
+
+// reviewLine says what became of a reviewed call's change (mcp --review):
+// applied, or not and why, and what the policy's protection left out.
+func reviewLine(w io.Writer, res *sandbox.Result) {
+	ch := res.Changes
+	if ch == nil || !ch.Review {
+		return
+	}
+	n := ch.Created + ch.Modified + ch.Deleted
+	switch {
+	case ch.Applied:
+		fmt.Fprintf(w, "review: the change (%d path(s)) was applied to the host; sandboxed undo %s puts it back\n", n, res.RunID)
+	case n > 0 && ch.Unavailable != "":
+		fmt.Fprintf(w, "review: the change (%d path(s)) was not applied: %s\n", n, ch.Unavailable)
+	case n > 0:
+		fmt.Fprintf(w, "review: the change (%d path(s)) was not applied, nothing reached the host: %s\n", n, ch.NotApplied)
+	}
+	if len(ch.Refused) > 0 {
+		fmt.Fprintf(w, "review: %d change(s) to paths the policy protects were left out and are never applied (changes.refused)\n", len(ch.Refused))
+	}
 }
 
 // excerpt is at most n bytes of an output: all of it, or its head and

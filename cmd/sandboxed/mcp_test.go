@@ -316,3 +316,28 @@ func TestCancelledCallIsNotAnswered(t *testing.T) {
 		t.Errorf("a new call with a cancelled call's id was not answered")
 	}
 }
+
+func TestReviewLine(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ch   *sandbox.ChangesInfo
+		want []string
+	}{
+		{"not a review", nil, nil},
+		{"applied", &sandbox.ChangesInfo{Review: true, Applied: true, Modified: 2}, []string{"2 path(s)) was applied", "sandboxed undo R1"}},
+		{"declined", &sandbox.ChangesInfo{Review: true, Deleted: 1, NotApplied: "declined"}, []string{"was not applied, nothing reached the host: declined"}},
+		{"failed", &sandbox.ChangesInfo{Review: true, Created: 1, Unavailable: "apply to /x: conflict"}, []string{"was not applied: apply to /x: conflict"}},
+		{"refused only", &sandbox.ChangesInfo{Review: true, Refused: []sandbox.RefusedPath{{Op: "created", Path: "/x/.env", Rule: "secrets.mask[0] .env"}}}, []string{"1 change(s) to paths the policy protects"}},
+	} {
+		var b strings.Builder
+		reviewLine(&b, &sandbox.Result{RunID: "R1", Changes: tt.ch})
+		for _, w := range tt.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: %q lacks %q", tt.name, b.String(), w)
+			}
+		}
+		if len(tt.want) == 0 && b.Len() != 0 {
+			t.Errorf("%s: %q", tt.name, b.String())
+		}
+	}
+}
