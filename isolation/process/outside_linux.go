@@ -24,7 +24,8 @@ type held struct {
 }
 
 // PrestartOutside starts the init of run runID with no namespaces, as
-// StartOutside does, without its config: exe is the init binary ("" for
+// StartOutside does, without its config (the landlock tier's: it has the
+// init start its first command's confining start meanwhile): exe is the init binary ("" for
 // the one this build carries), host the cgroup hierarchy that will hold
 // the run (nil: none). The backend's spawner starts it, where it has one.
 // On error nothing is left behind.
@@ -35,6 +36,12 @@ func (b *Backend) PrestartOutside(ctx context.Context, runID, exe string, host *
 	l, err := launch(ctx, b.spawner(), runID, exe, host, cgroup.Resources{}, false, nil, nil, nil)
 	if err != nil {
 		return nil, err
+	}
+	// The init starts its first command's confining start while it
+	// waits (sbinit's spare); a config it does not fit ends it.
+	if err := l.cl.SendSpare(); err != nil {
+		l.destroy(ctx)
+		return nil, fmt.Errorf("prestart sandbox %s: %w", runID, err)
 	}
 	return &Outside{held{l: l}}, nil
 }

@@ -95,6 +95,17 @@ func (cl *Client) SendPrepare(sk *Skeleton) error {
 	return nil
 }
 
+// SendSpare sends the spare frame (MsgSpare) of an init outside
+// namespaces that waits for its config (a warm init of the landlock
+// tier): it starts the confining start of its first command meanwhile.
+// On a socketpair it may be sent before the init is even started.
+func (cl *Client) SendSpare() error {
+	if err := cl.c.send(&Message{Type: MsgSpare}); err != nil {
+		return fmt.Errorf("sandbox init's spare: %w", err)
+	}
+	return nil
+}
+
 // Prepare sends the prepare frame and waits until the init has built the
 // skeleton. An init that failed returns an error wrapping ErrSetup with
 // its reason.

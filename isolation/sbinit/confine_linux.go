@@ -92,6 +92,13 @@ func confineSelf() error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("decode confinement: %w: %w", err, ErrProtocol)
 	}
+	return confineWith(&c)
+}
+
+// confineWith applies c to this process, as confineSelf says; the
+// command's stdio is on 0-2. Preconditions: those of confineSelf.
+func confineWith(c *Confine) error {
+	var err error
 	// The fork passed the stdio on 0-2 and the confinement on 3, now
 	// closed; every other descriptor of the init is close-on-exec
 	// (MarkInheritedCloseOnExec). Whatever this process has open now is

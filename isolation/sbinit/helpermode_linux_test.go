@@ -14,6 +14,7 @@ func TestHelperMode(t *testing.T) {
 		{[]string{streamArg}, false},
 		{[]string{nprocFlag + "5", "--", "/bin/true"}, true},
 		{[]string{confineFlag, "3"}, true},
+		{[]string{spareFlag}, true},
 		{[]string{spawnerFlag}, true},
 		{[]string{ReownFlag}, true},
 		{[]string{"-v", bridgeFlag + "/run/b.sock"}, true},

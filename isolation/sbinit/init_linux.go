@@ -64,6 +64,10 @@ type initState struct {
 	tree bool
 	// spares makes the init's spare threads before its first command.
 	spares sync.Once
+	// spare starts the first confined command (spare_linux.go), nil
+	// when there is none; confined is the Confine it is handed.
+	spare    *spare
+	confined *Confine
 }
 
 type spawnRequest struct {
@@ -144,6 +148,8 @@ func helperMode(args []string) func() int {
 			return func() int { return runNproc(args) }
 		case args[0] == confineFlag:
 			return func() int { return runConfine(args) }
+		case args[0] == spareFlag:
+			return runSpare
 		case args[0] == spawnerFlag:
 			return runSpawner
 		case args[0] == ReownFlag:
@@ -168,6 +174,13 @@ func helperMode(args []string) func() int {
 // exit.
 func (st *initState) receiveConfig() (*Config, []int, *rootSkeleton, bool) {
 	m, fds, err := st.c.recv()
+	if err == nil && m.Type == MsgSpare {
+		// A warm init of the landlock tier: the spare starts while it
+		// waits for its config (none: the commands start as before).
+		closeFDs(fds)
+		st.spare, _ = startSpare()
+		m, fds, err = st.c.recv()
+	}
 	var sk *rootSkeleton
 	if err == nil && m.Type == MsgPrepare && m.Skeleton != nil {
 		closeFDs(fds)
@@ -212,6 +225,18 @@ func (st *initState) configure(cfg *Config, fds []int, sk *rootSkeleton) (int, [
 			closeFDs(fds)
 			return 0, nil, err
 		}
+	}
+	if spareFits(cfg) {
+		st.confined = cfg.Confine
+		if st.spare == nil {
+			// Forked before the rest of the setup, which adds nothing
+			// a command inherits (spareFits): its start overlaps the
+			// host's until the first command.
+			st.spare, _ = startSpare()
+		}
+	} else if st.spare != nil {
+		st.spare.kill()
+		st.spare = nil
 	}
 	if s := cfg.Setup; s != nil {
 		st.cwd = s.Cwd
@@ -426,6 +451,10 @@ func (st *initState) readLoop() {
 		}
 	}
 	// The host is gone or closed the channel: nothing may outlive it.
+	if st.spare != nil {
+		st.spare.kill()
+		st.spare = nil
+	}
 	st.killAll(unix.SIGKILL)
 	if st.tree {
 		st.killTreeEmpty()
@@ -545,6 +574,12 @@ func (st *initState) start(r spawnRequest) {
 		fail(code, err.Error())
 		return
 	}
+	if sp := st.spare; sp != nil {
+		st.spare = nil
+		if st.startOnSpare(sp, r, path, cwd) {
+			return
+		}
+	}
 	argv := r.req.Args
 	files := []uintptr{uintptr(r.fds[0]), uintptr(r.fds[1]), uintptr(r.fds[2])}
 	if st.confine >= 0 {
@@ -584,6 +619,32 @@ func (st *initState) start(r spawnRequest) {
 	default:
 	}
 	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: pid})
+}
+
+// startOnSpare hands the command r (path, in cwd) to the spare sp and
+// reports whether it started; when it did not (the spare is gone), the
+// caller starts it as it would without a spare. Like start, it holds mu
+// from before the hand-off until the pid is registered.
+func (st *initState) startOnSpare(sp *spare, r spawnRequest, path, cwd string) bool {
+	req := &spareReq{Confine: st.confined, Path: path, Args: r.req.Args, Env: r.req.Env, Cwd: cwd}
+	st.mu.Lock()
+	err := sp.hand(req, r.fds)
+	if err == nil {
+		st.byPid[sp.pid] = r.id
+		st.pgids[r.id] = sp.pid
+	}
+	st.mu.Unlock()
+	if err != nil {
+		sp.kill()
+		return false
+	}
+	sp.close()
+	select {
+	case st.forked <- struct{}{}:
+	default:
+	}
+	_ = st.c.send(&Message{Type: MsgStarted, ID: r.id, Pid: sp.pid})
+	return true
 }
 
 // ownDevNull replaces each of a command's stdio descriptors that is the

@@ -50,6 +50,10 @@ const (
 	// MsgPrepared (or MsgError, then exits) and waits for its config.
 	MsgPrepare  = "prepare"
 	MsgPrepared = "prepared"
+	// MsgSpare (host -> init, before the config of a warm init outside
+	// namespaces) starts the confining start of its first command ahead
+	// (spare_linux.go). No answer.
+	MsgSpare = "spare"
 )
 
 // Message is one frame of the control protocol. Fields not used by a type
