@@ -467,6 +467,11 @@ type ChangesGrant struct {
 	// (paths.deny, paths.deny-write, secrets.mask): a change to what they
 	// match, or to what is beneath it, is never applied.
 	Protected []ProtectedPattern `json:"protected,omitempty"`
+	// Skip are sandboxed's own directories under Host (its state, runtime
+	// and cache directories), relative: a recorded run leaves them out,
+	// since what changes there during the run is sandboxed's own doing
+	// (the run's pre-images among it), which an undo must not put back.
+	Skip []string `json:"skip,omitempty"`
 }
 
 // ProtectedPattern is one policy mask under a recorded write grant.

@@ -111,9 +111,9 @@ func beginChanges(p *isolation.Plan, tool string) (*runChanges, string, *runFail
 }
 
 // grantLimits bound the scan of g: the policy's undo bounds, narrowed to
-// its one file for a grant of a file.
+// its one file for a grant of a file, less sandboxed's own directories.
 func grantLimits(ch *isolation.Changes, g isolation.ChangesGrant) changeset.Limits {
-	return changeset.Limits{MaxFiles: ch.MaxFiles, MaxBytes: ch.MaxBytes, Name: g.File}
+	return changeset.Limits{MaxFiles: ch.MaxFiles, MaxBytes: ch.MaxBytes, Name: g.File, Skip: g.Skip}
 }
 
 // unavailable is the note of a run whose writes cannot be undone.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -49,6 +50,8 @@ func planChanges(in PlanInput, mounts []*permissions.Mount) *isolation.Changes {
 		}
 		if c.Review {
 			g.Work = store.WorkDir(in.RunID, len(ch.Grants))
+		} else if in.Facts != nil {
+			g.Skip = ownDirsUnder(g.Host, in.Facts.OwnDirs)
 		}
 		ch.Grants = append(ch.Grants, g)
 	}
@@ -56,6 +59,33 @@ func planChanges(in PlanInput, mounts []*permissions.Mount) *isolation.Changes {
 		return nil
 	}
 	return ch
+}
+
+// ownDirsUnder are sandboxed's own directories (OwnDirs) inside the
+// directory host, relative to it, each as given and with its symlinks
+// resolved. The policy hides them from the tool, but sandboxed writes
+// there during the run (records, sockets, the run's own pre-images), so
+// a recorded grant that holds one leaves it out: an undo would otherwise
+// remove the pre-images it restores from, and other runs' records and
+// sockets.
+func ownDirsUnder(host string, own []string) []string {
+	var out []string
+	for _, d := range own {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		for _, p := range []string{abs, resolveExistingPrefix(abs)} {
+			rel, err := filepath.Rel(host, p)
+			if err != nil || rel == "." || outside(rel) || !pathglob.Within(p, host) {
+				continue
+			}
+			if rel = filepath.ToSlash(rel); !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // underWriteGrant reports whether another write grant holds m's directory.

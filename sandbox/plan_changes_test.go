@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -80,5 +83,43 @@ func TestReviewSource(t *testing.T) {
 	}
 	if got := reviewSource("/h/out/x", &isolation.Changes{Grants: ch.Grants}); got != "/h/out/x" {
 		t.Errorf("outside a review: %q", got)
+	}
+}
+
+func TestOwnDirsUnder(t *testing.T) {
+	own := []string{"/home/u/.local/state/sandboxed", "/run/user/1000/sandboxed", "/home/u/.cache/sandboxed"}
+	for _, tt := range []struct {
+		host string
+		want []string
+	}{
+		{"/home/u", []string{".local/state/sandboxed", ".cache/sandboxed"}},
+		{"/home/u/.local", []string{"state/sandboxed"}},
+		{"/home/u/project", nil},
+		{"/home/u/.local/state/sandboxed", nil}, // the grant itself: denied, not skipped
+		{"/run/user", []string{"1000/sandboxed"}},
+		{"/home/uu", nil},
+	} {
+		if got := ownDirsUnder(tt.host, own); !slices.Equal(got, tt.want) {
+			t.Errorf("ownDirsUnder(%s) = %q, want %q", tt.host, got, tt.want)
+		}
+	}
+}
+
+func TestPlanChangesSkipsOwnDirs(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, ".local", "state", "sandboxed")
+	mounts := []*permissions.Mount{{Write: true, Resolved: home, Target: "/home/u"}}
+	in := PlanInput{RunID: "r1", Decision: &policy.Decision{}, Facts: &HostFacts{OwnDirs: []string{state}, Files: map[string]FileFact{}}}
+	in.Changes = ChangesInput{StateDir: state, Bounds: policy.UndoBounds{Record: true}}
+	ch := planChanges(in, mounts)
+	if ch == nil || len(ch.Grants) != 1 || !slices.Equal(ch.Grants[0].Skip, []string{".local/state/sandboxed"}) {
+		t.Fatalf("undo of a grant holding the state directory: %+v", ch)
+	}
+	if lim := grantLimits(ch, ch.Grants[0]); !slices.Equal(lim.Skip, ch.Grants[0].Skip) {
+		t.Errorf("the scan's limits skip %q", lim.Skip)
+	}
+	in.Changes.Review = true
+	if ch := planChanges(in, mounts); ch == nil || len(ch.Grants[0].Skip) != 0 {
+		t.Errorf("a review skips what its working copy must hold: %+v", ch)
 	}
 }

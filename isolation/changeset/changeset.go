@@ -153,6 +153,11 @@ type Limits struct {
 	// root: a write grant of a single file is recorded through its
 	// directory, which holds what the grant does not.
 	Name string
+	// Skip are paths under the root (slash-separated, relative) left out
+	// of a scan, with all they hold: sandboxed's own directories inside a
+	// grant, which change during a run (its pre-images among them) but
+	// not by the tool's hand, and must not be put back by an undo.
+	Skip []string
 }
 
 // KeepFunc is given each regular file of a scan, open read-only (fd, at

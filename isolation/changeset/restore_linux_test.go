@@ -422,3 +422,58 @@ func TestFileGrantThroughItsDirectory(t *testing.T) {
 		t.Errorf("the working copy holds %v", names)
 	}
 }
+
+// TestScanSkipsOwnStore: a grant that holds the change store (sandboxed's
+// state directory inside a write grant of the home) leaves it out. Its
+// pre-images, written while the grant is scanned, would otherwise be
+// changes of the run, which an undo removes before it reads them.
+func TestScanSkipsOwnStore(t *testing.T) {
+	root := seed(t)
+	s := Store{Dir: filepath.Join(root, "state", "changes")}
+	const id = "run1"
+	if err := s.Begin(id); err != nil {
+		t.Fatal(err)
+	}
+	lim := Limits{Skip: []string{"state"}}
+	before, err := Scan(root, lim, nil, Keeper(s.BlobDir(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "mod.txt"), "new content\n")
+	if err := os.Remove(filepath.Join(root, "del.txt")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := Scan(root, lim, before, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []Tree{before, after} {
+		for p := range tr {
+			if p == "state" || strings.HasPrefix(p, "state/") {
+				t.Fatalf("the scan holds %s, under a skipped path", p)
+			}
+		}
+	}
+	cs := Diff(before, after)
+	if n := Count(cs); n.Total() != 2 {
+		t.Fatalf("changes: %+v, want mod.txt and del.txt", cs)
+	}
+	r := &Record{RunID: id, Grants: []Grant{{Root: root, Changes: cs}}}
+	if err := s.Save(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Undo(root, cs, s.BlobDir(id)); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"mod.txt": "old content\n", "del.txt": "to be deleted\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != want {
+			t.Errorf("%s after undo: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := s.Load(id); err != nil {
+		t.Errorf("the record is gone after undo: %v", err)
+	}
+}

@@ -28,7 +28,10 @@ func Scan(root string, lim Limits, prev Tree, keep KeepFunc) (Tree, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, &PathError{Op: "stat", Path: root, Err: err}
 	}
-	s := &scanner{root: root, lim: lim, prev: prev, keep: keep, dev: st.Dev, tree: Tree{}}
+	s := &scanner{root: root, lim: lim, prev: prev, keep: keep, dev: st.Dev, tree: Tree{}, skip: map[string]bool{}}
+	for _, p := range lim.Skip {
+		s.skip[path.Clean(p)] = true
+	}
 	if err := s.dir(fd, ""); err != nil {
 		return nil, err
 	}
@@ -43,6 +46,7 @@ type scanner struct {
 	dev   uint64
 	tree  Tree
 	bytes int64
+	skip  map[string]bool // Limits.Skip
 }
 
 func (s *scanner) dir(dirfd int, rel string) error {
@@ -55,6 +59,9 @@ func (s *scanner) dir(dirfd int, rel string) error {
 			continue
 		}
 		p := path.Join(rel, name)
+		if s.skip[p] {
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
