@@ -216,6 +216,20 @@ func TestRealToolRepository(t *testing.T) {
 	if res.IsError || len(res.Content) == 0 || !sameJSON(textOf(res.Content[0]), want) {
 		t.Errorf("mcp call shell_tool: isError %v, content %q, want %s\nstderr: %s", res.IsError, texts(res.Content), want, stderr.String())
 	}
+	// Over MCP (a warm sandbox where the host has pools) the reduced tool
+	// writes its grant too, and what it makes is the user's.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "note_tool", Arguments: map[string]any{"folder": kept, "name": "by-mcp.txt", "text": "over mcp\n"}})
+	if err != nil || res.IsError {
+		t.Errorf("mcp call note_tool: %v %v %q\nstderr: %s", err, res != nil && res.IsError, texts(res.Content), stderr.String())
+	}
+	user := [2]uint32{0, 0}
+	if r := env.runner; r != nil {
+		user = [2]uint32{r.uid, r.gid}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(kept, "notes", "by-mcp.txt"), &st); err != nil || [2]uint32{st.Uid, st.Gid} != user {
+		t.Errorf("notes/by-mcp.txt: %v, owner %d:%d, want %v", err, st.Uid, st.Gid, user)
+	}
 	cs.Close()
 }
 
