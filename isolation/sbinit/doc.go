@@ -38,6 +38,10 @@
 //	    | ---- prepare{Skeleton} ------------------> | process tier: the root's
 //	    | <---------------------------- prepared --- | skeleton (a warm init's
 //	    |                                            | config waits for a claim)
+//	    | ---- spare -------------------------------> | landlock tier, warm: start
+//	    |                                            | the first command's
+//	    |                                            | confining start ahead
+//	    |                                            | (spare_linux.go)
 //	    | ---- config{Config} ---------------------> | (process tier: written into
 //	    |  start init, born in the run's cgroup;     |  the socketpair before the
 //	    |  control socket on fd 3 (or accept its     |  init exists; container tier:
