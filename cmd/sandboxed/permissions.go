@@ -34,13 +34,13 @@ on the host changes. The exit status is 0 whatever the verdict.
 
 With --diff OLD, TOOL is the new version: it prints what TOOL gains or loses
 against OLD (permissions, tier, privilege, limits, network, risks).`,
-			Flags: []cli.Flag{
+			Flags: append([]cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "print the explanation as JSON (docs/explain.schema.json)"},
 				policyFlag,
 				scopeFlag,
 				&cli.StringFlag{Name: "diff", Usage: "compare TOOL with the `OLD` version of it: --diff OLD NEW"},
 				&cli.StringSliceFlag{Name: "approve", Usage: "review as if `WHAT` were approved (the values of run --approve)"},
-			},
+			}, clusterFlags()...),
 			Action: explainAction,
 		},
 		learnCommand,
@@ -63,12 +63,18 @@ func explainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The run explained is the one run would make: on the backend the
+	// flags or SANDBOXED_BACKEND choose.
+	cl, err := clusterChoice()
+	if err != nil {
+		return err
+	}
 	explainOne := func(arg string) (permissions.Explanation, error) {
 		def, note, err := loadForExplain(c, arg)
 		if err != nil {
 			return permissions.Explanation{}, err
 		}
-		ex := explain.Tool(def, input, approvals, pol, polPath, process.HostIdentity)
+		ex := explain.Tool(def, input, approvals, pol, polPath, cl, process.HostIdentity)
 		if note != "" {
 			ex.Notes = append([]string{note}, ex.Notes...)
 		}

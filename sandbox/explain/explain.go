@@ -38,7 +38,7 @@ func PolicySource(path string) permissions.PolicyInfo {
 // hostID, when not nil, says which host ids a plan's user runs as (the
 // backend's user namespace: process.HostIdentity); explain names them
 // where they differ from the ids inside.
-func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, hostID HostIdentity) permissions.Explanation {
+func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, cluster sandbox.Cluster, hostID HostIdentity) permissions.Explanation {
 	cwd, _ := os.Getwd()
 	home := sandbox.InvokingHome()
 	in := permissions.ExplainInput{
@@ -50,7 +50,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 	in.Arguments.Approvals = approvals
 
 	runID := sandbox.NewRunID(time.Now())
-	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true}
+	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true, Cluster: cluster}
 	p, err := sandbox.Prepare(req, runID)
 	var pe *sandbox.PrepareError
 	switch {

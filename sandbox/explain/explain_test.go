@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -40,7 +41,7 @@ tags: [read]
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Tool(def, tool.Input{}, nil, policy.Default(), "", nil)
+		return Tool(def, tool.Input{}, nil, policy.Default(), "", sandbox.Cluster{}, nil)
 	}
 	allowed := explain("")
 	denied := explain("  required-permissions: [\"filesystem:read:~/.ssh\"]")
