@@ -92,6 +92,9 @@ func reownDir(dirfd int, path string, dev uint64, from, to Owner, r *Reowned) er
 			}
 			continue
 		}
+		if beforeEntry != nil {
+			beforeEntry(dirfd, name)
+		}
 		if err := reownEntry(dirfd, name, p, &st, from, to, r); err != nil {
 			errs = append(errs, err)
 		}
@@ -99,9 +102,33 @@ func reownDir(dirfd int, path string, dev uint64, from, to Owner, r *Reowned) er
 	return errors.Join(errs...)
 }
 
+// beforeEntry, when set (by tests), runs between the walk's stat of an
+// entry that is no directory and its hand-over: where a tool still
+// running would swap the name for another file.
+var beforeEntry func(dirfd int, name string)
+
 // reownEntry gives one entry (name in dirfd; "" is dirfd itself) to to
-// when from owns it and it has no other link.
+// when from owns it and it has no other link. An entry named is opened
+// (O_PATH, not following a link) and judged and changed through that
+// descriptor: a name swapped since the walk's stat for a second link to a
+// file outside the grant (a tool of another run still writing there) is
+// judged as what it is now, never changed by its name after the check.
 func reownEntry(dirfd int, name, path string, st *unix.Stat_t, from, to Owner, r *Reowned) error {
+	if name != "" {
+		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return &ReownError{Path: path, Op: "open", Err: err}
+		}
+		defer unix.Close(fd)
+		var now unix.Stat_t
+		if err := unix.Fstat(fd, &now); err != nil {
+			return &ReownError{Path: path, Op: "stat", Err: err}
+		}
+		dirfd, name, st = fd, "", &now
+	}
 	if int(st.Uid) != from.UID {
 		return nil
 	}
@@ -113,11 +140,7 @@ func reownEntry(dirfd int, name, path string, st *unix.Stat_t, from, to Owner, r
 	if int(st.Gid) == from.GID {
 		gid = to.GID
 	}
-	flags := unix.AT_SYMLINK_NOFOLLOW
-	if name == "" {
-		flags |= unix.AT_EMPTY_PATH
-	}
-	if err := unix.Fchownat(dirfd, name, to.UID, gid, flags); err != nil {
+	if err := unix.Fchownat(dirfd, "", to.UID, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &ReownError{Path: path, Op: "chown", Err: err}
 	}
 	r.Changed++

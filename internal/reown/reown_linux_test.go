@@ -92,3 +92,49 @@ func TestReown(t *testing.T) {
 		t.Errorf("a file: %+v %v, owner %v", r, err, ownerOf(t, f))
 	}
 }
+
+// TestReownSwappedName: a name swapped between the walk's stat and the
+// hand-over for a second link to a file outside the grant (what a tool of
+// a run that shares the grant, still running, could do) leaves that file
+// as it is: the entry is judged through a descriptor of what is there now.
+func TestReownSwappedName(t *testing.T) {
+	testenv.NeedRoot(t)
+	base := t.TempDir()
+	grant := filepath.Join(base, "grant")
+	if err := os.Mkdir(grant, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(base, "secret")
+	for _, p := range []string{secret, filepath.Join(grant, "a")} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beforeEntry = func(dirfd int, name string) {
+		if name != "a" {
+			return
+		}
+		a := filepath.Join(grant, "a")
+		if err := os.Remove(a); err != nil {
+			t.Error(err)
+		}
+		if err := os.Link(secret, a); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { beforeEntry = nil }()
+	user, sandbox := Owner{0, 0}, Owner{0x70000000, 0x70000000}
+	r, err := Reown(grant, user, sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ownerOf(t, secret); got != user {
+		t.Errorf("the file outside the grant, linked in during the walk, was handed over: %+v", got)
+	}
+	if len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "2 links") {
+		t.Errorf("skipped: %q, want the swapped name with its 2 links", r.Skipped)
+	}
+	if got := ownerOf(t, grant); got != sandbox {
+		t.Errorf("the grant itself: %+v", got)
+	}
+}
