@@ -195,9 +195,10 @@ func leaveOutProtected(rec *changeset.Record, ch *isolation.Changes) []RefusedPa
 	var out []RefusedPath
 	for i := range rec.Grants {
 		g := &rec.Grants[i]
+		prot := newGrantProtection(ch.Grants[i], ch.SecretExcept)
 		kept := g.Changes[:0]
 		for _, c := range g.Changes {
-			if rule := protectedBy(ch.Grants[i], ch.SecretExcept, c.Path); rule != "" {
+			if rule := prot.protectedBy(c.Path); rule != "" {
 				out = append(out, RefusedPath{Op: string(c.Op), Path: g.Root + "/" + c.Path, Rule: rule})
 				continue
 			}

@@ -145,12 +145,29 @@ func protectGrants(ch *isolation.Changes, d *policy.Decision) {
 	}
 }
 
+// grantProtection is what the policy protects under a reviewed grant,
+// its patterns compiled once for every change of the run.
+type grantProtection struct {
+	g            isolation.ChangesGrant
+	secretExcept []string
+	compiled     []maskPattern // of g.Protected
+}
+
+func newGrantProtection(g isolation.ChangesGrant, secretExcept []string) *grantProtection {
+	p := &grantProtection{g: g, secretExcept: secretExcept}
+	for _, pp := range g.Protected {
+		p.compiled = append(p.compiled, compileMask(pp.Pattern))
+	}
+	return p
+}
+
 // protectedBy is the rule of the first pattern of g that protects the
 // change at rel (relative to g.Host: it, or a directory above it, is a
 // match); "" when none does.
-func protectedBy(g isolation.ChangesGrant, secretExcept []string, rel string) string {
-	for _, pp := range g.Protected {
-		mp := compileMask(pp.Pattern)
+func (p *grantProtection) protectedBy(rel string) string {
+	g, secretExcept := p.g, p.secretExcept
+	for i, pp := range g.Protected {
+		mp := p.compiled[i]
 		for a := rel; a != "." && a != "/" && a != ""; a = filepath.Dir(a) {
 			host := filepath.Join(g.Host, a)
 			if !mp.match(a, host) {

@@ -41,13 +41,13 @@ func TestProtectedBy(t *testing.T) {
 		{"x/conf/locked", ""},
 		{"plain.txt", ""},
 	} {
-		if got := protectedBy(ch.Grants[0], ch.SecretExcept, tt.rel); got != tt.want {
+		if got := newGrantProtection(ch.Grants[0], ch.SecretExcept).protectedBy(tt.rel); got != tt.want {
 			t.Errorf("protectedBy(%q) = %q, want %q", tt.rel, got, tt.want)
 		}
 	}
 	// A grant of a protected directory itself.
 	g := isolation.ChangesGrant{Host: "/repo/.git/hooks", Protected: []isolation.ProtectedPattern{{Pattern: "**/.git/hooks", Rule: "hooks"}}}
-	if got := protectedBy(g, nil, "pre-commit"); got != "hooks" {
+	if got := newGrantProtection(g, nil).protectedBy("pre-commit"); got != "hooks" {
 		t.Errorf("a change in a granted .git/hooks: %q", got)
 	}
 	// Not a review: nothing is listed.
