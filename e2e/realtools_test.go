@@ -304,8 +304,8 @@ func runDirect(t *testing.T, script, arg string) string {
 }
 
 // reducedWrites runs the discovered note_tool, which runs reduced, in
-// each tier that takes a write grant here (the rootless mode has only
-// the process tier): it adds to a note the user made and makes a new
+// each tier that takes a write grant here (runTiers: the rootless mode
+// has only the process tier): it adds to a note the user made and makes a new
 // file and folder in its grant, a 0755 folder of the user's. Its output
 // is the script's run directly (by the user) with the same JSON, and
 // afterwards everything in the grant is the user's, the folder's mode
@@ -313,11 +313,12 @@ func runDirect(t *testing.T, script, arg string) string {
 func reducedWrites(t *testing.T, repo, cwd, kept string) {
 	t.Helper()
 	user := [2]uint32{0, 0}
-	tiers := []string{"process", "container"}
+	// The rootless mode, and a host that runs only some tiers (the VM's
+	// SANDBOXED_E2E_TIERS=process), run fewer.
+	tiers := runTiers([]string{"process", "container"})
 	how := "the grant's bind is idmapped"
 	if r := env.runner; r != nil {
 		user = [2]uint32{r.uid, r.gid}
-		tiers = tiers[:1]
 		how = "is handed to its uid for the run and back to uid " + fmt.Sprint(r.uid)
 	}
 	// The review says how the tool writes there.
