@@ -327,6 +327,22 @@ func TestMemoryBombIsOOM(t *testing.T) {
 	})
 }
 
+// A tool's max-memory is the tool's on every backend: a 64MB tool may use
+// most of it (under gVisor the pod's limit holds the runtime's own memory
+// above the tool's, which it did not: 30 MB was killed there).
+func TestMemoryLimitIsTheTools(t *testing.T) {
+	forConformance(t, func(t *testing.T, tier string) {
+		dir := workdir(t, nil)
+		tool := toolYAML(t, dir, tier, "memuse", `python3 -c 'b = bytearray(36 << 20); print("USED", len(b))'`, nil,
+			"resources:\n  max-memory: 64MB\n  timeout: 60000\n")
+		r, c := runJSON(t, dir, tool)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "USED 37748736") {
+			t.Errorf("the tool did not use its 36 MB: %s %s", r.Stdout, r.Stderr)
+		}
+	})
+}
+
 func TestForkBombIsContained(t *testing.T) {
 	forConformance(t, func(t *testing.T, tier string) {
 		dir := workdir(t, nil)

@@ -80,6 +80,10 @@ type podEnv struct {
 	// seccompProfile is the Localhost profile of the pod; "" for the
 	// runtime's default.
 	seccompProfile string
+	// gvisor is true when the pod's RuntimeClass is gVisor's: its own
+	// kernel is charged to the pod's memory limit, which holds
+	// specconv.GVisorMemoryOverhead above the tool's.
+	gvisor bool
 }
 
 // runtimeClass reads the RuntimeClass name (once per backend) and says what

@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 const (
@@ -162,7 +163,11 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 	}
 
 	res := corev1.ResourceList{}
-	res[corev1.ResourceMemory] = *resource.NewQuantity(conv.resources.MemoryBytes, resource.BinarySI)
+	mem := conv.resources.MemoryBytes
+	if env.gvisor {
+		mem += specconv.GVisorMemoryOverhead // the tool's limit is the tool's
+	}
+	res[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
 	if conv.resources.CPUs > 0 {
 		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(conv.resources.MilliCPUs(), resource.DecimalSI)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -397,6 +398,25 @@ func TestTrustBundlePlaceholderIsAFile(t *testing.T) {
 		cm := mp.volumes[1].ConfigMap
 		if cm == nil || len(cm.Items) != 1 || cm.Items[0].Path != "ca.crt" {
 			t.Errorf("written %v: /work's volume is %+v, want a ConfigMap with the file ca.crt", written, mp.volumes[1])
+		}
+	}
+}
+
+// Under gVisor the pod's memory limit holds the Sentry's above the
+// tool's; elsewhere it is the tool's.
+func TestPodMemoryHoldsGVisorOverhead(t *testing.T) {
+	for _, gv := range []bool{false, true} {
+		o, err := buildObjects(testPlan(), &Settings{}, podEnv{gvisor: gv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(64 << 20)
+		if gv {
+			want += specconv.GVisorMemoryOverhead
+		}
+		got := o.pod.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		if got.Value() != want {
+			t.Errorf("gvisor %v: pod memory %d, want %d", gv, got.Value(), want)
 		}
 	}
 }

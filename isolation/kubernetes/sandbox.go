@@ -81,6 +81,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 			return nil, err
 		}
 	}
+	env.gvisor = rc.gvisor
 	o, err := buildObjects(p, &b.settings, env)
 	if err != nil {
 		return nil, err
