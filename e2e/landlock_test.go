@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The landlock tier where CI jobs run: inside `docker run` with Docker's
@@ -388,5 +389,50 @@ true`, testNet.caFile, webAddr)
 	v := egressVerdicts(r)
 	if v["web.test:80"] != "allow" || v["web.test:443"] != "allow" || v["other.test:80"] != "deny" || len(v) != 3 {
 		t.Errorf("egress records: %+v", r.Egress)
+	}
+}
+
+// The landlock tier through a server's pool, as root and, in the rootless
+// mode, as a user: 20 consecutive calls each see a fresh run (no file or
+// variable of an earlier call) and most claim a warm sandbox; once the
+// server's teardowns are done no sleeper an earlier call left is alive
+// (this tier shows the host's processes, and a served run's teardown
+// comes after its result, so a call may still see the previous one's
+// dying). A call with network grants, whose init supervises connect()
+// and so cannot use the spare started before its config, still reaches
+// the proxy.
+func TestServeLandlockPoolFreshEveryCall(t *testing.T) {
+	begin(t)
+	ll := []string{"--isolation", "landlock", "--approve", "isolation-landlock"}
+	dir := workdir(t, nil)
+	script := strings.Replace(freshScript, `case "$c" in "${s}-sleeper"*)`, `case "$c" in "${s}-never"*)`, 1)
+	tool := toolYAML(t, dir, "process", "fresh", script, nil, "")
+	grant := "network:external:web.test"
+	_, fetch := egressTool(t, "process", "llfetch", "curl -sf http://web.test/ | sed 's/^/HTTP:/'", grant)
+	srv := startServer(t, dir, "--pool-size", "2")
+	for i := 0; i < 20; i++ {
+		r, c := runJSON(t, dir, append(ll, tool)...)
+		if r.Status != "ok" || c.code != 0 || strings.TrimSpace(r.Stdout) != "fresh" || r.Isolation != "landlock" {
+			t.Fatalf("call %d: status %s exit %d isolation %s\nstdout: %s\nstderr: %s\nserver: %s", i, r.Status, c.code, r.Isolation, r.Stdout, r.Stderr, srv.log.String())
+		}
+	}
+	if n := srv.callsReach(20); n != 20 {
+		t.Fatalf("the server answered %d calls of 20 (the rest ran cold):\n%s", n, srv.log.String())
+	}
+	if srv.claims() < 10 {
+		t.Errorf("%d of 20 calls claimed a warm sandbox, want most:\n%s", srv.claims(), srv.log.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); findMarked("mark-sleeper") != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("a sleeper an earlier call left outlived its run")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < 3; i++ {
+		r, c := runJSON(t, dir, append(ll, append(approvals(grant), fetch)...)...)
+		expect(t, r, c, "ok", 0)
+		if !strings.Contains(r.Stdout, "HTTP:"+strings.TrimSpace(webBody)) {
+			t.Fatalf("call %d with network: %s%s\nserver: %s", i, r.Stdout, r.Stderr, srv.log.String())
+		}
 	}
 }
