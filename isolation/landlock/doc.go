@@ -38,7 +38,8 @@
 //     file size, no core) — approximations the plan's notes state.
 //
 // A resident controller keeps warm sandboxes of this tier (Prestart): the
-// init alone, started ahead with no config, which holds nothing of any run;
+// init, started ahead with no config, which holds nothing of any run, and
+// the confining start of its first command (sbinit's spare), which waits;
 // the claim does the rest of Start (the tool's uid, the scratch directory,
 // the config).
 //
