@@ -38,13 +38,24 @@ func reownHere(paths []string, from, to Owner) error {
 // for none) and saving each grant folder's mode and ACLs. What was handed
 // over before an error is handed back.
 func HandOver(paths []string, from, to Owner, holds string, do Func) (*Handed, error) {
+	return handOver(paths, from, to, holds, do, Hold)
+}
+
+// HandOverAlone is HandOver for a run that must hold its grants alone
+// (HoldAlone): its tool's uid is its own, not one every run shares. It
+// waits while another run holds one of paths.
+func HandOverAlone(paths []string, from, to Owner, holds string) (*Handed, error) {
+	return handOver(paths, from, to, holds, nil, HoldAlone)
+}
+
+func handOver(paths []string, from, to Owner, holds string, do Func, hold func(dir, path string) (*Shared, error)) (*Handed, error) {
 	if do == nil {
 		do = reownHere
 	}
 	h := &Handed{from: from, to: to, do: do, held: map[string]*Shared{}}
 	for _, p := range paths {
 		if holds != "" {
-			s, err := Hold(holds, p)
+			s, err := hold(holds, p)
 			if err != nil {
 				return nil, errors.Join(err, h.Back())
 			}

@@ -21,6 +21,9 @@ type Shared struct{}
 // Hold is Linux's alone (see shared_linux.go).
 func Hold(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
 
+// HoldAlone needs Linux.
+func HoldAlone(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
+
 // Last is Linux's alone.
 func (s *Shared) Last() bool { return false }
 

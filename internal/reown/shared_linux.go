@@ -26,26 +26,43 @@ type Shared struct {
 // caller calls Release, after handing back when Last says so. The last
 // run removes the lock file (and dir, when empty): a hold taken on a file
 // removed meanwhile is taken again on the new one.
-func Hold(dir, path string) (*Shared, error) {
+func Hold(dir, path string) (*Shared, error) { return hold(dir, path, false) }
+
+// HoldAlone takes the only hold on the grant at path: it waits while any
+// other run holds it, and keeps every other run waiting until Release. It
+// is for runs whose tools each have a uid of their own (the landlock tier
+// as root): two of them cannot share a grant handed to one uid, and the
+// later one's hand-over would find the grant the earlier's.
+func HoldAlone(dir, path string) (*Shared, error) { return hold(dir, path, true) }
+
+func hold(dir, path string, alone bool) (*Shared, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return nil, &ReownError{Path: path, Op: "stat", Err: err}
 	}
 	name := filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", st.Dev, st.Ino))
+	how := unix.LOCK_SH
+	if alone {
+		how = unix.LOCK_EX
+	}
 	for try := 0; ; try++ {
-		s, err := holdOnce(dir, name)
+		s, err := holdOnce(dir, name, how)
 		if s != nil || try == 100 {
 			if err != nil {
 				return nil, fmt.Errorf("hold write grant %s: %w", path, err)
+			}
+			if s != nil {
+				s.alone = alone
 			}
 			return s, err
 		}
 	}
 }
 
-// holdOnce takes a shared lock on the file name in dir; nil, nil when the
-// file it locked is no longer name (removed by the last run meanwhile).
-func holdOnce(dir, name string) (*Shared, error) {
+// holdOnce takes a lock (how: LOCK_SH or LOCK_EX) on the file name in
+// dir; nil, nil when the file it locked is no longer name (removed by the
+// last run meanwhile).
+func holdOnce(dir, name string, how int) (*Shared, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -57,7 +74,7 @@ func holdOnce(dir, name string) (*Shared, error) {
 		return nil, err
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_SH)
+		err = unix.Flock(int(f.Fd()), how)
 		if err != unix.EINTR {
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestSharedLast: of the runs holding a grant, only the last to end
@@ -59,5 +60,53 @@ func TestReapHolds(t *testing.T) {
 	}
 	if _, err := os.Stat(live.name); err != nil {
 		t.Errorf("the live run's hold: %v", err)
+	}
+}
+
+// TestHoldAloneTakesTurns: a run holding a grant alone keeps every other
+// run of it waiting, shared or alone, and waits for those before it.
+func TestHoldAloneTakesTurns(t *testing.T) {
+	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+	a, err := HoldAlone(dir, grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Last() {
+		t.Fatal("a run holding a grant alone is not its last")
+	}
+	got := make(chan string, 2)
+	go func() {
+		s, err := Hold(dir, grant)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- "shared"
+		s.Release()
+	}()
+	go func() {
+		s, err := HoldAlone(dir, grant)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- "alone"
+		s.Release()
+	}()
+	select {
+	case g := <-got:
+		t.Fatalf("a hold (%s) was taken while another run held the grant alone", g)
+	case <-time.After(200 * time.Millisecond):
+	}
+	a.Release()
+	for range 2 {
+		select {
+		case g := <-got:
+			if g != "shared" && g != "alone" {
+				t.Fatal(g)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting runs never got the grant")
+		}
 	}
 }

@@ -328,7 +328,10 @@ func handGrants(p *isolation.Plan, gs []grant, uid int) (*reown.Handed, error) {
 	if p.HostDir != "" {
 		holds = filepath.Join(filepath.Dir(p.HostDir), reown.HoldsDir)
 	}
-	return reown.HandOver(paths, grantOwner(p), reown.Owner{UID: uid, GID: uid}, holds, nil)
+	// Each run's tool has a uid of its own here: a run sharing a grant
+	// with another would find it handed to the other's uid, and neither
+	// would hand the other's files back. Runs of one grant take turns.
+	return reown.HandOverAlone(paths, grantOwner(p), reown.Owner{UID: uid, GID: uid}, holds)
 }
 
 // mergeRlimits is base with each of extra, which replaces a limit of the
