@@ -237,8 +237,9 @@ const (
 	reviewDiscard = "discard"
 )
 
-// maxElicitedDiff bounds the diff a review's request shows; the whole of
-// it is in the call's result.
+// maxElicitedDiff bounds the diff a review's request shows. A larger
+// change is not put to the user at all: what the prompt cut off (where a
+// tool could pad the harmful path out of sight) would be approved unseen.
 const maxElicitedDiff = 32 << 10
 
 // errCannotAskReview is a reviewed call whose client cannot ask its user.
@@ -256,7 +257,7 @@ func (h *mcpHandler) elicitChange(ctx context.Context, ss *mcp.ServerSession, de
 		def.Name, ch.Created+ch.Modified+ch.Deleted, ch.Deleted, ch.Modified, ch.Created)
 	diff := ch.Diff // control characters escaped (changeset.Render)
 	if len(diff) > maxElicitedDiff {
-		diff = diff[:runeStart(diff, maxElicitedDiff)] + "\n[… the rest of the diff is in the call's result]\n"
+		return false, fmt.Errorf("the change's diff (%d bytes) is larger than a prompt shows (%d), so it was not put to the user and not applied: review it on a terminal with sandboxed run --review, or start the server with --approve writes", len(diff), maxElicitedDiff)
 	}
 	msg.WriteString(diff)
 	fmt.Fprintf(&msg, "Apply this change to your files?")
