@@ -6,6 +6,7 @@ package safetext
 
 import (
 	"fmt"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -22,7 +23,10 @@ func Append(dst, p []byte) []byte {
 			dst = append(dst, p[i])
 		case r < 0x20 || r == 0x7f:
 			dst = fmt.Appendf(dst, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
+		case r >= 0x80 && r <= 0x9f, unicode.Is(unicode.Cf, r), r == 0x2028, r == 0x2029:
+			// C1 controls, and the format characters (bidi overrides and
+			// isolates, zero-width spaces and joiners, the BOM) and line
+			// separators that reorder or hide what a terminal shows.
 			dst = fmt.Appendf(dst, `\u%04x`, r)
 		default:
 			dst = append(dst, p[i:i+size]...)
