@@ -68,7 +68,11 @@ func TestGCNeverReapsALiveRun(t *testing.T) {
 			cmd.Dir = dir
 			out, err := cmd.Output()
 			if err != nil {
-				t.Fatalf("gc (%s): %v\n%s", gc.name, err, out)
+				var stderr []byte
+				if ee, ok := err.(*exec.ExitError); ok {
+					stderr = ee.Stderr
+				}
+				t.Fatalf("gc (%s): %v\n%s%s", gc.name, err, out, stderr)
 			}
 			var rep gcReport
 			if err := json.Unmarshal(out, &rep); err != nil {
