@@ -54,6 +54,9 @@ func getXattr(path, name string) ([]byte, error) {
 // opened without following a link: a path that names another inode now
 // (the tool replaced it) is left alone and reported.
 func (f Folder) Restore() error {
+	if special, err := f.restoreSpecial(); special || err != nil {
+		return err
+	}
 	fd, err := unix.Open(f.Path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return &ReownError{Path: f.Path, Op: "open to restore its mode", Err: err}
@@ -91,4 +94,32 @@ func (f Folder) Restore() error {
 		errs = append(errs, &ReownError{Path: f.Path, Op: "restore its mode", Err: err})
 	}
 	return errors.Join(errs...)
+}
+
+// restoreSpecial restores the mode of a grant that is neither a folder nor
+// a regular file (a granted socket, FIFO or device), which opening would
+// connect to or block on: through an O_PATH descriptor of what is there,
+// never by its name. special is false for a folder or a regular file.
+func (f Folder) restoreSpecial() (special bool, err error) {
+	fd, err := unix.Open(f.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, &ReownError{Path: f.Path, Op: "open to restore its mode", Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, &ReownError{Path: f.Path, Op: "stat", Err: err}
+	}
+	if k := st.Mode & unix.S_IFMT; k == unix.S_IFDIR || k == unix.S_IFREG {
+		return false, nil
+	}
+	if st.Dev != f.Dev || st.Ino != f.Ino || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// No grant is a link (they are resolved): one there now was
+		// planted, whatever inode number it reuses.
+		return true, &ReownError{Path: f.Path, Op: "restore its mode", Err: fmt.Errorf("it was replaced during the run")}
+	}
+	if err := unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), f.Mode, 0); err != nil {
+		return true, &ReownError{Path: f.Path, Op: "restore its mode", Err: err}
+	}
+	return true, nil
 }

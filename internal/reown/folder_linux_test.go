@@ -1,6 +1,7 @@
 package reown
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,5 +41,36 @@ func TestFolderRestore(t *testing.T) {
 	}
 	if err := f.Restore(); err == nil {
 		t.Errorf("Restore of a folder replaced by a link: no error")
+	}
+}
+
+// TestRestoreSocket: a granted socket's mode is restored without opening
+// it (which fails with ENXIO, or would connect).
+func TestRestoreSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := os.Chmod(path, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	f, err := SaveFolder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(); err != nil {
+		t.Fatalf("Restore of a socket: %v", err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o750 {
+		t.Errorf("mode %o after Restore, want 750", got)
 	}
 }
