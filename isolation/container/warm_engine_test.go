@@ -168,7 +168,15 @@ func TestEngineWarmClaimFailure(t *testing.T) {
 	b := engineBackend(t)
 	p := warmPlan(t, "claimfail")
 	w := prestartFor(t, b, p)
-	src := p.Spec.Mounts[0].Source
+	src := ""
+	for _, m := range p.Spec.Mounts {
+		if m.Destination == "/data" { // a grant (grantDirs), not a skeleton mount
+			src = m.Source
+		}
+	}
+	if !filepath.IsAbs(src) {
+		t.Fatalf("no granted directory in the plan: %+v", p.Spec.Mounts)
+	}
 	if err := os.RemoveAll(src); err != nil {
 		t.Fatal(err)
 	}
