@@ -42,7 +42,8 @@ func TestGCNeverReapsALiveRun(t *testing.T) {
 			t.Fatalf("run directories during one run: %v, want one", runs)
 		}
 		runID = filepath.Base(runs[0])
-		elsewhere := filepath.Join(t.TempDir(), "another-runtime-dir")
+		// Another runtime directory of the same user: one it may read.
+		elsewhere := filepath.Join(runnerDir(t), "another-runtime-dir")
 		for _, gc := range []struct {
 			name    string
 			unshare []string
