@@ -79,6 +79,12 @@ func (s *System) saveManifest(m *Manifest) error {
 		_ = os.Remove(filepath.Dir(filepath.Dir(p)))
 		return nil
 	}
+	return writeManifest(p, m)
+}
+
+// writeManifest writes manifest m (a user's or a runtime's) to p as
+// indented JSON, atomically, making its directory.
+func writeManifest(p string, m any) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write setup manifest: %w", err)
 	}

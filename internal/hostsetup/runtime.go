@@ -228,14 +228,7 @@ func (s *System) UndoRuntime(ctx context.Context, name string) (*Report, error) 
 
 func (s *System) saveRuntimeManifest(m *RuntimeManifest) error {
 	p := s.runtimeManifestPath(m.Runtime)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("write setup manifest: %w", err)
-	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write setup manifest: %w", err)
-	}
-	return writeAtomic(p, append(data, '\n'), 0o644)
+	return writeManifest(p, m)
 }
 
 // reloadDocker makes dockerd read daemon.json again: systemctl reload
