@@ -261,10 +261,9 @@ func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp 
 	cfg := &container.Config{Image: imageOf(p), Entrypoint: []string{InitPath}, Labels: labels, NetworkDisabled: true}
 	hc := &container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"},
 		Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.volume, Target: copyDir, VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}}
-	if _, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
-		// One the engine made before the answer was lost is gc's.
-		return "", b.engineErr("create container "+name, err)
-	}
+	// Removed by name even when create failed: the engine may have made
+	// it before the answer was lost (Ctrl-C), and the volume it holds
+	// could not be removed while it stands.
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -272,6 +271,9 @@ func (b *Backend) copyIn(ctx context.Context, s *sandbox, p *isolation.Plan, cp 
 			err = fmt.Errorf("remove container %s: %w", name, rerr)
 		}
 	}()
+	if _, err := b.api.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
+		return "", b.engineErr("create container "+name, err)
+	}
 	err = b.fill(ctx, name, cp)
 	return vol.Mountpoint, err
 }

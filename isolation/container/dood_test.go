@@ -257,6 +257,18 @@ func TestStartCopiedRefusesAndCleansUp(t *testing.T) {
 	if !slices.Contains(f.removed, "sandboxed-r1-copy") || !slices.Equal(f.volumesRemoved, []string{"sandboxed-r1"}) {
 		t.Errorf("after a failed copy: removed %q, volumes removed %q", f.removed, f.volumesRemoved)
 	}
+
+	// A staging container whose create answer was lost (Ctrl-C) is
+	// removed by name, then the volume.
+	f = newFakeEngine()
+	f.createErr = context.Canceled
+	b = copiedBackend(t, f, newFakeInit())
+	if _, err := b.Start(context.Background(), p); err == nil {
+		t.Fatal("Start with a lost create answer: no error")
+	}
+	if !slices.Contains(f.removed, "sandboxed-r1-copy") || !slices.Equal(f.volumesRemoved, []string{"sandboxed-r1"}) {
+		t.Errorf("after a lost create answer: removed %q, volumes removed %q", f.removed, f.volumesRemoved)
+	}
 }
 
 // GC removes the volumes of runs that are not live, and without a
