@@ -829,6 +829,8 @@ func (x *explainer) privilege() {
 	case string(tool.IsolationContainer):
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile" +
 			" (from a CI container whose engine is the host's, through its mounted socket: a read grant the engine cannot see is a read-only copy made when the run starts, without what the masks cover; such a write grant is refused)"}}
+	case string(tier.Landlock):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "landlock tier: no namespaces, mounts or cgroup of its own; each command confines itself (Landlock over the system directories, the grants and a per-run scratch directory; seccomp; no_new_privs) and the run's init, outside, kills every descendant at the end"}}
 	case "":
 	default:
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}
@@ -869,6 +871,8 @@ func (x *explainer) privilege() {
 			who += ", the same ids on the host"
 		case pf.UserNamespace:
 			who += " inside a user namespace (mapped to an unprivileged host id, never host root)"
+		case pf.Tier == string(tier.Landlock) && pf.UID == 0:
+			who = "as root: an unprivileged uid and gid of the run's own, chosen when it starts (never 0)"
 		}
 		caps := "no capabilities"
 		if len(pf.Capabilities) > 0 {

@@ -285,3 +285,28 @@ func TestExplainLandlockNetwork(t *testing.T) {
 		t.Errorf("no network: %s", got)
 	}
 }
+
+// The landlock tier's isolation and privilege points say what runs there:
+// no namespaces, and as root a uid of the run's own, not the plan's 0.
+func TestExplainLandlockPrivilege(t *testing.T) {
+	def := &tool.Definition{Name: "t"}
+	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", NoNewPrivileges: true}})
+	var iso, priv string
+	for _, p := range e.Privilege {
+		for _, m := range p.Mechanisms {
+			switch p.Subject {
+			case "isolation":
+				iso += m.Detail + "\n"
+			case "execution-privilege":
+				priv += m.Detail + "\n"
+			}
+		}
+	}
+	if !strings.Contains(iso, "landlock tier: no namespaces") || strings.Contains(iso, "process tier") {
+		t.Errorf("isolation point: %s", iso)
+	}
+	if !strings.Contains(priv, "uid and gid of the run's own") || strings.Contains(priv, "uid 0") {
+		t.Errorf("execution-privilege point: %s", priv)
+	}
+}
