@@ -556,6 +556,10 @@ func (x *explainer) filesystem() {
 		base.Meaning = "system directories read-only, the parts of /etc programs need and /proc readable, a private scratch directory as TMPDIR and HOME; nothing else of the host (its /tmp included)"
 		base.Mechanisms = []Mechanism{{Kind: MechTier, Value: string(tier.Landlock),
 			Detail: "Landlock, applied by each command to itself: reads and execution only beneath the system directories and the grants, writes only beneath the write grants and the scratch directory (removed after the run); nothing is mounted"}}
+		if pf.TmpfsBytes > 0 {
+			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRlimit, Value: "RLIMIT_FSIZE=" + strconv.FormatInt(pf.TmpfsBytes, 10),
+				Detail: fmt.Sprintf("no tmpfs holds the scratch directory: it is on the host's temporary directory, and what caps it is RLIMIT_FSIZE, %s for each file the tool writes (there or in a write grant), not for all of them together", units.FormatSize(pf.TmpfsBytes))})
+		}
 	} else {
 		base.Meaning = "system directories read-only, a private /tmp, a minimal /dev and a fresh /proc; nothing else of the host"
 		if pf.ReadonlyRoot {

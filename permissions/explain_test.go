@@ -310,3 +310,23 @@ func TestExplainLandlockPrivilege(t *testing.T) {
 		t.Errorf("execution-privilege point: %s", priv)
 	}
 }
+
+// The landlock tier has no tmpfs: explain says its /tmp size caps each
+// file (RLIMIT_FSIZE), not the scratch directory.
+func TestExplainLandlockScratchSize(t *testing.T) {
+	def := &tool.Definition{Name: "t"}
+	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", TmpfsBytes: 64 << 20}})
+	var got string
+	for _, p := range e.Filesystem {
+		if p.Subject != "host filesystem" {
+			continue
+		}
+		for _, m := range p.Mechanisms {
+			got += string(m.Kind) + "=" + m.Value + ": " + m.Detail + "\n"
+		}
+	}
+	if !strings.Contains(got, "rlimit=RLIMIT_FSIZE=67108864") || !strings.Contains(got, "not for all of them together") {
+		t.Errorf("host filesystem point: %s", got)
+	}
+}
