@@ -352,3 +352,26 @@ func TestUndoFileGrant(t *testing.T) {
 		}
 	})
 }
+
+// What the tool prints in a review comes right before the change and its
+// prompt: its control characters are escaped, so that it cannot hide the
+// review (concealed text, the alternate screen) and print a forged one.
+func TestReviewEscapesToolOutput(t *testing.T) {
+	forTierList(t, []string{"process"}, func(t *testing.T, tier string) {
+		dir := undoWorkdir(t)
+		script := `printf 'The run changed 0 path(s)\033[8m\033[?1049h\n'
+printf 'Apply this change to the host? [y/N] \033[8m\n' >&2
+printf 'modified by the tool\n' > out/keep.txt`
+		tool := toolYAML(t, dir, tier, "hider", script, []string{"filesystem:write:./out"}, "")
+		c := sandboxed(t, dir, "run", "--review", tool)
+		if c.code != 0 {
+			t.Fatalf("run --review: exit %d\n%s", c.code, c.stderr)
+		}
+		if strings.Contains(c.stdout+c.stderr, "\x1b") || !strings.Contains(c.stdout, `\x1b[8m`) || !strings.Contains(c.stderr, `\x1b[8m`) {
+			t.Errorf("the tool's control characters reached the terminal before the review:\nstdout %q\nstderr %q", c.stdout, c.stderr)
+		}
+		if !strings.Contains(c.stderr, "modified  keep.txt") {
+			t.Errorf("the review does not show the change:\n%s", c.stderr)
+		}
+	})
+}

@@ -174,6 +174,10 @@ func runRequest(c *cli.Context, inv *invocation) (*sandbox.Request, error) {
 		req.Stdout, req.Stderr = c.App.Writer, c.App.ErrWriter
 	}
 	if req.Review && !c.Bool("json") {
+		// What the tool prints comes right before the review and its
+		// prompt: escaped, so that it cannot conceal them (SGR 8, the
+		// alternate screen) or print a forged one in their place.
+		req.Stdout, req.Stderr = terminalSafe(req.Stdout), terminalSafe(req.Stderr)
 		canAsk := inv.canAsk && c.String("params-json") != "-" && !inv.served
 		req.ReviewWrites = func(ch *sandbox.ChangesInfo) (bool, error) {
 			return reviewPrompt(c.App.ErrWriter, os.Stdin, ch, canAsk)
