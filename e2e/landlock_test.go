@@ -220,6 +220,11 @@ for p in /proc/[0-9]*; do
   case "$c" in *sandboxed*|*lldaemon*|*llslow*|*"sleep 3"*|*"sleep 4"*|*probe.py*|*bytearray*|*bomb*) left="$left $c"; echo "LEFT $c";; esac
 done
 ls /tmp | grep sandboxed-scratch && left="$left scratch"
+# The runs' host directories (the proxy's socket among them), the killed
+# run's removed by gc.
+for d in /run/sandboxed /tmp/sandboxed-$(id -u); do
+  ls "$d" 2>/dev/null | grep -E '^[0-9]{8}T[0-9]{6}-' | sed "s|^|LEFT $d/|" | grep . && left="$left hostdir"
+done
 test -z "$left" && echo "left: none"
 exit 0
 `
