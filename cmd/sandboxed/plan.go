@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/internal/units"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
 
@@ -47,12 +48,13 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	pl := p.Plan
 	fmt.Fprintf(w, "tool:\t%s %s\n", pl.Tool, req.Def.Version)
-	fmt.Fprintf(w, "isolation:\t%s (privilege %s, uid %d gid %d)\n", pl.Tier, pl.Privilege, pl.Spec.Process.User.UID, pl.Spec.Process.User.GID)
+	who, tmp := planIdentity(pl)
+	fmt.Fprintf(w, "isolation:\t%s (privilege %s, %s)\n", pl.Tier, pl.Privilege, who)
 	if pl.Image != "" {
 		fmt.Fprintf(w, "image:\t%s\n", pl.Image)
 	}
-	fmt.Fprintf(w, "limits:\tmemory %s, pids %d, timeout %s, /tmp %s\n", units.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
-		durationOrNone(pl.Limits.Timeout), units.FormatSize(pl.Limits.TmpfsBytes))
+	fmt.Fprintf(w, "limits:\tmemory %s, pids %d, timeout %s, %s\n", units.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
+		durationOrNone(pl.Limits.Timeout), tmp)
 	for _, m := range pl.Spec.Mounts {
 		if m.Type == "bind" {
 			fmt.Fprintf(w, "mount:\t%s -> %s (%s)\n", m.Source, m.Destination, strings.Join(m.Options, ","))
@@ -82,6 +84,26 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 		}
 	}
 	return nil
+}
+
+// planIdentity says who the plan's tool runs as and what holds its
+// temporary files, as its tier does: the landlock tier, as root, runs the
+// tool as a uid of the run's own (not the spec's 0) and has no /tmp of its
+// own, only RLIMIT_FSIZE on each file; the none tier uses the host's /tmp.
+func planIdentity(pl *isolation.Plan) (who, tmp string) {
+	u := pl.Spec.Process.User
+	who = fmt.Sprintf("uid %d gid %d", u.UID, u.GID)
+	tmp = "/tmp " + units.FormatSize(pl.Limits.TmpfsBytes)
+	switch pl.Tier {
+	case isolation.TierLandlock:
+		if u.UID == 0 {
+			who = "as root: a uid and gid of the run's own"
+		}
+		tmp = "files up to " + units.FormatSize(pl.Limits.TmpfsBytes) + " each (no /tmp of its own: a scratch directory on the host's)"
+	case isolation.TierNone:
+		tmp = "the host's /tmp"
+	}
+	return who, tmp
 }
 
 type dryStep struct {

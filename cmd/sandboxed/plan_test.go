@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
 // The plan a run prints carries exactly the bytes the tool asked for when
@@ -91,5 +95,29 @@ func TestDumpPlanDenyMaskWithBracket(t *testing.T) {
 	}
 	if !slices.Equal(hidden, []string{"[draft]"}) {
 		t.Errorf("hidden under %s: %q, want exactly [draft]", notes, hidden)
+	}
+}
+
+// --dry-run says who the tool runs as and what holds its temporary files
+// as its tier does: not uid 0 and a /tmp of 64MiB for a landlock-tier run
+// as root, whose tool has a uid of its own and no /tmp of its own.
+func TestPlanIdentityByTier(t *testing.T) {
+	plan := func(tr isolation.Tier, uid uint32, tmpfs int64) *isolation.Plan {
+		return &isolation.Plan{Tier: tr, Spec: &specs.Spec{Process: &specs.Process{User: specs.User{UID: uid, GID: uid}}},
+			Limits: isolation.Limits{TmpfsBytes: tmpfs}}
+	}
+	for _, c := range []struct {
+		pl       *isolation.Plan
+		who, tmp string
+	}{
+		{plan(isolation.TierProcess, 0, 64<<20), "uid 0 gid 0", "/tmp 64MiB"},
+		{plan(isolation.TierLandlock, 0, 64<<20), "as root: a uid and gid of the run's own", "files up to 64MiB each (no /tmp of its own: a scratch directory on the host's)"},
+		{plan(isolation.TierLandlock, 1000, 64<<20), "uid 1000 gid 1000", "files up to 64MiB each (no /tmp of its own: a scratch directory on the host's)"},
+		{plan(isolation.TierNone, 1000, 0), "uid 1000 gid 1000", "the host's /tmp"},
+	} {
+		who, tmp := planIdentity(c.pl)
+		if who != c.who || tmp != c.tmp {
+			t.Errorf("%s uid %d: got %q, %q; want %q, %q", c.pl.Tier, c.pl.Spec.Process.User.UID, who, tmp, c.who, c.tmp)
+		}
 	}
 }
