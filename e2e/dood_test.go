@@ -23,7 +23,7 @@ import (
 // container's attached streams (egress too), a masked secret in the
 // granted folder is not copied, a timeout kills the tree, a write grant
 // the engine cannot see is refused with the reason, gc reaps what a
-// crashed run left, and no container or volume is left. With the job's directory mounted from the host at the
+// crashed run left, Ctrl-C mid-run leaves nothing, and no container or volume is left. With the job's directory mounted from the host at the
 // same path, the grant is bound as on the host, and a grant beside it
 // that only the CI container has is copied.
 func TestContainerTierFromACIContainer(t *testing.T) {
@@ -124,6 +124,14 @@ func TestContainerTierFromACIContainer(t *testing.T) {
 		c := inCIContainer(t, socket, "sh", "-c", crash)
 		if c.code != 0 || !strings.Contains(c.stdout, "removed container sandboxed-") || !strings.Contains(c.stdout, "removed volume sandboxed-") {
 			t.Errorf("gc: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+		}
+	})
+	t.Run("nothing shared: Ctrl-C mid-run leaves nothing for gc", func(t *testing.T) {
+		intr := strings.TrimSuffix(job, "exec sandboxed run --json --approve network:localhost:8765 ") +
+			"sed /^timeout:/d /job/slow.yaml > /job/long.yaml && sandboxed run --json /job/long.yaml >/dev/null 2>&1 & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo run ended $?; exec sandboxed gc"
+		c := inCIContainer(t, socket, "sh", "-c", intr)
+		if c.code != 0 || !strings.Contains(c.stdout, "run ended") || strings.Contains(c.stdout, "removed") {
+			t.Errorf("gc after an interrupted run: exit %d, want nothing left to remove\n%s%s", c.code, c.stdout, c.stderr)
 		}
 	})
 	t.Run("doctor says so, and its trial runs", func(t *testing.T) {
