@@ -354,10 +354,13 @@ func UndoRun(stateDir, runID string) (*UndoReport, error) {
 }
 
 // ReapChanges removes the change records gc may: those older than
-// b.Keep, then the oldest while all of them hold more than b.MaxTotal. A
-// record still being made (no record.json yet, touched within a day: a
-// run in progress) is left alone.
-func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time) ([]string, error) {
+// b.Keep, then the oldest while all of them hold more than b.MaxTotal,
+// and those of runs that died before their record was written (no
+// record.json, untouched for a day). A record still being made (no
+// record.json yet, touched within a day or held live: a run in progress,
+// or one waiting for its review's answer) is left alone. held reports
+// whether a controller holds a run live (Controller.Live); nil is none.
+func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time, held func(runID string) bool) ([]string, error) {
 	if stateDir == "" {
 		return nil, nil
 	}
@@ -370,15 +373,30 @@ func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time) ([]string,
 	for _, s := range stored {
 		byID[s.RunID] = s
 	}
+	recorded := func(id string) bool {
+		_, err := os.Stat(filepath.Join(store.RunDir(id), "record.json"))
+		return err == nil
+	}
 	live := func(id string) bool {
-		if _, err := os.Stat(filepath.Join(store.RunDir(id), "record.json")); err == nil {
-			return false
+		return !recorded(id) && (now.Sub(byID[id].Modified) < 24*time.Hour || held != nil && held(id))
+	}
+	// A run that died before its record was written (killed, out of
+	// memory, the host down) left pre-images or working copies that no
+	// undo can use: they go now, not after undo.keep.
+	var reap []changeset.Stored
+	for _, s := range stored {
+		if !recorded(s.RunID) && !live(s.RunID) {
+			reap = append(reap, s)
 		}
-		return now.Sub(byID[id].Modified) < 24*time.Hour
+	}
+	for _, s := range changeset.ToReap(stored, now, b.Keep, b.MaxTotal, live) {
+		if !slices.ContainsFunc(reap, func(r changeset.Stored) bool { return r.RunID == s.RunID }) {
+			reap = append(reap, s)
+		}
 	}
 	var removed []string
 	var errs []error
-	for _, s := range changeset.ToReap(stored, now, b.Keep, b.MaxTotal, live) {
+	for _, s := range reap {
 		if err := store.Remove(s.RunID); err != nil {
 			errs = append(errs, err)
 			continue

@@ -26,17 +26,19 @@ file in its run directory, so gc only reaps runs whose controller is gone. A run
 (its run directory is not here: another host, container, user or runtime directory) is left alone
 and listed. Every 'sandboxed run' also does this as it starts. gc also removes the change records
 of runs (what 'sandboxed undo' reads) older than the policy's undo.keep, then the oldest while
-they hold more than undo.max-total.`,
+they hold more than undo.max-total, and the unfinished records and review working copies of
+runs that died (a day old, not held live).`,
 	// The cluster flags say which cluster's pods to reap too.
 	Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was removed as JSON"}, copyFlag(policyFlag)}, clusterFlags()...),
 	Action: func(c *cli.Context) error {
-		rep, err := newController().GC(c.Context)
+		ctl := newController()
+		rep, err := ctl.GC(c.Context)
 		// Change records (undo, review) past the policy's undo.keep or
 		// over its undo.max-total.
 		if pol, _, perr := loadPolicy(c); perr != nil {
 			err = errors.Join(err, perr)
 		} else {
-			removed, rerr := sandbox.ReapChanges(sandbox.StateDir(), pol.UndoBounds(), time.Now())
+			removed, rerr := sandbox.ReapChanges(sandbox.StateDir(), pol.UndoBounds(), time.Now(), ctl.Live)
 			rep.Removed = append(rep.Removed, removed...)
 			err = errors.Join(err, rerr)
 		}

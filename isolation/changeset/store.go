@@ -166,7 +166,9 @@ func (s Store) Remove(runID string) error {
 
 // Stored is one run's record directory as Reap sees it.
 type Stored struct {
-	RunID    string
+	RunID string
+	// Modified is when sandboxed last wrote there (its working copies,
+	// whose times the tool sets, do not count).
 	Modified time.Time
 	Bytes    int64
 }
@@ -193,6 +195,12 @@ func (s Store) List() ([]Stored, error) {
 			if fi, err := d.Info(); err == nil {
 				if d.Type().IsRegular() {
 					st.Bytes += fi.Size()
+				}
+				// The working copies' times are the tool's to set (a
+				// year 2100 would keep the record from gc for ever):
+				// only what sandboxed wrote dates a record.
+				if rel, _ := filepath.Rel(s.RunDir(e.Name()), p); rel == "work" || strings.HasPrefix(rel, "work/") {
+					return nil
 				}
 				if fi.ModTime().After(st.Modified) {
 					st.Modified = fi.ModTime()
