@@ -392,6 +392,14 @@ type sandbox struct {
 	handed *reown.Handed
 }
 
+// scratchDirs are the scratch directories in this host's temporary
+// directory, where ScratchDir puts a run's: /tmp when TMPDIR is not an
+// absolute path.
+func scratchDirs() []string {
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(ScratchDir(os.TempDir(), "")), ScratchPrefix+"*"))
+	return dirs
+}
+
 // Close ends the run, hands its write grants back and removes its
 // scratch directory.
 func (s *sandbox) Close(ctx context.Context) error {
@@ -461,8 +469,7 @@ func (b *Backend) GC(ctx context.Context, keep func(runID string) bool) ([]strin
 	if keep == nil {
 		return removed, err
 	}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), ScratchPrefix+"*"))
-	for _, d := range dirs {
+	for _, d := range scratchDirs() {
 		id := strings.TrimPrefix(filepath.Base(d), ScratchPrefix)
 		if !isolation.RunIDPattern.MatchString(id) || keep(id) {
 			continue
