@@ -29,7 +29,8 @@ import (
 type outside struct {
 	// self names this container in the engine.
 	self string
-	// binds are this container's bind mounts (destination → host source).
+	// binds are this container's mounts (destination → host source; a
+	// volume's or a tmpfs's source is never its destination).
 	binds []container.MountPoint
 	// vm, when set, is the VM the engine runs its containers in (vm.go):
 	// what it shares replaces self and binds.
@@ -105,15 +106,22 @@ func (b *Backend) engineContainer(ctx context.Context) *outside {
 			}
 			return
 		}
-		o := &outside{self: strings.TrimPrefix(ins.Name, "/")}
-		for _, m := range ins.Mounts {
-			if m.Type == mount.TypeBind {
-				o.binds = append(o.binds, m)
-			}
-		}
-		b.outside = o
+		b.outside = outsideOf(ins)
 	})
 	return b.outside
+}
+
+// outsideOf is the engine's view of the container ins: its mounts, every
+// kind, for the deepest decides (visible). A volume or a tmpfs inside a
+// bind from the host hides what the engine would bind from that path.
+func outsideOf(ins container.InspectResponse) *outside {
+	o := &outside{self: strings.TrimPrefix(ins.Name, "/"), binds: append([]container.MountPoint(nil), ins.Mounts...)}
+	if ins.HostConfig != nil {
+		for dst := range ins.HostConfig.Tmpfs {
+			o.binds = append(o.binds, container.MountPoint{Type: mount.TypeTmpfs, Destination: dst})
+		}
+	}
+	return o
 }
 
 // visible reports whether the engine sees path (a path of this container)

@@ -46,6 +46,24 @@ func TestOutsideVisible(t *testing.T) {
 	}
 }
 
+// A volume or a tmpfs of the CI container inside a bind from the host
+// hides the host's path there: what is in it is copied, not bound.
+func TestOutsideOfHidesVolumes(t *testing.T) {
+	ins := container.InspectResponse{
+		ContainerJSONBase: &container.ContainerJSONBase{Name: "/ci-job", HostConfig: &container.HostConfig{Tmpfs: map[string]string{"/srv/ci/tmp": ""}}},
+		Mounts: []container.MountPoint{
+			{Type: mount.TypeBind, Source: "/srv/ci", Destination: "/srv/ci"},
+			{Type: mount.TypeVolume, Name: "cache", Source: "/var/lib/docker/volumes/cache/_data", Destination: "/srv/ci/cache"},
+		},
+	}
+	o := outsideOf(ins)
+	for path, want := range map[string]bool{"/srv/ci/src": true, "/srv/ci/cache/x": false, "/srv/ci/tmp/x": false} {
+		if got := o.visible(path); got != want {
+			t.Errorf("visible(%s) = %t, want %t", path, got, want)
+		}
+	}
+}
+
 // planCopy copies the read-only binds the engine cannot see, drops the
 // sockets the stream carries, keeps what it sees, refuses a write grant it
 // cannot see, and leaves out of a copy what another mount covers.
