@@ -88,6 +88,7 @@ func runAction(c *cli.Context) error {
 		var stop func()
 		ctx, stop = signalContext(c.Context)
 		defer stop()
+		c.Context = ctx // a review's prompt gives up when the run is interrupted
 	}
 	ctl := inv.ctl
 	if ctl == nil {
@@ -180,7 +181,7 @@ func runRequest(c *cli.Context, inv *invocation) (*sandbox.Request, error) {
 		req.Stdout, req.Stderr = terminalSafe(req.Stdout), terminalSafe(req.Stderr)
 		canAsk := inv.canAsk && c.String("params-json") != "-" && !inv.served
 		req.ReviewWrites = func(ch *sandbox.ChangesInfo) (bool, error) {
-			return reviewPrompt(c.App.ErrWriter, os.Stdin, ch, canAsk)
+			return reviewPrompt(c.Context, c.App.ErrWriter, os.Stdin, ch, canAsk)
 		}
 	}
 	if def.Interactive && inv.stdinTerminal && !inv.served {
@@ -313,8 +314,10 @@ func promptApproval(w io.Writer, r io.Reader, def *tool.Definition, d *policy.De
 
 // reviewPrompt shows a reviewed run's change (its diff has control
 // characters escaped already; the writer escapes again what is not) and,
-// when there is someone to ask, asks whether to apply it.
-func reviewPrompt(w io.Writer, r io.Reader, ch *sandbox.ChangesInfo, ask bool) (bool, error) {
+// when there is someone to ask, asks whether to apply it. Interrupted
+// (Ctrl-C, ctx done) while it waits, it applies nothing, whatever is
+// typed after.
+func reviewPrompt(ctx context.Context, w io.Writer, r io.Reader, ch *sandbox.ChangesInfo, ask bool) (bool, error) {
 	w = terminalSafe(w)
 	fmt.Fprintf(w, "The run changed %d path(s) in working copies of its write grants: %d deleted, %d modified, %d created.\n",
 		ch.Created+ch.Modified+ch.Deleted, ch.Deleted, ch.Modified, ch.Created)
@@ -324,10 +327,27 @@ func reviewPrompt(w io.Writer, r io.Reader, ch *sandbox.ChangesInfo, ask bool) (
 		return false, nil
 	}
 	fmt.Fprintf(w, "Apply this change to the host? [y/N] ")
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+	type answer struct {
+		line string
+		err  error
 	}
-	ans := strings.ToLower(strings.TrimSpace(line))
-	return ans == "y" || ans == "yes", nil
+	got := make(chan answer, 1)
+	go func() { // left blocked on r when interrupted: the run ends
+		line, err := bufio.NewReader(r).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(w)
+		return false, fmt.Errorf("interrupted at the prompt: %w", context.Cause(ctx))
+	case a := <-got:
+		if a.err != nil && !errors.Is(a.err, io.EOF) {
+			return false, a.err
+		}
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("interrupted at the prompt: %w", context.Cause(ctx))
+		}
+		ans := strings.ToLower(strings.TrimSpace(a.line))
+		return ans == "y" || ans == "yes", nil
+	}
 }
