@@ -144,6 +144,9 @@ type PlanFacts struct {
 	// Approximated says, by limit (memory, pids, cpus), how the run's tier
 	// holds a limit it honours only in part (the plan's approximations).
 	Approximated map[string]string
+	// Backend is "" for a run on this host, or "kubernetes" for a pod of
+	// its own on the operator's cluster.
+	Backend string
 	// RequestedTier is the definition's tier; Tier the one the run uses.
 	RequestedTier, Tier string
 	Privilege           string
@@ -827,15 +830,18 @@ func (x *explainer) privilege() {
 		req = string(tool.IsolationProcess)
 	}
 	ip := Point{Subject: "isolation", Requested: "isolation: " + req}
-	switch pf.Tier {
-	case string(tool.IsolationNone):
+	switch {
+	case pf.Backend == "kubernetes":
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "Kubernetes backend: a pod of its own on the operator's cluster from image " + orUnknown(pf.Image) + runtimeClassWords(pf.Runtime) +
+			": never as root, a read-only root filesystem, every capability dropped, a NetworkPolicy with no rule; read grants travel in a ConfigMap mounted read-only, write grants are copied in and back (docs/tiers.md, The Kubernetes backend)"}}
+	case pf.Tier == string(tool.IsolationNone):
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "none: the commands run directly on the host; no grant is enforced"}}
-	case string(tool.IsolationContainer):
+	case pf.Tier == string(tool.IsolationContainer):
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile" +
 			" (from a CI container whose engine is the host's, through its mounted socket: a read grant the engine cannot see is a read-only copy made when the run starts, without what the masks cover; such a write grant is refused)"}}
-	case string(tier.Landlock):
+	case pf.Tier == string(tier.Landlock):
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "landlock tier: no namespaces, mounts or cgroup of its own; each command confines itself (Landlock over the system directories, the grants and a per-run scratch directory; seccomp; no_new_privs) and the run's init, outside, kills every descendant at the end"}}
-	case "":
+	case pf.Tier == "":
 	default:
 		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}
 	}
@@ -905,6 +911,14 @@ func (x *explainer) privilege() {
 			Detail: fmt.Sprintf("seccomp profile %s: default action %s, %d system calls denied, namespace-creating clone denied", pf.Seccomp.Profile, pf.Seccomp.DefaultAction, pf.Seccomp.Denied)}}
 	}
 	x.e.Privilege = append(x.e.Privilege, sp)
+}
+
+// runtimeClassWords names a pod's RuntimeClass, "" for the nodes' default.
+func runtimeClassWords(rc string) string {
+	if rc == "" {
+		return " (the nodes' default runtime)"
+	}
+	return " (RuntimeClass " + rc + ")"
 }
 
 func orUnknown(s string) string {

@@ -330,3 +330,22 @@ func TestExplainLandlockScratchSize(t *testing.T) {
 		t.Errorf("host filesystem point: %s", got)
 	}
 }
+
+// A pod's isolation point says it is a pod on the cluster, not a Docker
+// container of this host's engine.
+func TestExplainKubernetesIsolation(t *testing.T) {
+	def := &tool.Definition{Name: "t"}
+	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+		Plan: PlanFacts{Planned: true, Tier: "container", Backend: "kubernetes", Image: "runner:1", Runtime: "gvisor", Privilege: "same-as-user", UID: 65534, GID: 65534}})
+	var got string
+	for _, p := range e.Privilege {
+		if p.Subject == "isolation" {
+			for _, m := range p.Mechanisms {
+				got += m.Detail + "\n"
+			}
+		}
+	}
+	if !strings.Contains(got, "a pod of its own on the operator's cluster from image runner:1 (RuntimeClass gvisor)") || strings.Contains(got, "Docker") {
+		t.Errorf("isolation point of a pod: %s", got)
+	}
+}

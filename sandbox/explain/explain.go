@@ -277,6 +277,7 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f := specFacts(pl.Spec, string(pl.Privilege))
 	f.Planned = true
 	f.Tier = string(pl.Tier)
+	f.Backend = pl.Backend
 	f.ToolPids = pl.Limits.Pids
 	f.Timeout = pl.Limits.Timeout
 	f.KillGrace = pl.Limits.KillGrace
