@@ -87,13 +87,16 @@ func planGrantAccess(h hostIDs, p *isolation.Plan, m *idMapping) (*grantAccess, 
 		}, nil
 	}
 	if int(owner.UID) != h.euid || int(owner.GID) != h.egid {
-		return nil, fmt.Errorf("check plan: write grants owned by %d:%d, but sandboxed runs as %d:%d without root: %w", owner.UID, owner.GID, h.euid, h.egid, ErrBadPlan)
+		return nil, fmt.Errorf("check plan: write grants owned by %d:%d, but sandboxed runs as %d:%d without root: %w; "+
+			"grant a folder of your own, or run sandboxed as the folder's owner", owner.UID, owner.GID, h.euid, h.egid, ErrBadPlan)
 	}
 	if m == nil || !m.helper {
-		return nil, fmt.Errorf("check plan: a reduced run without root and without its user namespace of subordinate ids: %w", ErrBadPlan)
+		return nil, fmt.Errorf("check plan: a reduced run without root and without its user namespace of subordinate ids: %w; "+
+			"give your user subordinate ids with sudo sandboxed setup --user $USER (sandboxed doctor shows what is missing)", ErrBadPlan)
 	}
 	if _, ok := mappedID(m.uids, 0); !ok {
-		return nil, fmt.Errorf("check plan: the run's user namespace does not map its user to 0: %w", ErrBadPlan)
+		return nil, fmt.Errorf("check plan: the run's user namespace does not map its user to 0: %w; "+
+			"check your lines in /etc/subuid and /etc/subgid (sudo sandboxed setup --user $USER writes them)", ErrBadPlan)
 	}
 	return &grantAccess{paths: paths, handOver: true, from: reown.Owner{UID: 0, GID: 0}, to: reown.Owner{UID: int(u.UID), GID: int(u.GID)}}, nil
 }
