@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -155,7 +156,7 @@ func (g Grant) Describe() string {
 				return "can never connect: " + why
 			}
 		}
-		return "may connect to " + who + " on " + describePorts(g.Egress.Ports())
+		return "may connect to " + who + " on " + DescribePorts(g.Egress.Ports())
 	case KindLocalhost:
 		return fmt.Sprintf("may connect to the host's 127.0.0.1 port %d (a service on this machine)", g.Localhost.Port)
 	case KindEnv:
@@ -182,7 +183,9 @@ func (g Grant) Mechanism() string {
 	return ""
 }
 
-func describePorts(ports []int) string {
+// DescribePorts says which ports a network grant allows, in words:
+// "ports 80 and 443" or "port 8080".
+func DescribePorts(ports []int) string {
 	if len(ports) == 2 {
 		return fmt.Sprintf("ports %d and %d", ports[0], ports[1])
 	}
@@ -191,6 +194,19 @@ func describePorts(ports []int) string {
 
 // placeholder matches a {PARAM} reference left after substitution.
 var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_.-]*\}`)
+
+// PermissionParams returns the parameters referenced by a permission
+// string ({DIR} in filesystem:write:{DIR}).
+func PermissionParams(perm string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllString(perm, -1) {
+		n := strings.Trim(m, "{}")
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Resolve turns required-permissions, after parameter substitution, into
 // grants. cwd is the working directory relative paths are resolved

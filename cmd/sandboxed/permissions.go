@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sandboxed-dev/sandboxed/isolation/process"
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -69,10 +68,10 @@ func explainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	explainOne := func(arg string) (permissions.Explanation, error) {
+	explainOne := func(arg string) (explain.Explanation, error) {
 		def, note, err := loadForExplain(c, arg)
 		if err != nil {
-			return permissions.Explanation{}, err
+			return explain.Explanation{}, err
 		}
 		ex := explain.Tool(def, input, approvals, pol, polPath, cl, process.HostIdentity)
 		if note != "" {
@@ -89,7 +88,7 @@ func explainAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		d := permissions.Diff(oldEx, ex)
+		d := explain.Diff(oldEx, ex)
 		if c.Bool("json") {
 			return writeJSON(c.App.Writer, d)
 		}

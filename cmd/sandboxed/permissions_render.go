@@ -5,11 +5,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
 )
 
 // renderExplanation prints the review as text, section by section.
-func renderExplanation(w io.Writer, e permissions.Explanation) {
+func renderExplanation(w io.Writer, e explain.Explanation) {
 	t := e.Tool
 	fmt.Fprintf(w, "Security review of %s", t.Name)
 	if t.Version != "" {
@@ -47,7 +47,7 @@ func renderExplanation(w io.Writer, e permissions.Explanation) {
 	}
 
 	fmt.Fprintf(w, "\nVerdict\n  %s\n", e.Verdict.Summary)
-	if e.Verdict.Decision == permissions.DecisionNeedsApproval {
+	if e.Verdict.Decision == explain.DecisionNeedsApproval {
 		flags := make([]string, 0, len(e.Arguments.Approvals)+len(e.Verdict.ApproveFlags))
 		for _, a := range e.Arguments.Approvals {
 			flags = append(flags, "--approve "+shellWord(a))
@@ -77,7 +77,7 @@ func renderExplanation(w io.Writer, e permissions.Explanation) {
 	}
 }
 
-func toolArg(e permissions.Explanation) string {
+func toolArg(e explain.Explanation) string {
 	if e.Tool.Path != "" {
 		return shellWord(e.Tool.Path)
 	}
@@ -100,13 +100,13 @@ func short(sum string) string {
 
 func verdictWord(v string) string {
 	switch v {
-	case permissions.VerdictAllow:
+	case explain.VerdictAllow:
 		return "ALLOW"
-	case permissions.VerdictDeny:
+	case explain.VerdictDeny:
 		return "DENY"
-	case permissions.VerdictApproval:
+	case explain.VerdictApproval:
 		return "NEEDS APPROVAL"
-	case permissions.VerdictDepends:
+	case explain.VerdictDepends:
 		return "DECIDED AT RUN TIME"
 	}
 	return strings.ToUpper(v)
@@ -115,7 +115,7 @@ func verdictWord(v string) string {
 // maxMasksShown is how many policy masks of one mount the text shows.
 const maxMasksShown = 5
 
-func section(w io.Writer, title string, ps []permissions.Point) {
+func section(w io.Writer, title string, ps []explain.Point) {
 	fmt.Fprintf(w, "\n%s\n", title)
 	for _, p := range ps {
 		risk := ""
@@ -135,7 +135,7 @@ func section(w io.Writer, title string, ps []permissions.Point) {
 			if i > 0 {
 				label = ""
 			}
-			if m.Kind == permissions.MechMask {
+			if m.Kind == explain.MechMask {
 				if masks++; masks > maxMasksShown {
 					continue
 				}
@@ -155,18 +155,18 @@ func section(w io.Writer, title string, ps []permissions.Point) {
 		if p.ApprovedBy != "" {
 			fmt.Fprintf(w, "    approved by: %s\n", p.ApprovedBy)
 		}
-		if p.ApproveFlag != "" && p.Verdict == permissions.VerdictApproval {
+		if p.ApproveFlag != "" && p.Verdict == explain.VerdictApproval {
 			fmt.Fprintf(w, "    to approve:  --approve %s\n", shellWord(p.ApproveFlag))
 		}
-		if p.PolicyFix != "" && p.Verdict != permissions.VerdictAllow {
+		if p.PolicyFix != "" && p.Verdict != explain.VerdictAllow {
 			fmt.Fprintf(w, "    for good:    %s\n", p.PolicyFix)
 		}
 	}
 }
 
 // renderDiff prints what the new version gains or loses.
-func renderDiff(w io.Writer, d permissions.ExplainDiff) {
-	name := func(s permissions.DiffSide) string {
+func renderDiff(w io.Writer, d explain.ExplainDiff) {
+	name := func(s explain.DiffSide) string {
 		out := s.Name
 		if s.Version != "" {
 			out += " " + s.Version

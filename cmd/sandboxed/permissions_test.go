@@ -10,8 +10,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -155,11 +155,11 @@ tags: [read]
 			t.Errorf("want a denial naming paths.deny[0] ~/.ssh, got:\n%s", out)
 		}
 		js, _, _ := runApp(t, "permissions", "explain", "--json", "--policy", pol, f)
-		var e permissions.Explanation
+		var e explain.Explanation
 		if err := json.Unmarshal([]byte(js), &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Verdict.Decision != permissions.DecisionDenied || len(e.Filesystem) == 0 || e.Filesystem[0].Rule != "paths.deny[0] ~/.ssh" {
+		if e.Verdict.Decision != explain.DecisionDenied || len(e.Filesystem) == 0 || e.Filesystem[0].Rule != "paths.deny[0] ~/.ssh" {
 			t.Errorf("json: verdict %+v, filesystem %+v", e.Verdict, e.Filesystem)
 		}
 	}
@@ -245,7 +245,7 @@ func TestExplainRisks(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var e permissions.Explanation
+	var e explain.Explanation
 	if err := json.Unmarshal([]byte(js), &e); err != nil {
 		t.Fatal(err)
 	}
@@ -254,15 +254,15 @@ func TestExplainRisks(t *testing.T) {
 		cats[r.Category] = true
 	}
 	for _, want := range []string{
-		permissions.RiskCommandInjection, permissions.RiskSecretLeak, permissions.RiskUntagged,
-		permissions.RiskCallerPath, permissions.RiskElevated, permissions.RiskNoIsolation,
-		permissions.RiskExfiltration, permissions.RiskHostServices,
+		explain.RiskCommandInjection, explain.RiskSecretLeak, explain.RiskUntagged,
+		explain.RiskCallerPath, explain.RiskElevated, explain.RiskNoIsolation,
+		explain.RiskExfiltration, explain.RiskHostServices,
 	} {
 		if !cats[want] {
 			t.Errorf("no %s risk in %+v", want, e.Risks)
 		}
 	}
-	if e.Verdict.Decision != permissions.DecisionDenied {
+	if e.Verdict.Decision != explain.DecisionDenied {
 		t.Errorf("elevated with isolation none and docker.sock: want denied, got %+v", e.Verdict)
 	}
 	_ = home
@@ -343,7 +343,7 @@ tags: [write]
 		}
 	}
 	js, _, _ := runApp(t, "permissions", "explain", "--json", "--policy", pol, "--diff", old, newer)
-	var d permissions.ExplainDiff
+	var d explain.ExplainDiff
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 
 // PolicySource says where the policy in force came from: path, or the
 // built-in default when path is "".
-func PolicySource(path string) permissions.PolicyInfo {
+func PolicySource(path string) PolicyInfo {
 	if path == "" {
-		return permissions.PolicyInfo{Source: "built-in default"}
+		return PolicyInfo{Source: "built-in default"}
 	}
-	return permissions.PolicyInfo{Source: path, File: path}
+	return PolicyInfo{Source: path, File: path}
 }
 
 // Tool reviews def with the arguments given. It plans the run with
@@ -38,10 +38,10 @@ func PolicySource(path string) permissions.PolicyInfo {
 // hostID, when not nil, says which host ids a plan's user runs as (the
 // backend's user namespace: process.HostIdentity); explain names them
 // where they differ from the ids inside.
-func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, cluster sandbox.Cluster, hostID HostIdentity) permissions.Explanation {
+func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, cluster sandbox.Cluster, hostID HostIdentity) Explanation {
 	cwd, _ := os.Getwd()
 	home := sandbox.InvokingHome()
-	in := permissions.ExplainInput{
+	in := ExplainInput{
 		Def: def, Policy: PolicySource(polPath), Home: home,
 		HostPath: filepath.SplitList(os.Getenv("PATH")),
 	}
@@ -99,7 +99,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 	case !in.Arguments.Bound:
 		in.Arguments.Note = "the tool could not be bound; the definition's raw strings are explained"
 	}
-	return permissions.Explain(in)
+	return Explain(in)
 }
 
 // HostIdentity says which host uid and gid a plan's user runs as; ok is
@@ -107,7 +107,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 type HostIdentity func(*isolation.Plan) (uid, gid uint32, ok bool)
 
 // fillHostID records the host ids of the plan's user, when hostID knows.
-func fillHostID(in *permissions.ExplainInput, pl *isolation.Plan, hostID HostIdentity) {
+func fillHostID(in *ExplainInput, pl *isolation.Plan, hostID HostIdentity) {
 	if hostID == nil || pl == nil {
 		return
 	}
@@ -120,7 +120,7 @@ func fillHostID(in *permissions.ExplainInput, pl *isolation.Plan, hostID HostIde
 // arguments, a path that does not exist): permissions are substituted with
 // what is known, the rest stay templates, and the policy decides the
 // resolvable ones on their declared paths.
-func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, cwd, home string, cause error) {
+func explainRaw(in *ExplainInput, def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, cwd, home string, cause error) {
 	perms := def.Security.RequiredPermissions
 	b, berr := tool.Bind(def, input, tool.BindEnv{ToolName: def.Name, Workspace: cwd, Temp: filepath.Join(os.TempDir(), "sandboxed-tmp"), Home: home})
 	if berr == nil {
@@ -136,12 +136,12 @@ func explainRaw(in *permissions.ExplainInput, def *tool.Definition, input tool.I
 			s = substituteKnown(def, input, raw)
 		}
 		if ps := permissions.PermissionParams(s); len(ps) > 0 {
-			in.Templated = append(in.Templated, permissions.TemplatedPermission{Index: i, Permission: s, Params: ps})
+			in.Templated = append(in.Templated, TemplatedPermission{Index: i, Permission: s, Params: ps})
 			continue
 		}
 		gs, err := permissions.Resolve([]string{s}, cwd, home)
 		if err != nil {
-			in.Unresolvable = append(in.Unresolvable, permissions.TemplatedPermission{Index: i, Permission: s, Reason: firstLine(err)})
+			in.Unresolvable = append(in.Unresolvable, TemplatedPermission{Index: i, Permission: s, Reason: firstLine(err)})
 			continue
 		}
 		for _, g := range gs {
@@ -231,13 +231,13 @@ func missingParams(def *tool.Definition, input tool.Input) []string {
 	return out
 }
 
-func fillDecision(in *permissions.ExplainInput, d policy.Decision) {
+func fillDecision(in *ExplainInput, d policy.Decision) {
 	in.Verdict = string(d.Verdict)
 	in.SecurityTier = string(d.Tier)
-	in.Source = permissions.SourceInfo{Scope: d.Source.Scope, Rule: d.Source.Rule, Trusted: d.Source.Trusted}
+	in.Source = SourceInfo{Scope: d.Source.Scope, Rule: d.Source.Rule, Trusted: d.Source.Trusted}
 	in.Items = nil
 	for _, it := range d.Items {
-		di := permissions.DecisionItem{
+		di := DecisionItem{
 			Subject: it.Subject, Kind: string(it.Kind), Description: it.Description, Verdict: string(it.Verdict),
 			Rule: it.Rule, Reason: it.Reason, Risk: string(it.Risk), ApproveFlag: it.ApproveFlag,
 			PolicyFix: it.PolicyFix, ApprovedBy: it.ApprovedBy, GrantIndex: -1,
@@ -256,7 +256,7 @@ func fillDecision(in *permissions.ExplainInput, d policy.Decision) {
 
 // fillFromPrepared takes the grants and plan of a prepared run; d is the
 // decision to report (without the approvals explain added to plan it).
-func fillFromPrepared(in *permissions.ExplainInput, p *sandbox.Prepared, d policy.Decision, ifApproved bool) {
+func fillFromPrepared(in *ExplainInput, p *sandbox.Prepared, d policy.Decision, ifApproved bool) {
 	in.Grants = p.Grants
 	fillDecision(in, d)
 	in.Plan = planFacts(p.Plan, p.Decision)
@@ -273,7 +273,7 @@ func fillFromPrepared(in *permissions.ExplainInput, p *sandbox.Prepared, d polic
 }
 
 // planFacts reads what a reviewer needs out of a plan's OCI spec.
-func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
+func planFacts(pl *isolation.Plan, d *policy.Decision) PlanFacts {
 	f := specFacts(pl.Spec, string(pl.Privilege))
 	f.Planned = true
 	f.Tier = string(pl.Tier)
@@ -300,21 +300,21 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) permissions.PlanFacts {
 	f.OutputBytes = d.Limits.OutputBytes
 	f.Masks = maskFacts(d.Masks)
 	for _, m := range pl.Masked {
-		f.Masked = append(f.Masked, permissions.MaskFact{Path: m.Source, Under: m.Path, Hide: m.Hide, Rule: m.Rule})
+		f.Masked = append(f.Masked, MaskFact{Path: m.Source, Under: m.Path, Hide: m.Hide, Rule: m.Rule})
 	}
 	return f
 }
 
-func maskFacts(ms []policy.PathMask) []permissions.MaskFact {
-	var out []permissions.MaskFact
+func maskFacts(ms []policy.PathMask) []MaskFact {
+	var out []MaskFact
 	for _, m := range ms {
-		out = append(out, permissions.MaskFact{Path: m.Path, Under: m.Under, Hide: m.Hide, Rule: m.Rule})
+		out = append(out, MaskFact{Path: m.Path, Under: m.Under, Hide: m.Hide, Rule: m.Rule})
 	}
 	return out
 }
 
-func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
-	f := permissions.PlanFacts{Privilege: priv}
+func specFacts(s *specs.Spec, priv string) PlanFacts {
+	f := PlanFacts{Privilege: priv}
 	if s == nil {
 		return f
 	}
@@ -331,7 +331,7 @@ func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
 	}
 	f.ReadonlyRoot = s.Root != nil && s.Root.Readonly
 	for _, m := range s.Mounts {
-		f.Mounts = append(f.Mounts, permissions.MountFact{Source: m.Source, Target: m.Destination, Type: m.Type, Options: m.Options})
+		f.Mounts = append(f.Mounts, MountFact{Source: m.Source, Target: m.Destination, Type: m.Type, Options: m.Options})
 	}
 	if l := s.Linux; l != nil {
 		for _, ns := range l.Namespaces {
@@ -352,7 +352,7 @@ func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
 			}
 		}
 		if sc := l.Seccomp; sc != nil {
-			f.Seccomp = permissions.SeccompFacts{Profile: "sandboxed-" + priv, DefaultAction: string(sc.DefaultAction)}
+			f.Seccomp = SeccompFacts{Profile: "sandboxed-" + priv, DefaultAction: string(sc.DefaultAction)}
 			for _, sys := range sc.Syscalls {
 				if sys.Action == specs.ActErrno && len(sys.Args) == 0 {
 					f.Seccomp.Denied += len(sys.Names)
@@ -366,10 +366,10 @@ func specFacts(s *specs.Spec, priv string) permissions.PlanFacts {
 // reviewFacts are the facts of a run that could not be planned (denied,
 // or not bound): the sandbox the planner makes for it were it allowed
 // (sandbox.ReviewPlan). b is nil when the tool did not bind.
-func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants []permissions.Grant, pol *policy.Policy) (permissions.PlanFacts, error) {
+func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants []permissions.Grant, pol *policy.Policy) (PlanFacts, error) {
 	pl, err := sandbox.ReviewPlan(def, b, grants, d, pol)
 	if err != nil {
-		return permissions.PlanFacts{Privilege: string(def.Security.ExecutionPrivilege), Tier: string(d.Isolation),
+		return PlanFacts{Privilege: string(def.Security.ExecutionPrivilege), Tier: string(d.Isolation),
 			RequestedTier: string(def.Security.Isolation), Masks: maskFacts(d.Masks)}, err
 	}
 	f := planFacts(pl, &d)
@@ -380,7 +380,7 @@ func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants 
 
 // undoFact is what explain says of undo and review: the tool's write
 // grants as written and the policy's bounds; nil when it writes nowhere.
-func undoFact(def *tool.Definition, pol *policy.Policy) *permissions.UndoFact {
+func undoFact(def *tool.Definition, pol *policy.Policy) *UndoFact {
 	var writes []string
 	for _, p := range def.Security.RequiredPermissions {
 		if strings.HasPrefix(p, "filesystem:write:") {
@@ -391,6 +391,6 @@ func undoFact(def *tool.Definition, pol *policy.Policy) *permissions.UndoFact {
 		return nil
 	}
 	b := pol.UndoBounds()
-	return &permissions.UndoFact{Writes: writes, Record: b.Record, MaxFiles: b.MaxFiles, MaxBytes: b.MaxBytes,
+	return &UndoFact{Writes: writes, Record: b.Record, MaxFiles: b.MaxFiles, MaxBytes: b.MaxBytes,
 		Keep: b.Keep, MaxTotal: b.MaxTotal, Rule: b.Rule}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -36,7 +35,7 @@ sandboxed:
   pids-limit: 20
 tags: [read]
 `
-	explain := func(perms string) permissions.Explanation {
+	explain := func(perms string) Explanation {
 		def, err := tool.Parse([]byte(fmt.Sprintf(body, perms)), filepath.Join(home, "red.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -45,12 +44,12 @@ tags: [read]
 	}
 	allowed := explain("")
 	denied := explain("  required-permissions: [\"filesystem:read:~/.ssh\"]")
-	if allowed.Verdict.Decision != permissions.DecisionAllowed || denied.Verdict.Decision != permissions.DecisionDenied {
+	if allowed.Verdict.Decision != DecisionAllowed || denied.Verdict.Decision != DecisionDenied {
 		t.Fatalf("verdicts %s and %s", allowed.Verdict.Decision, denied.Verdict.Decision)
 	}
 	for _, part := range []struct {
 		name string
-		a, d []permissions.Point
+		a, d []Point
 	}{{"resources", allowed.Resources, denied.Resources}, {"privilege", allowed.Privilege, denied.Privilege}} {
 		a, _ := json.Marshal(part.a)
 		d, _ := json.Marshal(part.d)

@@ -1,7 +1,8 @@
-package permissions
+package explain
 
 import (
 	"fmt"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -44,7 +45,7 @@ const (
 type ExplainInput struct {
 	Def *tool.Definition
 	// Grants are the resolved grants, Mount.Resolved filled when known.
-	Grants []Grant
+	Grants []permissions.Grant
 	// Templated are the required-permissions that still hold a {PARAM}
 	// reference because the argument was not given.
 	Templated []TemplatedPermission
@@ -365,22 +366,6 @@ var shellStartup = []string{
 // the host.
 var dockerSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
 
-// placeholderNames returns the {PARAM} names referenced in s.
-func placeholderNames(s string) []string {
-	var out []string
-	for _, m := range placeholder.FindAllString(s, -1) {
-		n := strings.Trim(m, "{}")
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// PermissionParams returns the parameters referenced by a permission
-// string ({DIR} in filesystem:write:{DIR}).
-func PermissionParams(perm string) []string { return placeholderNames(perm) }
-
 // Explain builds the review of one tool from in. It is pure.
 func Explain(in ExplainInput) Explanation {
 	def := in.Def
@@ -494,7 +479,7 @@ func access(write bool) string {
 func (x *explainer) filesystem() {
 	pf := x.in.Plan
 	for _, g := range x.in.Grants {
-		if g.Kind != KindMount {
+		if g.Kind != permissions.KindMount {
 			continue
 		}
 		m := g.Mount
@@ -675,7 +660,7 @@ func permKind(perm string) tool.PermKind {
 func (x *explainer) network() {
 	var egress, local int
 	for _, g := range x.in.Grants {
-		if g.Kind != KindEgress && g.Kind != KindLocalhost {
+		if g.Kind != permissions.KindEgress && g.Kind != permissions.KindLocalhost {
 			continue
 		}
 		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
@@ -685,14 +670,14 @@ func (x *explainer) network() {
 			p.Mechanisms = []Mechanism{denied()}
 		case x.unsandboxed():
 			p.Mechanisms = []Mechanism{x.notEnforced()}
-		case g.Kind == KindEgress:
+		case g.Kind == permissions.KindEgress:
 			egress++
 			ports := make([]string, 0, 2)
 			for _, pt := range g.Egress.Ports() {
 				ports = append(ports, strconv.Itoa(pt))
 			}
 			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: g.Egress.Host + ":" + strings.Join(ports, ","),
-				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, describePorts(g.Egress.Ports()))}}
+				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, permissions.DescribePorts(g.Egress.Ports()))}}
 		case x.in.Plan.Tier == string(tier.Landlock):
 			local++
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
@@ -781,7 +766,7 @@ func (x *explainer) environment() {
 	}
 	x.e.Environment = append(x.e.Environment, p)
 	for _, g := range x.in.Grants {
-		if g.Kind != KindEnv {
+		if g.Kind != permissions.KindEnv {
 			continue
 		}
 		gp := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe(),
@@ -1049,9 +1034,9 @@ func (x *explainer) risks() {
 	home := in.Home
 	for _, g := range in.Grants {
 		switch g.Kind {
-		case KindMount:
+		case permissions.KindMount:
 			x.mountRisks(g, home)
-		case KindEgress:
+		case permissions.KindEgress:
 			e := g.Egress
 			switch {
 			case e.Any():
@@ -1061,14 +1046,14 @@ func (x *explainer) risks() {
 			case e.Wildcard:
 				x.risk("medium", RiskExfiltration, g.String(), "egress to every subdomain of "+strings.TrimPrefix(e.Host, "*.")+": fine for a provider's API, but a domain that hosts user content lets data leave")
 			}
-		case KindLocalhost:
+		case permissions.KindLocalhost:
 			x.risk("high", RiskHostServices, g.String(), fmt.Sprintf("exposes the host service on 127.0.0.1:%d; local databases and daemons often trust every local client", g.Localhost.Port))
-		case KindEnv:
+		case permissions.KindEnv:
 			if g.Env.Name == "DOCKER_HOST" {
 				x.risk("high", RiskHostRoot, g.String(), "DOCKER_HOST points at the Docker daemon: control of it is root on the host")
 			} else if g.Env.Name == "SSH_AUTH_SOCK" {
 				x.risk("high", RiskSecretLeak, g.String(), "SSH_AUTH_SOCK names the ssh agent: with the socket the tool could sign in as the user")
-			} else if LooksSecret(g.Env.Name) {
+			} else if permissions.LooksSecret(g.Env.Name) {
 				x.risk("medium", RiskSecretLeak, g.String(), g.Env.Name+" looks like a credential; the tool receives its value")
 			}
 		}
@@ -1087,13 +1072,13 @@ func (x *explainer) risks() {
 			what, t.Permission, strings.Join(t.Params, ", ")))
 	}
 	for _, g := range in.Grants {
-		if ps := placeholderNames(x.requested(g.Index, "")); len(ps) > 0 {
+		if ps := permissions.PermissionParams(x.requested(g.Index, "")); len(ps) > 0 {
 			sev := "medium"
-			if g.Kind == KindMount && g.Mount.Write || g.Kind == KindEgress {
+			if g.Kind == permissions.KindMount && g.Mount.Write || g.Kind == permissions.KindEgress {
 				sev = "high"
 			}
 			x.risk(sev, RiskCallerPath, x.requested(g.Index, ""), fmt.Sprintf("%s comes from the parameter %s: the caller chooses it (here %s); the policy checks each value at run time",
-				map[bool]string{true: "the path", false: "the target"}[g.Kind == KindMount], strings.Join(ps, ", "), g.String()))
+				map[bool]string{true: "the path", false: "the target"}[g.Kind == permissions.KindMount], strings.Join(ps, ", "), g.String()))
 		}
 	}
 	for _, p := range def.Parameters {
@@ -1148,7 +1133,7 @@ func hasSecurityTag(tags []string) bool {
 	return false
 }
 
-func (x *explainer) mountRisks(g Grant, home string) {
+func (x *explainer) mountRisks(g permissions.Grant, home string) {
 	m := g.Mount
 	paths := []string{m.HostPath}
 	if m.Resolved != "" && m.Resolved != m.HostPath {
@@ -1321,16 +1306,16 @@ func (x *explainer) howItRuns() string {
 	anyHost := false
 	for _, g := range x.in.Grants {
 		switch g.Kind {
-		case KindMount:
+		case permissions.KindMount:
 			if g.Mount.Write {
 				writes++
 			} else {
 				reads++
 			}
-		case KindEgress:
+		case permissions.KindEgress:
 			hosts++
 			anyHost = anyHost || g.Egress.Any()
-		case KindLocalhost:
+		case permissions.KindLocalhost:
 			local++
 		}
 	}

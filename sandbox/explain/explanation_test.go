@@ -1,7 +1,8 @@
-package permissions
+package explain
 
 import (
 	"fmt"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"strings"
 	"testing"
 	"time"
@@ -11,14 +12,14 @@ import (
 
 func explainFor(t *testing.T, def *tool.Definition, perms []string, items []DecisionItem, verdict string) Explanation {
 	t.Helper()
-	var grants []Grant
+	var grants []permissions.Grant
 	var templ []TemplatedPermission
 	for i, p := range perms {
-		if ps := PermissionParams(p); len(ps) > 0 {
+		if ps := permissions.PermissionParams(p); len(ps) > 0 {
 			templ = append(templ, TemplatedPermission{Index: i, Permission: p, Params: ps})
 			continue
 		}
-		gs, err := Resolve([]string{p}, "/work/proj", "/home/u")
+		gs, err := permissions.Resolve([]string{p}, "/work/proj", "/home/u")
 		if err != nil {
 			t.Fatalf("resolve %s: %v", p, err)
 		}
@@ -215,7 +216,7 @@ func TestPidsMechanism(t *testing.T) {
 // Risk notes about what the policy protects read the plan's masked paths:
 // an operator policy without the rule makes the claim go, not stay.
 func TestRiskNotesReadThePlan(t *testing.T) {
-	g := Grant{Kind: KindMount, Mount: &Mount{HostPath: "/r/.git", Write: true}}
+	g := permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/r/.git", Write: true}}
 	for _, c := range []struct {
 		name   string
 		masked []MaskFact
@@ -233,7 +234,7 @@ func TestRiskNotesReadThePlan(t *testing.T) {
 		}
 	}
 	x := &explainer{in: ExplainInput{Plan: PlanFacts{Masked: []MaskFact{{Path: "/home/ada/.ssh", Hide: true}, {Path: "/home/ada/x/.git/hooks"}}}}, e: &Explanation{}}
-	x.mountRisks(Grant{Kind: KindMount, Mount: &Mount{HostPath: "/home/ada"}}, "/home/ada")
+	x.mountRisks(permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/home/ada"}}, "/home/ada")
 	if len(x.e.Risks) != 1 || !strings.HasSuffix(x.e.Risks[0].Note, "(the plan hides 1 paths under it and makes 1 read-only)") {
 		t.Errorf("home grant: %+v", x.e.Risks)
 	}
@@ -251,9 +252,9 @@ func TestExplainLandlockNetwork(t *testing.T) {
 		return b.String()
 	}
 	explain := func(perms []string, proxyPort int) Explanation {
-		var grants []Grant
+		var grants []permissions.Grant
 		for i, p := range perms {
-			gs, err := Resolve([]string{p}, "/work/proj", "/home/u")
+			gs, err := permissions.Resolve([]string{p}, "/work/proj", "/home/u")
 			if err != nil {
 				t.Fatal(err)
 			}
