@@ -112,6 +112,9 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 			return nil, err
 		}
 	}
+	if err := checkExcepts(grants, p.Scratch); err != nil {
+		return nil, err
+	}
 	return &checked{grants: grants, setup: conv.Setup, root: root}, nil
 }
 

@@ -160,7 +160,16 @@ func testConfinement(t *testing.T, start func(*testing.T, *isolation.Plan) isola
 	}
 	os.WriteFile(filepath.Join(readDir, "in"), []byte("readable"), 0o644)
 	os.WriteFile(filepath.Join(secret, "key"), []byte("secret"), 0o644)
+	// Masks inside the read grant, as the planner writes them: a file
+	// under /dev/null, a folder under an empty tmpfs.
+	os.WriteFile(filepath.Join(readDir, ".env"), []byte("secret"), 0o644)
+	os.MkdirAll(filepath.Join(readDir, "sub", ".aws"), 0o755)
+	os.WriteFile(filepath.Join(readDir, "sub", ".aws", "credentials"), []byte("secret"), 0o644)
+	os.WriteFile(filepath.Join(readDir, "sub", "notes"), []byte("readable too"), 0o644)
 	p := plan(t, isolation.Limits{}, [2]string{readDir, "ro"}, [2]string{writeDir, "rw"})
+	p.Spec.Mounts = append(p.Spec.Mounts,
+		specs.Mount{Destination: readDir + "/.env", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		specs.Mount{Destination: readDir + "/sub/.aws", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=000"}})
 	sb := start(t, p)
 	cases := []struct {
 		name, script, want string
@@ -168,6 +177,10 @@ func testConfinement(t *testing.T, start func(*testing.T, *isolation.Plan) isola
 		{"read grant", "cat " + readDir + "/in", "readable"},
 		{"write grant", "echo w > " + writeDir + "/out && cat " + writeDir + "/out", "w"},
 		{"scratch is HOME", "echo s > $HOME/f && cat $TMPDIR/f", "s"},
+		{"beside a mask", "cat " + readDir + "/sub/notes", "readable too"},
+		{"masked file", "cat " + readDir + "/.env || echo refused", "refused"},
+		{"masked folder", "cat " + readDir + "/sub/.aws/credentials || echo refused", "refused"},
+		{"masked names listed", "ls -A " + readDir, ".env"},
 		{"no read outside grants", "cat " + secret + "/key || echo refused", "refused"},
 		{"no listing outside grants", "ls " + secret + " || echo refused", "refused"},
 		{"no write in a read grant", "echo x > " + readDir + "/in || echo refused", "refused"},
@@ -311,8 +324,10 @@ func TestRefusals(t *testing.T) {
 		{"elevated", 7, func(p *isolation.Plan) { p.Privilege = privilege.Elevated }, "elevated"},
 		{"observe", 7, func(p *isolation.Plan) { p.Observe = true }, "observing"},
 		{"no tier rules", 7, func(p *isolation.Plan) { p.Spec.Linux.Seccomp = sandbox.SeccompProfile(privilege.SameAsUser) }, "SeccompRules"},
-		{"mask in a grant", 7, func(p *isolation.Plan) { addMask(p, dir) }, "mask at " + dir + "/hidden"},
-		{"mask accepted", 7, func(p *isolation.Plan) { addMask(p, dir); p.AcceptGaps = []string{tier.GapMasks} }, ""},
+		{"mask in a read grant", 7, func(p *isolation.Plan) { addMask(p, dir, "ro") }, ""},
+		{"mask in a write grant", 7, func(p *isolation.Plan) { addMask(p, dir, "rw") }, "mask at " + dir + "/hidden inside the write grant of " + dir},
+		{"mask accepted", 7, func(p *isolation.Plan) { addMask(p, dir, "rw"); p.AcceptGaps = []string{tier.GapMasks} }, ""},
+		{"mask in a system directory", 7, func(p *isolation.Plan) { addMask(p, "/usr/share", "ro") }, "beneath /usr"},
 		{"read grant inside a write grant", 7, func(p *isolation.Plan) { addBind(p, dir, "rw"); addBind(p, dir+"/sub", "ro") }, "mask at " + dir + "/sub"},
 		{"write grant inside a read grant", 7, func(p *isolation.Plan) { addBind(p, dir, "ro"); addBind(p, dir+"/sub", "rw") }, ""},
 		{"tool tmpfs", 7, func(p *isolation.Plan) {
@@ -382,8 +397,8 @@ func addBind(p *isolation.Plan, path, mode string) {
 	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: path, Source: path, Type: "bind", Options: []string{"bind", mode}})
 }
 
-func addMask(p *isolation.Plan, dir string) {
-	addBind(p, dir, "ro")
+func addMask(p *isolation.Plan, dir, mode string) {
+	addBind(p, dir, mode)
 	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: dir + "/hidden", Type: "tmpfs", Options: []string{"ro", "size=4k"}})
 }
 

@@ -13,7 +13,10 @@
 //   - files: Landlock. Read and execute the system directories; read the
 //     parts of /etc programs need and /proc; read the read grants; write
 //     the write grants and the run's scratch directory (Plan.Scratch, its
-//     TMPDIR and HOME). Nothing else of the host is readable.
+//     TMPDIR and HOME). Nothing else of the host is readable. A read grant
+//     holding the policy's masks gets a rule per entry instead of one
+//     (sbinit.LandlockPath.Except): the masked paths get none, so their
+//     names stay listed and their contents cannot be read.
 //   - network: without egress none: socket() fails for every family
 //     (seccomp), and on a kernel of Landlock ABI 4 no TCP connect or bind
 //     is allowed either. With egress (network:external grants) the init
@@ -44,7 +47,7 @@
 // the config).
 //
 // What a plan needs and the host's Landlock cannot give (a mask inside a
-// grant; signal scoping below ABI 6 for a tool that shares the user's uid)
+// write grant; signal scoping below ABI 6 for a tool that shares the user's uid)
 // refuses the run, unless the plan accepts that gap by name
 // (Plan.AcceptGaps, from the operator's policy). Nothing is weakened in
 // silence. It must not decide when this tier is used: the policy does.

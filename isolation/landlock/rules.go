@@ -198,6 +198,9 @@ func ScratchDir(tempDir, runID string) string {
 type grant struct {
 	source, dest string
 	write, exec  bool
+	// except are the paths beneath source that stay unreadable (masks
+	// inside a read grant): sbinit.LandlockPath.Except.
+	except []string
 }
 
 // refusal is a run this tier refuses, with the gap that would accept it
@@ -211,9 +214,14 @@ func (r refusal) err() error {
 }
 
 // planGrants reads the binds of p's spec: the grants the commands get as
-// Landlock rules. It refuses what this tier cannot do without mounts: a
-// mask inside a grant (unless accepted by gap name), a tmpfs of the tool's
-// own, a mount type of its own. It makes no system call.
+// Landlock rules. A mount inside a read grant that hides a path (a mask:
+// a tmpfs, a bind of something else over it) or narrows it becomes an
+// except of every grant above it: no rule reaches it (a narrowing bind
+// keeps its own). Inside a write grant the tier cannot do that (a rule
+// per entry would keep the tool from creating files), and refuses unless
+// p accepts the gap by name, which leaves the mask out. A tmpfs of the
+// tool's own, or a mount type of its own, is refused. It makes no system
+// call.
 func planGrants(p *isolation.Plan) ([]grant, error) {
 	var binds []grant
 	isBind := func(m specs.Mount) bool {
@@ -225,58 +233,120 @@ func planGrants(p *isolation.Plan) ([]grant, error) {
 				write: !slices.Contains(m.Options, "ro"), exec: !slices.Contains(m.Options, "noexec")})
 		}
 	}
-	accepted := func(gap string) bool { return slices.Contains(p.AcceptGaps, gap) }
+	accepted := slices.Contains(p.AcceptGaps, tier.GapMasks)
 	var out []grant
+	var excepts []string
 	for _, m := range p.Spec.Mounts {
 		dst := filepath.Clean(m.Destination)
-		var outer *grant
-		for i := range binds {
-			if b := &binds[i]; strings.HasPrefix(dst, b.dest+"/") && (outer == nil || len(b.dest) > len(outer.dest)) {
-				outer = b
-			}
-		}
-		if !isBind(m) {
-			switch {
-			case outer != nil:
-				if !accepted(tier.GapMasks) {
-					return nil, maskRefusal(dst, outer.dest).err()
-				}
-			case skeletonMounts[dst]:
-			case m.Type == "tmpfs" && slices.Contains(m.Options, "ro"):
-				// An empty, read-only directory where the process tier
-				// shows an uncovered working directory: here the host's
-				// directory is there, and no rule lets it be read.
-			default:
-				return nil, fmt.Errorf("mount %s (%s): the landlock tier mounts nothing: %w", dst, m.Type, ErrBadPlan)
-			}
+		outer, written := enclosing(binds, dst)
+		hide := false
+		switch {
+		case !isBind(m) && outer != nil:
+			hide = true
+		case !isBind(m) && skeletonMounts[dst]:
 			continue
+		case !isBind(m) && m.Type == "tmpfs" && slices.Contains(m.Options, "ro"):
+			// An empty, read-only directory where the process tier
+			// shows an uncovered working directory: here the host's
+			// directory is there, and no rule lets it be read.
+			continue
+		case !isBind(m):
+			return nil, fmt.Errorf("mount %s (%s): the landlock tier mounts nothing: %w", dst, m.Type, ErrBadPlan)
 		}
 		g := grant{source: filepath.Clean(m.Source), dest: dst, write: !slices.Contains(m.Options, "ro"), exec: !slices.Contains(m.Options, "noexec")}
-		if !filepath.IsAbs(g.source) {
+		if !hide && !filepath.IsAbs(g.source) {
 			return nil, fmt.Errorf("bind of %s: source %q is not an absolute path: %w", dst, m.Source, ErrBadPlan)
 		}
-		if outer != nil {
+		if outer != nil && !hide {
 			// A bind inside a grant narrows it (a mask, a protected path,
 			// a read grant inside a write grant) unless it gives at least
 			// the grant's rights to the same place: Landlock can add
 			// rights beneath a rule, never take them away.
 			same := g.source == g.dest && (g.write || !outer.write) && (g.exec || !outer.exec)
-			if !same && !accepted(tier.GapMasks) {
-				return nil, maskRefusal(dst, outer.dest).err()
+			if same {
+				out = append(out, g)
+				continue
 			}
-			if g.source != g.dest {
-				continue // a hiding bind (/dev/null over a file), accepted: not applied
+			hide = g.source != g.dest // a hiding bind (/dev/null over a file)
+		}
+		if outer == nil {
+			out = append(out, g)
+			continue
+		}
+		if written != nil {
+			if !accepted {
+				return nil, maskRefusal(dst, written.dest).err()
+			}
+			continue // accepted: not applied
+		}
+		excepts = append(excepts, dst)
+		if !hide {
+			out = append(out, g) // a narrower bind of its own place: its own rule
+		}
+	}
+	for i := range out {
+		for _, e := range excepts {
+			if rel, ok := beneath(out[i].dest, e); ok {
+				out[i].except = append(out[i].except, filepath.Join(out[i].source, rel))
 			}
 		}
-		out = append(out, g)
 	}
 	return out, nil
 }
 
+// enclosing is the deepest of binds strictly above dst, and the deepest
+// of them that is writable (nil for none).
+func enclosing(binds []grant, dst string) (outer, written *grant) {
+	for i := range binds {
+		b := &binds[i]
+		if _, ok := beneath(b.dest, dst); !ok {
+			continue
+		}
+		if outer == nil || len(b.dest) > len(outer.dest) {
+			outer = b
+		}
+		if b.write && (written == nil || len(b.dest) > len(written.dest)) {
+			written = b
+		}
+	}
+	return outer, written
+}
+
+// beneath returns p relative to dir when p is strictly beneath dir.
+func beneath(dir, p string) (string, bool) {
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/"), p != "/"
+	}
+	if !strings.HasPrefix(p, dir+"/") {
+		return "", false
+	}
+	return p[len(dir)+1:], true
+}
+
 func maskRefusal(path, grant string) refusal {
 	return refusal{gap: tier.GapMasks,
-		what: fmt.Sprintf("the mask at %s inside the grant of %s in the landlock tier (Landlock rights hold for a whole hierarchy and cannot exclude a subtree)", path, grant),
-		fix:  "grant narrower paths that hold nothing the policy masks, run the tool where namespaces can be made (the process tier), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapMasks + "])"}
+		what: fmt.Sprintf("the mask at %s inside the write grant of %s in the landlock tier (Landlock rights hold for a whole hierarchy: a read grant keeps a mask unreadable with a rule per entry, but a write grant so split would keep the tool from creating files)", path, grant),
+		fix:  "grant the folder read-only, or grant narrower paths that hold nothing the policy masks, run the tool where namespaces can be made (the process tier), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapMasks + "]: the write grant then leaves its masks out)"}
+}
+
+// checkExcepts refuses a mask that a rule of the commands other than its
+// grants' would still let be read: one beneath a system directory, the
+// parts of /etc and /proc every command reads, or the scratch directory.
+func checkExcepts(grants []grant, scratch string) error {
+	others := append(sbinit.HostSystemLandlock(), sbinit.LandlockPath{Path: scratch})
+	for _, g := range grants {
+		for _, e := range g.except {
+			for _, o := range others {
+				if _, under := beneath(o.Path, e); under || o.Path == e {
+					return &isolation.UnsupportedError{
+						What: fmt.Sprintf("the mask at %s in the landlock tier: it is beneath %s, which every command of the tier may read", e, o.Path),
+						Fix:  "grant a path outside the system directories, or run the tool where namespaces can be made (the process tier)",
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // commandPaths are the Landlock rules of the commands: the host's system
@@ -284,7 +354,7 @@ func maskRefusal(path, grant string) refusal {
 func commandPaths(grants []grant, scratch string) []sbinit.LandlockPath {
 	paths := sbinit.HostSystemLandlock()
 	for _, g := range grants {
-		paths = append(paths, sbinit.LandlockPath{Path: g.source, Write: g.write, Exec: g.exec})
+		paths = append(paths, sbinit.LandlockPath{Path: g.source, Write: g.write, Exec: g.exec, Except: g.except})
 	}
 	return append(paths, sbinit.LandlockPath{Path: scratch, Write: true, Exec: true})
 }

@@ -2,6 +2,7 @@ package sbinit
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -46,7 +47,32 @@ type LandlockPath struct {
 	Unix bool `json:"unix,omitempty"`
 	// Optional paths may be absent (system directories of this host).
 	Optional bool `json:"optional,omitempty"`
+	// Except are paths beneath Path that stay unreadable (the policy's
+	// masks inside a read grant, in the landlock tier, which mounts
+	// nothing over them). Landlock rules hold for a whole hierarchy and
+	// only add rights, so Path then gets no rule of its own over it:
+	// Path and every directory between it and an Except may only be
+	// listed (LANDLOCK_ACCESS_FS_READ_DIR), every other entry of those
+	// directories gets Path's access, and an Except gets no rule. Each
+	// rule holds the inode it was made on, as it is when the command
+	// starts: a masked file renamed later stays unreadable, and an entry
+	// created later in one of those directories is unreadable too. A
+	// hard link to a masked file elsewhere beneath Path is readable
+	// there (masks match names). Only for a read-only path: a write
+	// grant's rule per entry would keep the tool from creating files.
+	Except []string `json:"except,omitempty"`
 }
+
+// same reports whether p and q are the same rule.
+func (p LandlockPath) same(q LandlockPath) bool {
+	return p.Path == q.Path && p.Write == q.Write && p.FilesOnly == q.FilesOnly && p.Exec == q.Exec && p.Dev == q.Dev &&
+		p.Unix == q.Unix && p.Optional == q.Optional && slices.Equal(p.Except, q.Except)
+}
+
+// MaskedRuleLimit bounds the rules a path with Except adds (one per entry
+// of each directory listed): the walk that found the masks
+// (sandbox.maskWalkLimit) refuses a larger tree first.
+const MaskedRuleLimit = 50000
 
 // LandlockFullABI is the Landlock ABI that enforces every wall of the
 // sandbox: files, TCP and IPC scopes.

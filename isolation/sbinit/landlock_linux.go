@@ -176,6 +176,15 @@ func addLandlockRules(rs int, handledFS uint64, root int, paths []LandlockPath) 
 		return unix.Openat2(root, rel, &unix.OpenHow{Flags: how.Flags, Resolve: how.Resolve | unix.RESOLVE_BENEATH})
 	}
 	for _, p := range paths {
+		if len(p.Except) > 0 {
+			if root != -1 || p.Write {
+				return fmt.Errorf("landlock: %s: paths kept unreadable beneath a write grant, or before pivot_root: %w", p.Path, ErrSetup)
+			}
+			if err := addMaskedRules(rs, handledFS, p); err != nil {
+				return err
+			}
+			continue
+		}
 		fd, err := open(p.Path)
 		if errors.Is(err, unix.ENOENT) && p.Optional {
 			continue
@@ -265,7 +274,7 @@ func prepareLandlock(root string) (*landlockBase, error) {
 // part of the root being setup's.
 func (b *landlockBase) fits(abi int, paths []LandlockPath, setup *Setup) bool {
 	return b != nil && b.fd >= 0 && b.abi == abi && len(paths) >= len(b.paths) &&
-		slices.Equal(paths[:len(b.paths)], b.paths) && !coversAny(setup, b.paths)
+		slices.EqualFunc(paths[:len(b.paths)], b.paths, LandlockPath.same) && !coversAny(setup, b.paths)
 }
 
 // take hands over the ruleset, which the caller closes.
