@@ -3,6 +3,7 @@ package explain
 import (
 	"testing"
 
+	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -14,10 +15,10 @@ func TestExplainCredentials(t *testing.T) {
 		},
 		HTTP: []tool.HTTPRule{{Host: "api.github.com", Methods: []string{"GET"}, Paths: []string{"/repos/"}}},
 	}}
-	e := explainFor(t, def, []string{"network:external:api.github.com"}, []DecisionItem{
-		{Subject: "credential:GITHUB_TOKEN", Kind: "credential", Verdict: VerdictAllow, Risk: "medium", Rule: "default: credentials are allowed for trusted sources", GrantIndex: -1},
-		{Subject: "credential:VAULT", Kind: "credential", Verdict: VerdictApproval, Risk: "high", ApproveFlag: "credential:VAULT", GrantIndex: -1},
-	}, VerdictApproval)
+	e := explainFor(t, def, []string{"network:external:api.github.com"}, []policy.Item{
+		{Subject: "credential:GITHUB_TOKEN", Kind: "credential", Verdict: policy.Allow, Risk: policy.RiskMedium, Rule: "default: credentials are allowed for trusted sources"},
+		{Subject: "credential:VAULT", Kind: "credential", Verdict: policy.NeedsApproval, Risk: policy.RiskHigh, ApproveFlag: "credential:VAULT"},
+	}, policy.NeedsApproval)
 	points := map[string]Point{}
 	for _, p := range e.Network {
 		points[p.Subject] = p

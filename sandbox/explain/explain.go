@@ -232,21 +232,7 @@ func missingParams(def *tool.Definition, input tool.Input) []string {
 }
 
 func fillDecision(in *ExplainInput, d policy.Decision) {
-	in.Verdict = string(d.Verdict)
-	in.SecurityTier = string(d.Tier)
-	in.Source = SourceInfo{Scope: d.Source.Scope, Rule: d.Source.Rule, Trusted: d.Source.Trusted}
-	in.Items = nil
-	for _, it := range d.Items {
-		di := DecisionItem{
-			Subject: it.Subject, Kind: string(it.Kind), Description: it.Description, Verdict: string(it.Verdict),
-			Rule: it.Rule, Reason: it.Reason, Risk: string(it.Risk), ApproveFlag: it.ApproveFlag,
-			PolicyFix: it.PolicyFix, ApprovedBy: it.ApprovedBy, GrantIndex: -1,
-		}
-		if it.Grant != nil {
-			di.GrantIndex = it.Grant.Index
-		}
-		in.Items = append(in.Items, di)
-	}
+	in.Decision = d
 	for _, n := range d.Notes {
 		if !slices.Contains(in.Notes, n) {
 			in.Notes = append(in.Notes, n)

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
+	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -52,16 +53,11 @@ type ExplainInput struct {
 	// Unresolvable are permissions that do not resolve (a bad path),
 	// with the reason.
 	Unresolvable []TemplatedPermission
-	// Items are the policy's items (policy.Item as plain data).
-	Items []DecisionItem
-	// Verdict is the policy's overall verdict: allow, deny or approval.
-	Verdict string
+	// Decision is the policy's decision: its items, verdict, source rule
+	// and the tool's security tier.
+	Decision policy.Decision
 	// Policy says which policy decided.
 	Policy PolicyInfo
-	// Source is the source rule that applied to the definition.
-	Source SourceInfo
-	// SecurityTier is the tool's security tier (read_only … unknown).
-	SecurityTier string
 	// Plan are the facts of the sandbox plan.
 	Plan PlanFacts
 	// Arguments says which arguments were given and which were missing.
@@ -81,22 +77,6 @@ type TemplatedPermission struct {
 	Permission string   `json:"permission"`
 	Params     []string `json:"params,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
-}
-
-// DecisionItem is one policy item as plain data (policy.Item).
-type DecisionItem struct {
-	Subject     string
-	Kind        string // tool, isolation, privilege, environment, grant, limit, credential
-	Description string
-	Verdict     string
-	Rule        string
-	Reason      string
-	Risk        string
-	ApproveFlag string
-	PolicyFix   string
-	ApprovedBy  string
-	// GrantIndex is the grant's Index for kind grant, else -1.
-	GrantIndex int
 }
 
 // PolicyInfo names the policy in force.
@@ -374,11 +354,11 @@ func Explain(in ExplainInput) Explanation {
 		Tool: ToolInfo{
 			Name: def.Name, Version: def.Version, Description: def.Description,
 			Path: def.Source.Path, SHA256: def.Source.SHA256, Tags: allTags(def),
-			SecurityTier: in.SecurityTier, Justification: def.Security.Justification,
+			SecurityTier: string(in.Decision.Tier), Justification: def.Security.Justification,
 			RequiredPermissions: append([]string{}, def.Security.RequiredPermissions...),
 		},
 		Policy:    in.Policy,
-		Source:    in.Source,
+		Source:    SourceInfo{Scope: in.Decision.Source.Scope, Rule: in.Decision.Source.Rule, Trusted: in.Decision.Source.Trusted},
 		Arguments: in.Arguments,
 		Notes:     append([]string{}, in.Notes...),
 	}
@@ -438,23 +418,23 @@ func allTags(def *tool.Definition) []string {
 func (x *explainer) unsandboxed() bool { return x.in.Plan.Tier == string(tool.IsolationNone) }
 
 // item returns the policy item with subject (and, for grants, index).
-func (x *explainer) item(kind, subject string, grantIndex int) (DecisionItem, bool) {
-	for _, it := range x.in.Items {
+func (x *explainer) item(kind policy.ItemKind, subject string, grantIndex int) (policy.Item, bool) {
+	for _, it := range x.in.Decision.Items {
 		if it.Kind != kind {
 			continue
 		}
-		if kind == "grant" && it.GrantIndex == grantIndex {
+		if kind == policy.ItemGrant && it.Grant != nil && it.Grant.Index == grantIndex {
 			return it, true
 		}
-		if kind != "grant" && (subject == "" || it.Subject == subject) {
+		if kind != policy.ItemGrant && (subject == "" || it.Subject == subject) {
 			return it, true
 		}
 	}
-	return DecisionItem{}, false
+	return policy.Item{}, false
 }
 
-func (p *Point) decide(it DecisionItem) {
-	p.Verdict, p.Rule, p.Reason, p.Risk = it.Verdict, it.Rule, it.Reason, it.Risk
+func (p *Point) decide(it policy.Item) {
+	p.Verdict, p.Rule, p.Reason, p.Risk = string(it.Verdict), it.Rule, it.Reason, string(it.Risk)
 	p.ApproveFlag, p.PolicyFix, p.ApprovedBy = it.ApproveFlag, it.PolicyFix, it.ApprovedBy
 	if p.Meaning == "" {
 		p.Meaning = it.Description
@@ -486,7 +466,7 @@ func (x *explainer) filesystem() {
 		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
 		it, decided := x.item("grant", "", g.Index)
 		switch {
-		case decided && it.Verdict == VerdictDeny:
+		case decided && it.Verdict == policy.Deny:
 			p.Mechanisms = append(p.Mechanisms, denied())
 		case x.unsandboxed():
 			p.Mechanisms = append(p.Mechanisms, x.notEnforced())
@@ -577,7 +557,7 @@ func (x *explainer) isMask(target string) bool {
 }
 
 func (x *explainer) whyUnplanned() string {
-	if x.in.Verdict == VerdictDeny {
+	if x.in.Decision.Verdict == policy.Deny {
 		return "the policy denies the run"
 	}
 	if !x.in.Arguments.Bound {
@@ -666,7 +646,7 @@ func (x *explainer) network() {
 		p := Point{Subject: g.String(), Requested: x.requested(g.Index, g.Permission), Meaning: g.Describe()}
 		it, decided := x.item("grant", "", g.Index)
 		switch {
-		case decided && it.Verdict == VerdictDeny:
+		case decided && it.Verdict == policy.Deny:
 			p.Mechanisms = []Mechanism{denied()}
 		case x.unsandboxed():
 			p.Mechanisms = []Mechanism{x.notEnforced()}
@@ -773,7 +753,7 @@ func (x *explainer) environment() {
 			Mechanisms: []Mechanism{{Kind: MechEnv, Value: g.Env.Name, Detail: "the host's value of " + g.Env.Name + " is passed in; nothing else of the host environment"}}}
 		if it, ok := x.item("grant", "", g.Index); ok {
 			gp.decide(it)
-			if it.Verdict == VerdictDeny {
+			if it.Verdict == policy.Deny {
 				gp.Mechanisms = []Mechanism{denied()}
 			}
 		}
@@ -803,7 +783,7 @@ func (x *explainer) privilege() {
 	if len(x.e.Tool.Tags) == 0 {
 		tp.Requested = "tags: (none)"
 	}
-	tp.Mechanisms = []Mechanism{{Kind: MechTier, Value: x.in.SecurityTier, Detail: "the policy's tool-level rules (approval.auto-approve, approval.auto-deny) on tier " + x.in.SecurityTier}}
+	tp.Mechanisms = []Mechanism{{Kind: MechTier, Value: string(x.in.Decision.Tier), Detail: "the policy's tool-level rules (approval.auto-approve, approval.auto-deny) on tier " + string(x.in.Decision.Tier)}}
 	if it, ok := x.item("tool", "", -1); ok {
 		tp.decide(it)
 	}
@@ -1106,7 +1086,7 @@ func (x *explainer) risks() {
 	if def.Environment != nil && def.Environment.Inherit {
 		x.risk("high", RiskSecretLeak, "environment.inherit", "the whole host environment is passed in: tokens, keys and passwords in it are readable by the tool")
 	}
-	if in.SecurityTier == "unknown" || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
+	if in.Decision.Tier == policy.TierUnknown || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
 		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does, so it is treated as high risk")
 	}
 	priv := in.Plan.Privilege
@@ -1227,11 +1207,11 @@ func (x *explainer) masksUnder(p string) string {
 func (x *explainer) verdict() {
 	e, in := x.e, x.in
 	v := Verdict{ApproveFlags: []string{}, Denied: []string{}, DependsOnArguments: len(in.Templated) > 0}
-	for _, it := range in.Items {
+	for _, it := range in.Decision.Items {
 		switch it.Verdict {
-		case VerdictDeny:
+		case policy.Deny:
 			v.Denied = append(v.Denied, it.Subject)
-		case VerdictApproval:
+		case policy.NeedsApproval:
 			f := "--approve " + tool.ShellWord(it.ApproveFlag)
 			if it.ApproveFlag != "" && !slices.Contains(v.ApproveFlags, f) {
 				v.ApproveFlags = append(v.ApproveFlags, f)
@@ -1243,11 +1223,11 @@ func (x *explainer) verdict() {
 	}
 	how := x.howItRuns()
 	switch {
-	case len(v.Denied) > 0 || in.Verdict == VerdictDeny:
+	case len(v.Denied) > 0 || in.Decision.Verdict == policy.Deny:
 		v.Decision = DecisionDenied
 		var why []string
-		for _, it := range in.Items {
-			if it.Verdict == VerdictDeny {
+		for _, it := range in.Decision.Items {
+			if it.Verdict == policy.Deny {
 				why = append(why, it.Subject+" by "+it.Rule)
 			}
 		}
@@ -1255,11 +1235,11 @@ func (x *explainer) verdict() {
 			why = append(why, t.Permission+" ("+t.Reason+")")
 		}
 		v.Summary = "DENIED: " + strings.Join(why, "; ")
-	case in.Verdict == VerdictApproval || len(v.ApproveFlags) > 0:
+	case in.Decision.Verdict == policy.NeedsApproval || len(v.ApproveFlags) > 0:
 		v.Decision = DecisionNeedsApproval
 		var subj []string
-		for _, it := range in.Items {
-			if it.Verdict == VerdictApproval {
+		for _, it := range in.Decision.Items {
+			if it.Verdict == policy.NeedsApproval {
 				subj = append(subj, it.Subject)
 			}
 		}
@@ -1375,7 +1355,7 @@ func (x *explainer) inspection() {
 		}
 		p := Point{Subject: "credential:" + name, Requested: fmt.Sprintf("sandboxed.credentials: %s from %s for %s", name, src, strings.Join(c.Hosts, ", "))}
 		switch it, decided := x.item("credential", p.Subject, -1); {
-		case decided && it.Verdict == VerdictDeny:
+		case decided && it.Verdict == policy.Deny:
 			p.decide(it)
 			p.Mechanisms = []Mechanism{denied()}
 		case x.unsandboxed():

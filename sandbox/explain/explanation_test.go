@@ -2,15 +2,16 @@ package explain
 
 import (
 	"fmt"
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/permissions"
+	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
-func explainFor(t *testing.T, def *tool.Definition, perms []string, items []DecisionItem, verdict string) Explanation {
+func explainFor(t *testing.T, def *tool.Definition, perms []string, items []policy.Item, verdict policy.Verdict) Explanation {
 	t.Helper()
 	var grants []permissions.Grant
 	var templ []TemplatedPermission
@@ -28,8 +29,8 @@ func explainFor(t *testing.T, def *tool.Definition, perms []string, items []Deci
 	}
 	def.Security.RequiredPermissions = perms
 	return Explain(ExplainInput{
-		Def: def, Grants: grants, Templated: templ, Items: items, Verdict: verdict,
-		Policy: PolicyInfo{Source: "built-in default"}, SecurityTier: "read_only",
+		Def: def, Grants: grants, Templated: templ, Decision: policy.Decision{Items: items, Verdict: verdict, Tier: policy.TierReadOnly},
+		Policy: PolicyInfo{Source: "built-in default"},
 		Plan: PlanFacts{Planned: true, Tier: "process", Privilege: "same-as-user", UID: 1000, GID: 1000,
 			MemoryBytes: 512 << 20, SwapBytes: 512 << 20, Pids: 256, Timeout: 5 * time.Minute, OutputBytes: 10 << 20,
 			Mounts: []MountFact{{Source: "/work/proj/src", Target: "/work/proj/src", Type: "bind", Options: []string{"bind", "ro", "nosuid", "nodev"}}}},
@@ -48,9 +49,9 @@ func riskCats(e Explanation) map[string]string {
 
 func TestExplainAllowedSummary(t *testing.T) {
 	def := &tool.Definition{Name: "t", Tags: []string{"read"}}
-	e := explainFor(t, def, []string{"filesystem:read:src", "filesystem:write:out"}, []DecisionItem{
-		{Subject: "filesystem:read:/work/proj/src", Kind: "grant", Verdict: VerdictAllow, Rule: "default: reads are allowed", GrantIndex: 0},
-	}, VerdictAllow)
+	e := explainFor(t, def, []string{"filesystem:read:src", "filesystem:write:out"}, []policy.Item{
+		{Subject: "filesystem:read:/work/proj/src", Kind: "grant", Verdict: policy.Allow, Rule: "default: reads are allowed", Grant: &permissions.Grant{Index: 0}},
+	}, policy.Allow)
 	want := "ALLOWED: runs in process isolation as uid 1000; reads 1 path, writes 1 path, no network"
 	if e.Verdict.Summary != want {
 		t.Errorf("summary %q, want %q", e.Verdict.Summary, want)
@@ -85,7 +86,7 @@ func TestExplainRiskNotes(t *testing.T) {
 		"filesystem:write:{DIR}",
 		"network:localhost:6379",
 		"env:AWS_SECRET_ACCESS_KEY",
-	}, nil, VerdictAllow)
+	}, nil, policy.Allow)
 	got := riskCats(e)
 	for key, sev := range map[string]string{
 		RiskExfiltration + " network:external:*":               "high",
@@ -126,10 +127,10 @@ func TestExplainRiskNotes(t *testing.T) {
 
 func TestExplainVerdicts(t *testing.T) {
 	def := &tool.Definition{Name: "t", Tags: []string{"read"}}
-	e := explainFor(t, def, []string{"network:external:*"}, []DecisionItem{
-		{Subject: "network:external:*", Kind: "grant", Verdict: VerdictApproval, Rule: "default: egress to any host (*) needs approval",
-			ApproveFlag: "network:external:*", GrantIndex: 0},
-	}, VerdictApproval)
+	e := explainFor(t, def, []string{"network:external:*"}, []policy.Item{
+		{Subject: "network:external:*", Kind: "grant", Verdict: policy.NeedsApproval, Rule: "default: egress to any host (*) needs approval",
+			ApproveFlag: "network:external:*", Grant: &permissions.Grant{Index: 0}},
+	}, policy.NeedsApproval)
 	if e.Verdict.Decision != DecisionNeedsApproval || !strings.HasPrefix(e.Verdict.Summary, "NEEDS APPROVAL: network:external:*") ||
 		len(e.Verdict.ApproveFlags) != 1 || e.Verdict.ApproveFlags[0] != "--approve 'network:external:*'" {
 		t.Errorf("verdict %+v", e.Verdict)
@@ -138,9 +139,9 @@ func TestExplainVerdicts(t *testing.T) {
 		t.Errorf("summary %q", e.Verdict.Summary)
 	}
 
-	e = explainFor(t, def, []string{"filesystem:read:~/.ssh"}, []DecisionItem{
-		{Subject: "filesystem:read:/home/u/.ssh", Kind: "grant", Verdict: VerdictDeny, Rule: "paths.deny[0] ~/.ssh", GrantIndex: 0},
-	}, VerdictDeny)
+	e = explainFor(t, def, []string{"filesystem:read:~/.ssh"}, []policy.Item{
+		{Subject: "filesystem:read:/home/u/.ssh", Kind: "grant", Verdict: policy.Deny, Rule: "paths.deny[0] ~/.ssh", Grant: &permissions.Grant{Index: 0}},
+	}, policy.Deny)
 	if e.Verdict.Decision != DecisionDenied || e.Verdict.Summary != "DENIED: filesystem:read:/home/u/.ssh by paths.deny[0] ~/.ssh" {
 		t.Errorf("verdict %+v", e.Verdict)
 	}
@@ -151,7 +152,7 @@ func TestExplainVerdicts(t *testing.T) {
 
 func TestExplainNoIsolation(t *testing.T) {
 	def := &tool.Definition{Name: "t", Tags: []string{"run"}, Security: tool.Security{Isolation: tool.IsolationNone}}
-	in := ExplainInput{Def: def, Verdict: VerdictAllow, Plan: PlanFacts{Tier: "none", UID: 1000}}
+	in := ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Plan: PlanFacts{Tier: "none", UID: 1000}}
 	e := Explain(in)
 	if !strings.HasPrefix(e.Verdict.Summary, "ALLOWED: runs unsandboxed on the host as uid 1000") {
 		t.Errorf("summary %q", e.Verdict.Summary)
@@ -169,8 +170,8 @@ func TestExplainNoIsolation(t *testing.T) {
 func TestDiff(t *testing.T) {
 	def1 := &tool.Definition{Name: "t", Version: "1", Tags: []string{"read"}}
 	def2 := &tool.Definition{Name: "t", Version: "2", Tags: []string{"read"}, Security: tool.Security{ExecutionPrivilege: tool.PrivilegeElevated}}
-	old := explainFor(t, def1, []string{"filesystem:read:src"}, nil, VerdictAllow)
-	newer := explainFor(t, def2, []string{"filesystem:read:src", "network:external:api.example.com"}, nil, VerdictAllow)
+	old := explainFor(t, def1, []string{"filesystem:read:src"}, nil, policy.Allow)
+	newer := explainFor(t, def2, []string{"filesystem:read:src", "network:external:api.example.com"}, nil, policy.Allow)
 	d := Diff(old, newer)
 	if len(d.PermissionsAdded) != 1 || d.PermissionsAdded[0] != "network:external:api.example.com" || len(d.PermissionsRemoved) != 0 {
 		t.Errorf("permissions: %+v", d)
@@ -263,7 +264,7 @@ func TestExplainLandlockNetwork(t *testing.T) {
 		}
 		def := &tool.Definition{Name: "t"}
 		def.Security.RequiredPermissions = perms
-		return Explain(ExplainInput{Def: def, Grants: grants, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+		return Explain(ExplainInput{Def: def, Grants: grants, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 			Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", ProxyPort: proxyPort}})
 	}
 	e := explain([]string{"network:external:example.com"}, 3128)
@@ -291,7 +292,7 @@ func TestExplainLandlockNetwork(t *testing.T) {
 // no namespaces, and as root a uid of the run's own, not the plan's 0.
 func TestExplainLandlockPrivilege(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
-	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", NoNewPrivileges: true}})
 	var iso, priv string
 	for _, p := range e.Privilege {
@@ -316,7 +317,7 @@ func TestExplainLandlockPrivilege(t *testing.T) {
 // file (RLIMIT_FSIZE), not the scratch directory.
 func TestExplainLandlockScratchSize(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
-	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", TmpfsBytes: 64 << 20}})
 	var got string
 	for _, p := range e.Filesystem {
@@ -336,7 +337,7 @@ func TestExplainLandlockScratchSize(t *testing.T) {
 // container of this host's engine.
 func TestExplainKubernetesIsolation(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
-	e := Explain(ExplainInput{Def: def, Verdict: VerdictAllow, Policy: PolicyInfo{Source: "built-in default"},
+	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 		Plan: PlanFacts{Planned: true, Tier: "container", Backend: "kubernetes", Image: "runner:1", Runtime: "gvisor", Privilege: "same-as-user", UID: 65534, GID: 65534}})
 	var got string
 	for _, p := range e.Privilege {
