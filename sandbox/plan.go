@@ -347,6 +347,9 @@ func reviewSpec(p *isolation.Plan) error {
 	if err != nil {
 		return fmt.Errorf("plan %s: %w: %w", p.Tool, ErrPlan, err)
 	}
+	if a := landlock.MaskApproximation(p); a != nil {
+		approx = append(approx, *a)
+	}
 	p.Approximations = approx
 	return nil
 }

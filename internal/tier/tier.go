@@ -23,10 +23,12 @@ const (
 // cannot give on some hosts, which a run goes without only where the
 // operator's policy accepts them by name (isolation.landlock-gaps).
 const (
-	// GapMasks: a mask inside a grant (paths.deny, the protected
-	// .git/hooks of a write grant, a secret mask). Landlock rights are
-	// inherited down a hierarchy and cannot exclude a subtree, so the
-	// masked paths stay as reachable as the rest of the grant.
+	// GapMasks: a mask inside a write grant (paths.deny, the protected
+	// .git/hooks, a secret mask, a read grant nested in it). Landlock
+	// rights are inherited down a hierarchy and cannot exclude a
+	// subtree; a read grant is split into a rule per entry around its
+	// masks, a write grant cannot be (its tool could not create files),
+	// so accepted, its masked paths stay as reachable as the rest of it.
 	GapMasks = "masks"
 	// GapSignals: a kernel whose Landlock cannot scope signals (ABI < 6)
 	// while the tool runs as the invoking user's own uid, so it can

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // Errno values of the rules (Linux, every architecture we build).
@@ -327,6 +328,29 @@ func maskRefusal(path, grant string) refusal {
 	return refusal{gap: tier.GapMasks,
 		what: fmt.Sprintf("the mask at %s inside the write grant of %s in the landlock tier (Landlock rights hold for a whole hierarchy: a read grant keeps a mask unreadable with a rule per entry, but a write grant so split would keep the tool from creating files)", path, grant),
 		fix:  "grant the folder read-only, or grant narrower paths that hold nothing the policy masks, run the tool where namespaces can be made (the process tier), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapMasks + "]: the write grant then leaves its masks out)"}
+}
+
+// MaskNote says what a mask inside a read grant is in this tier: the plan
+// records it (MaskApproximation), and explain and the result say it.
+const MaskNote = "a mask inside a read grant gets no Landlock rule: the folders above it may only be listed, and every other entry of those folders gets the grant's rule when each command starts; so masked names stay listed (a masked folder's entries too) while their contents cannot be read (EACCES), a masked file renamed during the run stays unreadable, and what is created in those folders during the run cannot be read either; a mask inside a write grant refuses the run"
+
+// MaskApproximation is what p's tier, the landlock tier, approximates of
+// the masks in its spec (MaskNote, on the spec's Mounts), nil when it
+// has no mask inside a read grant or the tier refuses the plan's mounts.
+func MaskApproximation(p *isolation.Plan) *isolation.Approximation {
+	if p == nil || p.Spec == nil || p.Tier != isolation.TierLandlock {
+		return nil
+	}
+	gs, err := planGrants(p)
+	if err != nil {
+		return nil
+	}
+	for _, g := range gs {
+		if len(g.except) > 0 {
+			return &isolation.Approximation{Field: specconv.FieldMounts, How: MaskNote}
+		}
+	}
+	return nil
 }
 
 // checkExcepts refuses a mask that a rule of the commands other than its

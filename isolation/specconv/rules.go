@@ -19,6 +19,9 @@ const (
 	FieldCPUQuota = "Linux.Resources.CPU.Quota"
 	FieldCPU      = "Linux.Resources.CPU.Period"
 	FieldRlimits  = "Process.Rlimits"
+	// FieldMounts holds the policy's masks among the mounts: the landlock
+	// tier approximates those inside a read grant (landlock.MaskNote).
+	FieldMounts = "Mounts"
 )
 
 // common are the fields every target honours: the version this build

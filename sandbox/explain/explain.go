@@ -268,7 +268,7 @@ func planFacts(pl *isolation.Plan, d *policy.Decision) PlanFacts {
 	f.Timeout = pl.Limits.Timeout
 	f.KillGrace = pl.Limits.KillGrace
 	for _, a := range pl.Approximations {
-		name := map[string]string{specconv.FieldMemory: "memory", specconv.FieldPids: "pids", specconv.FieldCPUQuota: "cpus"}[a.Field]
+		name := map[string]string{specconv.FieldMemory: "memory", specconv.FieldPids: "pids", specconv.FieldCPUQuota: "cpus", specconv.FieldMounts: "masks"}[a.Field]
 		if name != "" {
 			if f.Approximated == nil {
 				f.Approximated = map[string]string{}

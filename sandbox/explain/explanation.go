@@ -503,8 +503,11 @@ func (x *explainer) filesystem() {
 				if mk.Hide {
 					what = "hidden (empty, unreadable)"
 				}
-				p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechMask, Target: mk.Path,
-					Detail: fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)})
+				detail := fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)
+				if how, ok := pf.Approximated["masks"]; ok && mk.Hide && !m.Write {
+					detail = fmt.Sprintf("policy mask: %s inside this mount (%s): %s", mk.Path, mk.Rule, how)
+				}
+				p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechMask, Target: mk.Path, Detail: detail})
 			}
 		}
 		if decided {
