@@ -9,6 +9,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 )
@@ -271,12 +272,13 @@ type Egress struct {
 	// LocalhostPorts are host 127.0.0.1 ports reachable at the same port
 	// inside the sandbox (network:localhost:PORT).
 	LocalhostPorts []int `json:"localhost_ports,omitempty"`
-	// Allow and Deny are the proxy's rules ("network:external:HOST[:PORT]",
-	// as egress.ParseRule reads them): the run's network grants and the
-	// policy's denied hosts. Deny wins over Allow. The controller starts
-	// the proxy from these fields.
-	Allow []string `json:"allow,omitempty"`
-	Deny  []string `json:"deny,omitempty"`
+	// Allow and Deny are the proxy's rules, typed (netrule.Rule; JSON
+	// shows each as its permission string, "network:external:HOST[:PORT]"):
+	// the run's network grants and the policy's denied hosts. Deny wins
+	// over Allow. The controller starts the proxy from these fields, as
+	// they are: nothing parses them again.
+	Allow []netrule.Rule `json:"allow,omitempty"`
+	Deny  []netrule.Rule `json:"deny,omitempty"`
 
 	// Credentials are the run's credentials: the variable inside the
 	// sandbox that holds the stand-in, the stand-in, where the real value

@@ -2,8 +2,6 @@ package permissions
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -80,28 +78,20 @@ type Env struct {
 	Name string `json:"name"`
 }
 
+// Rule is the grant as the egress proxy's rule: the plan carries it as is.
+func (e *Egress) Rule() netrule.Rule { return netrule.Rule{Host: e.Host, Port: e.Port} }
+
 // Any reports whether the grant allows any public host ("*").
-func (e *Egress) Any() bool { return e.Host == "*" }
+func (e *Egress) Any() bool { return e.Rule().Any() }
 
 // Ports returns the ports the grant allows: Port, or 80 and 443.
-func (e *Egress) Ports() []int {
-	if e.Port == 0 {
-		return []int{80, 443}
-	}
-	return []int{e.Port}
-}
+func (e *Egress) Ports() []int { return e.Rule().Ports() }
 
-// Matches reports whether a connection to host:port is within the grant.
-// host is compared case-insensitively; a trailing dot is ignored.
-func (e *Egress) Matches(host string, port int) bool {
-	portOK := false
-	for _, p := range e.Ports() {
-		if p == port {
-			portOK = true
-		}
-	}
-	return portOK && netrule.HostMatches(e.Host, host)
-}
+// Matches reports whether a connection to host:port is within the grant,
+// as the proxy's rule decides it (netrule.Rule.Allows): host is compared
+// case-insensitively, a trailing dot is ignored, and "*" does not cover an
+// IP literal.
+func (e *Egress) Matches(host string, port int) bool { return e.Rule().Allows(host, port) }
 
 // String returns the canonical permission string of the grant: the form
 // Resolve accepts and `--approve` matches.
@@ -113,14 +103,7 @@ func (g Grant) String() string {
 		}
 		return string(tool.PermFSRead) + ":" + g.Mount.HostPath
 	case KindEgress:
-		host := g.Egress.Host
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]"
-		}
-		if g.Egress.Port != 0 {
-			host += ":" + strconv.Itoa(g.Egress.Port)
-		}
-		return string(tool.PermNetExternal) + ":" + host
+		return g.Egress.Rule().String()
 	case KindLocalhost:
 		return string(tool.PermNetLocalhost) + ":" + strconv.Itoa(g.Localhost.Port)
 	case KindEnv:
@@ -256,18 +239,11 @@ func resolveOne(i int, raw, cwd, home string) (Grant, error) {
 		g.Kind = KindMount
 		g.Mount = &Mount{HostPath: abs, Target: abs, Write: p.Kind == tool.PermFSWrite}
 	case tool.PermNetExternal:
-		if p.Host == "*." {
-			return bad("empty host after \"*.\"")
-		}
-		host := strings.TrimSuffix(p.Host, ".")
-		if host == "" {
-			return bad("empty host")
-		}
-		if strings.Contains(host, ":") && net.ParseIP(host) == nil {
-			return bad("host " + quote(host) + " is not a host name or an IP address")
-		}
+		// p.Host is netrule.ParseHost's canonical form: no placeholder is
+		// left (checked above).
+		r := netrule.Rule{Host: p.Host, Port: p.Port}
 		g.Kind = KindEgress
-		g.Egress = &Egress{Host: host, Port: p.Port, Wildcard: host == "*" || strings.HasPrefix(host, "*.")}
+		g.Egress = &Egress{Host: r.Host, Port: r.Port, Wildcard: r.Wildcard()}
 	case tool.PermNetLocalhost:
 		g.Kind = KindLocalhost
 		g.Localhost = &Localhost{Port: p.Port}
@@ -281,26 +257,18 @@ func resolveOne(i int, raw, cwd, home string) (Grant, error) {
 }
 
 // urlToHost rewrites network:external:SCHEME://HOST[:PORT][/PATH] as
-// network:external:HOST[:PORT]. Definitions often substitute a URL
-// parameter ({JIRA_URL}) into a network grant; the grant is still for that
-// one host.
+// network:external:HOST[:PORT] (netrule.URLRule). Definitions often
+// substitute a URL parameter ({JIRA_URL}) into a network grant; the grant
+// is still for that one host.
 func urlToHost(raw string) string {
 	rest, ok := strings.CutPrefix(raw, string(tool.PermNetExternal)+":")
-	if !ok || !strings.Contains(rest, "://") {
+	if !ok {
 		return raw
 	}
-	u, err := url.Parse(rest)
-	if err != nil || u.Hostname() == "" || u.User != nil {
-		return raw
+	if r, isURL, err := netrule.URLRule(rest); isURL && err == nil {
+		return r.String()
 	}
-	host := u.Hostname()
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	if u.Port() != "" {
-		host += ":" + u.Port()
-	}
-	return string(tool.PermNetExternal) + ":" + host
+	return raw
 }
 
 // absPath expands `~`, makes p absolute against cwd and cleans it. It

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -140,13 +139,11 @@ func (m Matcher) matches(name string, tags []string, tier Tier) bool {
 	return false
 }
 
+// checkHostPattern checks a policy host pattern: netrule.ParseHost's
+// grammar, a host without a port.
 func checkHostPattern(s string) error {
-	if s == "*" || net.ParseIP(s) != nil {
-		return nil
-	}
-	p, err := tool.ParsePermission("network:external:" + s)
-	if err != nil || p.Port != 0 || strings.ContainsAny(s, "{}") || s == "*." {
-		return fmt.Errorf("host %q: want a host name, an IP address, *.DOMAIN or *", s)
+	if _, err := netrule.ParseHost(s); err != nil {
+		return fmt.Errorf("host %q: want a host name, an IP address, *.DOMAIN or * (%v)", s, err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/xdg"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -192,15 +191,7 @@ func covers(c, s permissions.Grant) bool {
 		return pathUnder(s.Mount.HostPath, c.Mount.HostPath) &&
 			(s.Mount.Resolved == "" || c.Mount.Resolved == "" || pathUnder(s.Mount.Resolved, c.Mount.Resolved))
 	case s.Egress != nil:
-		if c.Egress == nil || !hostCovered(s.Egress, c.Egress) {
-			return false
-		}
-		for _, p := range s.Egress.Ports() {
-			if !containsInt(c.Egress.Ports(), p) {
-				return false
-			}
-		}
-		return true
+		return c.Egress != nil && c.Egress.Rule().Covers(s.Egress.Rule())
 	case s.Localhost != nil:
 		return c.Localhost != nil && c.Localhost.Port == s.Localhost.Port
 	case s.Env != nil:
@@ -212,18 +203,6 @@ func covers(c, s permissions.Grant) bool {
 func pathUnder(p, dir string) bool {
 	p, dir = filepath.Clean(p), filepath.Clean(dir)
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
-// hostCovered reports whether c's hosts include all of s's (netrule.Covers).
-func hostCovered(s, c *permissions.Egress) bool { return netrule.Covers(c.Host, s.Host) }
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // checkDependencies checks def's dependencies: found in their scope and

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
@@ -136,46 +136,44 @@ func planPrivilege(def *tool.Definition) privilege.Privilege {
 }
 
 // planEgress is the egress section of a run with network grants (nil
-// without): the proxy's rules as data, its socket in the run's host
-// directory and the relay port inside the sandbox. The rules are parsed
-// here, so a rule the proxy would refuse refuses the plan.
+// without): the proxy's rules as data (the grants' typed rules, and the
+// policy's denied hosts parsed once, here), its socket in the run's host
+// directory and the relay port inside the sandbox. The rules are checked
+// here as the proxy will check them, so a rule the proxy would refuse
+// refuses the plan.
 func planEgress(grants []permissions.Grant, deny []string, hostDir string) (*isolation.Egress, error) {
-	var allow []string
-	var ports []int
+	var rules egress.Rules
 	for _, g := range grants {
 		switch {
 		case g.Egress != nil:
-			h := g.Egress.Host
-			if g.Egress.Port != 0 {
-				h += ":" + strconv.Itoa(g.Egress.Port)
-			}
-			allow = append(allow, h)
+			rules.Allow = append(rules.Allow, g.Egress.Rule())
 		case g.Localhost != nil:
 			if g.Localhost.Port == EgressProxyPort {
 				return nil, fmt.Errorf("network:localhost:%d: the port is the sandbox's egress proxy; forward another port: %w", EgressProxyPort, ErrPlan)
 			}
-			ports = append(ports, g.Localhost.Port)
+			rules.LocalhostPorts = append(rules.LocalhostPorts, g.Localhost.Port)
 		}
 	}
-	if allow == nil && ports == nil {
+	if rules.Allow == nil && rules.LocalhostPorts == nil {
 		return nil, nil
 	}
-	rules, err := egress.ParseRules(allow, deny, ports)
-	if err != nil {
+	for _, h := range deny {
+		r, err := netrule.ParseRule(h)
+		if err != nil {
+			return nil, fmt.Errorf("egress rules: the policy's network.deny: %w", err)
+		}
+		rules.Deny = append(rules.Deny, r)
+	}
+	if err := rules.Check(); err != nil {
 		return nil, fmt.Errorf("egress rules: %w", err)
 	}
-	e := &isolation.Egress{
+	return &isolation.Egress{
 		ProxySocket:    filepath.Join(hostDir, egressSocketName),
 		ProxyPort:      EgressProxyPort,
 		LocalhostPorts: rules.LocalhostPorts,
-	}
-	for _, r := range rules.Allow {
-		e.Allow = append(e.Allow, r.String())
-	}
-	for _, r := range rules.Deny {
-		e.Deny = append(e.Deny, r.String())
-	}
-	return e, nil
+		Allow:          rules.Allow,
+		Deny:           rules.Deny,
+	}, nil
 }
 
 // buildPlan turns a bound tool, the policy's decision and the host facts

@@ -10,6 +10,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
@@ -77,8 +78,8 @@ func TestBuildPlanFromFacts(t *testing.T) {
 			}
 			e := p.Egress
 			if e == nil || e.ProxySocket != "/run/sandboxed/RUN/egress.sock" || e.ProxyPort != EgressProxyPort ||
-				!slices.Equal(e.Allow, []string{"network:external:api.example.com"}) ||
-				!slices.Equal(e.Deny, []string{"network:external:169.254.169.254"}) || !slices.Equal(e.LocalhostPorts, []int{8080}) {
+				!slices.Equal(e.Allow, []netrule.Rule{{Host: "api.example.com"}}) ||
+				!slices.Equal(e.Deny, []netrule.Rule{{Host: "169.254.169.254"}}) || !slices.Equal(e.LocalhostPorts, []int{8080}) {
 				t.Fatalf("egress %+v", e)
 			}
 			if !slices.Contains(envOf(p), "ALL_PROXY=socks5h://127.0.0.1:3128") || !slices.Contains(envOf(p), "http_proxy=http://127.0.0.1:3128") {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/policy"
@@ -57,10 +58,7 @@ func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, 
 	if eg == nil {
 		return nil, fmt.Errorf("sandboxed.credentials and sandboxed.http need network:external grants to their hosts; the tool has no network: %w", ErrPlan)
 	}
-	rules, err := egress.ParseRules(eg.Allow, eg.Deny, eg.LocalhostPorts)
-	if err != nil {
-		return nil, fmt.Errorf("egress rules: %w", err)
-	}
+	rules := egress.Rules{Allow: eg.Allow, Deny: eg.Deny, LocalhostPorts: eg.LocalhostPorts}
 	hosts := func(what string, hs []string) ([]string, error) {
 		var out []string
 		for _, h := range hs {
@@ -68,7 +66,7 @@ func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, 
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			if !strings.HasPrefix(n, "*.") && !rules.AllowsHost(n) {
+			if !(netrule.Rule{Host: n}).Wildcard() && !rules.AllowsHost(n) {
 				return nil, fmt.Errorf("%s names %s, which no network:external grant allows; add network:external:%s to required-permissions: %w", what, n, n, ErrPlan)
 			}
 			out = append(out, n)

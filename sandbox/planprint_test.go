@@ -59,7 +59,7 @@ security:
 	}
 	e := p.Plan.Egress
 	if e == nil || e.ProxySocket != filepath.Join(p.Plan.HostDir, "egress.sock") || e.ProxyPort != EgressProxyPort ||
-		len(e.Allow) != 1 || e.Allow[0] != "network:external:api.example.com:443" || len(e.LocalhostPorts) != 1 || len(e.Deny) == 0 {
+		len(e.Allow) != 1 || e.Allow[0].String() != "network:external:api.example.com:443" || len(e.LocalhostPorts) != 1 || len(e.Deny) == 0 {
 		t.Fatalf("egress section %+v", e)
 	}
 	printed, err := json.Marshal(p.Plan)

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // commands reads `commands:`. The reference shape is {default, platforms:
@@ -1241,17 +1243,19 @@ func (l *defLoader) credentials(n *yaml.Node) []Credential {
 	return out
 }
 
-// checkCredentialHost accepts the hosts of credentials and HTTP rules: a
-// name, "*.suffix" or an IP literal, without parameters; not "*", which
-// would send the secret (or terminate the TLS of) every host.
+// checkCredentialHost accepts the hosts of credentials, HTTP rules and
+// quotas (netrule.ParseNamedHost): a name, "*.suffix" or an IP literal,
+// without parameters; not "*", which would send the secret (or terminate
+// the TLS of) every host.
 func checkCredentialHost(h string) error {
-	if h == "" || h == "*" {
-		return fmt.Errorf("host %q: name a host or *.example.com; a credential or HTTP rule never covers every host", h)
-	}
 	if strings.ContainsAny(h, "{}") {
 		return fmt.Errorf("host %q: parameters are not substituted here; name the host", h)
 	}
-	return checkHostPattern(h)
+	if h == "" || h == "*" {
+		return fmt.Errorf("host %q: name a host or *.example.com; a credential or HTTP rule never covers every host", h)
+	}
+	_, err := netrule.ParseNamedHost(h)
+	return err
 }
 
 // httpRules reads sandboxed.http.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // PermKind is the kind of a required permission.
@@ -27,7 +29,7 @@ type Permission struct {
 	Raw  string   `json:"raw"`
 	Kind PermKind `json:"kind"`
 	Path string   `json:"path,omitempty"` // filesystem kinds
-	Host string   `json:"host,omitempty"` // network:external; "*" or "*.example.com" allowed
+	Host string   `json:"host,omitempty"` // network:external: as netrule.ParseHost returns it, or as written while it holds {PARAM}
 	Port int      `json:"port,omitempty"` // network kinds; 0 means 80 and 443 for external
 	Name string   `json:"name,omitempty"` // env
 }
@@ -52,19 +54,13 @@ func ParsePermission(s string) (Permission, error) {
 		}
 	case strings.HasPrefix(s, "network:external:"):
 		p.Kind = PermNetExternal
-		rest := s[len("network:external:"):]
-		host, port := rest, ""
-		if i := strings.LastIndex(rest, ":"); i >= 0 && !strings.HasSuffix(rest, "]") {
-			host, port = rest[:i], rest[i+1:]
-		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if host == "" {
-			return bad("empty host")
-		}
-		if err := checkHostPattern(host); err != nil {
+		host, port, err := netrule.SplitRule(s)
+		if err != nil {
 			return bad(err.Error())
 		}
-		p.Host = strings.ToLower(host)
+		if p.Host, err = checkHostPattern(host); err != nil {
+			return bad(err.Error())
+		}
 		if port != "" {
 			n, err := parsePort(port)
 			if err != nil {
@@ -102,25 +98,21 @@ func parsePort(s string) (int, error) {
 	return n, nil
 }
 
-// checkHostPattern accepts a DNS name, an IP literal, "*", "*.suffix", or a
-// name holding {PARAM} references (checked again after substitution).
-func checkHostPattern(h string) error {
-	if h == "*" {
-		return nil
-	}
-	name := strings.TrimPrefix(h, "*.")
-	if strings.Contains(name, "*") {
-		return fmt.Errorf("host %q: a wildcard is allowed only as a leading \"*.\"", h)
-	}
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
-			r == '.', r == '-', r == ':', r == '{', r == '}', r == '_':
-		default:
-			return fmt.Errorf("host %q: character %q is not allowed in a host name", h, r)
+// hostParams are the {PARAM} references a host may hold.
+var hostParams = lazyRegexp(`\{[^{}]*\}`)
+
+// checkHostPattern checks a host as netrule.ParseHost does and returns its
+// canonical form. A host holding {PARAM} references is checked with each
+// reference read as one label, and returned as written: it is checked
+// again, in full, after substitution.
+func checkHostPattern(h string) (string, error) {
+	if hostParams().MatchString(h) {
+		if _, err := netrule.ParseHost(hostParams().ReplaceAllString(h, "x")); err != nil {
+			return "", err
 		}
+		return h, nil
 	}
-	return nil
+	return netrule.ParseHost(h)
 }
 
 func isPlaceholder(s string) bool {

@@ -36,16 +36,14 @@ func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress, secrets 
 	if s.err != nil {
 		return nil, fmt.Errorf("%s: %w", testHostsEnv, s.err)
 	}
-	rules, err := egress.ParseRules(e.Allow, e.Deny, e.LocalhostPorts)
-	if err != nil {
-		return nil, fmt.Errorf("egress rules: %w", err)
-	}
+	rules := egress.Rules{Allow: e.Allow, Deny: e.Deny, LocalhostPorts: e.LocalhostPorts}
 	cfg := egress.Config{SocketPath: e.ProxySocket, Rules: rules, Resolver: s.resolver}
 	if len(e.Credentials) > 0 || len(e.HTTP) > 0 {
 		if secrets == nil || secrets.CA == nil {
 			return nil, fmt.Errorf("the run has credentials or HTTP rules but no CA")
 		}
 		cfg.CA = secrets.CA
+		var err error
 		if cfg.UpstreamRoots, err = egress.UpstreamRoots(e.ExtraCA...); err != nil {
 			return nil, fmt.Errorf("network.extra-ca: %w", err)
 		}

@@ -130,14 +130,15 @@ func IsMetadataName(name string) bool { return metadataNames[name] }
 // they always resolve to this machine). known is false for any other name,
 // whose addresses the proxy classifies when it resolves them.
 func HostClass(host string) (c AddrClass, known bool) {
-	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
-		return ClassifyAddr(a), true
-	}
+	t, err := ParseTarget(host)
 	switch {
-	case IsMetadataName(h):
+	case err != nil:
+		return ClassPublic, false
+	case t.IsIP():
+		return ClassifyAddr(t.IP), true
+	case IsMetadataName(t.Name):
 		return ClassMetadata, true
-	case h == "localhost" || strings.HasSuffix(h, ".localhost"):
+	case t.Name == "localhost" || strings.HasSuffix(t.Name, ".localhost"):
 		return ClassLoopback, true
 	}
 	return ClassPublic, false

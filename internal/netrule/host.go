@@ -2,40 +2,31 @@ package netrule
 
 import "strings"
 
-// HostMatches reports whether host is matched by pattern: "*" matches any
-// host, "*.example.com" matches any subdomain of example.com but not the
-// apex, anything else matches itself. Both are compared case-insensitively
-// and without a trailing dot.
-func HostMatches(pattern, host string) bool {
-	pattern = strings.TrimSuffix(strings.ToLower(pattern), ".")
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	switch {
-	case pattern == "*":
-		return host != ""
-	case strings.HasPrefix(pattern, "*."):
-		return strings.HasSuffix(host, pattern[1:]) && len(host) > len(pattern)-1
-	default:
-		return pattern == host
-	}
-}
-
 // Covers reports whether every host the pattern grant allows is matched
 // by pattern: the policy's host rules against a grant, and a step's grant
-// against the grants of the tool it runs in.
+// against the grants of the tool it runs in. Both are read with ParseHost
+// (so case, a trailing dot, brackets and an IPv4-mapped spelling do not
+// matter); "*" covers everything, IP literals included; a pattern that
+// does not parse covers nothing and is covered by nothing.
 func Covers(pattern, grant string) bool {
-	pattern = strings.TrimSuffix(strings.ToLower(pattern), ".")
-	grant = strings.TrimSuffix(strings.ToLower(grant), ".")
-	switch {
-	case pattern == "*":
-		return true
-	case grant == "*":
+	p, err := ParseHost(pattern)
+	if err != nil {
 		return false
-	case strings.HasPrefix(grant, "*."):
-		if !strings.HasPrefix(pattern, "*.") {
-			return false
-		}
-		return pattern == grant || HostMatches(pattern, strings.TrimPrefix(grant, "*."))
-	default:
-		return HostMatches(pattern, grant)
 	}
+	g, err := ParseHost(grant)
+	if err != nil {
+		return false
+	}
+	switch {
+	case p == "*":
+		return true
+	case g == "*":
+		return false
+	case strings.HasPrefix(g, "*."):
+		// g's hosts are the subdomains of its suffix: p covers them when
+		// it is g, or when it matches the suffix as a subdomain.
+		return p == g || strings.HasPrefix(p, "*.") && Rule{Host: p}.MatchTarget(Target{Name: g[2:]}, false)
+	}
+	t, err := ParseTarget(g)
+	return err == nil && Rule{Host: p}.MatchTarget(t, true)
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
@@ -114,14 +115,14 @@ func (p *Proxy) serveConnect(c *deadlineConn, br *bufio.Reader, req *http.Reques
 		writeHTTPError(c, http.StatusBadRequest, "sandboxed egress proxy: "+rec.Reason)
 		return
 	}
-	t, err := parseTarget(host)
+	t, err := netrule.ParseTarget(host)
 	if err != nil {
 		rec.Host, rec.Port, rec.Verdict, rec.Reason = host, port, Deny, "invalid target: "+err.Error()
 		writeHTTPError(c, http.StatusBadRequest, "sandboxed egress proxy: "+rec.Reason)
 		return
 	}
 	if ref := p.standInTarget(host); ref != nil {
-		rec.Host, rec.Port, rec.Verdict, rec.Reason = t.display(), port, ref.verdict, ref.reason
+		rec.Host, rec.Port, rec.Verdict, rec.Reason = t.String(), port, ref.verdict, ref.reason
 		writeHTTPError(c, http.StatusForbidden, "sandboxed egress proxy: refused CONNECT "+req.RequestURI+"\nreason: "+ref.reason)
 		return
 	}
@@ -168,7 +169,7 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 		}
 		port = n
 	}
-	t, err := parseTarget(u.Hostname())
+	t, err := netrule.ParseTarget(u.Hostname())
 	if err != nil {
 		why := "invalid target: " + err.Error()
 		p.addRecord(Record{Protocol: ProtoHTTP, Host: u.Hostname(), Port: port, Verdict: Deny, Start: time.Now(), Reason: why})
@@ -190,7 +191,7 @@ func (p *Proxy) forward(c *deadlineConn, cw *bufio.Writer, req *http.Request, fw
 			return false
 		}
 	}
-	key := t.display() + " " + strconv.Itoa(port)
+	key := t.String() + " " + strconv.Itoa(port)
 	fwd := *fwdp
 	if fwd != nil && fwd.key != key {
 		p.closeForward(fwd)

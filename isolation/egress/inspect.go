@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // RefusedCredential is the verdict of a request that carried a credential's
@@ -61,19 +63,10 @@ func (r HTTPRule) Describe() string {
 	return r.Host + ": " + m + " " + p
 }
 
-// CheckInspectHost checks a host pattern of a credential or an HTTP rule:
-// a name, "*.suffix" or an IP literal; "*" is refused (the proxy would
-// terminate every host's TLS).
-func CheckInspectHost(h string) (string, error) {
-	n, err := normalizePattern(h)
-	if err != nil {
-		return "", fmt.Errorf("host %q: %v: %w", h, err, ErrBadRule)
-	}
-	if n == "*" {
-		return "", fmt.Errorf("host \"*\": name the hosts (a name or *.suffix), not every host: %w", ErrBadRule)
-	}
-	return n, nil
-}
+// CheckInspectHost checks a host pattern of a credential or an HTTP rule
+// (netrule.ParseNamedHost): a name, "*.suffix" or an IP literal; "*" is
+// refused (the proxy would terminate every host's TLS).
+func CheckInspectHost(h string) (string, error) { return netrule.ParseNamedHost(h) }
 
 // CheckHTTPRule checks and normalises a rule.
 func CheckHTTPRule(r HTTPRule) (HTTPRule, error) {
@@ -102,7 +95,7 @@ func CheckHTTPRule(r HTTPRule) (HTTPRule, error) {
 
 // hostMatch reports whether pattern (normalised) covers t.
 func hostMatch(pattern string, t target) bool {
-	return Rule{Host: pattern}.matchHost(t, false)
+	return Rule{Host: pattern}.MatchTarget(t, false)
 }
 
 // inspects reports whether the proxy looks inside connections to t: a
@@ -154,7 +147,7 @@ func (p *Proxy) inspectRequest(req *http.Request, t target) ([]string, *refusal)
 		}
 		if !meant {
 			return nil, &refusal{RefusedCredential, fmt.Sprintf("the request carries the stand-in of credential %s, which may go only to %s, not %s; refused",
-				c.Name, strings.Join(c.Hosts, ", "), t.display())}
+				c.Name, strings.Join(c.Hosts, ", "), t.String())}
 		}
 		use = append(use, c)
 	}
@@ -249,7 +242,7 @@ func (p *Proxy) checkHTTPRules(req *http.Request, t target) *refusal {
 	path, bad := ambiguousPath(req.URL.EscapedPath())
 	if bad {
 		return &refusal{Deny, fmt.Sprintf("%s %s: the path has . or .. segments, an escaped / or a backslash, which the HTTP rules of %s cannot judge; refused",
-			req.Method, req.URL.EscapedPath(), t.display())}
+			req.Method, req.URL.EscapedPath(), t.String())}
 	}
 	var allowed []string
 	for _, r := range rules {
@@ -259,7 +252,7 @@ func (p *Proxy) checkHTTPRules(req *http.Request, t target) *refusal {
 		allowed = append(allowed, r.Describe())
 	}
 	return &refusal{Deny, fmt.Sprintf("%s %s is not allowed on %s: the HTTP rules allow only %s; add a rule under sandboxed.http to allow it",
-		req.Method, path, t.display(), strings.Join(allowed, "; "))}
+		req.Method, path, t.String(), strings.Join(allowed, "; "))}
 }
 
 func admits(r HTTPRule, method, path string) bool {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 const (
@@ -32,7 +34,7 @@ func testProxyForInspect() *Proxy {
 
 func mustTarget(t *testing.T, h string) target {
 	t.Helper()
-	tg, err := parseTarget(h)
+	tg, err := netrule.ParseTarget(h)
 	if err != nil {
 		t.Fatal(err)
 	}

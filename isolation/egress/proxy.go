@@ -148,10 +148,8 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("start egress proxy: socket path %s is longer than %d bytes; use a shorter state directory",
 			cfg.SocketPath, maxSocketPath)
 	}
-	for _, p := range cfg.Rules.LocalhostPorts {
-		if p < 1 || p > 65535 {
-			return nil, fmt.Errorf("start egress proxy: localhost port %d: %w", p, ErrBadRule)
-		}
+	if err := cfg.Rules.Check(); err != nil {
+		return nil, fmt.Errorf("start egress proxy: %w", err)
 	}
 	if err := checkInspection(&cfg); err != nil {
 		return nil, fmt.Errorf("start egress proxy: %w", err)
@@ -312,7 +310,7 @@ func (e *connectError) Error() string { return e.msg }
 // checked addresses, filling in rec as it goes. On success the returned
 // connection is tracked and counts its bytes; the caller must untrack it.
 func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectError) {
-	rec.Host, rec.Port = t.display(), port
+	rec.Host, rec.Port = t.String(), port
 	deny := func(why string) (*countConn, *connectError) {
 		rec.Verdict, rec.Reason = Deny, why
 		return nil, &connectError{kind: failDenied, msg: why}
@@ -325,17 +323,17 @@ func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectEr
 	rec.Verdict, rec.Reason = v, reason
 
 	var addrs []netip.Addr
-	if t.isIP {
-		addrs = []netip.Addr{t.ip}
+	if t.IsIP() {
+		addrs = []netip.Addr{t.IP}
 	} else {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
-		ips, err := p.cfg.Resolver.LookupIPAddr(ctx, t.name)
+		ips, err := p.cfg.Resolver.LookupIPAddr(ctx, t.Name)
 		cancel()
 		if err == nil && len(ips) == 0 {
 			err = fmt.Errorf("no addresses")
 		}
 		if err != nil {
-			rec.Error = fmt.Sprintf("resolve %s: %v", t.name, err)
+			rec.Error = fmt.Sprintf("resolve %s: %v", t.Name, err)
 			return nil, &connectError{kind: failResolve, msg: rec.Error, err: err}
 		}
 		seen := map[netip.Addr]bool{}
@@ -357,11 +355,11 @@ func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectEr
 			continue
 		}
 		if c := netrule.ClassifyAddr(a); c.Refused() {
-			return deny(refusedAddrReason(t.display(), a, c))
+			return deny(refusedAddrReason(t.String(), a, c))
 		}
 		if r, ok := p.cfg.Rules.deniedAddr(a, port); ok {
 			return deny(fmt.Sprintf("%s resolves to %s, which is denied by the operator's policy (deny %s); no permission can allow it",
-				t.display(), a, r.String()))
+				t.String(), a, r.String()))
 		}
 	}
 
@@ -382,7 +380,7 @@ func (p *Proxy) connect(t target, port int, rec *Record) (*countConn, *connectEr
 		rec.Addr = ap.String()
 		return &countConn{Conn: newDeadlineConn(raw, p.cfg.IdleTimeout)}, nil
 	}
-	rec.Error = fmt.Sprintf("connect to %s:%d: %v", t.display(), port, lastErr)
+	rec.Error = fmt.Sprintf("connect to %s:%d: %v", t.String(), port, lastErr)
 	return nil, &connectError{kind: failDial, msg: rec.Error, err: lastErr}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // QuotaExceeded is the verdict of a request or tunnel refused because a
@@ -61,9 +63,9 @@ type quotas struct {
 
 func checkQuotas(cfg *Config) error {
 	for i, q := range cfg.Quotas {
-		n, err := normalizePattern(q.Host)
+		n, err := netrule.ParseHost(q.Host)
 		if err != nil {
-			return fmt.Errorf("quota %s: host %q: %v: %w", q.Rule, q.Host, err, ErrBadRule)
+			return fmt.Errorf("quota %s: %w", q.Rule, err)
 		}
 		cfg.Quotas[i].Host = n
 		if q.Requests < 0 || q.Bytes < 0 || q.Window < 0 || q.Requests == 0 && q.Bytes == 0 {
@@ -102,7 +104,7 @@ func (p *Proxy) addQuotaBytes(host string, n int64) {
 	if n <= 0 || len(qs.list) == 0 {
 		return
 	}
-	t, err := parseTarget(host)
+	t, err := netrule.ParseTarget(host)
 	if err != nil {
 		return
 	}
@@ -208,7 +210,7 @@ func (qs *quotas) try(i int, n, b int64, now time.Time) (bool, quotaEvent, error
 // refuseQuota answers a request refused for a quota with 429 and records
 // it.
 func (p *Proxy) refuseQuota(w io.Writer, proto Protocol, t target, port int, what string, ref *refusal) {
-	p.addRecord(Record{Protocol: proto, Host: t.display(), Port: port, Verdict: ref.verdict, Start: time.Now(), Reason: ref.reason})
+	p.addRecord(Record{Protocol: proto, Host: t.String(), Port: port, Verdict: ref.verdict, Start: time.Now(), Reason: ref.reason})
 	writeHTTPError(w, http.StatusTooManyRequests, "sandboxed egress proxy: refused "+what+"\nreason: "+ref.reason)
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
 
 // Resolver looks up the addresses of a host name. *net.Resolver satisfies
@@ -66,7 +68,7 @@ func ParseHostsFile(r io.Reader) (*HostsResolver, error) {
 				addrs = append(addrs, a.Unmap())
 				continue
 			}
-			n, err := normalizeName(f)
+			n, err := netrule.ParseName(f)
 			if err != nil {
 				return nil, fmt.Errorf("parse hosts file line %d: %v: %w", line, err, ErrBadHostsFile)
 			}

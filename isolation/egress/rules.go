@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 )
@@ -20,171 +19,14 @@ const (
 	Deny Verdict = "deny"
 )
 
-// Rule is one host pattern with an optional port.
-//
-// Host is lower-case and one of: "*" (any host name), "*.suffix" (any
-// subdomain of suffix, not suffix itself), an exact DNS name, or an IP
-// literal (canonical form, IPv4-mapped IPv6 unmapped).
-type Rule struct {
-	Host string
-	// Port is 1..65535, or 0 for "80 and 443".
-	Port int
-}
-
-// defaultPorts are the ports a grant without a port admits.
-var defaultPorts = [...]int{80, 443}
-
-const externalPrefix = "network:external:"
+// Rule is one host pattern with an optional port (netrule owns its
+// syntax, normalisation and matching).
+type Rule = netrule.Rule
 
 // ParseRule parses "HOST[:PORT]" (optionally prefixed with
-// "network:external:"). IPv6 literals are written bare ("2001:db8::1") or
-// in brackets with a port ("[2001:db8::1]:443").
-func ParseRule(s string) (Rule, error) {
-	bad := func(why string) (Rule, error) {
-		return Rule{}, fmt.Errorf("parse egress rule %q: %s: %w", s, why, ErrBadRule)
-	}
-	rest := strings.TrimPrefix(strings.TrimSpace(s), externalPrefix)
-	host, port := rest, ""
-	switch {
-	case strings.HasPrefix(rest, "["):
-		end := strings.Index(rest, "]")
-		if end < 0 {
-			return bad("missing ']'")
-		}
-		host = rest[1:end]
-		after := rest[end+1:]
-		if after != "" {
-			if !strings.HasPrefix(after, ":") {
-				return bad("text after ']' must be :PORT")
-			}
-			port = after[1:]
-		}
-		if _, err := netip.ParseAddr(host); err != nil {
-			return bad("brackets hold only an IPv6 address")
-		}
-	case strings.Count(rest, ":") > 1:
-		// A bare IPv6 literal: no port.
-	default:
-		if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-			host, port = rest[:i], rest[i+1:]
-		}
-	}
-	r := Rule{}
-	if port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return bad("port must be a number from 1 to 65535")
-		}
-		r.Port = n
-	}
-	h, err := normalizePattern(host)
-	if err != nil {
-		return bad(err.Error())
-	}
-	r.Host = h
-	return r, nil
-}
-
-// normalizePattern checks and canonicalises a rule's host.
-func normalizePattern(h string) (string, error) {
-	if h == "" {
-		return "", fmt.Errorf("empty host")
-	}
-	if h == "*" {
-		return h, nil
-	}
-	if a, err := netip.ParseAddr(h); err == nil {
-		if a.Zone() != "" {
-			return "", fmt.Errorf("an IP literal must not carry a zone")
-		}
-		return a.Unmap().String(), nil
-	}
-	if strings.HasPrefix(h, "*.") {
-		name, err := normalizeName(h[2:])
-		if err != nil {
-			return "", err
-		}
-		return "*." + name, nil
-	}
-	return normalizeName(h)
-}
-
-// normalizeName lower-cases a DNS name, drops one trailing dot and checks
-// its characters and lengths. It rejects wildcards.
-func normalizeName(h string) (string, error) {
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if h == "" {
-		return "", fmt.Errorf("empty host")
-	}
-	if len(h) > 253 {
-		return "", fmt.Errorf("host name longer than 253 characters")
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" {
-			return "", fmt.Errorf("host %q has an empty label", h)
-		}
-		if len(label) > 63 {
-			return "", fmt.Errorf("host %q has a label longer than 63 characters", h)
-		}
-		for _, c := range label {
-			switch {
-			case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
-			case c == '*':
-				return "", fmt.Errorf("a wildcard is allowed only as a leading \"*.\"")
-			default:
-				return "", fmt.Errorf("character %q is not allowed in a host name", c)
-			}
-		}
-	}
-	return h, nil
-}
-
-// String renders the rule in permission form, the form the 403 answer
-// suggests: "network:external:HOST[:PORT]", an IPv6 literal in brackets
-// when a port follows.
-func (r Rule) String() string {
-	if r.Port == 0 {
-		return externalPrefix + r.Host
-	}
-	h := r.Host
-	if strings.Contains(h, ":") {
-		h = "[" + h + "]"
-	}
-	return externalPrefix + h + ":" + strconv.Itoa(r.Port)
-}
-
-// matchPort reports whether a grant admits port: its own port, or 80
-// and 443 when it has none.
-func (r Rule) matchPort(port int) bool {
-	if r.Port != 0 {
-		return r.Port == port
-	}
-	for _, p := range defaultPorts {
-		if p == port {
-			return true
-		}
-	}
-	return false
-}
-
-// denyPort reports whether a deny entry covers port: its own port, or
-// every port when it has none (a deny is never narrower than it reads).
-func (r Rule) denyPort(port int) bool { return r.Port == 0 || r.Port == port }
-
-// matchHost reports whether the rule's pattern covers a normalised target.
-// anyCoversIP says whether "*" covers IP literals (true for deny entries,
-// false for grants).
-func (r Rule) matchHost(t target, anyCoversIP bool) bool {
-	switch {
-	case r.Host == "*":
-		return !t.isIP || anyCoversIP
-	case t.isIP:
-		a, err := netip.ParseAddr(r.Host)
-		return err == nil && a == t.ip
-	default:
-		return netrule.HostMatches(r.Host, t.name)
-	}
-}
+// "network:external:"), as netrule.ParseRule does: for callers that hold
+// strings, such as tests and a policy's host lists.
+func ParseRule(s string) (Rule, error) { return netrule.ParseRule(s) }
 
 // Rules are what one run's proxy admits. Deny wins over Allow.
 type Rules struct {
@@ -218,13 +60,31 @@ func ParseRules(allow, deny []string, localhostPorts []int) (Rules, error) {
 		}
 		rs.Deny = append(rs.Deny, r)
 	}
-	for _, p := range localhostPorts {
-		if p < 1 || p > 65535 {
-			return Rules{}, fmt.Errorf("parse localhost port %d: must be from 1 to 65535: %w", p, ErrBadRule)
+	rs.LocalhostPorts = append([]int(nil), localhostPorts...)
+	if err := rs.Check(); err != nil {
+		return Rules{}, err
+	}
+	return rs, nil
+}
+
+// Check refuses rules the proxy cannot apply as written: a host that is
+// not in the canonical form netrule.ParseHost gives (a rule built in code
+// rather than parsed), or a port out of range. The proxy checks its rules
+// when it starts, so a plan's typed rules are checked like parsed ones.
+func (rs Rules) Check() error {
+	for _, list := range [][]Rule{rs.Allow, rs.Deny} {
+		for _, r := range list {
+			if h, err := netrule.ParseHost(r.Host); err != nil || h != r.Host || r.Port < 0 || r.Port > 65535 {
+				return fmt.Errorf("rule %+v is not a canonical network rule (write it as netrule.ParseRule reads it): %w", r, ErrBadRule)
+			}
 		}
 	}
-	rs.LocalhostPorts = append([]int(nil), localhostPorts...)
-	return rs, nil
+	for _, p := range rs.LocalhostPorts {
+		if p < 1 || p > 65535 {
+			return fmt.Errorf("parse localhost port %d: must be from 1 to 65535: %w", p, ErrBadRule)
+		}
+	}
+	return nil
 }
 
 // Describe renders the rules one line each, for plans and explanations.
@@ -245,36 +105,7 @@ func (rs Rules) Describe() []string {
 }
 
 // target is a normalised connection target.
-type target struct {
-	name string     // lower-case DNS name, when !isIP
-	ip   netip.Addr // unmapped, when isIP
-	isIP bool
-}
-
-// display is the host as records and messages show it.
-func (t target) display() string {
-	if t.isIP {
-		return t.ip.String()
-	}
-	return t.name
-}
-
-// parseTarget normalises a requested host: an IP literal (brackets and
-// IPv4-mapped form removed) or a DNS name.
-func parseTarget(host string) (target, error) {
-	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if a, err := netip.ParseAddr(h); err == nil {
-		if a.Zone() != "" {
-			return target{}, fmt.Errorf("host %q: scoped addresses are not allowed", host)
-		}
-		return target{ip: a.Unmap(), isIP: true}, nil
-	}
-	name, err := normalizeName(h)
-	if err != nil {
-		return target{}, fmt.Errorf("host %q: %v", host, err)
-	}
-	return target{name: name}, nil
-}
+type target = netrule.Target
 
 // Admit is the proxy's whole decision on host:port before any name
 // resolution: first the targets no grant can allow, with that reason (a
@@ -283,7 +114,7 @@ func parseTarget(host string) (target, error) {
 // Decide. Policy and explain read the same classes (netrule), so what
 // they allow Admit allows.
 func (rs Rules) Admit(host string, port int) (Verdict, string) {
-	t, err := parseTarget(host)
+	t, err := netrule.ParseTarget(host)
 	if err != nil {
 		return Deny, "invalid target: " + err.Error()
 	}
@@ -293,19 +124,19 @@ func (rs Rules) Admit(host string, port int) (Verdict, string) {
 // admit is Admit of a parsed target; exempt, when not nil, lets the test
 // resolver's own addresses through the class check.
 func (rs Rules) admit(t target, port int, exempt func(netip.Addr) bool) (Verdict, string) {
-	if !t.isIP && netrule.IsMetadataName(t.name) {
-		return Deny, t.name + " is a cloud metadata endpoint; the proxy never connects to it, whatever the grants say"
+	if !t.IsIP() && netrule.IsMetadataName(t.Name) {
+		return Deny, t.Name + " is a cloud metadata endpoint; the proxy never connects to it, whatever the grants say"
 	}
-	if !t.isIP {
+	if !t.IsIP() {
 		// localhost and names under .localhost are this machine by
 		// definition (RFC 6761), whatever a resolver says.
-		if refused, why := netrule.RefusedHost(t.name); refused {
+		if refused, why := netrule.RefusedHost(t.Name); refused {
 			return Deny, why
 		}
 	}
-	if t.isIP && (exempt == nil || !exempt(t.ip)) {
-		if c := netrule.ClassifyAddr(t.ip); c.Refused() {
-			return Deny, refusedAddrReason(t.display(), t.ip, c)
+	if t.IsIP() && (exempt == nil || !exempt(t.IP)) {
+		if c := netrule.ClassifyAddr(t.IP); c.Refused() {
+			return Deny, refusedAddrReason(t.String(), t.IP, c)
 		}
 	}
 	return rs.decide(t, port)
@@ -318,7 +149,7 @@ func (rs Rules) admit(t target, port int, exempt func(netip.Addr) bool) (Verdict
 // does that after resolving (see netrule.ClassifyAddr); Decide only uses the class
 // of an IP literal to word a refusal that no grant could lift.
 func (rs Rules) Decide(host string, port int) (Verdict, string) {
-	t, err := parseTarget(host)
+	t, err := netrule.ParseTarget(host)
 	if err != nil {
 		return Deny, "invalid target: " + err.Error()
 	}
@@ -330,21 +161,21 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 		return Deny, fmt.Sprintf("invalid port %d", port)
 	}
 	for _, r := range rs.Deny {
-		if r.matchHost(t, true) && r.denyPort(port) {
+		if r.MatchTarget(t, true) && r.DeniesPort(port) {
 			return Deny, fmt.Sprintf("%s:%d is denied by the operator's policy (deny %s); no permission can allow it",
-				t.display(), port, r.String())
+				t.String(), port, r.String())
 		}
 	}
 	for _, r := range rs.Allow {
-		if r.matchHost(t, false) && r.matchPort(port) {
+		if r.MatchTarget(t, false) && r.AllowsPort(port) {
 			return Allow, "granted by " + r.String()
 		}
 	}
-	why := fmt.Sprintf("no permission grants %s:%d", t.display(), port)
-	if t.isIP {
-		if c := netrule.ClassifyAddr(t.ip); c.Refused() {
+	why := fmt.Sprintf("no permission grants %s:%d", t.String(), port)
+	if t.IsIP() {
+		if c := netrule.ClassifyAddr(t.IP); c.Refused() {
 			// No grant can help; say so rather than suggest one.
-			return Deny, refusedAddrReason(t.display(), t.ip, c)
+			return Deny, refusedAddrReason(t.String(), t.IP, c)
 		}
 		why += " (an IP address needs a grant of its own; host-name grants and \"*\" do not cover it)"
 	}
@@ -355,7 +186,7 @@ func (rs Rules) decide(t target, port int) (Verdict, string) {
 func (rs Rules) deniedAddr(addr netip.Addr, port int) (Rule, bool) {
 	addr = addr.Unmap()
 	for _, r := range rs.Deny {
-		if a, err := netip.ParseAddr(r.Host); err == nil && a == addr && r.denyPort(port) {
+		if a, err := netip.ParseAddr(r.Host); err == nil && a == addr && r.DeniesPort(port) {
 			return r, true
 		}
 	}
@@ -364,7 +195,7 @@ func (rs Rules) deniedAddr(addr netip.Addr, port int) (Rule, bool) {
 
 // suggest is the permission string that would grant t:port.
 func suggest(t target, port int) string {
-	return Rule{Host: t.display(), Port: port}.String()
+	return Rule{Host: t.String(), Port: port}.String()
 }
 
 // localhostAllowed reports whether the localhost port is granted.
@@ -380,12 +211,12 @@ func (rs Rules) localhostAllowed(port int) bool {
 // AllowsHost reports whether a grant covers the host name or IP literal
 // h on some port.
 func (rs Rules) AllowsHost(h string) bool {
-	t, err := parseTarget(h)
+	t, err := netrule.ParseTarget(h)
 	if err != nil {
 		return false
 	}
 	for _, r := range rs.Allow {
-		if r.matchHost(t, false) {
+		if r.MatchTarget(t, false) {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
@@ -114,7 +115,7 @@ func (p *Proxy) serveSOCKS(c *deadlineConn, br *bufio.Reader) {
 		refuse(socksCmdNotSupported, "SOCKS5 command "+strconv.Itoa(int(req[1]))+" is not supported; only CONNECT is")
 		return
 	}
-	t, err := parseTarget(host)
+	t, err := netrule.ParseTarget(host)
 	if err != nil {
 		refuse(socksNotAllowed, "invalid target: "+err.Error())
 		return

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress/relay"
 )
 
@@ -93,7 +94,7 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 	cr := br
 	upErr := ""
 	if first[0] == tlsRecordHandshake {
-		name := t.display()
+		name := t.String()
 		tc := tls.Server(&readerConn{Conn: c, r: br}, &tls.Config{
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return p.cfg.CA.leaf(name) },
 			NextProtos:     []string{"http/1.1"},
@@ -127,8 +128,8 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 		req, err := http.ReadRequest(cr)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !relay.IsTimeout(err) {
-				why := fmt.Sprintf("%s:%d is inspected (credentials or HTTP rules) and takes only HTTP/1.x: %v", t.display(), port, err)
-				p.addRecord(Record{Protocol: rec.Protocol, Host: t.display(), Port: port, Verdict: Deny, Start: time.Now(), Reason: why})
+				why := fmt.Sprintf("%s:%d is inspected (credentials or HTTP rules) and takes only HTTP/1.x: %v", t.String(), port, err)
+				p.addRecord(Record{Protocol: rec.Protocol, Host: t.String(), Port: port, Verdict: Deny, Start: time.Now(), Reason: why})
 				writeHTTPError(client, http.StatusBadRequest, "sandboxed egress proxy: refused: "+why)
 			}
 			return
@@ -145,7 +146,7 @@ func (p *Proxy) serveInspected(c *deadlineConn, br *bufio.Reader, up *countConn,
 			return
 		}
 		if req.Method == http.MethodConnect {
-			p.addRecord(Record{Protocol: rec.Protocol, Host: t.display(), Port: port, Verdict: Deny, Start: time.Now(), Reason: "CONNECT inside a tunnel is not forwarded"})
+			p.addRecord(Record{Protocol: rec.Protocol, Host: t.String(), Port: port, Verdict: Deny, Start: time.Now(), Reason: "CONNECT inside a tunnel is not forwarded"})
 			writeHTTPError(client, http.StatusBadRequest, "sandboxed egress proxy: CONNECT inside a tunnel is not forwarded")
 			return
 		}
@@ -179,7 +180,7 @@ func requestLine(req *http.Request, t target, port int, secure bool) string {
 	if secure {
 		scheme, def = "https", 443
 	}
-	host := t.display()
+	host := t.String()
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
@@ -192,7 +193,7 @@ func requestLine(req *http.Request, t target, port int, secure bool) string {
 // refuseRequest records a request refused after reading it and answers
 // 403, closing the connection.
 func (p *Proxy) refuseRequest(w io.Writer, proto Protocol, t target, port int, what string, ref *refusal) {
-	p.addRecord(Record{Protocol: proto, Host: t.display(), Port: port, Verdict: ref.verdict, Start: time.Now(), Reason: ref.reason})
+	p.addRecord(Record{Protocol: proto, Host: t.String(), Port: port, Verdict: ref.verdict, Start: time.Now(), Reason: ref.reason})
 	writeHTTPError(w, http.StatusForbidden, "sandboxed egress proxy: refused "+what+"\nreason: "+ref.reason)
 }
 
@@ -306,8 +307,8 @@ func hostHeaderRefusal(req *http.Request, t target, port int) *refusal {
 	if err != nil {
 		name, p = h, ""
 	}
-	if ht, err := parseTarget(name); err == nil && ht == t && (p == "" || p == strconv.Itoa(port)) {
+	if ht, err := netrule.ParseTarget(name); err == nil && ht == t && (p == "" || p == strconv.Itoa(port)) {
 		return nil
 	}
-	return &refusal{Deny, fmt.Sprintf("the Host header names %q, not %s, the host of the tunnel; refused", h, t.display())}
+	return &refusal{Deny, fmt.Sprintf("the Host header names %q, not %s, the host of the tunnel; refused", h, t.String())}
 }

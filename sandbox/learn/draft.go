@@ -1,11 +1,13 @@
 package learn
 
 import (
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
@@ -174,14 +176,11 @@ func MakeDraft(accesses []isolation.Access, conns []sandbox.EgressEntry, sc Scen
 			}
 			continue
 		}
-		h := c.Host
-		if strings.Contains(h, ":") {
-			h = "[" + h + "]"
-		}
+		r := netrule.Rule{Host: c.Host}
 		if c.Port != 80 && c.Port != 443 {
-			h = hp
+			r.Port = c.Port
 		}
-		hosts = appendNew(hosts, string(tool.PermNetExternal)+":"+h)
+		hosts = appendNew(hosts, r.String())
 	}
 	slices.Sort(hosts)
 	d.Permissions = append(d.Permissions, hosts...)
@@ -189,12 +188,7 @@ func MakeDraft(accesses []isolation.Access, conns []sandbox.EgressEntry, sc Scen
 	return d
 }
 
-func hostPort(host string, port int) string {
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return host + ":" + strconv.Itoa(port)
-}
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 
 // name writes p with the parameter whose path holds it, else relative to
 // the working directory, else with ~.
