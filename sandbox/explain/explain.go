@@ -10,10 +10,7 @@ import (
 	"strings"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/sandboxed-dev/sandboxed/isolation"
-	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
@@ -80,17 +77,17 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 		}
 		in.Grants = grants
 		fillDecision(&in, d)
-		var rerr error
-		if in.Plan, rerr = reviewFacts(def, nil, d, grants, pol); rerr != nil {
-			in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
-		}
+		reviewPlan(&in, def, nil, d, pol)
 		if d.Verdict == policy.Allow {
 			in.Notes = append(in.Notes, "the run could not be planned: "+pe.Result.Error.Message)
 		}
 	default:
 		explainRaw(&in, def, input, approvals, pol, cwd, home, err)
 	}
-	in.Plan.Undo = undoFact(def, pol)
+	if pol != nil {
+		b := pol.UndoBounds()
+		in.Undo = &b
+	}
 	switch {
 	case len(in.Arguments.Missing) > 0 && len(in.Templated) > 0:
 		in.Arguments.Note = "arguments " + strings.Join(in.Arguments.Missing, ", ") + " not given: permissions that use them are explained from their templates"
@@ -112,7 +109,7 @@ func fillHostID(in *ExplainInput, pl *isolation.Plan, hostID HostIdentity) {
 		return
 	}
 	if uid, gid, ok := hostID(pl); ok {
-		in.Plan.HostUID, in.Plan.HostGID, in.Plan.HostIDKnown = uid, gid, true
+		in.HostID = &isolation.ID{UID: uid, GID: gid}
 	}
 }
 
@@ -166,10 +163,7 @@ func explainRaw(in *ExplainInput, def *tool.Definition, input tool.Input, approv
 	if berr == nil {
 		bound = b
 	}
-	var rerr error
-	if in.Plan, rerr = reviewFacts(def, bound, d, grants, pol); rerr != nil {
-		in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(rerr))
-	}
+	reviewPlan(in, def, bound, d, pol)
 }
 
 // substituteKnown replaces {NAME} references in a permission by the given
@@ -245,9 +239,7 @@ func fillDecision(in *ExplainInput, d policy.Decision) {
 func fillFromPrepared(in *ExplainInput, p *sandbox.Prepared, d policy.Decision, ifApproved bool) {
 	in.Grants = p.Grants
 	fillDecision(in, d)
-	in.Plan = planFacts(p.Plan, p.Decision)
-	in.Plan.IfApproved = ifApproved
-	in.Plan.RequestedTier = string(p.Bound.Def.Security.Isolation)
+	in.Plan, in.Planned = p.Plan, true
 	for _, n := range p.Notes {
 		if !slices.Contains(in.Notes, n) {
 			in.Notes = append(in.Notes, n)
@@ -258,125 +250,15 @@ func fillFromPrepared(in *ExplainInput, p *sandbox.Prepared, d policy.Decision, 
 	}
 }
 
-// planFacts reads what a reviewer needs out of a plan's OCI spec.
-func planFacts(pl *isolation.Plan, d *policy.Decision) PlanFacts {
-	f := specFacts(pl.Spec, string(pl.Privilege))
-	f.Planned = true
-	f.Tier = string(pl.Tier)
-	f.Backend = pl.Backend
-	f.ToolPids = pl.Limits.Pids
-	f.Timeout = pl.Limits.Timeout
-	f.KillGrace = pl.Limits.KillGrace
-	for _, a := range pl.Approximations {
-		name := map[string]string{specconv.FieldMemory: "memory", specconv.FieldPids: "pids", specconv.FieldCPUQuota: "cpus", specconv.FieldMounts: "masks"}[a.Field]
-		if name != "" {
-			if f.Approximated == nil {
-				f.Approximated = map[string]string{}
-			}
-			f.Approximated[name] = a.How
-		}
-	}
-	f.TmpfsBytes = pl.Limits.TmpfsBytes
-	f.CPUs = pl.Limits.CPUs
-	f.Image = pl.Image
-	f.Runtime = pl.Runtime
-	if pl.Egress != nil {
-		f.ProxyPort = pl.Egress.ProxyPort
-	}
-	f.OutputBytes = d.Limits.OutputBytes
-	f.Masks = maskFacts(d.Masks)
-	for _, m := range pl.Masked {
-		f.Masked = append(f.Masked, MaskFact{Path: m.Source, Under: m.Path, Hide: m.Hide, Rule: m.Rule})
-	}
-	return f
-}
-
-func maskFacts(ms []policy.PathMask) []MaskFact {
-	var out []MaskFact
-	for _, m := range ms {
-		out = append(out, MaskFact{Path: m.Path, Under: m.Under, Hide: m.Hide, Rule: m.Rule})
-	}
-	return out
-}
-
-func specFacts(s *specs.Spec, priv string) PlanFacts {
-	f := PlanFacts{Privilege: priv}
-	if s == nil {
-		return f
-	}
-	if s.Process != nil {
-		f.UID, f.GID = s.Process.User.UID, s.Process.User.GID
-		f.NoNewPrivileges = s.Process.NoNewPrivileges
-		if s.Process.Capabilities != nil {
-			f.Capabilities = s.Process.Capabilities.Effective
-		}
-		for _, kv := range s.Process.Env {
-			k, _, _ := strings.Cut(kv, "=")
-			f.EnvNames = append(f.EnvNames, k)
-		}
-	}
-	f.ReadonlyRoot = s.Root != nil && s.Root.Readonly
-	for _, m := range s.Mounts {
-		f.Mounts = append(f.Mounts, MountFact{Source: m.Source, Target: m.Destination, Type: m.Type, Options: m.Options})
-	}
-	if l := s.Linux; l != nil {
-		for _, ns := range l.Namespaces {
-			f.Namespaces = append(f.Namespaces, string(ns.Type))
-			if ns.Type == specs.UserNamespace {
-				f.UserNamespace = true
-			}
-		}
-		if r := l.Resources; r != nil {
-			if r.Memory != nil && r.Memory.Limit != nil {
-				f.MemoryBytes = *r.Memory.Limit
-				if r.Memory.Swap != nil {
-					f.SwapBytes = *r.Memory.Swap
-				}
-			}
-			if r.Pids != nil && r.Pids.Limit != nil {
-				f.Pids = *r.Pids.Limit
-			}
-		}
-		if sc := l.Seccomp; sc != nil {
-			f.Seccomp = SeccompFacts{Profile: "sandboxed-" + priv, DefaultAction: string(sc.DefaultAction)}
-			for _, sys := range sc.Syscalls {
-				if sys.Action == specs.ActErrno && len(sys.Args) == 0 {
-					f.Seccomp.Denied += len(sys.Names)
-				}
-			}
-		}
-	}
-	return f
-}
-
-// reviewFacts are the facts of a run that could not be planned (denied,
-// or not bound): the sandbox the planner makes for it were it allowed
-// (sandbox.ReviewPlan). b is nil when the tool did not bind.
-func reviewFacts(def *tool.Definition, b *tool.Bound, d policy.Decision, grants []permissions.Grant, pol *policy.Policy) (PlanFacts, error) {
-	pl, err := sandbox.ReviewPlan(def, b, grants, d, pol)
+// reviewPlan takes the sandbox the planner would make for a run that
+// could not be planned (sandbox.ReviewPlan); b is nil when the tool did
+// not bind. Where not even that can be made, the review says why and
+// shows no plan.
+func reviewPlan(in *ExplainInput, def *tool.Definition, b *tool.Bound, d policy.Decision, pol *policy.Policy) {
+	pl, err := sandbox.ReviewPlan(def, b, in.Grants, d, pol)
 	if err != nil {
-		return PlanFacts{Privilege: string(def.Security.ExecutionPrivilege), Tier: string(d.Isolation),
-			RequestedTier: string(def.Security.Isolation), Masks: maskFacts(d.Masks)}, err
+		in.Notes = append(in.Notes, "the sandbox could not be planned: "+firstLine(err))
+		pl = nil
 	}
-	f := planFacts(pl, &d)
-	f.Planned = false
-	f.RequestedTier = string(def.Security.Isolation)
-	return f, nil
-}
-
-// undoFact is what explain says of undo and review: the tool's write
-// grants as written and the policy's bounds; nil when it writes nowhere.
-func undoFact(def *tool.Definition, pol *policy.Policy) *UndoFact {
-	var writes []string
-	for _, p := range def.Security.RequiredPermissions {
-		if strings.HasPrefix(p, "filesystem:write:") {
-			writes = append(writes, p)
-		}
-	}
-	if len(writes) == 0 || pol == nil {
-		return nil
-	}
-	b := pol.UndoBounds()
-	return &UndoFact{Writes: writes, Record: b.Record, MaxFiles: b.MaxFiles, MaxBytes: b.MaxBytes,
-		Keep: b.Keep, MaxTotal: b.MaxTotal, Rule: b.Rule}
+	in.Plan, in.Planned = pl, false
 }

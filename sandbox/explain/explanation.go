@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"github.com/sandboxed-dev/sandboxed/permissions"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -10,9 +9,13 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/sandboxed-dev/sandboxed/internal/pathglob"
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
@@ -39,10 +42,10 @@ const (
 	DecisionDenied        = "denied"
 )
 
-// ExplainInput is everything Explain needs, as plain data: the definition,
-// its grants, the policy's items and the facts of the sandbox plan. The CLI
-// fills it from sandbox.Prepare (or, when the tool cannot be bound, from
-// the definition's raw strings).
+// ExplainInput is everything Explain needs: the definition, its grants,
+// the policy's decision and the sandbox plan, as the policy and the planner
+// made them. Tool fills it from sandbox.Prepare (or, when the tool cannot
+// be bound, from the definition's raw strings).
 type ExplainInput struct {
 	Def *tool.Definition
 	// Grants are the resolved grants, Mount.Resolved filled when known.
@@ -58,8 +61,18 @@ type ExplainInput struct {
 	Decision policy.Decision
 	// Policy says which policy decided.
 	Policy PolicyInfo
-	// Plan are the facts of the sandbox plan.
-	Plan PlanFacts
+	// Plan is the sandbox the run gets (sandbox.Prepare), or for a run
+	// that could not be planned the one the planner would make for it
+	// (sandbox.ReviewPlan, Planned false); nil when not even that could
+	// be made.
+	Plan *isolation.Plan
+	// Planned is true when Plan is the run's own.
+	Planned bool
+	// HostID is the host uid and gid the plan's user runs as, where a
+	// user namespace maps it (nil: the backend cannot say).
+	HostID *isolation.ID
+	// Undo are the policy's undo bounds (nil: no policy to say).
+	Undo *policy.UndoBounds
 	// Arguments says which arguments were given and which were missing.
 	Arguments ArgumentsInfo
 	// HostPath are the directories of the host's PATH, for the risk of a
@@ -108,93 +121,6 @@ type ArgumentsInfo struct {
 	Bound bool `json:"bound"`
 	// Note says how the arguments were used.
 	Note string `json:"note,omitempty"`
-}
-
-// PlanFacts are the facts of a sandbox plan (an OCI runtime spec and
-// limits) that a reviewer needs.
-type PlanFacts struct {
-	// Planned is true when the facts come from the planner; false when
-	// they are the defaults sketched for a run that could not be planned.
-	Planned bool
-	// Undo is what undo and review cover of the tool's write grants (nil:
-	// it has none).
-	Undo *UndoFact
-	// IfApproved is true when the plan was built with the approvals the
-	// policy asks for, to show how the run would be enforced.
-	IfApproved bool
-	// Approximated says, by limit (memory, pids, cpus), how the run's tier
-	// holds a limit it honours only in part (the plan's approximations).
-	Approximated map[string]string
-	// Backend is "" for a run on this host, or "kubernetes" for a pod of
-	// its own on the operator's cluster.
-	Backend string
-	// RequestedTier is the definition's tier; Tier the one the run uses.
-	RequestedTier, Tier string
-	Privilege           string
-	UID, GID            uint32
-	// HostUID and HostGID are the host ids the spec's user runs as, where
-	// a user namespace maps it (HostIDKnown: the backend could say).
-	HostUID, HostGID uint32
-	HostIDKnown      bool
-	UserNamespace    bool
-	Capabilities     []string
-	NoNewPrivileges  bool
-	ReadonlyRoot     bool
-	Namespaces       []string
-	Mounts           []MountFact
-	Masks            []MaskFact
-	// Masked are the paths the plan hides or makes read-only, as the
-	// backend applies them (isolation.Plan.Masked): Path is the host
-	// path, Rule the policy rule.
-	Masked      []MaskFact
-	Seccomp     SeccompFacts
-	MemoryBytes int64
-	SwapBytes   int64
-	// Pids is what the mechanism is set to (the spec's pids limit);
-	// ToolPids what the tool gets (the plan's). They differ where the
-	// init's spare threads share the limit.
-	Pids        int64
-	ToolPids    int64
-	CPUs        float64
-	Timeout     time.Duration
-	KillGrace   time.Duration
-	OutputBytes int64
-	TmpfsBytes  int64
-	Image       string
-	// Runtime is the container runtime the plan asks for ("" for the
-	// engine's default; runsc for gVisor).
-	Runtime string
-	// EnvNames are the names of the variables every command starts with.
-	EnvNames []string
-	// ProxyPort is the loopback port the commands' proxy variables name
-	// (0 without egress).
-	ProxyPort int
-}
-
-// MountFact is one mount of the plan.
-type MountFact struct {
-	Source  string   `json:"source"`
-	Target  string   `json:"target"`
-	Type    string   `json:"type"`
-	Options []string `json:"options"`
-}
-
-// ReadOnly reports whether the mount is read-only.
-func (m MountFact) ReadOnly() bool { return slices.Contains(m.Options, "ro") }
-
-// MaskFact is a path the policy hides or makes read-only inside a grant.
-type MaskFact struct {
-	Path  string `json:"path"`
-	Under string `json:"under"`
-	Hide  bool   `json:"hide"`
-	Rule  string `json:"rule"`
-}
-
-// SeccompFacts summarise the seccomp profile.
-type SeccompFacts struct {
-	Profile       string `json:"profile"`
-	DefaultAction string `json:"default_action"`
-	Denied        int    `json:"denied_syscalls"`
 }
 
 // Explanation is the security review of one tool: the overall verdict,
@@ -415,7 +341,7 @@ func allTags(def *tool.Definition) []string {
 	return tags
 }
 
-func (x *explainer) unsandboxed() bool { return x.in.Plan.Tier == string(tool.IsolationNone) }
+func (x *explainer) unsandboxed() bool { return x.tier() == string(tool.IsolationNone) }
 
 // item returns the policy item with subject (and, for grants, index).
 func (x *explainer) item(kind policy.ItemKind, subject string, grantIndex int) (policy.Item, bool) {
@@ -457,7 +383,7 @@ func access(write bool) string {
 }
 
 func (x *explainer) filesystem() {
-	pf := x.in.Plan
+	pl := x.plan()
 	for _, g := range x.in.Grants {
 		if g.Kind != permissions.KindMount {
 			continue
@@ -472,16 +398,16 @@ func (x *explainer) filesystem() {
 			p.Mechanisms = append(p.Mechanisms, x.notEnforced())
 		default:
 			found := false
-			for _, mf := range pf.Mounts {
-				if mf.Type == "bind" && mf.Target == m.Target && (mf.ReadOnly() != m.Write) {
+			for _, mf := range pl.Spec.Mounts {
+				if mf.Type == "bind" && mf.Destination == m.Target && (readOnly(mf) != m.Write) {
 					found = true
 					would := ""
-					if !pf.Planned {
+					if !x.in.Planned {
 						would = "would be a "
 					}
 					p.Mechanisms = append(p.Mechanisms, Mechanism{
-						Kind: MechBind, Source: mf.Source, Target: mf.Target, Access: access(m.Write), Options: mf.Options,
-						Detail: fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Target, access(m.Write), strings.Join(mf.Options, ",")),
+						Kind: MechBind, Source: mf.Source, Target: mf.Destination, Access: access(m.Write), Options: mf.Options,
+						Detail: fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Destination, access(m.Write), strings.Join(mf.Options, ",")),
 					})
 				}
 			}
@@ -495,7 +421,7 @@ func (x *explainer) filesystem() {
 					Detail: fmt.Sprintf("would be a %s bind mount %s -> %s (not planned: %s)", access(m.Write), src, m.Target, x.whyUnplanned()),
 				})
 			}
-			for _, mk := range pf.Masks {
+			for _, mk := range x.in.Decision.Masks {
 				if mk.Under != m.Target {
 					continue
 				}
@@ -504,7 +430,7 @@ func (x *explainer) filesystem() {
 					what = "hidden (empty, unreadable)"
 				}
 				detail := fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)
-				if how, ok := pf.Approximated["masks"]; ok && mk.Hide && !m.Write {
+				if how, ok := approximation(pl, "masks"); ok && mk.Hide && !m.Write {
 					detail = fmt.Sprintf("policy mask: %s inside this mount (%s): %s", mk.Path, mk.Rule, how)
 				}
 				p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechMask, Target: mk.Path, Detail: detail})
@@ -523,27 +449,27 @@ func (x *explainer) filesystem() {
 		base.Meaning = "the whole host filesystem, with the user's own rights"
 		base.Mechanisms = []Mechanism{x.notEnforced()}
 		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
-	} else if x.in.Plan.Tier == string(tier.Landlock) {
+	} else if x.tier() == string(tier.Landlock) {
 		base.Meaning = "system directories read-only, the parts of /etc programs need and /proc readable, a private scratch directory as TMPDIR and HOME; nothing else of the host (its /tmp included)"
 		base.Mechanisms = []Mechanism{{Kind: MechTier, Value: string(tier.Landlock),
 			Detail: "Landlock, applied by each command to itself: reads and execution only beneath the system directories and the grants, writes only beneath the write grants and the scratch directory (removed after the run); nothing is mounted"}}
-		if pf.TmpfsBytes > 0 {
-			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRlimit, Value: "RLIMIT_FSIZE=" + strconv.FormatInt(pf.TmpfsBytes, 10),
-				Detail: fmt.Sprintf("no tmpfs holds the scratch directory: it is on the host's temporary directory, and what caps it is RLIMIT_FSIZE, %s for each file the tool writes (there or in a write grant), not for all of them together", units.FormatSize(pf.TmpfsBytes))})
+		if pl.Limits.TmpfsBytes > 0 {
+			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRlimit, Value: "RLIMIT_FSIZE=" + strconv.FormatInt(pl.Limits.TmpfsBytes, 10),
+				Detail: fmt.Sprintf("no tmpfs holds the scratch directory: it is on the host's temporary directory, and what caps it is RLIMIT_FSIZE, %s for each file the tool writes (there or in a write grant), not for all of them together", units.FormatSize(pl.Limits.TmpfsBytes))})
 		}
 	} else {
 		base.Meaning = "system directories read-only, a private /tmp, a minimal /dev and a fresh /proc; nothing else of the host"
-		if pf.ReadonlyRoot {
+		if pl.Spec.Root != nil && pl.Spec.Root.Readonly {
 			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRootfs, Access: "read-only", Detail: "root filesystem mounted read-only"})
 		}
-		if pf.TmpfsBytes > 0 {
-			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(pf.TmpfsBytes, 10),
-				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", units.FormatSize(pf.TmpfsBytes))})
+		if pl.Limits.TmpfsBytes > 0 {
+			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(pl.Limits.TmpfsBytes, 10),
+				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", units.FormatSize(pl.Limits.TmpfsBytes))})
 		}
-		for _, mf := range pf.Mounts {
-			if mf.Type == "tmpfs" && mf.Target != "/tmp" && mf.Target != "/dev" && mf.Target != "/dev/shm" && slices.Contains(mf.Options, "ro") && !x.isMask(mf.Target) {
-				base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: mf.Target, Access: "read-only",
-					Detail: fmt.Sprintf("%s exists as an empty read-only directory (the working directory, not granted)", mf.Target)})
+		for _, mf := range pl.Spec.Mounts {
+			if mf.Type == "tmpfs" && mf.Destination != "/tmp" && mf.Destination != "/dev" && mf.Destination != "/dev/shm" && readOnly(mf) && !x.isMask(mf.Destination) {
+				base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: mf.Destination, Access: "read-only",
+					Detail: fmt.Sprintf("%s exists as an empty read-only directory (the working directory, not granted)", mf.Destination)})
 			}
 		}
 	}
@@ -551,7 +477,7 @@ func (x *explainer) filesystem() {
 }
 
 func (x *explainer) isMask(target string) bool {
-	for _, mk := range x.in.Plan.Masks {
+	for _, mk := range x.in.Decision.Masks {
 		if mk.Path == target {
 			return true
 		}
@@ -661,7 +587,7 @@ func (x *explainer) network() {
 			}
 			p.Mechanisms = []Mechanism{{Kind: MechProxy, Value: g.Egress.Host + ":" + strings.Join(ports, ","),
 				Detail: fmt.Sprintf("egress proxy allow rule %s on %s; the proxy refuses loopback, private, link-local and metadata addresses", g.Egress.Host, permissions.DescribePorts(g.Egress.Ports()))}}
-		case x.in.Plan.Tier == string(tier.Landlock):
+		case x.tier() == string(tier.Landlock):
 			local++
 			p.Mechanisms = []Mechanism{{Kind: MechForward, Value: strconv.Itoa(g.Localhost.Port),
 				Detail: fmt.Sprintf("the tool's connect() to 127.0.0.1:%d is answered by the run's init with a connection through the egress proxy to this host's 127.0.0.1:%d (there is no network namespace: the tool's own connect never reaches the kernel), and nothing else of the loopback", g.Localhost.Port, g.Localhost.Port)}}
@@ -683,7 +609,7 @@ func (x *explainer) network() {
 		base.Meaning = "the host's network, unrestricted"
 		base.Mechanisms = []Mechanism{x.notEnforced()}
 		base.Risk, base.Rule, base.Reason = "high", "isolation none", "no sandbox"
-	case egress+local == 0 && len(x.e.Network) == 0 && x.in.Plan.Tier == string(tier.Landlock):
+	case egress+local == 0 && len(x.e.Network) == 0 && x.tier() == string(tier.Landlock):
 		base.Meaning = "no network at all: no socket can be made"
 		base.Reason = "the tool asks for no network permission"
 		base.Mechanisms = []Mechanism{
@@ -694,10 +620,10 @@ func (x *explainer) network() {
 		base.Meaning = "no network at all: no interface but loopback, no resolver, no route out"
 		base.Reason = "the tool asks for no network permission"
 		base.Mechanisms = []Mechanism{{Kind: MechNamespace, Value: "network", Detail: "an empty network namespace (--network none for the container tier)"}}
-	case x.in.Plan.Tier == string(tier.Landlock):
+	case x.tier() == string(tier.Landlock):
 		proxyPort, alsoLocal := "PORT", ""
-		if x.in.Plan.ProxyPort > 0 {
-			proxyPort = strconv.Itoa(x.in.Plan.ProxyPort)
+		if port := egressPort(x.plan()); port > 0 {
+			proxyPort = strconv.Itoa(port)
 		}
 		if local > 0 {
 			alsoLocal = " (and 127.0.0.1 at the network:localhost ports above)"
@@ -735,7 +661,7 @@ func (x *explainer) environment() {
 			p.decide(it)
 		}
 	} else {
-		names := x.in.Plan.EnvNames
+		names := envNames(x.plan().Spec)
 		p.Meaning = "a scrubbed environment: only PATH, HOME, LANG, the tool's own variables and granted ones"
 		detail := "the environment is built from scratch"
 		if len(names) > 0 {
@@ -779,8 +705,9 @@ func (x *explainer) environment() {
 }
 
 func (x *explainer) privilege() {
-	pf := x.in.Plan
-	def := x.in.Def
+	pl, def := x.plan(), x.in.Def
+	tr := x.tier()
+	uid, gid := user(pl.Spec)
 	// Security tier.
 	tp := Point{Subject: "security tier", Requested: "tags: " + strings.Join(x.e.Tool.Tags, ", ")}
 	if len(x.e.Tool.Tags) == 0 {
@@ -799,34 +726,34 @@ func (x *explainer) privilege() {
 	}
 	ip := Point{Subject: "isolation", Requested: "isolation: " + req}
 	switch {
-	case pf.Backend == "kubernetes":
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "Kubernetes backend: a pod of its own on the operator's cluster from image " + orUnknown(pf.Image) + runtimeClassWords(pf.Runtime) +
+	case pl.Backend == "kubernetes":
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: tr, Detail: "Kubernetes backend: a pod of its own on the operator's cluster from image " + orUnknown(pl.Image) + runtimeClassWords(pl.Runtime) +
 			": never as root, a read-only root filesystem, every capability dropped, a NetworkPolicy with no rule; read grants travel in a ConfigMap mounted read-only, write grants are copied in and back (docs/tiers.md, The Kubernetes backend)"}}
-	case pf.Tier == string(tool.IsolationNone):
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "none: the commands run directly on the host; no grant is enforced"}}
-	case pf.Tier == string(tool.IsolationContainer):
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "container tier: a Docker container from image " + orUnknown(pf.Image) + ", network none, the same mounts, limits and seccomp profile" +
+	case tr == string(tool.IsolationNone):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: tr, Detail: "none: the commands run directly on the host; no grant is enforced"}}
+	case tr == string(tool.IsolationContainer):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: tr, Detail: "container tier: a Docker container from image " + orUnknown(pl.Image) + ", network none, the same mounts, limits and seccomp profile" +
 			" (from a CI container whose engine is the host's, through its mounted socket: a read grant the engine cannot see is a read-only copy made when the run starts, without what the masks cover; such a write grant is refused)"}}
-	case pf.Tier == string(tier.Landlock):
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "landlock tier: no namespaces, mounts or cgroup of its own; each command confines itself (Landlock over the system directories, the grants and a per-run scratch directory; seccomp; no_new_privs) and the run's init, outside, kills every descendant at the end"}}
-	case pf.Tier == "":
+	case tr == string(tier.Landlock):
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: tr, Detail: "landlock tier: no namespaces, mounts or cgroup of its own; each command confines itself (Landlock over the system directories, the grants and a per-run scratch directory; seccomp; no_new_privs) and the run's init, outside, kills every descendant at the end"}}
+	case tr == "":
 	default:
-		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: pf.Tier, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}
+		ip.Mechanisms = []Mechanism{{Kind: MechTier, Value: tr, Detail: "process tier: sandboxed's own init in new namespaces, pivoted into a read-only root"}}
 	}
-	if pf.Tier != string(tool.IsolationNone) && len(pf.Namespaces) > 0 {
-		ip.Mechanisms = append(ip.Mechanisms, Mechanism{Kind: MechNamespace, Value: strings.Join(pf.Namespaces, ","),
-			Detail: "new namespaces: " + strings.Join(pf.Namespaces, ", ")})
+	if ns := namespaces(pl.Spec); tr != string(tool.IsolationNone) && len(ns) > 0 {
+		ip.Mechanisms = append(ip.Mechanisms, Mechanism{Kind: MechNamespace, Value: strings.Join(ns, ","),
+			Detail: "new namespaces: " + strings.Join(ns, ", ")})
 	}
 	if it, ok := x.item("isolation", "", -1); ok {
 		ip.decide(it)
 	}
-	if pf.Tier != "" && pf.Tier != req {
-		ip.Meaning = strings.TrimSpace(ip.Meaning + fmt.Sprintf(" (requested %s, runs in %s)", req, pf.Tier))
+	if tr != "" && tr != req {
+		ip.Meaning = strings.TrimSpace(ip.Meaning + fmt.Sprintf(" (requested %s, runs in %s)", req, tr))
 	}
 	x.e.Privilege = append(x.e.Privilege, ip)
 
 	// Execution privilege.
-	priv := pf.Privilege
+	priv := string(pl.Privilege)
 	if priv == "" {
 		priv = string(def.Security.ExecutionPrivilege)
 	}
@@ -839,25 +766,25 @@ func (x *explainer) privilege() {
 	}
 	pp := Point{Subject: "execution-privilege", Requested: "execution-privilege: " + reqPriv}
 	if x.unsandboxed() {
-		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprint(pf.UID), Detail: "runs as the invoking user on the host, with the user's own rights"}}
+		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprint(uid), Detail: "runs as the invoking user on the host, with the user's own rights"}}
 	} else {
-		who := fmt.Sprintf("uid %d, gid %d", pf.UID, pf.GID)
+		who := fmt.Sprintf("uid %d, gid %d", uid, gid)
 		switch {
-		case pf.HostIDKnown && pf.HostUID != pf.UID:
-			who += fmt.Sprintf(" inside a user namespace; on the host uid %d, gid %d", pf.HostUID, pf.HostGID)
-		case pf.HostIDKnown:
+		case x.in.HostID != nil && x.in.HostID.UID != uid:
+			who += fmt.Sprintf(" inside a user namespace; on the host uid %d, gid %d", x.in.HostID.UID, x.in.HostID.GID)
+		case x.in.HostID != nil:
 			who += ", the same ids on the host"
-		case pf.UserNamespace:
+		case slices.Contains(namespaces(pl.Spec), string(specs.UserNamespace)):
 			who += " inside a user namespace (mapped to an unprivileged host id, never host root)"
-		case pf.Tier == string(tier.Landlock) && pf.UID == 0:
+		case tr == string(tier.Landlock) && uid == 0:
 			who = "as root: an unprivileged uid and gid of the run's own, chosen when it starts (never 0)"
 		}
 		caps := "no capabilities"
-		if len(pf.Capabilities) > 0 {
-			caps = "capabilities " + strings.Join(pf.Capabilities, ", ")
+		if cs := capabilities(pl.Spec); len(cs) > 0 {
+			caps = "capabilities " + strings.Join(cs, ", ")
 		}
-		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprintf("%d:%d", pf.UID, pf.GID), Detail: who + "; " + caps}}
-		if pf.NoNewPrivileges {
+		pp.Mechanisms = []Mechanism{{Kind: MechUser, Value: fmt.Sprintf("%d:%d", uid, gid), Detail: who + "; " + caps}}
+		if pl.Spec.Process != nil && pl.Spec.Process.NoNewPrivileges {
 			pp.Mechanisms = append(pp.Mechanisms, Mechanism{Kind: MechUser, Value: "no_new_privs", Detail: "no_new_privs: setuid binaries gain nothing"})
 		}
 	}
@@ -875,8 +802,9 @@ func (x *explainer) privilege() {
 	} else {
 		sp.Meaning = "system calls that reach kernel attack surface (modules, mounts, namespaces, tracing, bpf, io_uring, keyrings) fail with EPERM"
 		sp.Reason = "every sandbox gets a filter; reduced privilege gets a tighter one"
-		sp.Mechanisms = []Mechanism{{Kind: MechSeccomp, Value: pf.Seccomp.Profile,
-			Detail: fmt.Sprintf("seccomp profile %s: default action %s, %d system calls denied, namespace-creating clone denied", pf.Seccomp.Profile, pf.Seccomp.DefaultAction, pf.Seccomp.Denied)}}
+		profile, action, denied := seccomp(pl)
+		sp.Mechanisms = []Mechanism{{Kind: MechSeccomp, Value: profile,
+			Detail: fmt.Sprintf("seccomp profile %s: default action %s, %d system calls denied, namespace-creating clone denied", profile, action, denied)}}
 	}
 	x.e.Privilege = append(x.e.Privilege, sp)
 }
@@ -908,14 +836,16 @@ func (x *explainer) limitPoint(name, requested, meaning string, mech Mechanism) 
 	if it, ok := x.item("limit", "limits."+name, -1); ok {
 		p.decide(it)
 	}
-	if how, ok := x.in.Plan.Approximated[name]; ok {
-		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechApprox, Detail: "approximated in the " + x.in.Plan.Tier + " tier: " + how})
+	if how, ok := approximation(x.plan(), name); ok {
+		p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechApprox, Detail: "approximated in the " + x.tier() + " tier: " + how})
 	}
 	return p
 }
 
 func (x *explainer) resources() {
-	pf, def := x.in.Plan, x.in.Def
+	pl, def := x.plan(), x.in.Def
+	mem, swapBytes := memory(pl.Spec)
+	out := x.in.Decision.Limits.OutputBytes
 	var memReq, toReq, pidsReq, outReq string
 	if def.Resources != nil && def.Resources.MaxMemory > 0 {
 		memReq = "resources.max-memory: " + units.FormatSize(def.Resources.MaxMemory)
@@ -935,25 +865,25 @@ func (x *explainer) resources() {
 		}
 	}
 	swap := "no swap"
-	if pf.SwapBytes > pf.MemoryBytes {
-		swap = "swap " + units.FormatSize(pf.SwapBytes-pf.MemoryBytes)
+	if swapBytes > mem {
+		swap = "swap " + units.FormatSize(swapBytes-mem)
 	}
 	x.e.Resources = append(x.e.Resources,
-		x.limitPoint("memory", memReq, "may use up to "+units.FormatSize(pf.MemoryBytes)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
-			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.MemoryBytes, 10),
-				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", units.FormatSize(pf.MemoryBytes), units.FormatSize(pf.SwapBytes), swap)}),
-		x.limitPoint("timeout", toReq, "may run for "+durationWords(pf.Timeout)+"; then it is stopped (status timeout, exit 124)",
-			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pf.Timeout.Milliseconds(), 10),
-				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pf.Timeout), durationWords(pf.KillGrace))}),
-		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", pf.toolPids()), pidsMechanism(pf)),
-		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(pf.OutputBytes)+", then truncated with a marker",
-			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(pf.OutputBytes, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(pf.OutputBytes))}),
+		x.limitPoint("memory", memReq, "may use up to "+units.FormatSize(mem)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
+			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(mem, 10),
+				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", units.FormatSize(mem), units.FormatSize(swapBytes), swap)}),
+		x.limitPoint("timeout", toReq, "may run for "+durationWords(pl.Limits.Timeout)+"; then it is stopped (status timeout, exit 124)",
+			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pl.Limits.Timeout.Milliseconds(), 10),
+				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pl.Limits.Timeout), durationWords(pl.Limits.KillGrace))}),
+		x.limitPoint("pids", pidsReq, fmt.Sprintf("may run up to %d processes and threads at once", toolPids(pl)), pidsMechanism(pl)),
+		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(out)+", then truncated with a marker",
+			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(out, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(out))}),
 	)
-	x.e.Resources = append(x.e.Resources, undoPoints(pf.Undo)...)
-	if pf.CPUs > 0 {
-		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pf.CPUs, 'f', -1, 64),
-			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pf.CPUs, 'f', -1, 64)),
-			Mechanisms: []Mechanism{{Kind: MechCgroup, Value: strconv.FormatFloat(pf.CPUs, 'f', -1, 64), Detail: "cgroup CPU quota over a 100ms period"}},
+	x.e.Resources = append(x.e.Resources, undoPoints(writeGrants(def), x.in.Undo)...)
+	if pl.Limits.CPUs > 0 {
+		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64),
+			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64)),
+			Mechanisms: []Mechanism{{Kind: MechCgroup, Value: strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64), Detail: "cgroup CPU quota over a 100ms period"}},
 			Verdict:    VerdictAllow, Risk: "low", Rule: "sandboxed.cpus", Reason: "a definition may only narrow its limits"})
 	}
 }
@@ -962,35 +892,28 @@ func (x *explainer) resources() {
 // under gVisor, whose processes the host sees only as the Sentry's tasks,
 // the limit on the uid's tasks in gVisor's own kernel that the init gives
 // each command, beside a host bound on the sandbox's tasks.
-func pidsMechanism(pf PlanFacts) Mechanism {
-	if pf.Runtime == "runsc" {
-		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(pf.toolPids(), 10),
-			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", pf.toolPids())}
+func pidsMechanism(pl *isolation.Plan) Mechanism {
+	if pl.Runtime == "runsc" {
+		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(toolPids(pl), 10),
+			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", toolPids(pl))}
 	}
-	d := fmt.Sprintf("cgroup pids.max %d", pf.Pids)
-	if t := pf.toolPids(); t != pf.Pids {
-		d += fmt.Sprintf(": the tool's %d and %d spare threads of the sandbox's init", t, pf.Pids-t)
+	pids := specPids(pl.Spec)
+	d := fmt.Sprintf("cgroup pids.max %d", pids)
+	if t := toolPids(pl); t != pids {
+		d += fmt.Sprintf(": the tool's %d and %d spare threads of the sandbox's init", t, pids-t)
 	}
-	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pf.Pids, 10), Detail: d}
+	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pids, 10), Detail: d}
 }
 
 // hostIDWords names the host uid the sandbox's user is, where a user
 // namespace makes it another than the one it has inside (root inside is
 // not root on the host).
-func (pf PlanFacts) hostIDWords() string {
-	if !pf.HostIDKnown || pf.HostUID == pf.UID {
+func (x *explainer) hostIDWords() string {
+	uid, _ := user(x.plan().Spec)
+	if x.in.HostID == nil || x.in.HostID.UID == uid {
 		return ""
 	}
-	return fmt.Sprintf(" (host uid %d through a user namespace)", pf.HostUID)
-}
-
-// toolPids is how many processes and threads the tool gets: the plan's
-// limit, or the spec's where the facts have no plan's.
-func (pf PlanFacts) toolPids() int64 {
-	if pf.ToolPids > 0 {
-		return pf.ToolPids
-	}
-	return pf.Pids
+	return fmt.Sprintf(" (host uid %d through a user namespace)", x.in.HostID.UID)
 }
 
 func durationWords(d time.Duration) string {
@@ -1092,7 +1015,7 @@ func (x *explainer) risks() {
 	if in.Decision.Tier == policy.TierUnknown || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
 		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does, so it is treated as high risk")
 	}
-	priv := in.Plan.Privilege
+	priv := string(x.plan().Privilege)
 	if priv == "" {
 		priv = string(def.Security.ExecutionPrivilege)
 	}
@@ -1103,7 +1026,7 @@ func (x *explainer) risks() {
 	case x.unsandboxed():
 		x.risk("high", RiskNoIsolation, "isolation", "isolation none: no grant is enforced; the tool can read, write and reach whatever the user can")
 	case def.Security.Isolation == tool.IsolationNone:
-		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+in.Plan.Tier+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
+		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+x.tier()+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
 	}
 }
 
@@ -1179,21 +1102,21 @@ func (x *explainer) mountRisks(g permissions.Grant, home string) {
 
 // maskOver is the plan's mask over path (of path or a directory above
 // it), if the plan in force masks it.
-func (x *explainer) maskOver(path string) (MaskFact, bool) {
-	for _, mk := range x.in.Plan.Masked {
-		if covers(mk.Path, path) {
+func (x *explainer) maskOver(path string) (isolation.MaskedPath, bool) {
+	for _, mk := range x.plan().Masked {
+		if covers(mk.Source, path) {
 			return mk, true
 		}
 	}
-	return MaskFact{}, false
+	return isolation.MaskedPath{}, false
 }
 
 // masksUnder says, in parentheses, what the policy in force hides or
 // makes read-only under p: read from the plan's masked paths, not assumed.
 func (x *explainer) masksUnder(p string) string {
 	var hidden, ro int
-	for _, mk := range x.in.Plan.Masked {
-		if covers(p, mk.Path) {
+	for _, mk := range x.plan().Masked {
+		if covers(p, mk.Source) {
 			if mk.Hide {
 				hidden++
 			} else {
@@ -1268,23 +1191,24 @@ func (x *explainer) verdict() {
 // howItRuns says in one phrase where and as whom the tool runs and what it
 // reaches.
 func (x *explainer) howItRuns() string {
-	pf := x.in.Plan
+	pl, tr := x.plan(), x.tier()
+	uid, _ := user(pl.Spec)
 	var who string
 	switch {
-	case pf.Tier == string(tool.IsolationNone):
-		who = fmt.Sprintf("runs unsandboxed on the host as uid %d", pf.UID)
-	case pf.Tier == string(tier.Landlock):
+	case tr == string(tool.IsolationNone):
+		who = fmt.Sprintf("runs unsandboxed on the host as uid %d", uid)
+	case tr == string(tier.Landlock):
 		// Without a user namespace the uid cannot be the plan's: as
 		// root, one of the run's own; otherwise the invoking user's.
 		who = "runs in landlock isolation as your own uid (as root: an unprivileged uid of the run's own)"
-	case pf.Privilege == string(tool.PrivilegeElevated):
-		who = fmt.Sprintf("runs in %s isolation as root in a user namespace", pf.Tier)
-	case pf.Privilege == string(tool.PrivilegeReduced):
-		who = fmt.Sprintf("runs in %s isolation as nobody (uid %d)", pf.Tier, pf.UID)
+	case pl.Privilege == tool.PrivilegeElevated:
+		who = fmt.Sprintf("runs in %s isolation as root in a user namespace", tr)
+	case pl.Privilege == tool.PrivilegeReduced:
+		who = fmt.Sprintf("runs in %s isolation as nobody (uid %d)", tr, uid)
 	default:
-		who = fmt.Sprintf("runs in %s isolation as uid %d", pf.Tier, pf.UID)
+		who = fmt.Sprintf("runs in %s isolation as uid %d", tr, uid)
 	}
-	who += pf.hostIDWords()
+	who += x.hostIDWords()
 	var reads, writes, hosts, local int
 	anyHost := false
 	for _, g := range x.in.Grants {
@@ -1399,24 +1323,24 @@ func (x *explainer) inspection() {
 	}
 }
 
-// UndoFact is the policy's undo bounds for a tool's write grants.
-type UndoFact struct {
-	Writes   []string // the write grants, as written
-	Record   bool     // records on (undo.disable unset)
-	MaxFiles int
-	MaxBytes int64
-	Keep     time.Duration
-	MaxTotal int64
-	Rule     string // where the bounds come from
+// writeGrants are the definition's write grants, as written.
+func writeGrants(def *tool.Definition) []string {
+	var writes []string
+	for _, p := range def.Security.RequiredPermissions {
+		if strings.HasPrefix(p, string(tool.PermFSWrite)+":") {
+			writes = append(writes, p)
+		}
+	}
+	return writes
 }
 
 // undoPoints explain undo and review of the tool's write grants: what
 // they cover, per tier, the bounds and the rule.
-func undoPoints(u *UndoFact) []Point {
-	if u == nil {
+func undoPoints(writes []string, u *policy.UndoBounds) []Point {
+	if len(writes) == 0 || u == nil {
 		return nil
 	}
-	grants := strings.Join(u.Writes, ", ")
+	grants := strings.Join(writes, ", ")
 	rec := Mechanism{Kind: MechRecord, Value: strconv.FormatInt(u.MaxBytes, 10),
 		Detail: fmt.Sprintf("scanned on the host before and after the run, at most %d entries and %s of files per grant; pre-images 0600 under the state directory, kept %s (gc), at most %s in all",
 			u.MaxFiles, units.FormatSize(u.MaxBytes), durationWords(u.Keep), units.FormatSize(u.MaxTotal))}

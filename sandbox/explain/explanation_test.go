@@ -6,6 +6,11 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
+	"github.com/sandboxed-dev/sandboxed/internal/tier"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -28,16 +33,31 @@ func explainFor(t *testing.T, def *tool.Definition, perms []string, items []poli
 		grants = append(grants, gs[0])
 	}
 	def.Security.RequiredPermissions = perms
+	pl := planOf("process", 1000, 1000)
+	pl.Spec.Linux = &specs.Linux{Resources: &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: ptr(512 << 20), Swap: ptr(512 << 20)},
+		Pids:   &specs.LinuxPids{Limit: ptr(256)},
+	}}
+	pl.Limits.Timeout = 5 * time.Minute
+	pl.Spec.Mounts = []specs.Mount{{Source: "/work/proj/src", Destination: "/work/proj/src", Type: "bind", Options: []string{"bind", "ro", "nosuid", "nodev"}}}
 	return Explain(ExplainInput{
-		Def: def, Grants: grants, Templated: templ, Decision: policy.Decision{Items: items, Verdict: verdict, Tier: policy.TierReadOnly},
-		Policy: PolicyInfo{Source: "built-in default"},
-		Plan: PlanFacts{Planned: true, Tier: "process", Privilege: "same-as-user", UID: 1000, GID: 1000,
-			MemoryBytes: 512 << 20, SwapBytes: 512 << 20, Pids: 256, Timeout: 5 * time.Minute, OutputBytes: 10 << 20,
-			Mounts: []MountFact{{Source: "/work/proj/src", Target: "/work/proj/src", Type: "bind", Options: []string{"bind", "ro", "nosuid", "nodev"}}}},
+		Def: def, Grants: grants, Templated: templ,
+		Decision: policy.Decision{Items: items, Verdict: verdict, Tier: policy.TierReadOnly, Limits: policy.Effective{OutputBytes: 10 << 20}},
+		Policy:   PolicyInfo{Source: "built-in default"},
+		Plan:     pl, Planned: true,
 		HostPath: []string{"/usr/local/bin", "/usr/bin", "/home/u/go/bin"},
 		Home:     "/home/u",
 	})
 }
+
+// planOf is a plan of tier t whose spec runs the tool as uid:gid, for
+// the review to read.
+func planOf(t string, uid, gid uint32) *isolation.Plan {
+	return &isolation.Plan{Tier: tier.Tier(t), Privilege: privilege.SameAsUser,
+		Spec: &specs.Spec{Process: &specs.Process{User: specs.User{UID: uid, GID: gid}}}}
+}
+
+func ptr(n int64) *int64 { return &n }
 
 func riskCats(e Explanation) map[string]string {
 	m := map[string]string{}
@@ -152,7 +172,8 @@ func TestExplainVerdicts(t *testing.T) {
 
 func TestExplainNoIsolation(t *testing.T) {
 	def := &tool.Definition{Name: "t", Tags: []string{"run"}, Security: tool.Security{Isolation: tool.IsolationNone}}
-	in := ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Plan: PlanFacts{Tier: "none", UID: 1000}}
+	in := ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Plan: planOf("none", 1000, 0)}
+	in.Plan.Privilege = ""
 	e := Explain(in)
 	if !strings.HasPrefix(e.Verdict.Summary, "ALLOWED: runs unsandboxed on the host as uid 1000") {
 		t.Errorf("summary %q", e.Verdict.Summary)
@@ -203,12 +224,13 @@ func TestPidsMechanism(t *testing.T) {
 		{"", 26, 24, MechCgroup, "26", "cgroup pids.max 26: the tool's 24 and 2 spare threads of the sandbox's init", "up to 24 "},
 		{"runsc", 26, 24, MechRlimit, "24", "RLIMIT_NPROC 24 in gVisor's kernel", "up to 24 "},
 	} {
-		pf := PlanFacts{Pids: c.pids, ToolPids: c.toolPids, Runtime: c.runtime}
-		m := pidsMechanism(pf)
+		pl := &isolation.Plan{Runtime: c.runtime, Limits: isolation.Limits{Pids: c.toolPids},
+			Spec: &specs.Spec{Linux: &specs.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: ptr(c.pids)}}}}}
+		m := pidsMechanism(pl)
 		if m.Kind != c.kind || m.Value != c.value || !strings.HasPrefix(m.Detail, c.detail) {
 			t.Errorf("runtime %q pids %d/%d: %+v", c.runtime, c.pids, c.toolPids, m)
 		}
-		if got := fmt.Sprintf("up to %d ", pf.toolPids()); got != c.meaning {
+		if got := fmt.Sprintf("up to %d ", toolPids(pl)); got != c.meaning {
 			t.Errorf("runtime %q pids %d/%d: the tool gets %q, want %q", c.runtime, c.pids, c.toolPids, got, c.meaning)
 		}
 	}
@@ -220,21 +242,21 @@ func TestRiskNotesReadThePlan(t *testing.T) {
 	g := permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/r/.git", Write: true}}
 	for _, c := range []struct {
 		name   string
-		masked []MaskFact
+		masked []isolation.MaskedPath
 		want   string
 	}{
 		{"no rule", nil, "(the plan does not keep /r/.git/hooks read-only)"},
-		{"read-only", []MaskFact{{Path: "/r/.git/hooks", Rule: "paths.deny-write[0] **/.git/hooks"}}, "(the policy keeps /r/.git/hooks read-only: paths.deny-write[0] **/.git/hooks)"},
-		{"a parent hidden", []MaskFact{{Path: "/r/.git", Hide: true, Rule: "paths.deny[3] **/.git"}}, "(the policy hides /r/.git/hooks: paths.deny[3] **/.git)"},
-		{"another path", []MaskFact{{Path: "/r/.git/config", Rule: "paths.deny-write[1] **/.git/config"}}, "(the plan does not keep /r/.git/hooks read-only)"},
+		{"read-only", []isolation.MaskedPath{{Source: "/r/.git/hooks", Rule: "paths.deny-write[0] **/.git/hooks"}}, "(the policy keeps /r/.git/hooks read-only: paths.deny-write[0] **/.git/hooks)"},
+		{"a parent hidden", []isolation.MaskedPath{{Source: "/r/.git", Hide: true, Rule: "paths.deny[3] **/.git"}}, "(the policy hides /r/.git/hooks: paths.deny[3] **/.git)"},
+		{"another path", []isolation.MaskedPath{{Source: "/r/.git/config", Rule: "paths.deny-write[1] **/.git/config"}}, "(the plan does not keep /r/.git/hooks read-only)"},
 	} {
-		x := &explainer{in: ExplainInput{Plan: PlanFacts{Masked: c.masked}}, e: &Explanation{}}
+		x := &explainer{in: ExplainInput{Plan: &isolation.Plan{Masked: c.masked}}, e: &Explanation{}}
 		x.mountRisks(g, "")
 		if len(x.e.Risks) != 1 || !strings.HasSuffix(x.e.Risks[0].Note, c.want) {
 			t.Errorf("%s: risks %+v, want a note ending %q", c.name, x.e.Risks, c.want)
 		}
 	}
-	x := &explainer{in: ExplainInput{Plan: PlanFacts{Masked: []MaskFact{{Path: "/home/ada/.ssh", Hide: true}, {Path: "/home/ada/x/.git/hooks"}}}}, e: &Explanation{}}
+	x := &explainer{in: ExplainInput{Plan: &isolation.Plan{Masked: []isolation.MaskedPath{{Source: "/home/ada/.ssh", Hide: true}, {Source: "/home/ada/x/.git/hooks"}}}}, e: &Explanation{}}
 	x.mountRisks(permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/home/ada"}}, "/home/ada")
 	if len(x.e.Risks) != 1 || !strings.HasSuffix(x.e.Risks[0].Note, "(the plan hides 1 paths under it and makes 1 read-only)") {
 		t.Errorf("home grant: %+v", x.e.Risks)
@@ -264,8 +286,12 @@ func TestExplainLandlockNetwork(t *testing.T) {
 		}
 		def := &tool.Definition{Name: "t"}
 		def.Security.RequiredPermissions = perms
+		pl := planOf("landlock", 0, 0)
+		if proxyPort > 0 {
+			pl.Egress = &isolation.Egress{ProxyPort: proxyPort}
+		}
 		return Explain(ExplainInput{Def: def, Grants: grants, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
-			Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", ProxyPort: proxyPort}})
+			Plan: pl, Planned: true})
 	}
 	e := explain([]string{"network:external:example.com"}, 3128)
 	base := e.Network[len(e.Network)-1]
@@ -292,8 +318,10 @@ func TestExplainLandlockNetwork(t *testing.T) {
 // no namespaces, and as root a uid of the run's own, not the plan's 0.
 func TestExplainLandlockPrivilege(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
+	pl := planOf("landlock", 0, 0)
+	pl.Spec.Process.NoNewPrivileges = true
 	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
-		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", NoNewPrivileges: true}})
+		Plan: pl, Planned: true})
 	var iso, priv string
 	for _, p := range e.Privilege {
 		for _, m := range p.Mechanisms {
@@ -317,8 +345,10 @@ func TestExplainLandlockPrivilege(t *testing.T) {
 // file (RLIMIT_FSIZE), not the scratch directory.
 func TestExplainLandlockScratchSize(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
+	pl := planOf("landlock", 0, 0)
+	pl.Limits.TmpfsBytes = 64 << 20
 	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
-		Plan: PlanFacts{Planned: true, Tier: "landlock", Privilege: "same-as-user", TmpfsBytes: 64 << 20}})
+		Plan: pl, Planned: true})
 	var got string
 	for _, p := range e.Filesystem {
 		if p.Subject != "host filesystem" {
@@ -337,8 +367,10 @@ func TestExplainLandlockScratchSize(t *testing.T) {
 // container of this host's engine.
 func TestExplainKubernetesIsolation(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
+	pl := planOf("container", 65534, 65534)
+	pl.Backend, pl.Image, pl.Runtime = "kubernetes", "runner:1", "gvisor"
 	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
-		Plan: PlanFacts{Planned: true, Tier: "container", Backend: "kubernetes", Image: "runner:1", Runtime: "gvisor", Privilege: "same-as-user", UID: 65534, GID: 65534}})
+		Plan: pl, Planned: true})
 	var got string
 	for _, p := range e.Privilege {
 		if p.Subject == "isolation" {
