@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // changesOf is the changes section of a run's result.
@@ -374,4 +376,165 @@ printf 'modified by the tool\n' > out/keep.txt`
 			t.Errorf("the review does not show the change:\n%s", c.stderr)
 		}
 	})
+}
+
+// manyFiles are n files of 16 KiB under dir/sub: a change big enough that
+// an apply or an undo of it can be caught midway.
+func manyFiles(n int, sub string) map[string]string {
+	files := map[string]string{"out/keep.txt": "original keep\n", "out/gone.txt": "original gone\n"}
+	body := strings.Repeat("0123456789abcdef", 1024)
+	for i := 0; i < n; i++ {
+		files[fmt.Sprintf("out/%s/%04d", sub, i)] = fmt.Sprintf("%d\n%s", i, body)
+	}
+	return files
+}
+
+// recordState is the head of run's change record: whether an apply or an
+// undo of it is under way, or done.
+func recordState(runID string) (applying, undoing, undone bool) {
+	f, err := os.Open(filepath.Join(env.stateDir, "changes", runID, "record.json"))
+	if err != nil {
+		return false, false, false
+	}
+	defer f.Close()
+	head := make([]byte, 512) // the state comes before the grants
+	n, _ := f.Read(head)
+	s := string(head[:n])
+	return strings.Contains(s, `"applying": true`), strings.Contains(s, `"undoing": true`), strings.Contains(s, `"undone_at"`)
+}
+
+// waitFor polls cond every 2 ms for up to a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// newRunIDs lists the change records made since seen (run ids).
+func newRunIDs(seen map[string]bool) []string {
+	ents, _ := os.ReadDir(filepath.Join(env.stateDir, "changes"))
+	var out []string
+	for _, e := range ents {
+		if !seen[e.Name()] {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// The controller killed (SIGKILL) while it applies an approved review:
+// the record, written before the first change reached the folder, says
+// the apply is under way, and `sandboxed undo RUN_ID` puts the folder
+// back byte for byte, whichever of its paths were applied.
+func TestReviewApplyKilledIsUndone(t *testing.T) {
+	forTierList(t, []string{"process"}, func(t *testing.T, tier string) {
+		dir := workdir(t, manyFiles(1500, "f"))
+		tool := toolYAML(t, dir, tier, "copier", `cp -r out/f out/g && rm out/gone.txt && printf 'modified\n' > out/keep.txt && echo done`,
+			[]string{"filesystem:write:./out"}, "")
+		out := filepath.Join(dir, "out")
+		before := treeDigest(t, out)
+		seen := map[string]bool{}
+		for _, id := range newRunIDs(nil) {
+			seen[id] = true
+		}
+		cmd := command("run", "--json", "--review", "--approve", "writes", tool)
+		cmd.Dir = dir
+		must(t, cmd.Start())
+		var runID string
+		waitFor(t, "the record says the apply is under way", func() bool {
+			for _, id := range newRunIDs(seen) {
+				if applying, _, _ := recordState(id); applying {
+					runID = id
+					return true
+				}
+			}
+			return false
+		})
+		// Removals come first: once gone.txt is gone the folder is changed.
+		waitFor(t, "the apply removes gone.txt", func() bool {
+			_, err := os.Lstat(filepath.Join(out, "gone.txt"))
+			return os.IsNotExist(err)
+		})
+		must(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+		if b, _ := os.ReadFile(filepath.Join(out, "keep.txt")); string(b) == "original keep\n" {
+			t.Logf("killed midway: keep.txt not yet applied")
+		} else {
+			t.Logf("killed after the last write (keep.txt applied)")
+		}
+		if applying, _, _ := recordState(runID); !applying {
+			t.Fatal("the killed apply's record does not say it was under way")
+		}
+		u := sandboxed(t, dir, "undo", runID)
+		if u.code != 0 {
+			t.Fatalf("undo of the killed apply: exit %d\n%s%s", u.code, u.stdout, u.stderr)
+		}
+		if treeDigest(t, out) != before {
+			t.Error("undo of the killed apply did not restore the folder byte for byte")
+		}
+		if c := sandboxed(t, dir, "gc"); c.code != 0 {
+			t.Fatalf("gc: exit %d\n%s", c.code, c.stderr)
+		}
+	})
+}
+
+// An undo stopped midway holds its record: a second undo meanwhile is
+// refused cleanly and changes nothing. Killed (SIGKILL), it is finished by
+// the next `sandboxed undo RUN_ID`, byte for byte.
+func TestUndoKilledMidwayIsFinished(t *testing.T) {
+	dir := workdir(t, manyFiles(1500, "f"))
+	tool := toolYAML(t, dir, "process", "remover", `rm -r out/f && printf 'modified\n' > out/keep.txt && echo new > out/new.txt && echo done`,
+		[]string{"filesystem:write:./out"}, "")
+	out := filepath.Join(dir, "out")
+	before := treeDigest(t, out)
+	r, c := runJSON(t, dir, tool)
+	expect(t, r, c, "ok", 0)
+
+	cmd := command("undo", r.RunID)
+	cmd.Dir = dir
+	must(t, cmd.Start())
+	waitFor(t, "the record says the undo is under way", func() bool {
+		_, undoing, _ := recordState(r.RunID)
+		return undoing
+	})
+	// new.txt is removed first, then f/ is written back, file by file.
+	waitFor(t, "the undo removes new.txt", func() bool {
+		_, err := os.Lstat(filepath.Join(out, "new.txt"))
+		return os.IsNotExist(err)
+	})
+	must(t, cmd.Process.Signal(syscall.SIGSTOP))
+	if _, _, undone := recordState(r.RunID); undone {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		t.Fatal("the undo ended before it could be stopped")
+	}
+	stopped := treeDigest(t, out)
+	second := sandboxed(t, dir, "undo", r.RunID)
+	if second.code == 0 || !strings.Contains(second.stderr, "in use by another undo") {
+		t.Errorf("a second undo beside the first: exit %d\n%s", second.code, second.stderr)
+	}
+	if treeDigest(t, out) != stopped {
+		t.Error("the refused second undo changed the folder")
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	if treeDigest(t, out) == before {
+		t.Log("the undo was stopped after its last write")
+	}
+
+	again := sandboxed(t, dir, "undo", r.RunID)
+	if again.code != 0 || !strings.Contains(again.stdout, "stopped midway") {
+		t.Fatalf("undo after a killed undo: exit %d\n%s%s", again.code, again.stdout, again.stderr)
+	}
+	if treeDigest(t, out) != before {
+		t.Error("the finished undo did not restore the folder byte for byte")
+	}
+	if last := sandboxed(t, dir, "undo", r.RunID); last.code == 0 || !strings.Contains(last.stderr, "already undone") {
+		t.Errorf("undo after the finished one: exit %d %s", last.code, last.stderr)
+	}
 }

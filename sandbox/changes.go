@@ -32,6 +32,10 @@ type ChangesInfo struct {
 	// the change reached the grants.
 	Review  bool `json:"review,omitempty"`
 	Applied bool `json:"applied"`
+	// PartlyApplied: applying the change failed midway; some of it
+	// reached the grants, and Undo says `sandboxed undo RUN_ID` puts that
+	// back.
+	PartlyApplied bool `json:"partly_applied,omitempty"`
 	// NotApplied says why a review's change was not applied (not
 	// approved, declined, or nobody to ask).
 	NotApplied string `json:"not_applied,omitempty"`
@@ -266,29 +270,69 @@ func (rc *runChanges) review(res *Result, info *ChangesInfo, rec *changeset.Reco
 		return
 	}
 	info.NotApplied = ""
+	rc.apply(res, info, rec)
+}
+
+// apply writes an approved change to the grants as a transaction that
+// undo can always reverse: every grant is checked and the pre-images of
+// all it overwrites or removes are kept first (a conflict or a damaged
+// working copy then applies nothing); the record is written, marked
+// applying, before the first change reaches a grant; then the grants are
+// changed, and the record marked applied. A failure (or a kill) midway
+// leaves the record applying: sandboxed undo puts back what was applied.
+// The record's lock is held throughout, so no undo runs beside it.
+func (rc *runChanges) apply(res *Result, info *ChangesInfo, rec *changeset.Record) {
+	notApplied := func(err error) {
+		info.Unavailable = err.Error()
+		res.Warnings = append(res.Warnings, "the reviewed change was not applied, nothing reached the host: "+err.Error())
+		_ = rc.store.Remove(rc.runID)
+	}
+	unlock, err := rc.store.Lock(rc.runID)
+	if err != nil {
+		notApplied(err)
+		return
+	}
+	defer unlock()
+	var pend []*changeset.Pending
+	defer func() {
+		for _, p := range pend {
+			p.Close()
+		}
+	}()
+	keep := changeset.Keeper(rc.store.BlobDir(rc.runID))
 	for i, g := range rec.Grants {
-		skipped, err := changeset.Apply(g.Root, rc.plan.Grants[i].Work, g.Changes, changeset.Keeper(rc.store.BlobDir(rc.runID)))
+		p, err := changeset.PrepareApply(g.Root, rc.plan.Grants[i].Work, g.Changes, keep)
+		if err != nil {
+			notApplied(fmt.Errorf("apply to %s: %w", g.Root, err))
+			return
+		}
+		pend = append(pend, p)
+	}
+	rec.Applying = true
+	if err := rc.store.Save(rec); err != nil {
+		notApplied(err)
+		return
+	}
+	for i, p := range pend {
+		skipped, err := p.Do()
 		for _, s := range skipped {
 			res.Warnings = append(res.Warnings, "not applied: "+s)
 		}
 		if err != nil {
-			info.Unavailable = fmt.Sprintf("apply to %s: %v", g.Root, err)
-			res.Warnings = append(res.Warnings, "the reviewed change was not applied to "+g.Root+": "+err.Error())
-			if i == 0 {
-				_ = rc.store.Remove(rc.runID)
-				return
-			}
-			// Earlier grants were applied: keep their record so that
-			// undo can put them back.
-			rec.Grants, rec.Applied = rec.Grants[:i], true
-			info.Undo = rc.save(rec) == nil
+			// The record, applying, stays with its pre-images: undo
+			// accepts each path applied or not.
+			root := rec.Grants[i].Root
+			info.Unavailable = fmt.Sprintf("apply to %s: %v", root, err)
+			info.PartlyApplied, info.Undo = true, true
+			_ = rc.store.Prune(rec)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the reviewed change was partly applied: applying it to %s failed midway: %v; sandboxed undo %s puts back what was applied", root, err, rc.runID))
 			return
 		}
 	}
-	rec.Applied = true
+	rec.Applying, rec.Applied = false, true
 	if err := rc.save(rec); err != nil {
-		res.Warnings = append(res.Warnings, "the change was applied, but its record for undo could not be kept: "+err.Error())
-		return
+		// Still marked applying: undo works, and checks every path.
+		res.Warnings = append(res.Warnings, "the change was applied, but its record could not say so: "+err.Error()+"; sandboxed undo "+rc.runID+" still puts it back")
 	}
 	info.Applied, info.Undo = true, true
 	res.Notes = append(res.Notes, "the reviewed change was applied; sandboxed undo "+rc.runID+" puts it back")
@@ -296,9 +340,12 @@ func (rc *runChanges) review(res *Result, info *ChangesInfo, rec *changeset.Reco
 
 // UndoReport is what `sandboxed undo` put back.
 type UndoReport struct {
-	RunID  string        `json:"run_id"`
-	Tool   string        `json:"tool"`
-	Grants []UndoneGrant `json:"grants"`
+	RunID string `json:"run_id"`
+	Tool  string `json:"tool"`
+	// Resumed: the undo finished one stopped midway, or the apply of a
+	// review stopped midway; paths already as before the run were left.
+	Resumed bool          `json:"resumed,omitempty"`
+	Grants  []UndoneGrant `json:"grants"`
 }
 
 // UndoneGrant is one grant put back.
@@ -314,42 +361,75 @@ type UndoneGrant struct {
 // ErrAlreadyUndone is a run whose change was undone before.
 var ErrAlreadyUndone = errors.New("already undone")
 
+// ErrUndoStopped is an undo that failed after it changed a grant: the
+// record says so, and the next undo of the run finishes it.
+var ErrUndoStopped = errors.New("the undo stopped midway")
+
 // UndoRun puts the write grants of runID back as they were before the
-// run, from its change record under stateDir. Every grant is checked
-// before any is changed: a path changed since the run refuses the whole
-// undo, with the list (a *changeset.ConflictError).
+// run, from its change record under stateDir. It holds the record's lock
+// throughout (a second undo, or the apply of the run's review, is
+// ErrBusy). Every grant is checked, and every pre-image read and matched
+// to its hash, before any is changed: a path changed since the run
+// refuses the whole undo, with the list (a *changeset.ConflictError).
+// The record is marked undoing before the first change: an undo stopped
+// midway (an error, a kill) is finished by the next, which accepts the
+// paths already put back; so is the apply of a review stopped midway
+// (the record applying), whose paths may hold the change or not.
 func UndoRun(stateDir, runID string) (*UndoReport, error) {
 	store := changeset.Store{Dir: ChangesDir(stateDir)}
-	rec, err := store.Load(runID)
+	if _, err := store.Load(runID); err != nil {
+		return nil, err
+	}
+	unlock, err := store.Lock(runID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := store.Load(runID) // again, under the lock
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case rec.UndoneAt != nil:
 		return nil, fmt.Errorf("run %s: %w at %s", runID, ErrAlreadyUndone, rec.UndoneAt.Local().Format(time.DateTime))
-	case rec.Review && !rec.Applied:
+	case rec.Review && !rec.Applied && !rec.Applying:
 		return nil, fmt.Errorf("run %s: its reviewed change was never applied: nothing to undo: %w", runID, changeset.ErrNotFound)
 	}
-	rep := &UndoReport{RunID: runID, Tool: rec.Tool}
-	// Check every grant first (an undo with no changes to make only
-	// checks), so that a conflict in the last leaves the first alone.
+	resume := rec.Applying || rec.Undoing
+	var pend []*changeset.Pending
+	defer func() {
+		for _, p := range pend {
+			p.Close()
+		}
+	}()
 	for _, g := range rec.Grants {
-		if err := changeset.Check(g.Root, g.Changes); err != nil {
+		p, err := changeset.PrepareUndo(g.Root, g.Changes, store.BlobDir(runID), resume)
+		if err != nil {
 			return nil, err
 		}
+		pend = append(pend, p)
 	}
-	for _, g := range rec.Grants {
-		skipped, err := changeset.Undo(g.Root, g.Changes, store.BlobDir(runID))
+	if !rec.Undoing {
+		rec.Undoing = true
+		if err := store.Save(rec); err != nil {
+			return nil, fmt.Errorf("nothing was put back: %w", err)
+		}
+	}
+	rep := &UndoReport{RunID: runID, Tool: rec.Tool, Resumed: resume}
+	for i, p := range pend {
+		g := rec.Grants[i]
+		skipped, err := p.Do()
 		if err != nil {
-			return rep, err
+			return rep, fmt.Errorf("%w: %w (run sandboxed undo %s again to finish it)", ErrUndoStopped, err, runID)
 		}
 		rep.Grants = append(rep.Grants, UndoneGrant{Root: g.Root, Restored: len(g.Changes), Skipped: skipped})
 	}
 	now := time.Now().UTC()
-	rec.UndoneAt = &now
+	rec.UndoneAt, rec.Undoing = &now, false
 	if err := store.Save(rec); err != nil {
 		return rep, fmt.Errorf("the grants were put back, but the record could not say so: %w", err)
 	}
+	_ = store.Prune(rec) // a review's working copies, left by an apply stopped midway
 	return rep, nil
 }
 
@@ -397,6 +477,9 @@ func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time, held func(
 	var removed []string
 	var errs []error
 	for _, s := range reap {
+		if store.Busy(s.RunID) {
+			continue // an undo or an apply is using it
+		}
 		if err := store.Remove(s.RunID); err != nil {
 			errs = append(errs, err)
 			continue

@@ -179,9 +179,9 @@ func reviewLine(w io.Writer, res *sandbox.Result) {
 	switch {
 	case ch.Applied:
 		fmt.Fprintf(w, "review: the change (%d path(s)) was applied to the host; sandboxed undo %s puts it back\n", n, res.RunID)
-	case ch.Undo:
-		// An apply that failed after the first grant: those before it
-		// were changed, and their record kept.
+	case ch.PartlyApplied:
+		// An apply that failed midway: its record, written before the
+		// first change, is kept.
 		fmt.Fprintf(w, "review: the change (%d path(s)) was only partly applied: %s; sandboxed undo %s puts back what was\n", n, ch.Unavailable, res.RunID)
 	case n > 0 && ch.Unavailable != "":
 		fmt.Fprintf(w, "review: the change (%d path(s)) was not applied: %s\n", n, ch.Unavailable)

@@ -327,8 +327,8 @@ func TestReviewLine(t *testing.T) {
 		{"applied", &sandbox.ChangesInfo{Review: true, Applied: true, Modified: 2}, []string{"2 path(s)) was applied", "sandboxed undo R1"}},
 		{"declined", &sandbox.ChangesInfo{Review: true, Deleted: 1, NotApplied: "declined"}, []string{"was not applied, nothing reached the host: declined"}},
 		{"failed", &sandbox.ChangesInfo{Review: true, Created: 1, Unavailable: "apply to /x: conflict"}, []string{"was not applied: apply to /x: conflict"}},
-		// The first grant applied, the second failed: its record was kept.
-		{"partly applied", &sandbox.ChangesInfo{Review: true, Undo: true, Modified: 2, Unavailable: "apply to /y: EPERM"}, []string{"only partly applied: apply to /y: EPERM", "sandboxed undo R1"}},
+		// Applying failed midway: its record, written first, was kept.
+		{"partly applied", &sandbox.ChangesInfo{Review: true, Undo: true, PartlyApplied: true, Modified: 2, Unavailable: "apply to /y: EPERM"}, []string{"only partly applied: apply to /y: EPERM", "sandboxed undo R1"}},
 		{"refused only", &sandbox.ChangesInfo{Review: true, Refused: []sandbox.RefusedPath{{Op: "created", Path: "/x/.env", Rule: "secrets.mask[0] .env"}}}, []string{"1 change(s) to paths the policy protects"}},
 	} {
 		var b strings.Builder

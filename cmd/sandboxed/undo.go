@@ -17,10 +17,13 @@ var undoCommand = &cli.Command{
 	Description: `Every run with a write grant records what it changed there (the policy's undo
 section bounds the record). undo removes what the run created and writes back what it
 modified or deleted, byte for byte, with their modes (never setuid or setgid bits).
-It first checks every path: one changed since the run (by you, or another run) refuses
-the whole undo and lists them, changing nothing. It never follows a link the tool left:
-every path is opened beneath the grant without following links. RUN_ID is the run_id
-of the result, or the RUN ID column of 'sandboxed audit'.`,
+It first checks every path and reads every pre-image: one changed since the run (by you,
+or another run) refuses the whole undo and lists them, changing nothing. It never
+follows a link the tool left: every path is opened beneath the grant without following
+links. An undo stopped midway (killed, or a write that failed) is finished by running
+it again, as is a reviewed change whose apply stopped midway; two undos of one run do
+not run at once. RUN_ID is the run_id of the result, or the RUN ID column of
+'sandboxed audit'.`,
 	Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was put back as JSON"}},
 	Action: undoAction,
 }
@@ -48,6 +51,9 @@ func undoAction(c *cli.Context) error {
 		return writeJSON(c.App.Writer, rep)
 	}
 	w := terminalSafe(c.App.Writer)
+	if rep.Resumed {
+		fmt.Fprintf(w, "finished an undo or an apply of run %s that had stopped midway\n", rep.RunID)
+	}
 	for _, g := range rep.Grants {
 		fmt.Fprintf(w, "restored %s: %d change(s) of run %s undone\n", g.Root, g.Restored, rep.RunID)
 		for _, s := range g.Skipped {

@@ -1,7 +1,8 @@
 package changeset
 
 import (
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -11,35 +12,36 @@ import (
 )
 
 // Keeper returns a KeepFunc that keeps each file it is given in dir as a
-// blob named by its sha256 (0600), once per content: a reflink of the
-// file where the filesystem can (FICLONE: no bytes copied, the blocks
-// shared copy-on-write), else a copy.
+// blob named by its sha256 (0600): a reflink of the file where the
+// filesystem can (FICLONE: no bytes copied, the blocks shared
+// copy-on-write), else a copy. The hash is read from the blob once made
+// (a reflink) or while copying, so the name is always that of the blob's
+// content.
 func Keeper(dir string) KeepFunc {
-	return func(rel string, fd int, e Entry) error {
-		if !validHash(e.SHA256) {
-			return fmt.Errorf("keep %s: no hash", rel)
-		}
-		dst := filepath.Join(dir, e.SHA256)
-		if _, err := os.Lstat(dst); err == nil {
-			return nil
-		}
+	return func(rel string, fd int) (string, int64, error) {
 		f, err := os.CreateTemp(dir, ".blob-")
 		if err != nil {
-			return fmt.Errorf("keep %s: %w", rel, err)
+			return "", 0, fmt.Errorf("keep %s: %w", rel, err)
 		}
 		defer os.Remove(f.Name()) // after the rename: nothing
 		defer f.Close()
-		if err := unix.IoctlFileClone(int(f.Fd()), fd); err != nil {
-			if _, err := io.Copy(f, io.NewSectionReader(fdReaderAt(fd), 0, e.Size)); err != nil {
-				return fmt.Errorf("keep %s: %w", rel, err)
-			}
+		h := sha256.New()
+		var n int64
+		if unix.IoctlFileClone(int(f.Fd()), fd) == nil {
+			n, err = io.Copy(h, io.NewSectionReader(fdReaderAt(int(f.Fd())), 0, 1<<62))
+		} else {
+			n, err = io.Copy(io.MultiWriter(f, h), io.NewSectionReader(fdReaderAt(fd), 0, 1<<62))
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("keep %s: %w", rel, err)
 		}
 		if err := f.Chmod(0o600); err != nil {
-			return fmt.Errorf("keep %s: %w", rel, err)
+			return "", 0, fmt.Errorf("keep %s: %w", rel, err)
 		}
-		if err := os.Rename(f.Name(), dst); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("keep %s: %w", rel, err)
+		sum := hex.EncodeToString(h.Sum(nil))
+		if err := os.Rename(f.Name(), filepath.Join(dir, sum)); err != nil {
+			return "", 0, fmt.Errorf("keep %s: %w", rel, err)
 		}
-		return nil
+		return sum, n, nil
 	}
 }

@@ -160,6 +160,10 @@ type Limits struct {
 	Skip []string
 }
 
-// KeepFunc is given each regular file of a scan, open read-only (fd, at
-// offset 0 or not: read it with pread), once its entry is hashed.
-type KeepFunc func(rel string, fd int, e Entry) error
+// KeepFunc keeps a regular file as a pre-image: it is given the file
+// open read-only (fd, at offset 0 or not: read it with pread) and returns
+// the sha256 and size of what it kept. The hash is of the kept bytes, not
+// of the file as some earlier read found it: a file changed in between
+// is kept under its new hash, so a pre-image always holds what its name
+// says.
+type KeepFunc func(rel string, fd int) (sha string, size int64, err error)

@@ -20,11 +20,27 @@ func Copy(src, dst string, lim Limits) (Tree, error) { return nil, ErrUnsupporte
 
 // Keeper needs Linux.
 func Keeper(dir string) KeepFunc {
-	return func(string, int, Entry) error { return ErrUnsupported }
+	return func(string, int) (string, int64, error) { return "", 0, ErrUnsupported }
 }
+
+// Pending needs Linux.
+type Pending struct{}
+
+// PrepareUndo needs Linux (openat2).
+func PrepareUndo(root string, cs []Change, blobs string, resume bool) (*Pending, error) {
+	return nil, ErrUnsupported
+}
+
+// PrepareApply needs Linux (openat2).
+func PrepareApply(root, work string, cs []Change, keep KeepFunc) (*Pending, error) {
+	return nil, ErrUnsupported
+}
+
+// Do needs Linux.
+func (p *Pending) Do() ([]string, error) { return nil, ErrUnsupported }
+
+// Close needs Linux.
+func (p *Pending) Close() {}
 
 // ReadFile needs Linux (openat2).
 func ReadFile(root, rel string, max int64) ([]byte, error) { return nil, ErrUnsupported }
-
-// Check needs Linux (openat2).
-func Check(root string, cs []Change) error { return ErrUnsupported }

@@ -15,6 +15,8 @@ var (
 	ErrConflict = errors.New("changed since the run")
 	// ErrNotFound is a run with no record.
 	ErrNotFound = errors.New("no change record")
+	// ErrBusy is a record another process is undoing or applying.
+	ErrBusy = errors.New("in use by another undo or apply")
 	// ErrUnsupported is an operation this platform cannot do safely.
 	ErrUnsupported = errors.New("not supported on this platform")
 )
@@ -47,6 +49,18 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// SourceError lists the files an undo or an apply would write whose
+// content is not at hand as recorded (a pre-image gone or damaged, a
+// working copy changed since its scan): nothing was changed.
+type SourceError struct {
+	Root  string
+	Paths []string
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("%s: %d file(s) cannot be written back as recorded, nothing was changed: %s", e.Root, len(e.Paths), strings.Join(e.Paths, "; "))
+}
 
 // PathError is a filesystem operation on one entry that failed.
 type PathError struct {

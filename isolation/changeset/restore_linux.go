@@ -22,39 +22,68 @@ const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RE
 
 // Undo puts root back as it was before the run whose changes under it
 // are cs (a Diff of before to after), reading pre-images from blobs (a
-// Store's blob directory). It first checks that every changed path is as
-// the run left it; when one is not, it changes nothing and returns a
-// *ConflictError listing them. It returns the paths it could not put back
-// (device files, sockets and FIFOs are never recreated).
+// Store's blob directory): PrepareUndo, then Do. When a path is not as
+// the run left it, it changes nothing and returns a *ConflictError
+// listing them. It returns the paths it could not put back (device
+// files, sockets and FIFOs are never recreated).
 func Undo(root string, cs []Change, blobs string) (skipped []string, err error) {
+	p, err := PrepareUndo(root, cs, blobs, false)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Do()
+}
+
+// PrepareUndo checks everything an undo of cs under root needs before it
+// changes anything: every changed path is as the run left it (or, when
+// resume, already as it was before the run, or between the two as an
+// interrupted apply or undo leaves it), and every pre-image it will write
+// back is in blobs with the content its hash names. A path that is not
+// is a *ConflictError, a pre-image missing or damaged an error; either
+// way nothing was changed. The caller calls Close.
+func PrepareUndo(root string, cs []Change, blobs string, resume bool) (*Pending, error) {
 	steps := make([]step, len(cs))
 	for i, c := range cs {
 		steps[i] = step{path: c.Path, from: c.After, to: c.Before}
 	}
-	src := func(e *Entry) (io.ReadCloser, error) {
+	src := func(e *Entry, _ string) (io.ReadCloser, error) {
 		if !validHash(e.SHA256) {
 			return nil, fmt.Errorf("record names a bad pre-image %q", e.SHA256)
 		}
 		return os.Open(path.Join(blobs, e.SHA256))
 	}
-	return restore(root, steps, src, nil)
+	return prepare(root, steps, src, nil, prepareHow{resume: resume, verify: true})
 }
 
 // Apply writes into root the changes cs found by a Diff of root's tree
-// (before) to the working copy's (after), reading new content from the
-// working copy by descriptors beneath work. It first checks that every
-// path is still as before, and changes nothing when one is not (a
-// *ConflictError). keep gets each file about to be replaced or removed,
-// open read-only: its pre-image, so that the applied change can be
-// undone. Where sandboxed runs as root, new entries get root's owner.
+// (before) to the working copy's (after): PrepareApply, then Do.
 func Apply(root, work string, cs []Change, keep KeepFunc) (skipped []string, err error) {
+	p, err := PrepareApply(root, work, cs, keep)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Do()
+}
+
+// PrepareApply checks everything an apply of cs to root needs before it
+// changes anything: every path is still as before (else a
+// *ConflictError), and every file to write is in the working copy work,
+// read by descriptors beneath it, with the content the change says. keep
+// gets each file about to be replaced or removed, open read-only: its
+// pre-image, so that the applied change can be undone; one whose kept
+// content is not what the check found (changed in between) is a
+// conflict. Nothing under root is changed before Do. Where sandboxed
+// runs as root, new entries get root's owner. The caller calls Close.
+func PrepareApply(root, work string, cs []Change, keep KeepFunc) (*Pending, error) {
 	wfd, err := unix.Open(work, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &PathError{Op: "open", Path: work, Err: err}
 	}
-	defer unix.Close(wfd)
 	var rst unix.Stat_t
 	if err := unix.Stat(root, &rst); err != nil {
+		unix.Close(wfd)
 		return nil, &PathError{Op: "stat", Path: root, Err: err}
 	}
 	steps := make([]step, len(cs))
@@ -70,7 +99,13 @@ func Apply(root, work string, cs []Change, keep KeepFunc) (skipped []string, err
 		}
 		steps[i] = s
 	}
-	return restoreFrom(root, steps, sourceBeneath(wfd), keep)
+	p, err := prepare(root, steps, sourceBeneath(wfd), keep, prepareHow{verify: true})
+	if err != nil {
+		unix.Close(wfd)
+		return nil, err
+	}
+	p.fds = append(p.fds, wfd)
+	return p, nil
 }
 
 // sourceBeneath reads the content of an entry from the tree under the
@@ -123,7 +158,13 @@ func Copy(src, dst string, lim Limits) (Tree, error) {
 		e := e
 		steps = append(steps, step{path: p, to: &e})
 	}
-	if _, err := restoreFrom(dst, steps, sourceBeneath(sfd), nil); err != nil {
+	// Into a new directory: each file's hash is checked as it is written.
+	p, err := prepare(dst, steps, sourceBeneath(sfd), nil, prepareHow{})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if _, err := p.Do(); err != nil {
 		return nil, err
 	}
 	return tree, nil
@@ -143,80 +184,123 @@ func chmodOwn(dir string, e *Entry) error {
 	return nil
 }
 
-// Check reports, as Undo would, the paths under root that are no longer
-// as the run left them (a *ConflictError), changing nothing.
-func Check(root string, cs []Change) error {
-	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &PathError{Op: "open", Path: root, Err: err}
-	}
-	defer unix.Close(rfd)
-	steps := make([]step, len(cs))
-	for i, c := range cs {
-		steps[i] = step{path: c.Path, from: c.After, to: c.Before}
-	}
-	slices.SortFunc(steps, func(x, y step) int { return comparePaths(x.path, y.path) })
-	if bad := check(rfd, steps); len(bad) > 0 {
-		return &ConflictError{Root: root, Paths: bad}
-	}
-	return nil
-}
-
-// step is one path to take from one entry (nil: absent) to another.
+// step is one path to take from one entry (nil: absent) to another; at
+// is where the check found it.
 type step struct {
 	path     string
 	from, to *Entry
+	at       state
 }
 
-func restore(root string, steps []step, src func(*Entry) (io.ReadCloser, error), keep KeepFunc) ([]string, error) {
-	return restoreFrom(root, steps, func(e *Entry, _ string) (io.ReadCloser, error) { return src(e) }, keep)
+// state is where a step's path was found by the check.
+type state int
+
+const (
+	atFrom  state = iota // as the step starts from
+	atTo                 // already as it is to be (resuming)
+	between              // removed and not yet made again, or a directory not yet given its mode (resuming)
+)
+
+// prepareHow says what prepare accepts and checks.
+type prepareHow struct {
+	// resume accepts paths already at their step's end, or between its
+	// start and end: an interrupted apply or undo, done again.
+	resume bool
+	// verify reads every file to write, before anything is changed, and
+	// refuses when its content is not what its hash says.
+	verify bool
 }
 
-// restoreFrom checks every step, then does them: removals deepest first,
-// then directories, files and links shallowest first.
-func restoreFrom(root string, steps []step, src func(e *Entry, rel string) (io.ReadCloser, error), keep KeepFunc) ([]string, error) {
+// Pending is a restore or an apply checked and ready (PrepareUndo,
+// PrepareApply): nothing is changed until Do.
+type Pending struct {
+	root   string
+	rfd    int
+	fds    []int // closed with rfd
+	steps  []step
+	src    func(e *Entry, rel string) (io.ReadCloser, error)
+	resume bool
+}
+
+// Close releases p's descriptors.
+func (p *Pending) Close() {
+	for _, fd := range append(p.fds, p.rfd) {
+		unix.Close(fd)
+	}
+	p.fds, p.rfd = nil, -1
+}
+
+// prepare checks every step (then, with how.verify, every file to write;
+// then hands keep what is about to be replaced or removed) and returns
+// them ready for Do. Nothing under root is changed.
+func prepare(root string, steps []step, src func(e *Entry, rel string) (io.ReadCloser, error), keep KeepFunc, how prepareHow) (_ *Pending, err error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &PathError{Op: "open", Path: root, Err: err}
 	}
-	defer unix.Close(rfd)
+	p := &Pending{root: root, rfd: rfd, steps: steps, src: src, resume: how.resume}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
 	slices.SortFunc(steps, func(x, y step) int { return comparePaths(x.path, y.path) })
-	if bad := check(rfd, steps); len(bad) > 0 {
+	if bad := check(rfd, steps, how.resume); len(bad) > 0 {
 		return nil, &ConflictError{Root: root, Paths: bad}
+	}
+	if how.verify {
+		if bad := verifySources(steps, src); len(bad) > 0 {
+			return nil, &SourceError{Root: root, Paths: bad}
+		}
 	}
 	if keep != nil {
 		if err := keepFrom(rfd, root, steps, keep); err != nil {
 			return nil, err
 		}
 	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		s := steps[i]
-		if s.from == nil || !(s.to == nil || (s.from.Kind == KindDir) != (s.to.Kind == KindDir)) {
+	return p, nil
+}
+
+// Do makes the change: removals deepest first, then directories, files
+// and links shallowest first; a path the check found already at its end
+// is left as it is. Resuming, it first removes what an interrupted write
+// left under a fresh name. It returns the paths not made (device files,
+// sockets and FIFOs are never recreated). Stopped midway (an error, or
+// the process killed), the same change prepared again with resume
+// finishes it.
+func (p *Pending) Do() ([]string, error) {
+	if p.resume {
+		removeLeftovers(p.rfd, p.steps)
+	}
+	for i := len(p.steps) - 1; i >= 0; i-- {
+		s := p.steps[i]
+		if s.at != atFrom || s.from == nil || !(s.to == nil || (s.from.Kind == KindDir) != (s.to.Kind == KindDir)) {
 			continue
 		}
-		if err := removeBeneath(rfd, s.path, s.from.Kind == KindDir); err != nil {
-			return nil, &PathError{Op: "remove", Path: path.Join(root, s.path), Err: err}
+		if err := removeBeneath(p.rfd, s.path, s.from.Kind == KindDir); err != nil {
+			return nil, &PathError{Op: "remove", Path: path.Join(p.root, s.path), Err: err}
 		}
 	}
 	var skipped []string
-	for _, s := range steps {
-		if s.to == nil {
+	for _, s := range p.steps {
+		if s.to == nil || s.at == atTo {
 			continue
 		}
 		if s.to.Kind == KindOther {
 			skipped = append(skipped, s.path+" (not a file, directory or link: never recreated)")
 			continue
 		}
-		if err := put(rfd, s, src); err != nil {
-			return skipped, &PathError{Op: "write", Path: path.Join(root, s.path), Err: err}
+		if err := put(p.rfd, s, p.src); err != nil {
+			return skipped, &PathError{Op: "write", Path: path.Join(p.root, s.path), Err: err}
 		}
 	}
 	return skipped, nil
 }
 
-// check lists the steps whose path is not as their from says, and the
-// directories to remove that hold what no step removes.
-func check(rfd int, steps []step) []string {
+// check finds where each step's path is (step.at) and lists those that
+// are not where a step may start (or, resuming, end or stand between),
+// and the directories to remove that hold what no step removes.
+func check(rfd int, steps []step, resume bool) []string {
 	gone := map[string]bool{}
 	for _, s := range steps {
 		if s.from != nil && (s.to == nil || s.to.Kind != s.from.Kind) {
@@ -230,27 +314,61 @@ func check(rfd int, steps []step) []string {
 		}
 	}
 	var bad []string
-	for _, s := range steps {
-		if s.from == nil && underNotDir(s.path, notDir) {
-			continue // absent by its parent's step, which is checked
-		}
+	for i := range steps {
+		s := &steps[i]
 		cur, err := lstatBeneath(rfd, s.path)
-		switch {
-		case err != nil:
+		if s.from == nil && underNotDir(s.path, notDir) && (err != nil || cur == nil) {
+			s.at = atFrom // absent by its parent's step, which is checked
+			continue
+		}
+		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", s.path, err))
-		case s.from == nil && cur != nil:
-			bad = append(bad, s.path+": it exists now")
-		case s.from != nil && cur == nil:
-			bad = append(bad, s.path+": it is gone")
-		case s.from != nil && !sameNow(rfd, s.path, *s.from, *cur):
-			bad = append(bad, s.path+": it was changed")
-		case s.from != nil && s.from.Kind == KindDir && gone[s.path]:
-			if extra := strangers(rfd, s.path, gone); extra != "" {
+			continue
+		}
+		at, why := judge(rfd, s, cur, resume)
+		if why != "" {
+			bad = append(bad, s.path+": "+why)
+			continue
+		}
+		s.at = at
+		if at == atFrom && s.from != nil && s.from.Kind == KindDir && gone[s.path] {
+			if extra := strangers(rfd, s.path, gone, resume); extra != "" {
 				bad = append(bad, s.path+": it holds "+extra)
 			}
 		}
 	}
 	return bad
+}
+
+// judge says where the step's path, found as cur (nil: absent), is: at
+// its start; resuming, also at its end or between the two. Anything else
+// is a conflict, and why says what.
+func judge(rfd int, s *step, cur *Entry, resume bool) (at state, why string) {
+	switch {
+	case s.from == nil && cur == nil:
+		return atFrom, ""
+	case s.from != nil && cur != nil && sameNow(rfd, s.path, *s.from, *cur):
+		return atFrom, ""
+	}
+	if resume {
+		switch {
+		case s.to == nil && cur == nil:
+			return atTo, ""
+		case s.to != nil && cur != nil && sameNow(rfd, s.path, *s.to, *cur):
+			return atTo, ""
+		case cur == nil && s.from != nil && s.to != nil && (s.from.Kind == KindDir) != (s.to.Kind == KindDir):
+			return between, "" // removed, not yet made again
+		case cur != nil && cur.Kind == KindDir && s.to != nil && s.to.Kind == KindDir:
+			return between, "" // made, its mode not yet set
+		}
+	}
+	switch {
+	case s.from == nil:
+		return atFrom, "it exists now"
+	case cur == nil:
+		return atFrom, "it is gone"
+	}
+	return atFrom, "it was changed"
 }
 
 // underNotDir reports whether a parent of p is in notDir.
@@ -292,8 +410,10 @@ func sameNow(rfd int, rel string, want, cur Entry) bool {
 	return same(want, cur)
 }
 
-// strangers names an entry of the directory rel that no step removes.
-func strangers(rfd int, rel string, gone map[string]bool) string {
+// strangers names an entry of the directory rel that no step removes
+// (resuming, what an interrupted write left under a fresh name does not
+// count: it is removed first).
+func strangers(rfd int, rel string, gone map[string]bool, resume bool) string {
 	fd, err := openBeneath(rfd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err.Error()
@@ -304,15 +424,44 @@ func strangers(rfd int, rel string, gone map[string]bool) string {
 		return err.Error()
 	}
 	for _, n := range names {
-		if !gone[path.Join(rel, n)] {
+		if !gone[path.Join(rel, n)] && !(resume && leftover(n)) {
 			return n + ", which the run did not make"
 		}
 	}
 	return ""
 }
 
-// keepFrom hands keep each file a step replaces or removes.
+// verifySources reads every file the steps will write from src, and
+// lists those whose content is not what their hash says (a pre-image
+// damaged or gone, a working copy changed since its scan).
+func verifySources(steps []step, src func(e *Entry, rel string) (io.ReadCloser, error)) []string {
+	var bad []string
+	for _, s := range steps {
+		if s.to == nil || s.to.Kind != KindFile || s.at == atTo {
+			continue
+		}
+		in, err := src(s.to, s.path)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", s.path, err))
+			continue
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, in)
+		in.Close()
+		switch got := hex.EncodeToString(h.Sum(nil)); {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", s.path, err))
+		case got != s.to.SHA256:
+			bad = append(bad, fmt.Sprintf("%s: its content is not the recorded one (sha256 %s, want %s)", s.path, got, s.to.SHA256))
+		}
+	}
+	return bad
+}
+
+// keepFrom hands keep each file a step replaces or removes; one whose
+// kept content is not what the check found is a conflict.
 func keepFrom(rfd int, root string, steps []step, keep KeepFunc) error {
+	var bad []string
 	for _, s := range steps {
 		if s.from == nil || s.from.Kind != KindFile {
 			continue
@@ -321,13 +470,66 @@ func keepFrom(rfd int, root string, steps []step, keep KeepFunc) error {
 		if err != nil {
 			return &PathError{Op: "keep", Path: path.Join(root, s.path), Err: err}
 		}
-		err = keep(s.path, fd, *s.from)
+		sum, _, err := keep(s.path, fd)
 		unix.Close(fd)
 		if err != nil {
 			return err
 		}
+		if sum != s.from.SHA256 {
+			bad = append(bad, s.path+": it was changed while its pre-image was kept")
+		}
+	}
+	if len(bad) > 0 {
+		return &ConflictError{Root: root, Paths: bad}
 	}
 	return nil
+}
+
+// leftoverPrefix begins the fresh name a file or link is written under
+// before it is renamed into place (put).
+const leftoverPrefix = ".sandboxed-"
+
+// leftover reports whether name is one put writes under: the prefix, a
+// process id, '-'.
+func leftover(name string) bool {
+	rest, ok := strings.CutPrefix(name, leftoverPrefix)
+	if !ok {
+		return false
+	}
+	pid, _, ok := strings.Cut(rest, "-")
+	return ok && pid != "" && strings.Trim(pid, "0123456789") == ""
+}
+
+// removeLeftovers removes, from every directory the steps touch, the
+// fresh names an interrupted put left (a file being written when the
+// process was killed); a step's own path is never one.
+func removeLeftovers(rfd int, steps []step) {
+	own := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, s := range steps {
+		own[s.path] = true
+		dirs[path.Dir(s.path)] = true
+		if s.from != nil && s.from.Kind == KindDir || s.to != nil && s.to.Kind == KindDir {
+			dirs[s.path] = true
+		}
+	}
+	for d := range dirs {
+		rel := d
+		if rel == "." {
+			rel = ""
+		}
+		fd, err := openBeneath(rfd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue // gone, or not a directory: nothing left there
+		}
+		names, _ := reown.ReadDirNames(fd)
+		for _, n := range names {
+			if leftover(n) && !own[path.Join(rel, n)] {
+				_ = unix.Unlinkat(fd, n, 0)
+			}
+		}
+		unix.Close(fd)
+	}
 }
 
 // put makes s.to at s.path: a directory is made or has its mode set; a
@@ -352,7 +554,7 @@ func put(rfd int, s step, src func(*Entry, string) (io.ReadCloser, error)) error
 		defer unix.Close(fd)
 		return setMeta(fd, s.to, mode)
 	}
-	tmp := fmt.Sprintf(".sandboxed-%d-%s", os.Getpid(), base)
+	tmp := fmt.Sprintf("%s%d-%s", leftoverPrefix, os.Getpid(), base)
 	if len(tmp) > 250 {
 		tmp = tmp[:250]
 	}

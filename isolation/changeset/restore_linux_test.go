@@ -477,3 +477,194 @@ func TestScanSkipsOwnStore(t *testing.T) {
 		t.Errorf("the record is gone after undo: %v", err)
 	}
 }
+
+// An undo that stops midway (here a pre-image taken away after the check,
+// so that its write fails after the removals and earlier writes) leaves a
+// grant part restored; the same undo prepared again with resume accepts
+// what was put back, removes what an interrupted write left, and finishes
+// byte for byte. Without resume it is a conflict.
+func TestUndoResumesAnInterruptedUndo(t *testing.T) {
+	root := seed(t)
+	want := treeHash(t, root)
+	cs, blobs := recordRun(t, root, func() {
+		write(t, filepath.Join(root, "mod.txt"), "the run's\n")
+		os.Remove(filepath.Join(root, "del.txt"))
+		os.RemoveAll(filepath.Join(root, "sub"))
+		write(t, filepath.Join(root, "sub"), "a file where a directory was\n")
+		write(t, filepath.Join(root, "made/x"), "x")
+	})
+	p, err := PrepareUndo(root, cs, blobs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := sha256.Sum256([]byte("deep\n"))
+	blob := filepath.Join(blobs, hex.EncodeToString(deep[:]))
+	if err := os.Rename(blob, blob+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Do(); err == nil {
+		t.Fatal("Do with a pre-image gone succeeded")
+	}
+	p.Close()
+	if err := os.Rename(blob+".away", blob); err != nil {
+		t.Fatal(err)
+	}
+	// What a write killed before its rename leaves.
+	write(t, filepath.Join(root, "sub", ".sandboxed-4242-deep.txt"), "half")
+	if treeHash(t, root) == want {
+		t.Fatal("positive control: the interrupted undo restored everything")
+	}
+	if _, err := Undo(root, cs, blobs); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a fresh undo of a part-restored grant = %v, want a conflict", err)
+	}
+	p, err = PrepareUndo(root, cs, blobs, true)
+	if err != nil {
+		t.Fatalf("PrepareUndo(resume): %v", err)
+	}
+	defer p.Close()
+	if _, err := p.Do(); err != nil {
+		t.Fatalf("Do(resume): %v", err)
+	}
+	if treeHash(t, root) != want {
+		t.Error("the resumed undo did not restore the tree")
+	}
+}
+
+// An apply that stops midway (a working copy file taken away after the
+// check) is undone by a resumed undo: each path, applied or not, is put
+// back as it was before.
+func TestUndoOfAPartlyAppliedChange(t *testing.T) {
+	root := seed(t)
+	want := treeHash(t, root)
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(work, "del.txt"))
+	os.RemoveAll(filepath.Join(work, "sub"))
+	write(t, filepath.Join(work, "sub/other.txt"), "other\n")
+	write(t, filepath.Join(work, "mod.txt"), "reviewed\n")
+	write(t, filepath.Join(work, "zz/new.txt"), "new\n")
+	after, err := Scan(work, Limits{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := Diff(before, after)
+	blobs := t.TempDir()
+	p, err := PrepareApply(root, work, cs, Keeper(blobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(work, "zz/new.txt")) // written last: the rest is applied
+	if _, err := p.Do(); err == nil {
+		t.Fatal("Do with a working copy file gone succeeded")
+	}
+	p.Close()
+	if b, _ := os.ReadFile(filepath.Join(root, "mod.txt")); string(b) != "reviewed\n" {
+		t.Fatalf("positive control: the apply did not get far: mod.txt = %q", b)
+	}
+	if _, err := Undo(root, cs, blobs); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a fresh undo of a partly applied change = %v, want a conflict", err)
+	}
+	p, err = PrepareUndo(root, cs, blobs, true)
+	if err != nil {
+		t.Fatalf("PrepareUndo(resume): %v", err)
+	}
+	defer p.Close()
+	if _, err := p.Do(); err != nil {
+		t.Fatalf("Do(resume): %v", err)
+	}
+	if treeHash(t, root) != want {
+		t.Error("undo of the partly applied change did not restore the grant")
+	}
+}
+
+// A damaged pre-image is found before anything is removed: the undo
+// refuses and the grant is as it was.
+func TestUndoChecksPreImagesFirst(t *testing.T) {
+	root := seed(t)
+	cs, blobs := recordRun(t, root, func() {
+		write(t, filepath.Join(root, "made/x"), "x")
+		write(t, filepath.Join(root, "mod.txt"), "the run's\n")
+	})
+	old := sha256.Sum256([]byte("old content\n"))
+	if err := os.WriteFile(filepath.Join(blobs, hex.EncodeToString(old[:])), []byte("damaged\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := treeHash(t, root)
+	_, err := Undo(root, cs, blobs)
+	var se *SourceError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "mod.txt") {
+		t.Fatalf("Undo with a damaged pre-image = %v", err)
+	}
+	if treeHash(t, root) != now {
+		t.Error("a refused undo changed the grant (it removed what the run made)")
+	}
+}
+
+// A file changed between the check and the keeping of its pre-image is
+// a conflict of the apply, before anything reaches the grant: the kept
+// blob would not be what the record names.
+func TestApplyCatchesAChangeBetweenCheckAndKeep(t *testing.T) {
+	root := seed(t)
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(work, "mod.txt"), "reviewed\n")
+	os.Remove(filepath.Join(work, "del.txt"))
+	after, _ := Scan(work, Limits{}, nil, nil)
+	cs := Diff(before, after)
+	blobs := t.TempDir()
+	keep := Keeper(blobs)
+	racing := func(rel string, fd int) (string, int64, error) {
+		if rel == "mod.txt" {
+			// The same inode, new content: what the descriptor reads.
+			if err := os.WriteFile(filepath.Join(root, rel), []byte("the user's, meanwhile\n"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return keep(rel, fd)
+	}
+	_, err = Apply(root, work, cs, racing)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "mod.txt") {
+		t.Fatalf("Apply = %v, want a conflict on mod.txt", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "del.txt")); err != nil {
+		t.Errorf("a refused apply removed del.txt: %v", err)
+	}
+}
+
+// Two undos of one record do not run at once: the second is ErrBusy,
+// and gc sees the record in use.
+func TestStoreLock(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	id := "20261128T080000-000000000002"
+	if err := s.Begin(id); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.Lock(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(id); !errors.Is(err, ErrBusy) {
+		t.Errorf("a second Lock = %v, want ErrBusy", err)
+	}
+	if !s.Busy(id) {
+		t.Error("Busy = false while locked")
+	}
+	unlock()
+	if s.Busy(id) {
+		t.Error("Busy = true after unlock")
+	}
+	unlock, err = s.Lock(id)
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	unlock()
+	if _, err := s.Lock("20261128T080000-000000000003"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Lock of no record = %v", err)
+	}
+}

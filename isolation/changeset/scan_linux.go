@@ -133,6 +133,15 @@ func (s *scanner) file(dirfd int, name, p string, e *Entry) error {
 	if err := unix.Fstat(fd, &st); err != nil || st.Ino != uint64(e.ino) || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return &PathError{Op: "open", Path: path.Join(s.root, p), Err: errors.New("it changed during the scan")}
 	}
+	if s.keep != nil {
+		// The pre-image kept is what the entry describes, read once.
+		sum, n, err := s.keep(p, fd)
+		if err != nil {
+			return err
+		}
+		e.SHA256, e.Size = sum, n
+		return nil
+	}
 	h := sha256.New()
 	n, err := io.Copy(h, io.NewSectionReader(fdReaderAt(fd), 0, 1<<62))
 	if err != nil {
@@ -140,9 +149,6 @@ func (s *scanner) file(dirfd int, name, p string, e *Entry) error {
 	}
 	e.Size = n // what was read is what the hash is of
 	e.SHA256 = hex.EncodeToString(h.Sum(nil))
-	if s.keep != nil {
-		return s.keep(p, fd, *e)
-	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +23,15 @@ type Record struct {
 	// whether its change reached the grants (only then can it be undone).
 	Review  bool `json:"review,omitempty"`
 	Applied bool `json:"applied,omitempty"`
+	// Applying is a review whose apply began (the record, with the
+	// pre-images of all it overwrites or removes, was written before the
+	// first change reached a grant) and did not end: it failed or was
+	// killed midway, so each path holds the change or not. It can be
+	// undone: the undo accepts both (PrepareUndo's resume).
+	Applying bool `json:"applying,omitempty"`
+	// Undoing is an undo that began and did not end; undo again finishes
+	// it, accepting the paths it already put back.
+	Undoing bool `json:"undoing,omitempty"`
 	// UndoneAt is when `sandboxed undo` put the grants back.
 	UndoneAt *time.Time `json:"undone_at,omitempty"`
 	Grants   []Grant    `json:"grants"`
@@ -101,13 +111,80 @@ func (s Store) Save(r *Record) error {
 		return fmt.Errorf("create change record %s: %w", dir, err)
 	}
 	tmp := filepath.Join(dir, ".record.json.tmp")
-	if err := os.WriteFile(tmp, append(js, '\n'), 0o600); err != nil {
+	if err := writeRecord(tmp, append(js, '\n'), r.Applying || r.Undoing); err != nil {
 		return fmt.Errorf("write change record: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "record.json")); err != nil {
 		return fmt.Errorf("store change record: %w", err)
 	}
 	return nil
+}
+
+// Lock takes runID's record for an undo or an apply: an exclusive
+// flock(2) on its lock file, which ends with the process (a killed undo
+// leaves no lock behind). Held by another process, it is ErrBusy at
+// once. The caller calls the returned unlock.
+func (s Store) Lock(runID string) (unlock func(), err error) {
+	if !ValidRunID(runID) {
+		return nil, fmt.Errorf("run id %q: %w", runID, ErrNotFound)
+	}
+	f, err := os.OpenFile(filepath.Join(s.RunDir(runID), lockName), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("run %s: %w in %s", runID, ErrNotFound, s.Dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock the change record of %s: %w", runID, err)
+	}
+	if err := flock(f, true); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("run %s: its change record is %w (wait for it to end, then run sandboxed undo %s again)", runID, ErrBusy, runID)
+		}
+		return nil, fmt.Errorf("lock the change record of %s: %w", runID, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Busy reports whether a process holds runID's record (Lock).
+func (s Store) Busy(runID string) bool {
+	f, err := os.OpenFile(filepath.Join(s.RunDir(runID), lockName), os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(flock(f, true), syscall.EWOULDBLOCK)
+}
+
+// lockName is the lock file of a run's record (Lock).
+const lockName = "lock"
+
+// flock takes an exclusive lock on f, without waiting when nb.
+func flock(f *os.File, nb bool) error {
+	how := syscall.LOCK_EX
+	if nb {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// writeRecord writes data to the new file name (0600), synced to disk
+// when sync: a record saying a change is under way must be there before
+// the change is.
+func writeRecord(name string, data []byte, sync bool) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Load reads runID's record.
