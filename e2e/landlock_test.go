@@ -39,8 +39,12 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB",
 			"bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090 && head -c 13 <&3'; echo; bash -c 'exec 3<>/dev/tcp/127.0.0.2/9090' 2>/dev/null || echo other address refused",
 			"network:localhost:9090"),
-		"netprobe.py": landlockNetProbe,
-		"hosts":       mustRead(t, testNet.hostsFile),
+		"tools/secrets.yaml": landlockTool("secrets", "5000", "64MiB",
+			"cat /tmp/w/sec/readme.txt /tmp/w/sec/sub/notes.txt; ls -A /tmp/w/sec | grep -qx .env && echo listed .env; for f in .env id_rsa key.pem .aws/credentials sub/.env.local; do cat /tmp/w/sec/$f 2>/dev/null; done; echo END",
+			"filesystem:read:/tmp/w/sec"),
+		"tools/named.yaml": landlockTool("named", "5000", "64MiB", "tr a-z A-Z < /tmp/w/sec/.env", "filesystem:read:/tmp/w/sec/.env"),
+		"netprobe.py":      landlockNetProbe,
+		"hosts":            mustRead(t, testNet.hostsFile),
 	})
 	sock := "/var/run/docker.sock"
 	var st syscall.Stat_t
@@ -73,6 +77,9 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
 				"netwait: rc=0", "relay: found", "killed: running", "killed: all gone", "killed: gc rc=0",
 				"localhost: local service", "localhost: other address refused", "localhost: rc=0",
+				"secrets: PLAIN-FILE", "secrets: SUB-FILE", "secrets: listed .env", "secrets: END", "secrets: rc=0",
+				"named-unapproved: rc=126", "named: HIDDEN-7C2E-.ENV", "named: rc=0",
+				"explain: landlock", "explain: masks", "explain: no Landlock rule",
 				"victim: alive", "init: alive",
 				"left: none",
 			} {
@@ -80,7 +87,7 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 					t.Errorf("job output lacks %q", want)
 				}
 			}
-			for _, bad := range []string{"LEAK", "ALLOCATED", "jobsecret-7d1f", "LEFT "} {
+			for _, bad := range []string{"LEAK", "ALLOCATED", "jobsecret-7d1f", "LEFT ", "hidden-7c2e"} {
 				if strings.Contains(lines, bad) {
 					t.Errorf("job output has %q", bad)
 				}
@@ -181,6 +188,19 @@ r = json.load(sys.stdin)
 print("records:", r["isolation"], " ".join(sorted("%s:%d=%s" % (e["host"], e["port"], e["verdict"]) for e in r["egress"])))'
 run netprobe $P /t/tools/netprobe.yaml
 run localhost $P --approve network:localhost:9090 /t/tools/localhost.yaml
+# The secrets of a read grant: ordinary files read, secrets refused (their
+# names listed), a secret named in the grant read once approved; explain
+# reviews the landlock tier and lists the masks in its words.
+mkdir -p /tmp/w/sec/sub /tmp/w/sec/.aws
+echo PLAIN-FILE > /tmp/w/sec/readme.txt; echo SUB-FILE > /tmp/w/sec/sub/notes.txt
+for f in .env id_rsa key.pem .aws/credentials sub/.env.local; do echo "hidden-7c2e-$(basename $f)" > /tmp/w/sec/$f; done
+run secrets $P /t/tools/secrets.yaml
+run named-unapproved $P /t/tools/named.yaml
+run named $P --approve filesystem:read:/tmp/w/sec/.env /t/tools/named.yaml
+sandboxed permissions explain --json $P /t/tools/secrets.yaml > /tmp/explain.json 2>/tmp/err || cat /tmp/err
+grep -q '"value": *"landlock"' /tmp/explain.json && echo "explain: landlock"
+grep -q 'secrets.mask\[0\] .env' /tmp/explain.json && grep -q 'secrets.mask\[11\] .aws' /tmp/explain.json && echo "explain: masks"
+grep -q 'a mask inside a read grant gets no Landlock rule' /tmp/explain.json && echo "explain: no Landlock rule"
 # Another process of the container that finds the relay the init listens
 # on for a run with network gets nothing through it.
 listening() { python3 -c 'import sys
