@@ -41,7 +41,8 @@ version: 1
 # tier: no namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
 # --approve isolation-landlock lets it stand in for one run.
 # isolation.landlock-gaps: what the landlock tier may go without where it
-# cannot enforce it: masks (paths.deny and protected paths inside a grant) and
+# cannot enforce it: masks (paths.deny, secrets and protected paths inside a
+# write grant; a read grant's masks are kept unreadable by a rule per entry) and
 # signals (signal scoping, Landlock ABI 6, for a tool running as your uid).
 # isolation.runtime: definition (the default: the container runtime the
 # definition asks for, sandboxed.runtime) or runsc (every container-tier run
