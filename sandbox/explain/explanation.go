@@ -1020,7 +1020,7 @@ func (x *explainer) risks() {
 		priv = string(def.Security.ExecutionPrivilege)
 	}
 	if priv == string(tool.PrivilegeElevated) {
-		x.risk("high", RiskElevated, "execution-privilege", "elevated: root with Docker's default capabilities inside a user namespace; a wider kernel surface for a hostile tool")
+		x.risk("high", RiskElevated, "execution-privilege", "elevated: "+x.rootWords()+"; a wider kernel surface for a hostile tool")
 	}
 	switch {
 	case x.unsandboxed():
@@ -1028,6 +1028,23 @@ func (x *explainer) risks() {
 	case def.Security.Isolation == tool.IsolationNone:
 		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+x.tier()+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
 	}
+}
+
+// rootWords says as whom an elevated tool runs, read from the plan's
+// spec: its capabilities and whether a user namespace maps its root.
+func (x *explainer) rootWords() string {
+	pl := x.plan()
+	if pl.Spec.Process == nil {
+		return "root in the sandbox"
+	}
+	w := "root with no capabilities"
+	if n := len(capabilities(pl.Spec)); n > 0 {
+		w = fmt.Sprintf("root with %d capabilities (the execution-privilege point lists them)", n)
+	}
+	if slices.Contains(namespaces(pl.Spec), string(specs.UserNamespace)) {
+		return w + " inside a user namespace"
+	}
+	return w + " with no user namespace of its own"
 }
 
 func hasSecurityTag(tags []string) bool {
@@ -1049,7 +1066,7 @@ func (x *explainer) mountRisks(g permissions.Grant, home string) {
 	for _, p := range paths {
 		for _, s := range dockerSockets {
 			if covers(p, s) {
-				x.risk("high", RiskHostRoot, subj, "reaches "+s+": whoever can talk to the Docker daemon is root on the host")
+				x.socketRisk(subj, s)
 			}
 		}
 		if p == "/" || (home != "" && p == home) {
@@ -1058,28 +1075,7 @@ func (x *explainer) mountRisks(g permissions.Grant, home string) {
 		if !m.Write {
 			continue
 		}
-		for _, dir := range x.in.HostPath {
-			if dir != "" && filepath.IsAbs(dir) && covers(p, filepath.Clean(dir)) {
-				x.risk("high", RiskCodeExecution, subj, "writable "+dir+", a directory on PATH: a program planted there runs the next time the user types its name")
-				break
-			}
-		}
-		if home != "" {
-			for _, rc := range shellStartup {
-				f := filepath.Join(home, rc)
-				if covers(p, f) {
-					x.risk("high", RiskCodeExecution, subj, "writable "+f+", which runs at log-in or shell start: code planted there runs on the host outside the sandbox")
-					break
-				}
-			}
-			for _, bin := range []string{"bin", ".local/bin"} {
-				f := filepath.Join(home, bin)
-				if covers(p, f) {
-					x.risk("high", RiskCodeExecution, subj, "writable "+f+": programs planted there run when the user calls them")
-					break
-				}
-			}
-		}
+		held := x.plantRisk(subj, x.runsLater(p, home))
 		if strings.Contains(p, "/.git/hooks") || strings.HasSuffix(p, "/.git") {
 			hooks := p
 			if i := strings.Index(p, "/.git/hooks"); i >= 0 {
@@ -1097,7 +1093,97 @@ func (x *explainer) mountRisks(g permissions.Grant, home string) {
 			}
 			x.risk("high", RiskCodeExecution, subj, note)
 		}
+		if held != "" {
+			// After the notes of what is writable, which it must not
+			// hide (one note per category and grant).
+			x.risk("low", RiskCodeExecution, subj, held)
+		}
 	}
+}
+
+// socketRisk notes a grant that reaches the Docker daemon's socket s,
+// unless the plan hides it: a read-only mask does not stop connect().
+func (x *explainer) socketRisk(subj, s string) {
+	note := "reaches " + s + ": whoever can talk to the Docker daemon is root on the host"
+	switch mk, ok := x.maskOver(s); {
+	case ok && mk.Hide:
+		x.risk("low", RiskHostRoot, subj, "covers "+s+", the Docker daemon's socket (root on the host), but the policy hides it ("+mk.Rule+"): the tool cannot connect to it")
+	case ok:
+		x.risk("high", RiskHostRoot, subj, note+" (the policy makes it read-only ("+mk.Rule+"), which does not stop a connect())")
+	default:
+		x.risk("high", RiskHostRoot, subj, note+" (the plan does not hide it)")
+	}
+}
+
+// plantable is a host path that runs code later (a directory on PATH, a
+// shell start-up file, the user's own programs) under a write grant.
+type plantable struct {
+	path, what, note string
+}
+
+// runsLater are the paths under the write grant p that make the host
+// run code later: at most one of each kind, the first the plan leaves
+// writable, else the first.
+func (x *explainer) runsLater(p, home string) []plantable {
+	var out []plantable
+	pick := func(cands []plantable) {
+		for _, c := range cands {
+			if _, masked := x.maskOver(c.path); !masked {
+				out = append(out, c)
+				return
+			}
+		}
+		if len(cands) > 0 {
+			out = append(out, cands[0])
+		}
+	}
+	var onPath, startup, bins []plantable
+	for _, dir := range x.in.HostPath {
+		if dir != "" && filepath.IsAbs(dir) && covers(p, filepath.Clean(dir)) {
+			onPath = append(onPath, plantable{dir, "a directory on PATH", "writable " + dir + ", a directory on PATH: a program planted there runs the next time the user types its name"})
+		}
+	}
+	if home != "" {
+		for _, rc := range shellStartup {
+			if f := filepath.Join(home, rc); covers(p, f) {
+				startup = append(startup, plantable{f, "which runs at log-in or shell start", "writable " + f + ", which runs at log-in or shell start: code planted there runs on the host outside the sandbox"})
+			}
+		}
+		for _, bin := range []string{"bin", ".local/bin"} {
+			if f := filepath.Join(home, bin); covers(p, f) {
+				bins = append(bins, plantable{f, "where the user's own programs are", "writable " + f + ": programs planted there run when the user calls them"})
+			}
+		}
+	}
+	pick(onPath)
+	pick(startup)
+	pick(bins)
+	return out
+}
+
+// plantRisk notes the first of ps the plan leaves writable (high); where
+// the policy keeps every one read-only or hidden, it returns the note
+// that says so (low) for the caller to add last. The claim is read from
+// the plan's masks, so an operator policy without the rule, or a path
+// that did not exist when the run was planned (a mask covers only what
+// exists), leaves the risk standing.
+func (x *explainer) plantRisk(subj string, ps []plantable) (held string) {
+	for _, c := range ps {
+		if _, masked := x.maskOver(c.path); !masked {
+			x.risk("high", RiskCodeExecution, subj, c.note+" (the plan does not keep "+c.path+" read-only)")
+			return ""
+		}
+	}
+	if len(ps) == 0 {
+		return ""
+	}
+	c := ps[0]
+	mk, _ := x.maskOver(c.path)
+	how := "keeps it read-only"
+	if mk.Hide {
+		how = "hides it"
+	}
+	return "covers " + c.path + ", " + c.what + ", but the policy " + how + " (" + mk.Rule + "): nothing can be planted there"
 }
 
 // maskOver is the plan's mask over path (of path or a directory above

@@ -383,3 +383,64 @@ func TestExplainKubernetesIsolation(t *testing.T) {
 		t.Errorf("isolation point of a pod: %s", got)
 	}
 }
+
+// What a write grant lets the tool plant (a shell start-up file, a
+// directory on PATH, the user's programs) and whether a grant reaches the
+// Docker socket is checked against the plan's masks, that is against the
+// policy in force: a rule of the policy lowers the note and names itself;
+// without it, or for a path the plan does not mask, the note stands.
+func TestRiskNotesCheckThePolicyInForce(t *testing.T) {
+	home := permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/home/ada", Write: true}}
+	root := permissions.Grant{Kind: permissions.KindMount, Mount: &permissions.Mount{HostPath: "/"}}
+	bashrc := isolation.MaskedPath{Source: "/home/ada/.bashrc", Hide: true, Rule: "paths.deny[12] ~/.bashrc"}
+	allStartup := []isolation.MaskedPath{{Source: "/home/ada/.bashrc", Hide: true, Rule: "paths.deny[12] ~/.bashrc"}}
+	for _, rc := range append(append([]string(nil), shellStartup[1:]...), "bin", ".local/bin") {
+		allStartup = append(allStartup, isolation.MaskedPath{Source: "/home/ada/" + rc, Rule: "paths.deny-write[0] ~/" + rc})
+	}
+	for _, c := range []struct {
+		name     string
+		g        permissions.Grant
+		hostPath []string
+		masked   []isolation.MaskedPath
+		cat, sev string
+		want     string
+	}{
+		{"startup, no rule", home, nil, nil, RiskCodeExecution, "high", "writable /home/ada/.bashrc, which runs at log-in or shell start: code planted there runs on the host outside the sandbox (the plan does not keep /home/ada/.bashrc read-only)"},
+		{"startup, one of them masked", home, nil, []isolation.MaskedPath{bashrc}, RiskCodeExecution, "high", "writable /home/ada/.bash_profile, which runs at log-in or shell start: code planted there runs on the host outside the sandbox (the plan does not keep /home/ada/.bash_profile read-only)"},
+		{"startup, every one masked", home, nil, allStartup, RiskCodeExecution, "low", "covers /home/ada/.bashrc, which runs at log-in or shell start, but the policy hides it (paths.deny[12] ~/.bashrc): nothing can be planted there"},
+		{"PATH, no rule", home, []string{"/home/ada/go/bin"}, allStartup, RiskCodeExecution, "high", "writable /home/ada/go/bin, a directory on PATH: a program planted there runs the next time the user types its name (the plan does not keep /home/ada/go/bin read-only)"},
+		{"docker socket, no rule", root, nil, nil, RiskHostRoot, "high", "reaches /var/run/docker.sock: whoever can talk to the Docker daemon is root on the host (the plan does not hide it)"},
+		{"docker socket, read-only", root, nil, []isolation.MaskedPath{{Source: "/var/run", Rule: "paths.deny-write[9] /var/run"}, {Source: "/run", Rule: "paths.deny-write[8] /run"}}, RiskHostRoot, "high", "which does not stop a connect())"},
+		{"docker socket, hidden", root, nil, []isolation.MaskedPath{{Source: "/var/run", Hide: true, Rule: "paths.deny[30] /var/run"}, {Source: "/run", Hide: true, Rule: "paths.deny[29] /run"}}, RiskHostRoot, "low", "covers /var/run/docker.sock, the Docker daemon's socket (root on the host), but the policy hides it (paths.deny[30] /var/run): the tool cannot connect to it"},
+	} {
+		x := &explainer{in: ExplainInput{Plan: &isolation.Plan{Masked: c.masked}, HostPath: c.hostPath}, e: &Explanation{}}
+		x.mountRisks(c.g, "/home/ada")
+		var got *Risk
+		for i, r := range x.e.Risks {
+			if r.Category == c.cat {
+				got = &x.e.Risks[i]
+			}
+		}
+		if got == nil || got.Severity != c.sev || !strings.HasSuffix(got.Note, c.want) {
+			t.Errorf("%s: risks %+v, want %s %s ending %q", c.name, x.e.Risks, c.sev, c.cat, c.want)
+		}
+	}
+}
+
+// The elevated risk says what the spec gives the tool, not a fixed story.
+func TestElevatedRiskReadsTheSpec(t *testing.T) {
+	pl := planOf("process", 0, 0)
+	pl.Privilege = privilege.Elevated
+	pl.Spec.Process.Capabilities = &specs.LinuxCapabilities{Effective: []string{"CAP_CHOWN", "CAP_KILL"}}
+	pl.Spec.Linux = &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.UserNamespace}}}
+	e := Explain(ExplainInput{Def: &tool.Definition{Name: "t", Tags: []string{"run"}}, Plan: pl, Planned: true})
+	for _, r := range e.Risks {
+		if r.Category == RiskElevated {
+			if want := "elevated: root with 2 capabilities (the execution-privilege point lists them) inside a user namespace"; !strings.HasPrefix(r.Note, want) {
+				t.Errorf("elevated risk %q, want it to start %q", r.Note, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no elevated risk in %+v", e.Risks)
+}
