@@ -1,12 +1,18 @@
 package sandbox_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 
+	"github.com/sandboxed-dev/sandboxed/internal/netrule"
+	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
+	"github.com/sandboxed-dev/sandboxed/sandbox"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -46,7 +52,7 @@ func FuzzNetworkRulesAgree(f *testing.F) {
 		if item == nil {
 			t.Fatalf("%s: the policy made no item for the grant: %+v", perm, d.Items)
 		}
-		rules, err := egress.ParseRules([]string{g.String()}, d.EgressDeny, nil)
+		rules, err := proxyRules(g, d.EgressDeny)
 		if err != nil {
 			t.Fatalf("%s: validation accepts it, the proxy's rules do not: %v", perm, err)
 		}
@@ -64,4 +70,163 @@ func FuzzNetworkRulesAgree(f *testing.F) {
 			}
 		}
 	})
+}
+
+// proxyRules are the rules the proxy starts with for grant g under the
+// policy's denied hosts: the plan's (planEgress), read back from the
+// plan's JSON as a server or a run record reads it.
+func proxyRules(g permissions.Grant, deny []string) (egress.Rules, error) {
+	e, err := sandbox.PlanEgress([]permissions.Grant{g}, deny)
+	if err != nil {
+		return egress.Rules{}, err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return egress.Rules{}, err
+	}
+	var back isolation.Egress
+	if err := json.Unmarshal(b, &back); err != nil {
+		return egress.Rules{}, fmt.Errorf("the plan's JSON %s does not read back: %w", b, err)
+	}
+	rs := egress.Rules{Allow: back.Allow, Deny: back.Deny}
+	return rs, rs.Check()
+}
+
+// FuzzNetworkRulePatternsAgree holds every layer to netrule's answers for
+// a random host pattern and a random host and port:
+//   - validation: the tool's grammar, permissions and the policy accept
+//     the pattern exactly when netrule parses it, to the same rule;
+//   - matching: the proxy, given the pattern as a grant, admits host:port
+//     exactly when the grant (what explain describes) matches it;
+//   - covering: a step that asks for exactly host:port is covered by the
+//     pattern's grant (composition) exactly when the proxy admits it;
+//   - the policy: with the pattern as its network.deny, it denies a grant
+//     of host:port (the item explain shows) exactly when the proxy, loaded
+//     as the plan loads it, refuses host:port.
+//
+// The seeds run in every `go test`.
+func FuzzNetworkRulePatternsAgree(f *testing.F) {
+	for _, c := range []struct {
+		pattern, host string
+		port          uint16
+	}{
+		{"*.example.com", "a.example.com", 443}, {"*.example.com", "example.com", 443}, {"*.Example.com.", "A.EXAMPLE.COM.", 80},
+		{"*", "192.0.2.1", 443}, {"*", "example.com", 22}, {"*:22", "example.com", 22}, {"example.com:22", "EXAMPLE.COM.", 22},
+		{"[2001:db8::1]:8443", "2001:db8::1", 8443}, {"2001:db8::1", "[2001:db8::1]", 443}, {"::ffff:192.0.2.1", "192.0.2.1", 80},
+		{"192.0.2.1.", "192.0.2.1", 80}, {"a..b", "a.b", 80}, {"*.", "x", 80}, {"10.0.0.1", "10.0.0.1", 80},
+		{"*.localhost", "db.localhost", 80}, {"metadata", "metadata", 80}, {"169.254.169.254", "[::ffff:169.254.169.254]", 80},
+		{"ex*ample.com", "example.com", 80}, {" example.com", "example.com", 443}, {"example.com:0443", "example.com", 443},
+		{"[192.0.2.1]:80", "192.0.2.1", 80}, {"*.1.2.3.4", "5.1.2.3.4", 80}, {"fe80::1%eth0", "fe80::1", 80},
+	} {
+		f.Add(c.pattern, c.host, c.port)
+	}
+	f.Fuzz(func(t *testing.T, pattern, host string, port uint16) {
+		perm := "network:external:" + pattern
+		rule, ruleErr := netrule.ParseRule(perm)
+		g, ok := sameGrammar(t, perm, rule, ruleErr)
+		samePolicyGrammar(t, pattern)
+		if !ok || port == 0 {
+			return
+		}
+		// Matching: the proxy with the grant, and the grant itself.
+		planned, err := proxyRules(g, nil)
+		if err != nil {
+			t.Fatalf("%s: the plan refuses the grant: %v", perm, err)
+		}
+		v, why := planned.Decide(host, int(port))
+		admits := v == egress.Allow
+		if g.Egress.Matches(host, int(port)) != admits || rule.Allows(host, int(port)) != admits {
+			t.Fatalf("%s and %s:%d: the proxy says %s (%s), the grant matches %v", perm, host, port, v, why, g.Egress.Matches(host, int(port)))
+		}
+		target, err := netrule.ParseTarget(host)
+		if err != nil {
+			if admits {
+				t.Fatalf("%s: the proxy admits %q, which is not a host", perm, host)
+			}
+			return
+		}
+		steps, err := permissions.Resolve([]string{netrule.Rule{Host: target.String(), Port: int(port)}.String()}, "/", "/root")
+		if err != nil {
+			t.Fatalf("host %q port %d: not a grant: %v", host, port, err)
+		}
+		if got := sandbox.GrantCovers(g, steps[0]); got != admits {
+			t.Fatalf("%s covers a step's %s: %v; the proxy admits %s:%d: %v (%s)", perm, steps[0], got, host, port, admits, why)
+		}
+		samePolicyAnswer(t, pattern, steps)
+	})
+}
+
+// sameGrammar checks that the tool's grammar and permissions accept perm
+// exactly when netrule does, to the same rule, and returns the grant.
+func sameGrammar(t *testing.T, perm string, rule netrule.Rule, ruleErr error) (permissions.Grant, bool) {
+	t.Helper()
+	if strings.ContainsAny(perm, "{}") || strings.Contains(perm, "://") {
+		return permissions.Grant{}, false // parameters and URLs are read before and after substitution
+	}
+	p, err := tool.ParsePermission(perm)
+	if (err == nil) != (ruleErr == nil) {
+		t.Fatalf("%q: tool validation says %v, netrule %v", perm, err, ruleErr)
+	}
+	grants, gerr := permissions.Resolve([]string{perm}, "/", "/root")
+	if (gerr == nil) != (ruleErr == nil) {
+		t.Fatalf("%q: permissions say %v, netrule %v", perm, gerr, ruleErr)
+	}
+	if ruleErr != nil {
+		return permissions.Grant{}, false
+	}
+	g := grants[0]
+	if p.Host != rule.Host || p.Port != rule.Port || g.Egress.Rule() != rule || g.String() != rule.String() {
+		t.Fatalf("%q: tool %s:%d, grant %s, netrule %s", perm, p.Host, p.Port, g, rule)
+	}
+	return g, true
+}
+
+// samePolicyGrammar checks that a policy accepts pattern as a host of
+// network.deny exactly when netrule parses it as a host.
+func samePolicyGrammar(t *testing.T, pattern string) {
+	t.Helper()
+	for _, r := range pattern {
+		if r > unicode.MaxASCII || !unicode.IsPrint(r) {
+			return // YAML's own rules on characters are not ours to test
+		}
+	}
+	q, _ := json.Marshal(pattern)
+	_, perr := policy.Parse([]byte("network:\n  deny: ["+string(q)+"]\n"), "fuzz.yaml")
+	_, herr := netrule.ParseHost(pattern)
+	if (perr == nil) != (herr == nil) {
+		t.Fatalf("host %q: the policy says %v, netrule %v", pattern, perr, herr)
+	}
+}
+
+// samePolicyAnswer checks that the policy, with pattern as its only
+// network.deny, denies the grant exactly when the proxy, given the grant
+// and the policy's denied hosts, refuses it.
+func samePolicyAnswer(t *testing.T, pattern string, grants []permissions.Grant) {
+	t.Helper()
+	if _, err := netrule.ParseHost(pattern); err != nil {
+		return
+	}
+	pol := policy.Default()
+	pol.Network.Allow, pol.Network.Deny = nil, []policy.HostPattern{policy.HostPattern(pattern)}
+	g := grants[0]
+	d := pol.Decide(policy.Request{Tool: "t", Scope: tool.ScopeLocal, Grants: grants, Approvals: []string{g.String()}})
+	var item *policy.Item
+	for i := range d.Items {
+		if d.Items[i].Kind == policy.ItemGrant {
+			item = &d.Items[i]
+		}
+	}
+	if item == nil {
+		t.Fatalf("%s: the policy made no item for the grant: %+v", g, d.Items)
+	}
+	rules, err := proxyRules(g, d.EgressDeny)
+	if err != nil {
+		t.Fatalf("deny %q: the policy loads it, the proxy does not: %v", pattern, err)
+	}
+	for _, port := range g.Egress.Ports() {
+		v, why := rules.Admit(g.Egress.Host, port)
+		if (v == egress.Allow) != (item.Verdict != policy.Deny) {
+			t.Fatalf("deny %q, %s port %d: the proxy says %s (%s), the policy %s (%s: %s)", pattern, g, port, v, why, item.Verdict, item.Rule, item.Reason)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package tool
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/sandboxed-dev/sandboxed/internal/netrule"
@@ -87,15 +86,12 @@ func ParsePermission(s string) (Permission, error) {
 	return p, nil
 }
 
+// parsePort reads a port of a network permission (netrule.ParsePort).
 func parsePort(s string) (int, error) {
 	if isPlaceholder(s) {
 		return 0, fmt.Errorf("port %q must be a number, not a parameter", s)
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 65535 {
-		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
-	}
-	return n, nil
+	return netrule.ParsePort(s)
 }
 
 // hostParams are the {PARAM} references a host may hold.

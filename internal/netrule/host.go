@@ -3,12 +3,21 @@ package netrule
 import "strings"
 
 // Covers reports whether every host the pattern grant allows is matched
-// by pattern: the policy's host rules against a grant, and a step's grant
-// against the grants of the tool it runs in. Both are read with ParseHost
-// (so case, a trailing dot, brackets and an IPv4-mapped spelling do not
-// matter); "*" covers everything, IP literals included; a pattern that
-// does not parse covers nothing and is covered by nothing.
-func Covers(pattern, grant string) bool {
+// by pattern read as a deny entry or an operator's host rule: "*" covers
+// everything, IP literals included. The policy's network.allow and
+// network.deny are read this way against a grant. Both are read with
+// ParseHost (so case, a trailing dot, brackets and an IPv4-mapped
+// spelling do not matter); a pattern that does not parse covers nothing
+// and is covered by nothing.
+func Covers(pattern, grant string) bool { return covers(pattern, grant, true) }
+
+// GrantCovers is Covers with pattern read as a grant, as the proxy reads
+// one: "*" covers every host name but no IP literal (an IP address needs
+// a grant of its own). A step's grant is checked this way against the
+// grants of the tool it runs in.
+func GrantCovers(pattern, grant string) bool { return covers(pattern, grant, false) }
+
+func covers(pattern, grant string, anyCoversIP bool) bool {
 	p, err := ParseHost(pattern)
 	if err != nil {
 		return false
@@ -18,7 +27,7 @@ func Covers(pattern, grant string) bool {
 		return false
 	}
 	switch {
-	case p == "*":
+	case p == "*" && (g == "*" || strings.HasPrefix(g, "*.")):
 		return true
 	case g == "*":
 		return false
@@ -28,5 +37,5 @@ func Covers(pattern, grant string) bool {
 		return p == g || strings.HasPrefix(p, "*.") && Rule{Host: p}.MatchTarget(Target{Name: g[2:]}, false)
 	}
 	t, err := ParseTarget(g)
-	return err == nil && Rule{Host: p}.MatchTarget(t, true)
+	return err == nil && Rule{Host: p}.MatchTarget(t, anyCoversIP)
 }

@@ -37,5 +37,10 @@ func TestCoversAndMatches(t *testing.T) {
 		if got := Covers(c.pattern, c.host); got != c.covers {
 			t.Errorf("Covers(%q, %q) = %v, want %v", c.pattern, c.host, got, c.covers)
 		}
+		// As a grant, "*" covers no IP literal; otherwise the same.
+		grantCovers := c.covers && !(c.pattern == "*" && c.host == "192.0.2.1")
+		if got := GrantCovers(c.pattern, c.host); got != grantCovers {
+			t.Errorf("GrantCovers(%q, %q) = %v, want %v", c.pattern, c.host, got, grantCovers)
+		}
 	}
 }

@@ -60,7 +60,7 @@ func ParseRule(s string) (Rule, error) {
 // in brackets is returned without them; a host with more than one colon
 // and no brackets is a bare IPv6 literal and has no port.
 func SplitRule(s string) (host, port string, err error) {
-	rest := strings.TrimPrefix(strings.TrimSpace(s), ExternalPrefix)
+	rest := strings.TrimPrefix(s, ExternalPrefix)
 	bad := func(why string) (string, string, error) {
 		return "", "", fmt.Errorf("rule %q: %s: %w", s, why, ErrBadRule)
 	}
@@ -264,10 +264,10 @@ func (r Rule) MatchTarget(t Target, anyCoversIP bool) bool {
 }
 
 // Covers reports whether every connection a grant of o admits, a grant of
-// r admits too: r's host pattern covers o's (see Covers) and r's ports
-// include o's.
+// r admits too: r's host pattern covers o's as a grant (GrantCovers: "*"
+// covers no IP literal) and r's ports include o's.
 func (r Rule) Covers(o Rule) bool {
-	if !Covers(r.Host, o.Host) {
+	if !GrantCovers(r.Host, o.Host) {
 		return false
 	}
 	for _, p := range o.Ports() {

@@ -28,6 +28,7 @@ func TestParseRule(t *testing.T) {
 		{in: "[2001:db8::1]", want: Rule{Host: "2001:db8::1"}},
 		{in: "[::ffff:203.0.113.7]", want: Rule{Host: "203.0.113.7"}},
 		{in: "", err: true},
+		{in: " example.com", err: true},
 		{in: ":443", err: true},
 		{in: "example.com:", err: true},
 		{in: "example.com:0", err: true},
@@ -105,6 +106,8 @@ func TestRulePortsAndCovers(t *testing.T) {
 		{"*:22", "example.com", false},
 		{"*.example.com", "a.example.com", true},
 		{"*.example.com", "*.a.example.com:80", true},
+		{"*", "192.0.2.1", false},
+		{"*", "*.example.com", true},
 	} {
 		r, o := mustRule(t, c.r), mustRule(t, c.o)
 		if got := r.Covers(o); got != c.covers {
