@@ -793,7 +793,7 @@ security:
 			}
 			msgs := e.messages()
 			if tc.answer != nil {
-				if len(msgs) != 1 || !strings.Contains(msgs[0], "deleted   gone.txt") || !strings.Contains(msgs[0], "+by the tool") {
+				if len(msgs) != 1 || !strings.Contains(msgs[0], "deleted   gone.txt") || !strings.Contains(msgs[0], "+|by the tool") {
 					t.Fatalf("the request does not show the change: %q", msgs)
 				}
 			} else if len(msgs) != 0 {

@@ -195,7 +195,7 @@ echo done`, 1)
 			t.Fatal("an unapproved review changed the folder")
 		}
 		del, mod := strings.Index(c.stderr, "deleted   gone.txt"), strings.Index(c.stderr, "modified  keep.txt")
-		if del < 0 || mod < 0 || del > mod || !strings.Contains(c.stderr, "+modified by the tool") || !strings.Contains(c.stderr, "Not applied") {
+		if del < 0 || mod < 0 || del > mod || !strings.Contains(c.stderr, "+|modified by the tool") || !strings.Contains(c.stderr, "Not applied") {
 			t.Errorf("the review does not show the change, deletions first:\n%s", c.stderr)
 		}
 		if strings.ContainsAny(c.stderr, "\x1b\x07") || !strings.Contains(c.stderr, `\x1b[2J`) {
@@ -338,7 +338,7 @@ func TestUndoFileGrant(t *testing.T) {
 		r, c = runJSON(t, dir, "--review", tool)
 		expect(t, r, c, "ok", 0)
 		ch = changesOf{}
-		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil || ch.Changes.Applied || !strings.Contains(ch.Changes.Diff, "+by the tool") {
+		if err := json.Unmarshal([]byte(c.stdout), &ch); err != nil || ch.Changes == nil || ch.Changes.Applied || !strings.Contains(ch.Changes.Diff, "+|by the tool") {
 			t.Fatalf("review of a file grant: %v %+v", err, ch.Changes)
 		}
 		if b, _ := os.ReadFile(notes); string(b) != "original\n" {

@@ -116,7 +116,7 @@ func TestRenderStripsControlsAndListsDeletionsFirst(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\x07") {
 		t.Fatalf("control characters reached the output:\n%q", out)
 	}
-	for _, want := range []string{"1 deleted, 1 modified, 1 created", `evil\x1b[2J.txt`, "-two", `+TWO\x1b]0;pwned\x07`, " one"} {
+	for _, want := range []string{"1 deleted, 1 modified, 1 created", `evil\x1b[2J.txt`, "-|two", `+|TWO\x1b]0;pwned\x07`, " |one"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -132,8 +132,41 @@ func TestLineDiffHunks(t *testing.T) {
 		a = append(a, string(rune('a'+i))+"\n")
 	}
 	b = append(append(append([]string{}, a[:10]...), "X\n"), a[11:]...)
-	got := strings.Join(hunks(lineDiff(a, b)), "|")
-	if want := "@@| h| i| j|-k|+X| l| m| n"; got != want {
+	got := strings.Join(hunks(lineDiff(a, b)), "/")
+	if want := "@@/ |h/ |i/ |j/-|k/+|X/ |l/ |m/ |n"; got != want {
 		t.Errorf("hunks = %q, want %q", got, want)
+	}
+}
+
+// A file whose lines look like a diff's headers cannot forge one: a
+// content line always has the op and then '|'; headers, hunk marks and
+// the summary never do.
+func TestRenderContentCannotForgeHeaders(t *testing.T) {
+	r := &Record{Grants: []Grant{{Root: "/g", Target: "/w", Changes: Diff(
+		Tree{"a.txt": file("1")}, Tree{"a.txt": file("2")},
+	)}}}
+	forged := "real\n++ b/other.txt\n@@\n-- a/other.txt\n deleted   secret.txt\n"
+	var buf bytes.Buffer
+	Render(&buf, r, func(_ int, c Change, after bool) ([]byte, error) {
+		if after {
+			return []byte(forged), nil
+		}
+		return []byte("real\n"), nil
+	})
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		switch {
+		case strings.HasPrefix(l, "/g "), strings.HasPrefix(l, "  modified"), l == "--- a.txt", l == "+++ a.txt", l == "@@":
+		case len(l) > 1 && strings.ContainsRune("+- ", rune(l[0])) && l[1] == '|':
+		default:
+			t.Errorf("line %q is neither a header nor a content line", l)
+		}
+	}
+	for _, bad := range []string{"\n+++ b/other.txt", "\n--- a/other.txt", "\n@@\n+"} {
+		if strings.Contains(buf.String(), bad) {
+			t.Errorf("the tool's text forged %q:\n%s", bad, buf.String())
+		}
+	}
+	if !strings.Contains(buf.String(), "+|++ b/other.txt") {
+		t.Errorf("positive control: the forged line is not shown as content:\n%s", buf.String())
 	}
 }

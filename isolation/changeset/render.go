@@ -15,6 +15,8 @@ const (
 	maxDiffBytes = 256 << 10
 	maxDiffCells = 4 << 20
 	diffContext  = 3
+	// lineMark follows the op of every content line of a diff (hunks).
+	lineMark = "|"
 )
 
 // ContentFunc reads the content of a change's file before (after=false)
@@ -160,6 +162,9 @@ func lineDiff(a, b []string) []edit {
 
 // hunks renders edits as lines, with diffContext kept lines around each
 // change and "@@" where kept lines are left out; every line made safe.
+// A line is its op and then lineMark before the file's text, so that no
+// text the tool wrote can pass for a header ("+++ path", "@@") or for
+// the summary above the diffs: only content lines have lineMark second.
 func hunks(es []edit) []string {
 	keep := make([]bool, len(es))
 	for i, e := range es {
@@ -181,7 +186,7 @@ func hunks(es []edit) []string {
 			out = append(out, "@@")
 			gap = false
 		}
-		out = append(out, string(e.op)+safetext.Line(strings.TrimSuffix(e.line, "\n")))
+		out = append(out, string(e.op)+lineMark+safetext.Line(strings.TrimSuffix(e.line, "\n")))
 	}
 	return out
 }
