@@ -56,7 +56,8 @@ type Mount struct {
 
 // Egress is a network:external grant.
 type Egress struct {
-	// Host is a lower-case DNS name or IP literal; "*" is any public host;
+	// Host is a lower-case DNS name or IP literal; "*" is any public host
+	// name (no IP literal);
 	// with Wildcard set, "*.example.com" is any subdomain of example.com
 	// (not example.com itself).
 	Host string `json:"host"`
@@ -129,9 +130,9 @@ func (g Grant) Describe() string {
 		var who string
 		switch {
 		case g.Egress.Any():
-			who = "any public host"
+			who = "any public host by name (an IP address needs a grant of its own)"
 		case g.Egress.Wildcard:
-			apex := strings.TrimPrefix(g.Egress.Host, "*.")
+			apex := g.Egress.Rule().Domain()
 			who = "any subdomain of " + apex + " (not " + apex + " itself)"
 		default:
 			who = g.Egress.Host

@@ -70,7 +70,7 @@ func TestResolve(t *testing.T) {
 			perm: "network:external:*",
 			want: Grant{Kind: KindEgress, Egress: &Egress{Host: "*", Wildcard: true}},
 			str:  "network:external:*",
-			desc: "may connect to any public host on ports 80 and 443",
+			desc: "may connect to any public host by name (an IP address needs a grant of its own) on ports 80 and 443",
 		},
 		{
 			perm: "network:external:[2001:db8::1]:443",

@@ -214,6 +214,16 @@ func (r Rule) Any() bool { return r.Host == "*" }
 // rather than one host.
 func (r Rule) Wildcard() bool { return r.Host == "*" || strings.HasPrefix(r.Host, "*.") }
 
+// Domain is the domain whose subdomains a "*.domain" rule names, "" for
+// any other rule.
+func (r Rule) Domain() string {
+	d, _ := strings.CutPrefix(r.Host, "*.")
+	if d == r.Host {
+		return ""
+	}
+	return d
+}
+
 // Ports returns the ports the rule allows: Port, or 80 and 443.
 func (r Rule) Ports() []int {
 	if r.Port == 0 {

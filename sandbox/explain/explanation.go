@@ -947,10 +947,10 @@ func (x *explainer) risks() {
 			switch {
 			case e.Any():
 				x.risk("high", RiskExfiltration, g.String(), "egress to any public host: whatever the tool can read can be sent anywhere")
-			case e.Wildcard && !strings.Contains(strings.TrimPrefix(e.Host, "*."), "."):
-				x.risk("high", RiskExfiltration, g.String(), "egress to every host under the top-level domain "+strings.TrimPrefix(e.Host, "*.")+": anyone can register one and receive what the tool reads")
+			case e.Wildcard && !strings.Contains(e.Rule().Domain(), "."):
+				x.risk("high", RiskExfiltration, g.String(), "egress to every host under the top-level domain "+e.Rule().Domain()+": anyone can register one and receive what the tool reads")
 			case e.Wildcard:
-				x.risk("medium", RiskExfiltration, g.String(), "egress to every subdomain of "+strings.TrimPrefix(e.Host, "*.")+": fine for a provider's API, but a domain that hosts user content lets data leave")
+				x.risk("medium", RiskExfiltration, g.String(), "egress to every subdomain of "+e.Rule().Domain()+": fine for a provider's API, but a domain that hosts user content lets data leave")
 			}
 		case permissions.KindLocalhost:
 			x.risk("high", RiskHostServices, g.String(), fmt.Sprintf("exposes the host service on 127.0.0.1:%d; local databases and daemons often trust every local client", g.Localhost.Port))
