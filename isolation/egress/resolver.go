@@ -30,9 +30,9 @@ type HostsResolver struct {
 
 // LookupIPAddr implements Resolver.
 func (h *HostsResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	name, err := netrule.ParseName(host)
 	addrs, ok := h.m[name]
-	if !ok {
+	if err != nil || !ok {
 		return nil, &net.DNSError{Err: "no such host (test hosts file)", Name: host, IsNotFound: true}
 	}
 	out := make([]net.IPAddr, 0, len(addrs))
