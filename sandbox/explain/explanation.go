@@ -1013,7 +1013,7 @@ func (x *explainer) risks() {
 		x.risk("high", RiskSecretLeak, "environment.inherit", "the whole host environment is passed in: tokens, keys and passwords in it are readable by the tool")
 	}
 	if in.Decision.Tier == policy.TierUnknown || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
-		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does, so it is treated as high risk")
+		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does"+x.tierVerdict())
 	}
 	priv := string(x.plan().Privilege)
 	if priv == "" {
@@ -1026,8 +1026,29 @@ func (x *explainer) risks() {
 	case x.unsandboxed():
 		x.risk("high", RiskNoIsolation, "isolation", "isolation none: no grant is enforced; the tool can read, write and reach whatever the user can")
 	case def.Security.Isolation == tool.IsolationNone:
-		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+x.tier()+" here, but wherever none is allowed (a trusted source, with approval) no grant would be enforced")
+		x.risk("medium", RiskNoIsolation, "isolation", "asks for isolation none: the policy runs it in "+x.tier()+" here"+x.ruleWords(policy.ItemIsolation)+", but wherever a policy lets it run in none, no grant would be enforced")
 	}
+}
+
+// tierVerdict says what the policy in force does with the tool's
+// security tier, from its tool item: ", so it is treated as high risk"
+// was a claim of the built-in policy's, which an operator's may not make.
+func (x *explainer) tierVerdict() string {
+	it, ok := x.item(policy.ItemTool, "", -1)
+	if !ok {
+		return ""
+	}
+	verdict := map[policy.Verdict]string{policy.Allow: "allowed", policy.Deny: "denied", policy.NeedsApproval: "needs approval"}[it.Verdict]
+	return fmt.Sprintf("; the policy in force: tier %s %s, %s risk%s", x.in.Decision.Tier, verdict, it.Risk, x.ruleWords(policy.ItemTool))
+}
+
+// ruleWords names, in parentheses, the rule of the policy's item of kind
+// ("" without one).
+func (x *explainer) ruleWords(kind policy.ItemKind) string {
+	if it, ok := x.item(kind, "", -1); ok && it.Rule != "" {
+		return " (" + it.Rule + ")"
+	}
+	return ""
 }
 
 // rootWords says as whom an elevated tool runs, read from the plan's

@@ -444,3 +444,27 @@ func TestElevatedRiskReadsTheSpec(t *testing.T) {
 	}
 	t.Errorf("no elevated risk in %+v", e.Risks)
 }
+
+// The untagged and isolation-none notes say what the policy in force
+// decided, with its rule, not what the built-in policy would.
+func TestRiskNotesNameThePolicysRule(t *testing.T) {
+	def := &tool.Definition{Name: "t"}
+	def.Security.Isolation = tool.IsolationNone
+	e := Explain(ExplainInput{Def: def, Plan: planOf("process", 1000, 1000), Planned: true, Decision: policy.Decision{
+		Verdict: policy.Allow, Tier: policy.TierUnknown, Items: []policy.Item{
+			{Kind: policy.ItemTool, Subject: "tool", Verdict: policy.Allow, Risk: policy.RiskLow, Rule: "approval.auto-approve[0] tier:unknown"},
+			{Kind: policy.ItemIsolation, Subject: "isolation", Verdict: policy.Allow, Rule: "sources[0].isolation.minimum process"},
+		}}})
+	got := map[string]string{}
+	for _, r := range e.Risks {
+		got[r.Category] = r.Note
+	}
+	for cat, want := range map[string]string{
+		RiskUntagged:    "; the policy in force: tier unknown allowed, low risk (approval.auto-approve[0] tier:unknown)",
+		RiskNoIsolation: "asks for isolation none: the policy runs it in process here (sources[0].isolation.minimum process), but wherever a policy lets it run in none, no grant would be enforced",
+	} {
+		if !strings.HasSuffix(got[cat], want) {
+			t.Errorf("%s note %q, want it to end %q", cat, got[cat], want)
+		}
+	}
+}
