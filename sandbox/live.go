@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/runlock"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 )
 
 // A run is live while its controller holds the lock on the file
@@ -151,8 +152,10 @@ func (c *Controller) gc(ctx context.Context, j *judge, backends ...isolation.Bac
 	reaped = append(reaped, r...)
 	errs = append(errs, err)
 	if c.RuntimeDir != "" {
-		// Holds of write grants that runs killed mid-run left.
-		r, err = hostsetup.ReapGrantHolds(filepath.Join(c.RuntimeDir, hostsetup.GrantHoldsDir))
+		// Holds of write grants that runs killed mid-run left, and the
+		// grants they recorded handed over: handed back here.
+		back := func(g hostsetup.Grant) error { return process.HandBack(ctx, g) }
+		r, err = hostsetup.ReapGrantHolds(filepath.Join(c.RuntimeDir, hostsetup.GrantHoldsDir), back)
 		reaped = append(reaped, r...)
 		errs = append(errs, err)
 	}

@@ -33,6 +33,12 @@ const GrantHoldsDir = reown.HoldsDir
 // HoldGrant takes a run's hold on the grant at path (see reown.Hold).
 func HoldGrant(dir, path string) (*GrantHold, error) { return reown.Hold(dir, path) }
 
+// Grant is a write grant handed over, as its hold records it.
+type Grant = reown.Grant
+
 // ReapGrantHolds removes the holds of runs that are gone from the
-// runtime directory's folder of holds dir (see reown.ReapHolds).
-func ReapGrantHolds(dir string) ([]string, error) { return reown.ReapHolds(dir) }
+// runtime directory's folder of holds dir, after handing back by back
+// the grants they leave handed over (see reown.ReapHolds).
+func ReapGrantHolds(dir string, back func(Grant) error) ([]string, error) {
+	return reown.ReapHolds(dir, back)
+}

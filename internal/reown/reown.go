@@ -1,6 +1,9 @@
 package reown
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Owner is a uid and gid on the host.
 type Owner struct {
@@ -22,13 +25,43 @@ type Reowned struct {
 // its mode and its ACLs, which the tool, owning it for the run, could
 // change. Restore puts them back once it is the user's again.
 type Folder struct {
-	Path string
+	Path string `json:"path"`
 	// Dev and Ino name the inode saved: Restore changes that one alone.
-	Dev, Ino uint64
-	Mode     uint32 // permission bits, set-id and sticky bits
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Mode uint32 `json:"mode"` // permission bits, set-id and sticky bits
 	// ACL and DefaultACL are the system.posix_acl_access and
 	// system.posix_acl_default attributes; nil when absent.
-	ACL, DefaultACL []byte
+	ACL        []byte `json:"acl,omitempty"`
+	DefaultACL []byte `json:"default_acl,omitempty"`
+}
+
+// Grant is a write grant handed over, as a hold records it before the
+// hand-over: what handing it back needs once no run holds it (every run
+// that did was killed). Back hands it back.
+type Grant struct {
+	// Path is the grant; Folder its own mode and ACLs before the first
+	// run of those holding it together was handed it.
+	Path   string `json:"path"`
+	Folder Folder `json:"folder"`
+	// Origin, when set, is the grant's own path, where Path is a bind of
+	// it that goes with the run.
+	Origin string `json:"origin,omitempty"`
+	// From is the owner the grant was handed from, To the one it was
+	// handed to: ids of the user namespace of UIDs and GIDs, when set
+	// (a helper hands it over there), else the host's.
+	From Owner   `json:"from"`
+	To   Owner   `json:"to"`
+	UIDs []IDMap `json:"uid_map,omitempty"`
+	GIDs []IDMap `json:"gid_map,omitempty"`
+}
+
+// IDMap maps Size ids from Inside a user namespace to the host's, from
+// Host.
+type IDMap struct {
+	Inside int `json:"inside"`
+	Host   int `json:"host"`
+	Size   int `json:"size"`
 }
 
 // Job is one hand-over for a helper process to run (the sandbox init's
@@ -59,3 +92,8 @@ func (e *ReownError) Unwrap() error { return e.Err }
 // HoldsDir names the folder of the runtime directory where runs hold the
 // grants they were handed (Hold).
 const HoldsDir = "grants"
+
+// ErrGrantGone is Grant.Back's answer when the grant's path no longer
+// names the folder handed over (removed, or replaced): nothing there is
+// handed back.
+var ErrGrantGone = errors.New("it is no longer the folder that was handed over")

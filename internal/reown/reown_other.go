@@ -16,7 +16,13 @@ func SaveFolder(path string) (Folder, error) { return Folder{}, errors.ErrUnsupp
 func (f Folder) Restore() error { return errors.ErrUnsupported }
 
 // Shared is Linux's alone (see shared_linux.go).
-type Shared struct{}
+type Shared struct{ keep bool }
+
+func holdSetup(dir, path string, alone bool) (*Shared, error) { return nil, errors.ErrUnsupported }
+func (s *Shared) endSetup()                                   {}
+func (s *Shared) alone() bool                                 { return false }
+func (s *Shared) record() (*Grant, error)                     { return nil, errors.ErrUnsupported }
+func (s *Shared) setRecord(g *Grant) error                    { return errors.ErrUnsupported }
 
 // Hold is Linux's alone (see shared_linux.go).
 func Hold(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
@@ -31,4 +37,7 @@ func (s *Shared) Last() bool { return false }
 func (s *Shared) Release() {}
 
 // ReapHolds has nothing to reap off Linux.
-func ReapHolds(dir string) ([]string, error) { return nil, nil }
+func ReapHolds(dir string, back func(Grant) error) ([]string, error) { return nil, nil }
+
+// Back is Linux's alone (see grant_linux.go).
+func (g Grant) Back(do Func) error { return errors.ErrUnsupported }

@@ -1,10 +1,13 @@
 package reown
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,10 +18,27 @@ import (
 // its grant while it runs. Holds are flock(2) locks on a file named by
 // the grant's device and inode in a directory of the caller's (the
 // runtime directory), so they hold across processes of the same user.
+//
+// The file records the hand-over (a Grant, written before it), so that
+// once no run holds it — every run that held it was killed — gc, or the
+// next run to hold the grant, hands the grant back. A second lock on the
+// file's first byte (an open file description lock, which flock does not
+// see) lets one run at a time set up a hold: read the record, hand the
+// grant over and write it; gc takes it too, so it never judges a hold
+// that a run is setting up.
 type Shared struct {
 	f         *os.File
 	dir, name string
-	alone     bool // Last said so: Release removes the lock file
+	// excl: the flock is exclusive (taken alone, or by Last).
+	excl bool
+	// shared: the run shares the grant (Hold); a hold set up while alone
+	// becomes shared when its setup ends.
+	shared bool
+	// setup: this run holds the setup lock.
+	setup bool
+	// keep: Release leaves the file, whose record gc still needs (the
+	// hand-back failed).
+	keep bool
 }
 
 // Hold takes a shared hold on the grant at path, making dir and the lock
@@ -26,43 +46,56 @@ type Shared struct {
 // caller calls Release, after handing back when Last says so. The last
 // run removes the lock file (and dir, when empty): a hold taken on a file
 // removed meanwhile is taken again on the new one.
-func Hold(dir, path string) (*Shared, error) { return hold(dir, path, false) }
+func Hold(dir, path string) (*Shared, error) {
+	s, err := holdSetup(dir, path, false)
+	if err == nil {
+		s.endSetup()
+	}
+	return s, err
+}
 
 // HoldAlone takes the only hold on the grant at path: it waits while any
 // other run holds it, and keeps every other run waiting until Release. It
 // is for runs whose tools each have a uid of their own (the landlock tier
 // as root): two of them cannot share a grant handed to one uid, and the
 // later one's hand-over would find the grant the earlier's.
-func HoldAlone(dir, path string) (*Shared, error) { return hold(dir, path, true) }
+func HoldAlone(dir, path string) (*Shared, error) {
+	s, err := holdSetup(dir, path, true)
+	if err == nil {
+		s.endSetup()
+	}
+	return s, err
+}
 
-func hold(dir, path string, alone bool) (*Shared, error) {
+// holdSetup takes a hold on the grant at path (alone: the only one) and
+// keeps its setup lock until endSetup. Alone or not, a run that finds no
+// other holding the grant holds it exclusively until endSetup: what the
+// file records is then of runs that are gone.
+func holdSetup(dir, path string, alone bool) (*Shared, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return nil, &ReownError{Path: path, Op: "stat", Err: err}
 	}
 	name := filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", st.Dev, st.Ino))
-	how := unix.LOCK_SH
-	if alone {
-		how = unix.LOCK_EX
-	}
 	for try := 0; ; try++ {
-		s, err := holdOnce(dir, name, how)
-		if s != nil || try == 100 {
+		s, err := holdOnce(dir, name, alone)
+		if s != nil || err != nil || try == 100 {
 			if err != nil {
 				return nil, fmt.Errorf("hold write grant %s: %w", path, err)
 			}
-			if s != nil {
-				s.alone = alone
+			if s == nil {
+				return nil, fmt.Errorf("hold write grant %s: its lock file %s keeps being replaced", path, name)
 			}
-			return s, err
+			return s, nil
 		}
 	}
 }
 
-// holdOnce takes a lock (how: LOCK_SH or LOCK_EX) on the file name in
-// dir; nil, nil when the file it locked is no longer name (removed by the
-// last run meanwhile).
-func holdOnce(dir, name string, how int) (*Shared, error) {
+// holdOnce takes the setup lock and then a flock on the file name in dir
+// (exclusive when alone or when no other run holds it, else shared); nil,
+// nil when the file it locked is no longer name (removed by the last run
+// meanwhile).
+func holdOnce(dir, name string, alone bool) (*Shared, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -73,48 +106,153 @@ func holdOnce(dir, name string, how int) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := setupLock(f, true); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	var held, now unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(name, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
+	s := &Shared{f: f, dir: dir, name: name, shared: !alone, setup: true, excl: true}
+	if alone || unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		how := unix.LOCK_EX
+		if !alone {
+			how, s.excl = unix.LOCK_SH, false
+		}
+		if err := flock(f, how); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+	}
+	if !sameFile(f, name) {
 		f.Close()
 		return nil, nil
 	}
-	return &Shared{f: f, dir: dir, name: name}, nil
+	return s, nil
 }
+
+// setupLock takes the setup lock of f (an open file description lock on
+// its first byte): wait, or fail with EAGAIN when another holds it.
+func setupLock(f *os.File, wait bool) error {
+	cmd := unix.F_OFD_SETLK
+	if wait {
+		cmd = unix.F_OFD_SETLKW
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	for {
+		err := unix.FcntlFlock(f.Fd(), cmd, &lk)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// flock takes how on f, waiting.
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// sameFile reports whether f is still the file name names.
+func sameFile(f *os.File, name string) bool {
+	var held, now unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &held) == nil && unix.Stat(name, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev
+}
+
+// alone reports whether the run holds the grant with no other (its hold
+// exclusive); only then is what the file records of runs that are gone.
+func (s *Shared) alone() bool { return s.excl }
+
+// endSetup ends the hold's setup: a shared hold taken alone becomes
+// shared, and other runs may set up theirs.
+func (s *Shared) endSetup() {
+	if !s.setup {
+		return
+	}
+	if s.shared && s.excl {
+		// No other run waits for the flock without the setup lock, so
+		// no one comes in while it changes.
+		if flock(s.f, unix.LOCK_SH) == nil {
+			s.excl = false
+		}
+	}
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: 0, Len: 1}
+	_ = unix.FcntlFlock(s.f.Fd(), unix.F_OFD_SETLK, &lk)
+	s.setup = false
+}
+
+// record reads the hand-over the file records; nil when none.
+func (s *Shared) record() (*Grant, error) { return readGrant(s.f) }
+
+// setRecord writes g as the file's record (nil: none).
+func (s *Shared) setRecord(g *Grant) error { return writeGrant(s.f, g) }
 
 // Last reports whether no other run holds the grant. When it does, the
 // caller holds the grant alone until Release and hands it back; when it
 // does not, the caller's hold is gone (a lock's conversion drops it
 // first) and the last of the others hands it back.
 func (s *Shared) Last() bool {
-	s.alone = unix.Flock(int(s.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
-	return s.alone
+	s.excl = unix.Flock(int(s.f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+	return s.excl
 }
 
 // Release ends the hold; the last run's (whether or not it asked Last)
-// removes the lock file, and the folder of holds when it is empty.
+// removes the lock file, and the folder of holds when it is empty —
+// unless the hand-back failed, whose record gc needs.
 func (s *Shared) Release() {
-	if s.alone || s.Last() {
+	if (s.excl || s.Last()) && !s.keep {
 		_ = os.Remove(s.name)
 		_ = os.Remove(s.dir)
 	}
 	s.f.Close()
 }
 
+// readGrant reads the Grant f records; nil when f is empty.
+func readGrant(f *os.File) (*Grant, error) {
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil, nil
+	}
+	var g Grant
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if g.Path == "" {
+		return nil, fmt.Errorf("read %s: it names no grant", f.Name())
+	}
+	return &g, nil
+}
+
+// writeGrant makes g the whole of f (nil: empties it). A crash of the
+// controller leaves what it wrote in the page cache, where gc reads it.
+func writeGrant(f *os.File, g *Grant) error {
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	if g == nil {
+		return nil
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
 // ReapHolds removes the lock files in dir that no run holds (a run killed
-// before it could hand its grant back leaves its own), and dir when it is
-// then empty, and says which it removed. The grants themselves are not
-// handed back: that needs the run's ids.
-func ReapHolds(dir string) ([]string, error) {
+// before it could hand its grant back leaves its own), after handing
+// back by back (nil: Grant.Back here) the grant each records, and dir
+// when it is then empty; it says what it did. A hold whose hand-back
+// fails stays, for a later gc, and its error is returned. A hold a run
+// holds, or is setting up, is never touched.
+func ReapHolds(dir string, back func(Grant) error) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -122,18 +260,56 @@ func ReapHolds(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if back == nil {
+		back = func(g Grant) error { return g.Back(nil) }
+	}
 	var reaped []string
+	var errs []error
 	for _, e := range entries {
-		name := filepath.Join(dir, e.Name())
-		f, err := os.OpenFile(name, os.O_RDWR|unix.O_NOFOLLOW, 0)
+		r, err := reapHold(filepath.Join(dir, e.Name()), back)
+		reaped = append(reaped, r...)
 		if err != nil {
-			continue
+			errs = append(errs, err)
 		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil && os.Remove(name) == nil {
-			reaped = append(reaped, "grant hold "+name)
-		}
-		f.Close()
 	}
 	_ = os.Remove(dir)
-	return reaped, nil
+	return reaped, errors.Join(errs...)
+}
+
+// reapHold reaps the hold file name, when no run holds or sets it up.
+func reapHold(name string, back func(Grant) error) ([]string, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	if setupLock(f, false) != nil || unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil || !sameFile(f, name) {
+		return nil, nil
+	}
+	var reaped []string
+	g, err := readGrant(f)
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		err := back(*g)
+		name := g.Path
+		if g.Origin != "" {
+			name = g.Origin // the user's name for it, not the run's bind
+		}
+		if errors.Is(err, ErrGrantGone) {
+			reaped = append(reaped, fmt.Sprintf("grant %s left as it is: %v", name, err))
+		} else if err != nil {
+			return nil, fmt.Errorf("hand write grant %s back from uid %d to %d (its hold %s stays for the next gc): %w", name, g.To.UID, g.From.UID, f.Name(), err)
+		} else {
+			reaped = append(reaped, fmt.Sprintf("write grant %s handed back from uid %d to %d", name, g.To.UID, g.From.UID))
+		}
+		if err := writeGrant(f, nil); err != nil {
+			return reaped, err
+		}
+	}
+	if err := os.Remove(name); err != nil {
+		return reaped, err
+	}
+	return append(reaped, "grant hold "+name), nil
 }

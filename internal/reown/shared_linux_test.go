@@ -54,7 +54,7 @@ func TestReapHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.f.Close() // killed: its lock goes with its descriptor, the file stays
-	reaped, err := ReapHolds(dir)
+	reaped, err := ReapHolds(dir, nil)
 	if err != nil || len(reaped) != 1 || reaped[0] != "grant hold "+dead.name {
 		t.Errorf("reaped %v (%v), want the dead run's %s", reaped, err, dead.name)
 	}

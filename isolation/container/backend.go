@@ -487,15 +487,16 @@ func grantHolds(p *isolation.Plan) string {
 
 // handOver gives the write grants among ms (the container's mounts, their
 // sources staged) from from to to for the run (reown.HandOver), holding
-// each in holds; Close hands them back.
-func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner, holds string) (*reown.Handed, error) {
+// each in holds; Close hands them back. origins name the grant each
+// staged source is a bind of, where gc hands it back after a crash.
+func handOver(ms []mount.Mount, ours func(string) bool, from, to *hostsetup.Owner, holds string, origins map[string]string) (*reown.Handed, error) {
 	var paths []string
 	for _, m := range ms {
 		if m.Type == mount.TypeBind && !m.ReadOnly && !ours(m.Source) {
 			paths = append(paths, m.Source)
 		}
 	}
-	return reown.HandOver(paths, *from, *to, holds, nil)
+	return reown.HandOver(paths, *from, *to, holds, reown.Via{Origins: origins})
 }
 
 // ourSource reports whether a bind source is sandboxed's own (the init
@@ -563,7 +564,11 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if from, to := b.handOverIDs(p); to != nil {
 		// The tool does not run as its write grants' owner: they are its
 		// uid's for the run and come back to their owner in Close.
-		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, from, to, grantHolds(p))
+		origins := map[string]string{}
+		for i, st := range staged {
+			origins[st] = pins[i].source
+		}
+		s.handed, err = handOver(hc.Mounts, func(src string) bool { return ourSource(src, b.initBinary, p.HostDir) }, from, to, grantHolds(p), origins)
 		if err != nil {
 			return nil, err
 		}

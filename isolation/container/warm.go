@@ -377,12 +377,14 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbo
 		// As a cold start does (Start): the write grants are the tool's
 		// uid's for the run, back to their owner in Close.
 		var staged []mount.Mount
+		origins := map[string]string{}
 		for i, ph := range w.tmpl.Placeholders {
 			m := hc.Mounts[ph.Mount]
+			origins[w.s.staged[i]] = m.Source
 			m.Source = w.s.staged[i]
 			staged = append(staged, m)
 		}
-		s.handed, err = handOver(staged, func(string) bool { return false }, from, to, grantHolds(p))
+		s.handed, err = handOver(staged, func(string) bool { return false }, from, to, grantHolds(p), origins)
 		if err != nil {
 			return nil, err
 		}

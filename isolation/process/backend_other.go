@@ -58,3 +58,6 @@ func HostIdentity(p *isolation.Plan) (uid, gid uint32, ok bool) { return 0, 0, f
 
 // ReservedID is Linux's alone.
 func ReservedID() (int, error) { return 0, unsupported() }
+
+// HandBack is Linux's alone: there is no hand-over elsewhere.
+func HandBack(ctx context.Context, g host.Grant) error { return g.Back(nil) }

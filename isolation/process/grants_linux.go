@@ -129,7 +129,38 @@ func handOver(ctx context.Context, exe string, m *idMapping, g *grantAccess) (*r
 		defer cancel()
 		return runReownJob(c, exe, m, reown.Job{Paths: paths, From: from, To: to})
 	}
-	return reown.HandOver(g.paths, g.from, g.to, g.holds, do)
+	return reown.HandOver(g.paths, g.from, g.to, g.holds, reown.Via{Do: do, UIDs: idMaps(m.uids), GIDs: idMaps(m.gids)})
+}
+
+// idMaps are ms as reown records them.
+func idMaps(ms []syscall.SysProcIDMap) []reown.IDMap {
+	var out []reown.IDMap
+	for _, m := range ms {
+		out = append(out, reown.IDMap{Inside: m.ContainerID, Host: m.HostID, Size: m.Size})
+	}
+	return out
+}
+
+// HandBack hands g, a write grant a killed run left handed over, back
+// (gc's reown.ReapHolds): in this process when its ids are the host's,
+// else through the init binary's reown helper (this build's) in a user
+// namespace of the maps it records, written by newuidmap and newgidmap.
+func HandBack(ctx context.Context, g reown.Grant) error {
+	if len(g.UIDs) == 0 {
+		return g.Back(nil)
+	}
+	m := &idMapping{helper: true}
+	for _, u := range g.UIDs {
+		m.uids = append(m.uids, syscall.SysProcIDMap{ContainerID: u.Inside, HostID: u.Host, Size: u.Size})
+	}
+	for _, u := range g.GIDs {
+		m.gids = append(m.gids, syscall.SysProcIDMap{ContainerID: u.Inside, HostID: u.Host, Size: u.Size})
+	}
+	return g.Back(func(paths []string, from, to reown.Owner) error {
+		c, cancel := context.WithTimeout(ctx, handBackTimeout)
+		defer cancel()
+		return runReownJob(c, "", m, reown.Job{Paths: paths, From: from, To: to})
+	})
 }
 
 // runReownJob runs job in the init binary's reown helper (sbinit.ReownFlag),

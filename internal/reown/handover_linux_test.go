@@ -1,0 +1,182 @@
+package reown
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeDo records the hand-overs asked of it, as "FROM>TO PATH".
+type fakeDo struct {
+	mu   sync.Mutex
+	done []string
+}
+
+func (d *fakeDo) do(paths []string, from, to Owner) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range paths {
+		d.done = append(d.done, fmt.Sprintf("%d>%d %s", from.UID, to.UID, p))
+	}
+	return nil
+}
+
+func (d *fakeDo) take() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.done
+	d.done = nil
+	return out
+}
+
+// kill ends h's holds as a killed controller's end: its locks go with
+// its descriptors, the files stay.
+func kill(h *Handed) {
+	for _, s := range h.held {
+		s.f.Close()
+	}
+	h.held = nil
+}
+
+func modeOf(t *testing.T, p string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+// TestGCHandsBackAKilledRunsGrant: a hold records its hand-over before it
+// is done, so gc hands back the grant of a run killed mid-run — the same
+// way (the namespace's maps), with the folder's mode from before the run
+// — and removes the hold; it never touches a grant a live run holds.
+func TestGCHandsBackAKilledRunsGrant(t *testing.T) {
+	dir, grant, other := filepath.Join(t.TempDir(), "holds"), t.TempDir(), t.TempDir()
+	must(t, os.Chmod(grant, 0o751))
+	d := &fakeDo{}
+	maps := []IDMap{{Inside: 0, Host: 1000, Size: 1}, {Inside: 65534, Host: 165534, Size: 1}}
+	from, to := Owner{UID: 0, GID: 0}, Owner{UID: 65534, GID: 65534}
+	dead, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do, UIDs: maps, GIDs: maps})
+	must(t, err)
+	live, err := HandOver([]string{other}, from, to, dir, Via{Do: d.do, UIDs: maps, GIDs: maps})
+	must(t, err)
+	defer live.Back()
+	if got := d.take(); !slices.Equal(got, []string{"0>65534 " + grant, "0>65534 " + other}) {
+		t.Fatalf("hand-overs %v", got)
+	}
+	must(t, os.Chmod(grant, 0o700)) // the tool's
+	kill(dead)
+
+	var backs []Grant
+	reaped, err := ReapHolds(dir, func(g Grant) error { backs = append(backs, g); return g.Back(d.do) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(backs) != 1 || backs[0].Path != grant || !slices.Equal(backs[0].UIDs, maps) || backs[0].To != to {
+		t.Fatalf("gc handed back %+v, want the killed run's grant %s alone, with its maps", backs, grant)
+	}
+	if got := d.take(); !slices.Equal(got, []string{"65534>0 " + grant}) {
+		t.Errorf("hand-backs %v", got)
+	}
+	if m := modeOf(t, grant); m != 0o751 {
+		t.Errorf("grant mode after gc %v, want 0751", m)
+	}
+	if len(reaped) != 2 || !strings.Contains(reaped[0], "handed back") || !strings.HasPrefix(reaped[1], "grant hold ") {
+		t.Errorf("reaped %q", reaped)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(names) != 1 {
+		t.Errorf("holds left %v, want the live run's alone", names)
+	}
+}
+
+// TestJoiningRunKeepsTheFirstFolder: a run that joins a grant another
+// run holds keeps the folder's mode the first saved, not the one its tool
+// set since; the last to end restores it.
+func TestJoiningRunKeepsTheFirstFolder(t *testing.T) {
+	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+	must(t, os.Chmod(grant, 0o755))
+	d := &fakeDo{}
+	from, to := Owner{UID: 1, GID: 1}, Owner{UID: 2, GID: 2}
+	a, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do})
+	must(t, err)
+	must(t, os.Chmod(grant, 0o700))
+	b, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do})
+	must(t, err)
+	if b.folders[0].Mode != 0o755 {
+		t.Errorf("the joining run saved mode %o, want the first's 0755", b.folders[0].Mode)
+	}
+	if _, err := HandOver([]string{grant}, from, Owner{UID: 3, GID: 3}, dir, Via{Do: d.do}); err == nil {
+		t.Errorf("a run handing the grant to another uid joined it")
+	}
+	must(t, a.Back())
+	must(t, b.Back())
+	if m := modeOf(t, grant); m != 0o755 {
+		t.Errorf("grant mode after both runs %v, want 0755", m)
+	}
+	if got := d.take(); len(got) != 3 || got[2] != "2>1 "+grant {
+		t.Errorf("hand-overs %v, want two over and one back", got)
+	}
+}
+
+// TestNextRunHandsBackAKilledRunsGrant: the next run to hold a grant
+// alone hands back what a killed run left handed to its own uid, before
+// its own hand-over.
+func TestNextRunHandsBackAKilledRunsGrant(t *testing.T) {
+	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+	must(t, os.Chmod(grant, 0o750))
+	from := Owner{UID: 7, GID: 7}
+	// HandOverAlone reowns here; a fake stands in for root.
+	d := &fakeDo{}
+	first, err := handOver([]string{grant}, from, Owner{UID: 100, GID: 100}, dir, Via{Do: d.do}, true)
+	must(t, err)
+	must(t, os.Chmod(grant, 0o700))
+	kill(first)
+	next, err := handOver([]string{grant}, from, Owner{UID: 200, GID: 200}, dir, Via{Do: d.do}, true)
+	must(t, err)
+	if got := d.take(); !slices.Equal(got, []string{"7>100 " + grant, "100>7 " + grant, "7>200 " + grant}) {
+		t.Errorf("hand-overs %v", got)
+	}
+	if next.folders[0].Mode != 0o750 {
+		t.Errorf("the next run saved mode %o, want 0750 (restored from the killed run's record)", next.folders[0].Mode)
+	}
+	must(t, next.Back())
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 {
+		t.Errorf("holds left %v", names)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGrantBackAtItsOrigin: a grant handed over at a bind of the run's
+// (a staged source) that is gone by gc is handed back at its own path; a
+// path that names another folder now is left alone.
+func TestGrantBackAtItsOrigin(t *testing.T) {
+	grant := t.TempDir()
+	must(t, os.Chmod(grant, 0o750))
+	f, err := SaveFolder(grant)
+	must(t, err)
+	must(t, os.Chmod(grant, 0o700))
+	d := &fakeDo{}
+	g := Grant{Path: filepath.Join(t.TempDir(), "staged-0"), Origin: grant, Folder: f, From: Owner{UID: 1}, To: Owner{UID: 2}}
+	g.Folder.Path = g.Path
+	must(t, g.Back(d.do))
+	if got := d.take(); !slices.Equal(got, []string{"2>1 " + grant}) || modeOf(t, grant) != 0o750 {
+		t.Errorf("hand-backs %v, mode %v: want the origin's, 0750", got, modeOf(t, grant))
+	}
+	g.Origin = t.TempDir() // another folder
+	if err := g.Back(d.do); !errors.Is(err, ErrGrantGone) || len(d.take()) != 0 {
+		t.Errorf("a grant whose paths name other folders: %v", err)
+	}
+}
