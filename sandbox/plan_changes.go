@@ -30,11 +30,15 @@ func ChangesDir(stateDir string) string { return filepath.Join(stateDir, "change
 
 // planChanges is the plan's record of its write grants: each write grant
 // that no other write grant holds, with its working copy in a review; nil
-// when the run records nothing (no write grant, records off, a run on a
-// cluster, whose grants are not this host's directories).
+// when the run records nothing (no write grant, records off). A run on
+// Kubernetes is recorded too: its write grants are this host's
+// directories, copied into the pod and back (in the sandbox's Close,
+// which a recorded run does before its result, Controller.closeLast), so
+// the scans before the copy in and after the copy back see the change. A
+// review cannot hold a pod's writes back (reviewRefusal refuses it).
 func planChanges(in PlanInput, mounts []*permissions.Mount) *isolation.Changes {
 	c := in.Changes
-	if c.StateDir == "" || (!c.Bounds.Record && !c.Review) || kubernetesRun(in) {
+	if c.StateDir == "" || (!c.Bounds.Record && !c.Review) || (c.Review && kubernetesRun(in)) {
 		return nil
 	}
 	store := changeset.Store{Dir: ChangesDir(c.StateDir)}

@@ -123,3 +123,21 @@ func TestPlanChangesSkipsOwnDirs(t *testing.T) {
 		t.Errorf("a review skips what its working copy must hold: %+v", ch)
 	}
 }
+
+// A run on Kubernetes is recorded for undo: its write grants are this
+// host's directories, copied into the pod and back before the result. A
+// review of one is not planned (reviewRefusal refuses it).
+func TestPlanChangesOnKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	mounts := []*permissions.Mount{{Write: true, Resolved: dir, Target: "/w/out"}}
+	in := PlanInput{RunID: "r1", Decision: &policy.Decision{}, Facts: &HostFacts{Files: map[string]FileFact{}},
+		Cluster: Cluster{Backend: isolation.BackendKubernetes}}
+	in.Changes = ChangesInput{StateDir: t.TempDir(), Bounds: policy.UndoBounds{Record: true}}
+	if ch := planChanges(in, mounts); ch == nil || len(ch.Grants) != 1 || ch.Grants[0].Host != dir {
+		t.Fatalf("a Kubernetes run's write grant is not recorded: %+v", ch)
+	}
+	in.Changes.Review = true
+	if ch := planChanges(in, mounts); ch != nil {
+		t.Errorf("a review on Kubernetes was planned: %+v", ch)
+	}
+}

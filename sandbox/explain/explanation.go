@@ -1454,7 +1454,7 @@ func undoPoints(writes []string, u *policy.UndoBounds) []Point {
 	undo := Point{Subject: "undo", Requested: grants, Verdict: VerdictAllow, Risk: "low", Rule: u.Rule, Mechanisms: []Mechanism{rec},
 		Meaning: "what the run creates, modifies and deletes under " + grants + " is recorded, with the pre-images of what it modifies or deletes, so that " +
 			"`sandboxed undo RUN_ID` puts it back (refusing, with the list, where a path changed since). The record is host-side: the same in the process, container, " +
-			"landlock and none tiers (in the none tier it covers the grants only, as nothing else confines the tool). A grant over the bounds is not recorded: the run goes on and its notes say so",
+			"landlock and none tiers (in the none tier it covers the grants only, as nothing else confines the tool) and on Kubernetes (scanned on this host before the grants are copied into the pod and after they are copied back). A grant over the bounds is not recorded: the run goes on and its notes say so",
 		Reason: "restoring opens every path beneath the grant with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and never writes setuid bits, device files or hard links"}
 	if !u.Record {
 		undo.Meaning = "runs of this tool are not recorded (undo.disable): `sandboxed undo` cannot put their writes back"
