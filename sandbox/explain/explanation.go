@@ -433,6 +433,9 @@ func (x *explainer) filesystem() {
 				if how, ok := approximation(pl, "masks"); ok && mk.Hide && !m.Write {
 					detail = fmt.Sprintf("policy mask: %s inside this mount (%s): %s", mk.Path, mk.Rule, how)
 				}
+				if m.Write && x.notThere(mk) {
+					detail = fmt.Sprintf("policy mask: %s (%s) did not exist when the run was planned, so nothing is mounted over it: the tool may create it, and the run's result warns when it did", mk.Path, mk.Rule)
+				}
 				p.Mechanisms = append(p.Mechanisms, Mechanism{Kind: MechMask, Target: mk.Path, Detail: detail})
 			}
 		}
@@ -474,6 +477,22 @@ func (x *explainer) filesystem() {
 		}
 	}
 	x.e.Filesystem = append(x.e.Filesystem, base)
+}
+
+// notThere reports whether the policy's mask mk names one path that the
+// run's own plan masks nothing over: it did not exist when the run was
+// planned, and a mask covers only what exists (a pattern's later matches
+// are looked for after the run, so only a literal path is judged).
+func (x *explainer) notThere(mk policy.PathMask) bool {
+	if !x.in.Planned || pathglob.HasMeta(mk.Path) {
+		return false
+	}
+	for _, pm := range x.plan().Masked {
+		if covers(pm.Path, mk.Path) {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *explainer) isMask(target string) bool {
