@@ -11,19 +11,39 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 )
 
-// What a reviewer is told is what runs: for each tier (a pod of the
-// Kubernetes backend and the none tier too), explain --json,
-// run --dump-plan and the running sandbox, read back from the host (its
-// cgroup, its process's ids) and from inside (its mounts, its /tmp), give
-// the same memory and pids limits, /tmp size, grant mounts and access, and
-// the same uid and host uid; explain's egress rules are the plan's.
+// What a reviewer is told is what runs: for each tier (the landlock tier,
+// a pod of the Kubernetes backend and the none tier too), explain --json,
+// run --dump-plan, the plan the run recorded and the running sandbox, read
+// back from the host (its cgroup, its process's ids) and from inside (its
+// mounts or, in the landlock tier, which has none, what it can read and
+// write; its /tmp or its file size limit), give the same memory and pids
+// limits, /tmp size, grant mounts and access, and the same uid and host
+// uid; explain's egress rules are the plan's. Rootless, the tiers an
+// unprivileged user runs here: the process and landlock tiers.
 func TestExplainMatchesEnforcement(t *testing.T) {
-	forTierList(t, append(append([]string{}, tiers...), "none", kubeTier), func(t *testing.T, tier string) {
+	run := runTiers(append(append([]string{}, tiers...), "landlock", "none", kubeTier))
+	if env.runner != nil {
+		run = []string{"process", "landlock"}
+	}
+	forEachTier(t, run, func(t *testing.T, tier string) {
 		dir := workdir(t, map[string]string{"data/x": "x", "out/.keep": ""})
 		mark := fmt.Sprintf("sbxcontract%d", time.Now().UnixNano())
 		iso, _ := tierYAML(tier)
+		args := []string{"--approve", "all"}
+		switch tier {
+		case "none":
+			// The built-in policy raises a tool file's none to process.
+			must(t, os.WriteFile(filepath.Join(dir, "none.yaml"), []byte(landlockPolicy), 0o644))
+			args = append(args, "--policy", "none.yaml")
+		case "landlock":
+			// A process-tier tool the operator runs in the landlock tier.
+			iso = "process"
+			args = append(args, "--isolation", "landlock")
+		}
 		// A pod's write grants are copied back after the run: the host
 		// cannot tell it to go on, and reads its limits from inside.
 		waits := 300
@@ -41,7 +61,11 @@ bash: |
   echo "UID $(id -u)"
   for f in memory.max memory/memory.limit_in_bytes pids.max pids/pids.max; do [ -r /sys/fs/cgroup/$f ] && echo "CG $f $(cat /sys/fs/cgroup/$f)"; done
   echo "TMP $(stat -f -c '%%b %%S' /tmp)"
+  echo "FSIZE $(awk '/^Max file size/ {print $4}' /proc/self/limits)"
   while read -r _ _ _ _ mnt opts _; do echo "MOUNT $mnt $opts"; done < /proc/self/mountinfo
+  for d in data out; do
+    if (: > $d/.probe) 2>/dev/null; then rm -f $d/.probe; echo "ACCESS $PWD/$d rw"; elif ls $d > /dev/null 2>&1; then echo "ACCESS $PWD/$d ro"; fi
+  done
 security:
   isolation: %s
   required-permissions: ["filesystem:read:data", "filesystem:write:out", "network:external:api.example.com:8443"]
@@ -52,12 +76,6 @@ sandboxed:
   tmpfs-size: 32MB
 `, mark, waits, iso)
 		must(t, os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(def), 0o644))
-		args := []string{"--approve", "all"}
-		if tier == "none" {
-			// The built-in policy raises a tool file's none to process.
-			must(t, os.WriteFile(filepath.Join(dir, "none.yaml"), []byte(landlockPolicy), 0o644))
-			args = append(args, "--policy", "none.yaml")
-		}
 
 		// What explain says.
 		c := sandboxed(t, dir, append(append([]string{"permissions", "explain", "--json"}, args...), "contract.yaml")...)
@@ -80,7 +98,7 @@ sandboxed:
 		// What runs.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := command(append(append([]string{"run", "--no-server"}, args...), "contract.yaml")...)
+		cmd := command(append(append([]string{"run", "--json", "--no-server"}, args...), "contract.yaml")...)
 		cmd.Dir = dir
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -122,8 +140,16 @@ sandboxed:
 		case <-ctx.Done():
 			t.Fatal("run hung")
 		}
+		var res struct {
+			RunID  string `json:"run_id"`
+			Stdout string `json:"stdout"`
+		}
+		if err := json.Unmarshal([]byte(out.String()), &res); err != nil || res.RunID == "" {
+			t.Fatalf("run --json: %v: %s", err, out.String())
+		}
+		recorded := recordedPlan(t, res.RunID)
 		inside := ran
-		ran.readInside(t, out.String(), dir)
+		ran.readInside(t, res.Stdout, dir, tier == "landlock")
 		if pid < 0 {
 			ran.hostUID = ran.uid
 			if ran.memory == 0 && ran.pids == 0 {
@@ -171,16 +197,21 @@ sandboxed:
 		if tier != "none" && (strings.Join(said.egress, ",") != strings.Join(planned.egress, ",") || len(planned.egress) != 1) {
 			t.Errorf("egress: explain %v, plan %v", said.egress, planned.egress)
 		}
-		// The user: inside as the plan says; on the host as explain says.
-		// Not yet in the container tier: there the backend moves root's
-		// same-as-user runs off uid 0 after the plan (container.rootOwner),
-		// so the plan and explain say uid 0 where the tool runs as the
-		// reserved id; the plan must carry that choice first.
-		if tier == "container" {
-			return
+		// The user: inside as the run's plan says, and explain and
+		// --dump-plan say the same. In the landlock tier as root each run
+		// has a uid of its own (landlock.ToolID): explain's and
+		// --dump-plan's are their runs', of the same range.
+		if ran.uid != recorded.uid {
+			t.Errorf("uid: the run's plan says %d, the tool runs as %d", recorded.uid, ran.uid)
 		}
-		if said.uid != planned.uid || ran.uid != planned.uid {
-			t.Errorf("uid: explain %d, plan %d, inside %d", said.uid, planned.uid, ran.uid)
+		if tier == "landlock" && env.runner == nil {
+			for _, u := range []int64{said.uid, planned.uid, recorded.uid} {
+				if !landlock.IsToolID(uint32(u)) {
+					t.Errorf("uid: explain %d, plan %d, the run's plan %d: want each a uid of its run's own", said.uid, planned.uid, recorded.uid)
+				}
+			}
+		} else if said.uid != planned.uid || recorded.uid != planned.uid {
+			t.Errorf("uid: explain %d, plan %d, the run's plan %d", said.uid, planned.uid, recorded.uid)
 		}
 		if said.hostUID >= 0 && said.hostUID != ran.hostUID {
 			t.Errorf("host uid: explain says %d, the sandbox's process runs as %d", said.hostUID, ran.hostUID)
@@ -244,6 +275,8 @@ func (e explainJSON) facts(t *testing.T) facts {
 			switch {
 			case m.Kind == "bind" && strings.HasPrefix(p.Subject, "filesystem:"):
 				f.mounts[m.Target] = map[string]string{"read-only": "ro", "read-write": "rw"}[m.Access]
+			case m.Kind == "rlimit" && strings.HasPrefix(m.Value, "RLIMIT_FSIZE="):
+				f.tmpfs, _ = strconv.ParseInt(strings.TrimPrefix(m.Value, "RLIMIT_FSIZE="), 10, 64)
 			case m.Kind == "tmpfs" && m.Target == "/tmp":
 				if s := tmpfsSize.FindStringSubmatch(m.Detail); s != nil {
 					v, _ := strconv.ParseFloat(s[1], 64)
@@ -277,44 +310,58 @@ func (e explainJSON) facts(t *testing.T) facts {
 }
 
 type dumpJSON struct {
-	Plan struct {
-		Limits struct {
-			MemoryBytes int64 `json:"memory_bytes"`
-			Pids        int64 `json:"pids"`
-			TmpfsBytes  int64 `json:"tmpfs_bytes"`
-		} `json:"limits"`
-		Spec struct {
-			Process struct {
-				User struct {
-					UID int64 `json:"uid"`
-				} `json:"user"`
-			} `json:"process"`
-			Mounts []struct {
-				Destination string   `json:"destination"`
-				Type        string   `json:"type"`
-				Options     []string `json:"options"`
-			} `json:"mounts"`
-			Linux struct {
-				Resources struct {
-					Memory struct {
-						Limit int64 `json:"limit"`
-					} `json:"memory"`
-					Pids struct {
-						Limit int64 `json:"limit"`
-					} `json:"pids"`
-				} `json:"resources"`
-			} `json:"linux"`
-		} `json:"spec"`
-		Egress *struct {
-			Allow []string `json:"allow"`
-		} `json:"egress"`
-	} `json:"plan"`
+	Plan planJSON `json:"plan"`
 }
 
-func (d dumpJSON) facts() facts {
-	s := d.Plan.Spec
-	f := facts{memory: s.Linux.Resources.Memory.Limit, pids: s.Linux.Resources.Pids.Limit, toolPids: d.Plan.Limits.Pids,
+// planJSON is a plan as --dump-plan prints it and a run records it.
+type planJSON struct {
+	Limits struct {
+		MemoryBytes int64 `json:"memory_bytes"`
+		Pids        int64 `json:"pids"`
+		TmpfsBytes  int64 `json:"tmpfs_bytes"`
+	} `json:"limits"`
+	Spec struct {
+		Process struct {
+			User struct {
+				UID int64 `json:"uid"`
+			} `json:"user"`
+			Rlimits []struct {
+				Type string `json:"type"`
+				Hard int64  `json:"hard"`
+			} `json:"rlimits"`
+		} `json:"process"`
+		Mounts []struct {
+			Destination string   `json:"destination"`
+			Type        string   `json:"type"`
+			Options     []string `json:"options"`
+		} `json:"mounts"`
+		Linux struct {
+			Resources struct {
+				Memory struct {
+					Limit int64 `json:"limit"`
+				} `json:"memory"`
+				Pids struct {
+					Limit int64 `json:"limit"`
+				} `json:"pids"`
+			} `json:"resources"`
+		} `json:"linux"`
+	} `json:"spec"`
+	Egress *struct {
+		Allow []string `json:"allow"`
+	} `json:"egress"`
+}
+
+func (d dumpJSON) facts() facts { return d.Plan.facts() }
+
+func (d planJSON) facts() facts {
+	s := d.Spec
+	f := facts{memory: s.Linux.Resources.Memory.Limit, pids: s.Linux.Resources.Pids.Limit, toolPids: d.Limits.Pids,
 		uid: s.Process.User.UID, mounts: map[string]string{}}
+	for _, r := range s.Process.Rlimits {
+		if r.Type == "RLIMIT_FSIZE" {
+			f.tmpfs = r.Hard // the landlock tier's /tmp size: no tmpfs
+		}
+	}
 	for _, m := range s.Mounts {
 		switch {
 		case m.Destination == "/tmp" && m.Type == "tmpfs":
@@ -332,20 +379,31 @@ func (d dumpJSON) facts() facts {
 			}
 		}
 	}
-	if d.Plan.Egress != nil {
-		for _, a := range d.Plan.Egress.Allow {
+	if d.Egress != nil {
+		for _, a := range d.Egress.Allow {
 			f.egress = append(f.egress, strings.TrimPrefix(a, "network:external:"))
 		}
 	}
 	if f.tmpfs == 0 {
-		f.tmpfs = d.Plan.Limits.TmpfsBytes
+		f.tmpfs = d.Limits.TmpfsBytes
 	}
 	return f
 }
 
+// recordedPlan is the facts of the plan run runID recorded: the one its
+// backend was given.
+func recordedPlan(t *testing.T, runID string) facts {
+	b, err := os.ReadFile(filepath.Join(env.stateDir, "runs", runID, "plan.json"))
+	must(t, err)
+	var p planJSON
+	must(t, json.Unmarshal(b, &p))
+	return p.facts()
+}
+
 // readInside reads what the tool printed of itself: its uid, its /tmp's
-// size and the access of its grant mounts.
-func (f *facts) readInside(t *testing.T, out, dir string) {
+// size and the access of its grant mounts — with noMounts (the landlock
+// tier), its file size limit and what it could write and read.
+func (f *facts) readInside(t *testing.T, out, dir string, noMounts bool) {
 	f.mounts = map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		fields := strings.Fields(line)
@@ -360,8 +418,18 @@ func (f *facts) readInside(t *testing.T, out, dir string) {
 			f.memory, _ = strconv.ParseInt(fields[2], 10, 64)
 		case len(fields) == 3 && fields[0] == "CG" && filepath.Base(fields[1]) == "pids.max":
 			f.pids, _ = strconv.ParseInt(fields[2], 10, 64)
-		case len(fields) == 3 && fields[0] == "MOUNT" && (fields[1] == filepath.Join(dir, "data") || fields[1] == filepath.Join(dir, "out")):
+		case len(fields) == 3 && fields[0] == "MOUNT" && !noMounts && (fields[1] == filepath.Join(dir, "data") || fields[1] == filepath.Join(dir, "out")):
 			f.mounts[fields[1]] = strings.SplitN(fields[2], ",", 2)[0]
+		case len(fields) == 3 && fields[0] == "ACCESS" && noMounts:
+			f.mounts[fields[1]] = fields[2]
+		}
+	}
+	if noMounts {
+		f.tmpfs = 0
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(line, "FSIZE "); ok {
+				f.tmpfs, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
 		}
 	}
 	if f.tmpfs == 0 || f.uid < 0 {

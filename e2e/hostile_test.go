@@ -111,7 +111,12 @@ func runTiers(tiers []string) []string {
 }
 
 func forTierList(t *testing.T, tiers []string, f func(t *testing.T, tier string)) {
-	for _, tier := range runTiers(tiers) {
+	forEachTier(t, runTiers(tiers), f)
+}
+
+// forEachTier runs f as a subtest of each of tiers, as they are.
+func forEachTier(t *testing.T, tiers []string, f func(t *testing.T, tier string)) {
+	for _, tier := range tiers {
 		t.Run(tier, func(t *testing.T) {
 			if tier == kubeTier {
 				useCluster(t)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -39,6 +41,17 @@ type HostFacts struct {
 	// UID and GID of the invoking user: same-as-user runs as them, and the
 	// missing directories of write grants are created for them.
 	UID, GID uint32
+	// Root: sandboxed runs as root (effective uid 0). Self is this
+	// process's own uid and gid: the landlock tier, which cannot change
+	// the uid without root, runs the tool as them.
+	Root bool
+	Self isolation.ID
+	// Reserved, as root, is the id reserved for sandboxed
+	// (process.ReservedID): root's same-as-user tools run as it in the
+	// container tier, where no user namespace maps them off host uid 0.
+	// Nil when sandboxed is not root or this host reserves none (the
+	// container tier then refuses such a run, saying why).
+	Reserved *isolation.ID
 	// Env is the host environment, for env: grants and
 	// environment.inherit.
 	Env []string
@@ -90,6 +103,12 @@ func GatherFacts(cwd, runtimeDir string, ownDirs []string) (*HostFacts, error) {
 	}
 	f := &HostFacts{Cwd: cwd, Home: InvokingHome(), Env: os.Environ(), RuntimeDir: runtimeDir, OwnDirs: ownDirs}
 	f.UID, f.GID = invokingUser()
+	f.Self = isolation.ID{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	if f.Root = os.Geteuid() == 0; f.Root {
+		if id, err := process.ReservedID(); err == nil {
+			f.Reserved = &isolation.ID{UID: uint32(id), GID: uint32(id)}
+		}
+	}
 	if r, err := filepath.EvalSymlinks(cwd); err == nil {
 		f.CwdResolved = r
 	}

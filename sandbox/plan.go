@@ -119,6 +119,36 @@ func initPids(tier isolation.Tier, kubernetes bool) int64 {
 	return 0
 }
 
+// planUser is the uid and gid the tool runs as where the tier or the
+// privilege decides them rather than the spec's default (nobody for
+// reduced, root in a user namespace for elevated); ok is false where the
+// default stands. The spec says what runs:
+//   - the none tier: the invoking user, whatever the privilege (the
+//     policy's note says nothing is enforced there);
+//   - the landlock tier, which has no user namespace: as root, a uid and
+//     gid of the run's own (landlock.ToolID), whatever the privilege;
+//     without root, this process's own, which it cannot change;
+//   - same-as-user: the invoking user; but root's in the container tier
+//     runs as the id reserved for sandboxed (f.Reserved), as the process
+//     tier maps it, so that no tool is host root there (where the host
+//     reserves none, uid 0 stays, and the tier refuses it).
+func planUser(t isolation.Tier, kubernetes bool, priv privilege.Privilege, f *HostFacts, runID string) (isolation.ID, bool) {
+	switch {
+	case t == isolation.TierNone:
+		return isolation.ID{UID: f.UID, GID: f.GID}, true
+	case t == isolation.TierLandlock && !kubernetes && f.Root:
+		id := landlock.ToolID(runID)
+		return isolation.ID{UID: id, GID: id}, true
+	case t == isolation.TierLandlock && !kubernetes:
+		return f.Self, true
+	case priv != privilege.SameAsUser:
+		return isolation.ID{}, false
+	case t == isolation.TierContainer && !kubernetes && f.Root && f.UID == 0 && f.Reserved != nil:
+		return *f.Reserved, true
+	}
+	return isolation.ID{UID: f.UID, GID: f.GID}, true
+}
+
 func sandboxedExt(def *tool.Definition) *tool.SandboxedExt {
 	if def.Sandboxed == nil {
 		return &tool.SandboxedExt{}
@@ -256,11 +286,8 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	if limits.CPUs > 0 {
 		opts = append(opts, WithCPUs(limits.CPUs))
 	}
-	if priv == privilege.SameAsUser || d.Isolation == isolation.TierNone {
-		// The none tier runs the tool as the invoking user whatever its
-		// privilege (the policy's note says nothing is enforced there):
-		// the spec says so.
-		opts = append(opts, WithUser(f.UID, f.GID))
+	if u, ok := planUser(d.Isolation, kubernetesRun(in), priv, f, in.RunID); ok {
+		opts = append(opts, WithUser(u.UID, u.GID))
 	}
 	// Grants, parents before children so a nested grant is not hidden.
 	mounts := mountGrants(in.Grants)

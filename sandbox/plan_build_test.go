@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/netrule"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -277,4 +278,46 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The spec's user is the one the tool runs as, in every tier: the none
+// tier's is the invoking user; the landlock tier's, which has no user
+// namespace, a uid of the run's own as root (whatever the privilege) and
+// else this process's; root's same-as-user tool in the container tier the
+// id reserved for sandboxed.
+func TestPlanUser(t *testing.T) {
+	reserved := &isolation.ID{UID: 0x70000000, GID: 0x70000000}
+	root := &HostFacts{Root: true, Reserved: reserved}
+	sudo := &HostFacts{Root: true, Reserved: reserved, UID: 1000, GID: 1000}
+	user := &HostFacts{UID: 1000, GID: 1000, Self: isolation.ID{UID: 1000, GID: 1000}}
+	runs := landlock.ToolID("RUN")
+	for _, tc := range []struct {
+		name string
+		t    isolation.Tier
+		kube bool
+		priv privilege.Privilege
+		f    *HostFacts
+		want *isolation.ID // nil: the spec's default for the privilege
+	}{
+		{"process, root", isolation.TierProcess, false, privilege.SameAsUser, root, &isolation.ID{}},
+		{"process, reduced", isolation.TierProcess, false, privilege.Reduced, root, nil},
+		{"container, root", isolation.TierContainer, false, privilege.SameAsUser, root, reserved},
+		{"container, root, no reserved range", isolation.TierContainer, false, privilege.SameAsUser, &HostFacts{Root: true}, &isolation.ID{}},
+		{"container, sudo", isolation.TierContainer, false, privilege.SameAsUser, sudo, &isolation.ID{UID: 1000, GID: 1000}},
+		{"container, rootless", isolation.TierContainer, false, privilege.SameAsUser, user, &isolation.ID{UID: 1000, GID: 1000}},
+		{"container, reduced", isolation.TierContainer, false, privilege.Reduced, root, nil},
+		{"pod, root", isolation.TierContainer, true, privilege.SameAsUser, root, &isolation.ID{}}, // WithTier: nobody
+		{"landlock, root", isolation.TierLandlock, false, privilege.SameAsUser, root, &isolation.ID{UID: runs, GID: runs}},
+		{"landlock, root, reduced", isolation.TierLandlock, false, privilege.Reduced, sudo, &isolation.ID{UID: runs, GID: runs}},
+		{"landlock, rootless, reduced", isolation.TierLandlock, false, privilege.Reduced, user, &isolation.ID{UID: 1000, GID: 1000}},
+		{"none, reduced", isolation.TierNone, false, privilege.Reduced, user, &isolation.ID{UID: 1000, GID: 1000}},
+	} {
+		got, ok := planUser(tc.t, tc.kube, tc.priv, tc.f, "RUN")
+		if ok != (tc.want != nil) || (ok && got != *tc.want) {
+			t.Errorf("%s: planUser = %+v, %t; want %+v", tc.name, got, ok, tc.want)
+		}
+	}
+	if !landlock.IsToolID(runs) || runs == landlock.ToolID("RUN2") {
+		t.Errorf("landlock.ToolID(RUN) = %d: not in its range, or not the run's own", runs)
+	}
 }

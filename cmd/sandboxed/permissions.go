@@ -39,6 +39,7 @@ against OLD (permissions, tier, privilege, limits, network, risks).`,
 				scopeFlag,
 				&cli.StringFlag{Name: "diff", Usage: "compare TOOL with the `OLD` version of it: --diff OLD NEW"},
 				&cli.StringSliceFlag{Name: "approve", Usage: "review as if `WHAT` were approved (the values of run --approve)"},
+				&cli.StringFlag{Name: "isolation", Usage: "review the run in this tier, as run --isolation would make it: process, container, landlock or none"},
 			}, clusterFlags()...),
 			Action: explainAction,
 		},
@@ -58,6 +59,9 @@ func explainAction(c *cli.Context) error {
 	if err := policy.ValidateApprovals(approvals); err != nil {
 		return usageError(err)
 	}
+	if err := checkIsolationFlag(c); err != nil {
+		return err
+	}
 	pol, polPath, err := loadPolicy(c)
 	if err != nil {
 		return err
@@ -73,7 +77,7 @@ func explainAction(c *cli.Context) error {
 		if err != nil {
 			return explain.Explanation{}, err
 		}
-		ex := explain.Tool(def, input, approvals, pol, polPath, cl, process.HostIdentity)
+		ex := explain.Tool(def, input, approvals, c.String("isolation"), pol, polPath, cl, process.HostIdentity)
 		if note != "" {
 			ex.Notes = append([]string{note}, ex.Notes...)
 		}

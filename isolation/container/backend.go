@@ -297,9 +297,6 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	if err := b.checkInitBinary(); err != nil {
 		return err
 	}
-	if err := b.checkRootOwner(p); err != nil {
-		return err
-	}
 	if err := checkReducedGrants(p); err != nil {
 		return err
 	}
@@ -317,7 +314,7 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 	// needs more than an explicit seccomp profile (the engine refuses to
 	// create a container with one it cannot load), or when the engine's
 	// own default profile must be on.
-	if p.Runtime != "" || p.Privilege == privilege.Elevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil || rootRun(p) {
+	if p.Runtime != "" || p.Privilege == privilege.Elevated || p.Spec.Linux == nil || p.Spec.Linux.Seccomp == nil || rootsOwnID(p) {
 		info, err := b.engineInfo(ctx)
 		if err != nil {
 			return err
@@ -325,6 +322,9 @@ func (b *Backend) Check(ctx context.Context, p *isolation.Plan) error {
 		if err := checkInfo(info, p); err != nil {
 			return err
 		}
+	}
+	if err := b.checkUser(p); err != nil {
+		return err
 	}
 	img, err := b.api.ImageInspect(ctx, imageOf(p))
 	if err != nil {
@@ -391,42 +391,52 @@ func imageOf(p *isolation.Plan) string {
 }
 
 func (b *Backend) host(lstat func(string) (os.FileInfo, error)) host {
-	// An error is Check's and Start's to report (checkRootOwner).
-	owner, _ := b.rootOwner()
-	return host{InitBinary: b.initBinary, lstat: lstat, rootAs: owner}
+	return host{InitBinary: b.initBinary, lstat: lstat}
 }
 
-// checkRootOwner refuses a run of root's tools as same-as-user when no id
-// to run them as can be had.
-func (b *Backend) checkRootOwner(p *isolation.Plan) error {
-	if !rootRun(p) {
+// checkUser refuses a spec user this tier cannot run as the spec says.
+// As root, a same-as-user tool at uid 0 where uid 0 in the container is
+// host uid 0 (the engine does not remap user namespaces, as far as this
+// backend has asked it: Check asks first): the planner gives root's tools
+// the id reserved for sandboxed (process.ReservedID), as the process tier
+// maps them, so that no tool is host root. And that reserved id where the
+// engine remaps user namespaces, whose range does not map it.
+func (b *Backend) checkUser(p *isolation.Plan) error {
+	if !rootSameAsUser(p) {
 		return nil
 	}
-	_, err := b.rootOwner()
-	return err
+	id, err := process.ReservedID()
+	return userRefusal(p.Spec.Process.User.UID, b.remaps(), id, err)
 }
 
-// rootOwner is the host uid and gid root's same-as-user runs take in a
-// container, nil when uid 0 in the container is not host uid 0: sandboxed
-// does not run as root, or the engine remaps user namespaces (as far as
-// this backend has asked it: Check asks before a run that needs it).
-// Otherwise it is the id reserved for sandboxed (process.ReservedID), as
-// the process tier maps root's tools, so that no tool is host root.
-func (b *Backend) rootOwner() (*hostsetup.Owner, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+// userRefusal is checkUser's refusal of root's same-as-user tool at uid,
+// nil when it may run so: reserved is the id reserved for sandboxed, or
+// reservedErr why this host has none.
+func userRefusal(uid uint32, remaps bool, reserved int, reservedErr error) error {
+	switch {
+	case uid == 0 && !remaps && reservedErr != nil:
+		return reservedErr
+	case uid == 0 && !remaps:
+		return &isolation.UnsupportedError{
+			What: "uid 0 for a same-as-user tool in a container of an engine that does not remap user namespaces (it would be host root)",
+			Fix:  fmt.Sprintf("plan the run with sandbox.Plan, which gives root's tools the id reserved for sandboxed (%d)", reserved),
+		}
+	case remaps && reservedErr == nil && int(uid) == reserved:
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("uid %d, the id reserved for root's tools, in a container of an engine that remaps user namespaces (its range does not map that id)", uid),
+			Fix:  "run the tool as reduced (execution-privilege: reduced), run sandboxed through sudo from your own account (the tool then runs as you), or use the process tier",
+		}
 	}
+	return nil
+}
+
+// remaps reports whether the engine remaps user namespaces, as far as
+// this backend has asked it (Check asks before a run of root's
+// same-as-user tool).
+func (b *Backend) remaps() bool {
 	b.infoMu.Lock()
-	info := b.info
-	b.infoMu.Unlock()
-	if info != nil && hasSecOpt(*info, "userns") {
-		return nil, nil
-	}
-	id, err := process.ReservedID()
-	if err != nil {
-		return nil, err
-	}
-	return &hostsetup.Owner{UID: id, GID: id}, nil
+	defer b.infoMu.Unlock()
+	return b.info != nil && hasSecOpt(*b.info, "userns")
 }
 
 // checkReducedGrants refuses a reduced run whose tool could not write a
@@ -441,35 +451,50 @@ func checkReducedGrants(p *isolation.Plan) error {
 	return nil
 }
 
-// rootRun reports whether p runs root's tools as same-as-user: uid 0 in
-// the spec, which rootOwner may move off host uid 0.
-func rootRun(p *isolation.Plan) bool {
+// rootSameAsUser reports whether p runs a same-as-user tool of root's:
+// sandboxed runs as root (its tools' user is the plan's, the reserved id
+// without sudo; see checkUser).
+func rootSameAsUser(p *isolation.Plan) bool {
 	return p != nil && os.Geteuid() == 0 && (p.Privilege == privilege.SameAsUser || p.Privilege == "") &&
-		p.Spec != nil && p.Spec.Process != nil && p.Spec.Process.User.UID == 0
+		p.Spec != nil && p.Spec.Process != nil
+}
+
+// rootsOwnID reports whether p runs root's same-as-user tool as uid 0 or
+// as the id reserved for sandboxed: whether it may run so depends on the
+// engine's user namespace remapping (checkUser).
+func rootsOwnID(p *isolation.Plan) bool {
+	if !rootSameAsUser(p) {
+		return false
+	}
+	uid := p.Spec.Process.User.UID
+	id, err := process.ReservedID()
+	return uid == 0 || (err == nil && int(uid) == id)
 }
 
 // handOverIDs are the ids a run's write grants are handed from (their
-// owner) and to (the uid the tool runs as) for the run, nil when the tool
-// writes as their owner or this process cannot hand them over: root's
-// same-as-user tool runs as the reserved id (rootOwner); a reduced tool
-// as nobody, while the grants are the invoking user's (Plan.GrantOwner).
-// Both need root and an engine that does not remap user namespaces.
+// owner, Plan.GrantOwner) and to (the uid the tool runs as) for the run,
+// nil when the tool writes as their owner or this process cannot hand
+// them over: root's same-as-user tool runs as the reserved id (the spec's
+// user, checkUser); a reduced tool as nobody, while the grants are the
+// invoking user's. Both need root and an engine that does not remap user
+// namespaces.
 func (b *Backend) handOverIDs(p *isolation.Plan) (from, to *hostsetup.Owner) {
-	owner := b.host(nil).rootAs
-	if owner == nil {
+	if os.Geteuid() != 0 || b.remaps() || p == nil || p.Spec == nil || p.Spec.Process == nil {
 		return nil, nil
 	}
-	if rootRun(p) {
-		return &hostsetup.Owner{}, owner
-	}
-	if p.Privilege != privilege.Reduced {
+	switch p.Privilege {
+	case privilege.SameAsUser, "":
+		u := p.Spec.Process.User
+		to = &hostsetup.Owner{UID: int(u.UID), GID: int(u.GID)}
+	case privilege.Reduced:
+		to = &hostsetup.Owner{UID: privilege.NobodyID, GID: privilege.NobodyID}
+	default:
 		return nil, nil
 	}
 	from = &hostsetup.Owner{}
 	if g := p.GrantOwner; g != nil {
 		from = &hostsetup.Owner{UID: int(g.UID), GID: int(g.GID)}
 	}
-	to = &hostsetup.Owner{UID: privilege.NobodyID, GID: privilege.NobodyID}
 	if *from == *to {
 		return nil, nil
 	}
@@ -513,7 +538,7 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (_ isolation.San
 	if err := b.checkInitBinary(); err != nil {
 		return nil, err
 	}
-	if err := b.checkRootOwner(p); err != nil {
+	if err := b.checkUser(p); err != nil {
 		return nil, err
 	}
 	if err := checkReducedGrants(p); err != nil {

@@ -17,7 +17,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
-	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
@@ -80,11 +79,6 @@ type host struct {
 	InitBinary string
 	// lstat checks bind sources; nil skips the check.
 	lstat func(string) (os.FileInfo, error)
-	// rootAs, when set, is the host uid and gid a same-as-user run of
-	// root (uid 0 in the spec) runs as instead: sandboxed runs as root and
-	// the engine has no user namespace remapping, so uid 0 in the
-	// container would be host uid 0 (see Backend.rootOwner).
-	rootAs *hostsetup.Owner
 }
 
 // containerName is the engine name of the run's container.
@@ -98,7 +92,7 @@ func translate(p *isolation.Plan, h host) (*container.Config, *container.HostCon
 		return nil, nil, err
 	}
 	proc := p.Spec.Process
-	user, err := userFor(p.Privilege, proc.User, h.rootAs)
+	user, err := userFor(p.Privilege, proc.User)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -412,17 +406,14 @@ func withSize(opts string, size int64) string {
 	return strings.Join(out, ",")
 }
 
-// userFor is the container's user: the invoking user's uid:gid (which the
-// planner puts in the spec) for same-as-user — rootAs instead of root's,
-// when set —, nobody for reduced, root for elevated (unprivileged on the
-// host through the engine's user namespace remapping, which Check
-// requires).
-func userFor(priv privilege.Privilege, u specs.User, rootAs *hostsetup.Owner) (string, error) {
+// userFor is the container's user: the spec's uid:gid for same-as-user
+// (the planner's: the invoking user's, or for root's tools the id
+// reserved for sandboxed, which Backend.checkUser holds to), nobody for
+// reduced, root for elevated (unprivileged on the host through the
+// engine's user namespace remapping, which Check requires).
+func userFor(priv privilege.Privilege, u specs.User) (string, error) {
 	switch priv {
 	case privilege.SameAsUser, "":
-		if u.UID == 0 && rootAs != nil {
-			return fmt.Sprintf("%d:%d", rootAs.UID, rootAs.GID), nil
-		}
 		return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
 	case privilege.Reduced:
 		return fmt.Sprintf("%d:%d", privilege.NobodyID, privilege.NobodyID), nil

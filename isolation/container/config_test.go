@@ -15,7 +15,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxed-dev/sandboxed/images"
-	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
@@ -377,25 +376,46 @@ func TestAddGVisorNames(t *testing.T) {
 	}
 }
 
-// Root's same-as-user tools take the reserved id when uid 0 in the
-// container would be host uid 0; nobody else's user changes.
+// The container's user is the spec's for same-as-user (the planner gives
+// root's tools the reserved id), nobody for reduced, root for elevated;
+// as root, uid 0 where it would be host uid 0 is refused, and so is the
+// reserved id where the engine remaps user namespaces.
 func TestUserForRoot(t *testing.T) {
-	r := &hostsetup.Owner{UID: 0x70000000, GID: 0x70000000}
 	for _, tc := range []struct {
-		priv   privilege.Privilege
-		user   specs.User
-		rootAs *hostsetup.Owner
-		want   string
+		priv privilege.Privilege
+		user specs.User
+		want string
 	}{
-		{privilege.SameAsUser, specs.User{UID: 0, GID: 0}, r, "1879048192:1879048192"},
-		{privilege.SameAsUser, specs.User{UID: 0, GID: 0}, nil, "0:0"}, // the engine remaps
-		{privilege.SameAsUser, specs.User{UID: 1000, GID: 1000}, r, "1000:1000"},
-		{privilege.Reduced, specs.User{UID: 0, GID: 0}, r, "65534:65534"},
-		{privilege.Elevated, specs.User{}, nil, "0:0"},
+		{privilege.SameAsUser, specs.User{UID: 0x70000000, GID: 0x70000000}, "1879048192:1879048192"},
+		{privilege.SameAsUser, specs.User{UID: 0, GID: 0}, "0:0"}, // checkUser's to refuse
+		{privilege.SameAsUser, specs.User{UID: 1000, GID: 1000}, "1000:1000"},
+		{privilege.Reduced, specs.User{UID: 0, GID: 0}, "65534:65534"},
+		{privilege.Elevated, specs.User{}, "0:0"},
 	} {
-		got, err := userFor(tc.priv, tc.user, tc.rootAs)
+		got, err := userFor(tc.priv, tc.user)
 		if err != nil || got != tc.want {
-			t.Errorf("userFor(%s, %d, %v) = %q, %v; want %q", tc.priv, tc.user.UID, tc.rootAs, got, err, tc.want)
+			t.Errorf("userFor(%s, %d) = %q, %v; want %q", tc.priv, tc.user.UID, got, err, tc.want)
+		}
+	}
+	none := errors.New("no reserved range")
+	for _, tc := range []struct {
+		uid      uint32
+		remaps   bool
+		reserved int
+		err      error
+		refused  bool
+	}{
+		{0, false, 0x70000000, nil, true}, // host root
+		{0, false, 0, none, true},         // host root, and no range to move to
+		{0, true, 0x70000000, nil, false}, // remapped: unprivileged on the host
+		{0x70000000, false, 0x70000000, nil, false},
+		{0x70000000, true, 0x70000000, nil, true}, // the remapped range has no such id
+		{1000, true, 0x70000000, nil, false},      // under sudo: the user's
+		{1000, false, 0x70000000, nil, false},
+	} {
+		err := userRefusal(tc.uid, tc.remaps, tc.reserved, tc.err)
+		if (err != nil) != tc.refused {
+			t.Errorf("userRefusal(%d, remaps %t) = %v, want refused %t", tc.uid, tc.remaps, err, tc.refused)
 		}
 	}
 	for src, ours := range map[string]bool{

@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	planner "github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -262,17 +263,24 @@ func TestEngineSameAsUserAndTimeout(t *testing.T) {
 		MaskedPaths:   planner.MaskedPaths,
 		ReadonlyPaths: planner.ReadonlyPaths,
 	}
+	// Root's same-as-user tool is never host uid 0: where the engine does
+	// not remap user namespaces a spec at uid 0 is refused, and the
+	// planner gives it the id reserved for sandboxed, which it runs as.
+	if os.Geteuid() == 0 {
+		err := b.Check(context.Background(), p)
+		if remapped := b.remaps(); !remapped && !errors.Is(err, isolation.ErrUnsupported) {
+			t.Fatalf("Check of root's same-as-user tool at uid 0 = %v, want a refusal", err)
+		} else if !remapped {
+			id, err := process.ReservedID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Spec.Process.User = specs.User{UID: uint32(id), GID: uint32(id)}
+		}
+	}
 	sb := startEngine(t, b, p)
 	r := execIn(t, sb, context.Background(), "", "id", "-u")
-	// Root's same-as-user tool is never host uid 0: where the engine does
-	// not remap user namespaces it runs as the id reserved for sandboxed.
-	wantUID := int(p.Spec.Process.User.UID)
-	if owner, err := b.rootOwner(); err != nil {
-		t.Fatal(err)
-	} else if owner != nil {
-		wantUID = owner.UID
-	}
-	if want := strconv.Itoa(wantUID) + "\n"; r.stdout != want {
+	if want := strconv.Itoa(int(p.Spec.Process.User.UID)) + "\n"; r.stdout != want {
 		t.Errorf("same-as-user uid %q, want %q", r.stdout, want)
 	}
 	for _, c := range []struct{ cmd, want string }{

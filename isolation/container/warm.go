@@ -18,7 +18,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 
-	"github.com/sandboxed-dev/sandboxed/internal/hostsetup"
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
@@ -88,11 +87,11 @@ type placeholder struct {
 // configuration of each key it returned, for Prestart; nothing outside it
 // changes.
 func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
-	if b.checkRootOwner(p) != nil || b.engineOutside(context.Background()) != nil {
+	if b.checkUser(p) != nil || b.engineOutside(context.Background()) != nil {
 		// Warm containers' grants are staged: not with an engine outside.
 		return "", false
 	}
-	t, err := warmTemplateOf(p, b.host(nil).rootAs)
+	t, err := warmTemplateOf(p)
 	if err != nil {
 		return "", false
 	}
@@ -119,8 +118,8 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 }
 
 // warmTemplateOf is p's container configuration with the parts of a run
-// taken out; rootAs is host.rootAs.
-func warmTemplateOf(p *isolation.Plan, rootAs *hostsetup.Owner) (*warmTemplate, error) {
+// taken out.
+func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 	if p == nil {
 		return nil, errors.New("no plan")
 	}
@@ -131,7 +130,7 @@ func warmTemplateOf(p *isolation.Plan, rootAs *hostsetup.Owner) (*warmTemplate, 
 	// fills them in.
 	cp := *p
 	cp.HostDir = "/"
-	cfg, hc, err := translate(&cp, host{lstat: os.Lstat, rootAs: rootAs})
+	cfg, hc, err := translate(&cp, host{lstat: os.Lstat})
 	if err != nil {
 		return nil, err
 	}

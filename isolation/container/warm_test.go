@@ -325,7 +325,7 @@ func TestWarmTemplatePlaceholders(t *testing.T) {
 	p := basePlan()
 	p.Egress = &isolation.Egress{ProxySocket: "/run/sandboxed/r1/egress.sock", ProxyPort: 3128}
 	p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "bind", Source: d, Options: []string{"ro"}})
-	tm, err := warmTemplateOf(p, nil)
+	tm, err := warmTemplateOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package landlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -104,6 +102,9 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 		abi = b.ABI()
 	}
 	root := os.Geteuid() == 0
+	if err := checkUser(p.Spec.Process.User, root, os.Getuid(), os.Getgid()); err != nil {
+		return nil, err
+	}
 	if r := abiRefusal(abi, !root, p.AcceptGaps); r != nil {
 		return nil, r.err()
 	}
@@ -161,6 +162,26 @@ func abiRefusal(abi int, sharedUID bool, accept []string) *refusal {
 		return &refusal{gap: tier.GapSignals,
 			what: fmt.Sprintf("signal scoping for a tool running as your own uid (Landlock ABI 6; this kernel has ABI %d: the tool could signal your other processes)", abi),
 			fix:  "use Linux 6.12 or later, run sandboxed as root (the tool then gets a uid of its own), or accept the gap in the policy (isolation.landlock-gaps: [" + tier.GapSignals + "])"}
+	}
+	return nil
+}
+
+// checkUser refuses a spec user this tier cannot run the tool as: as
+// root (it can change the uid), anything but a uid and gid of the run's
+// own (ToolID: never an account's, never 0); without root (it cannot), any
+// but this process's own ids (uid, gid).
+func checkUser(u specs.User, root bool, uid, gid int) error {
+	switch {
+	case root && (!IsToolID(u.UID) || u.GID != u.UID):
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("uid %d, gid %d in the landlock tier as root (the tool runs as a uid and gid of the run's own, %d-%d, never an account's)", u.UID, u.GID, ToolIDBase, ToolIDBase+ToolIDCount-1),
+			Fix:  "plan the run with sandbox.Plan, which gives it landlock.ToolID",
+		}
+	case !root && (int(u.UID) != uid || int(u.GID) != gid):
+		return &isolation.UnsupportedError{
+			What: fmt.Sprintf("uid %d, gid %d in the landlock tier without root (it cannot change the uid: the tool runs as yours, %d:%d)", u.UID, u.GID, uid, gid),
+			Fix:  "plan the run with sandbox.Plan as this user, or run sandboxed as root (the tool then gets a uid of its own)",
+		}
 	}
 	return nil
 }
@@ -254,13 +275,12 @@ func startWith(p *isolation.Plan, c *checked, inCgroup bool, start func(*sbinit.
 		Seccomp:  c.setup.Seccomp,
 		Rlimits:  c.setup.Rlimits,
 	}
-	uid, gid := os.Getuid(), os.Getgid()
+	// The spec's ids (check: the run's own as root, else this process's).
+	uid, gid := int(p.Spec.Process.User.UID), int(p.Spec.Process.User.GID)
 	if c.root {
-		var err error
-		if uid, err = freeUID(); err != nil {
-			return nil, err
+		if uidInUse(uid) {
+			return nil, fmt.Errorf("start sandbox %s: uid %d, the run's own (landlock.ToolID), is in use by another process: run it again (another run has another uid)", p.RunID, uid)
 		}
-		gid = uid
 		conf.SetID, conf.UID, conf.GID = true, uint32(uid), uint32(gid)
 	}
 	if err := os.Mkdir(p.Scratch, 0o700); err != nil {
@@ -344,26 +364,6 @@ func mergeRlimits(base, extra []sbinit.Rlimit) []sbinit.Rlimit {
 		return slices.ContainsFunc(extra, func(e sbinit.Rlimit) bool { return e.Resource == r.Resource })
 	})
 	return append(out, extra...)
-}
-
-// uidBase starts the range of uids a run's tool gets as root (one per run,
-// picked at random among 2^20): far above any account's, and below the
-// ids user namespaces commonly map.
-const uidBase = 0x5b000000
-
-// freeUID picks an unused uid for a run's tool: no process runs as it.
-func freeUID() (int, error) {
-	for range 16 {
-		var b [4]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, err
-		}
-		uid := uidBase + int(binary.LittleEndian.Uint32(b[:])&0xfffff)
-		if !uidInUse(uid) {
-			return uid, nil
-		}
-	}
-	return 0, fmt.Errorf("pick a uid for the tool: every try was in use")
 }
 
 // uidInUse reports whether a process this one can see runs as uid: the

@@ -54,6 +54,13 @@ func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tool's ids, as the planner writes them: the run's own as root,
+	// else this process's.
+	spec.Process.User = specs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	if os.Geteuid() == 0 {
+		tid := landlock.ToolID(id)
+		spec.Process.User = specs.User{UID: tid, GID: tid}
+	}
 	spec.Linux.Seccomp = landlock.WithSeccompRules(spec.Linux.Seccomp, false)
 	for _, b := range binds {
 		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: b[0], Source: b[0], Type: "bind", Options: []string{"bind", b[1]}})
@@ -210,8 +217,8 @@ func testConfinement(t *testing.T, start func(*testing.T, *isolation.Plan) isola
 	}
 	if os.Geteuid() == 0 {
 		out, _ := run(t, ctx, sb, p, "id -u")
-		if uid, _ := strconv.Atoi(strings.TrimSpace(out)); uid < 1<<20 {
-			t.Fatalf("as root the tool runs as uid %s, want one of its own", out)
+		if uid, _ := strconv.Atoi(strings.TrimSpace(out)); uint32(uid) != p.Spec.Process.User.UID || !landlock.IsToolID(uint32(uid)) {
+			t.Fatalf("as root the tool runs as uid %s, want the spec's, %d, one of its own", out, p.Spec.Process.User.UID)
 		}
 	}
 	if _, err := os.Stat("/tmp/ll-" + p.RunID); err == nil {
@@ -333,6 +340,11 @@ func TestRefusals(t *testing.T) {
 		{"tool tmpfs", 7, func(p *isolation.Plan) {
 			p.Spec.Mounts = append(p.Spec.Mounts, specs.Mount{Destination: "/data", Type: "tmpfs", Options: []string{"rw"}})
 		}, "mounts nothing"},
+		// The spec's user is what runs: as root one of the run's own,
+		// else this process's; the tier changes neither.
+		{"root's uid", 7, func(p *isolation.Plan) { p.Spec.Process.User = specs.User{} }, "uid 0, gid 0 in the landlock tier"},
+		{"nobody", 7, func(p *isolation.Plan) { p.Spec.Process.User = specs.User{UID: 65534, GID: 65534} }, "uid 65534, gid 65534 in the landlock tier"},
+		{"another gid", 7, func(p *isolation.Plan) { p.Spec.Process.User.GID++ }, "in the landlock tier"},
 	}
 	if os.Geteuid() != 0 {
 		// A tool sharing the user's uid needs signal scoping.

@@ -2,6 +2,7 @@ package landlock
 
 import (
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -194,6 +195,27 @@ func ScratchDir(tempDir, runID string) string {
 	}
 	return filepath.Join(tempDir, ScratchPrefix+runID)
 }
+
+// ToolIDBase starts the range of ids a run's tool gets in this tier as
+// root (ToolIDCount of them): far above any account's, and below the ids
+// user namespaces commonly map.
+const (
+	ToolIDBase  = 0x5b000000
+	ToolIDCount = 1 << 20
+)
+
+// ToolID is the uid and gid a landlock-tier run's tool has when sandboxed
+// runs as root: one of the range of ToolIDBase, chosen by the run's id,
+// so that the planner writes it into the spec and every run has its own.
+// Start refuses it when a process already runs as it.
+func ToolID(runID string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(runID))
+	return ToolIDBase + h.Sum32()%ToolIDCount
+}
+
+// IsToolID reports whether id is in ToolID's range.
+func IsToolID(id uint32) bool { return id >= ToolIDBase && id < ToolIDBase+ToolIDCount }
 
 // grant is one bind of the plan: a host hierarchy the commands may use.
 type grant struct {

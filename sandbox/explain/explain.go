@@ -32,10 +32,11 @@ func PolicySource(path string) PolicyInfo {
 // show how the run would be enforced; otherwise it explains the
 // definition's raw strings.
 //
-// hostID, when not nil, says which host ids a plan's user runs as (the
-// backend's user namespace: process.HostIdentity); explain names them
-// where they differ from the ids inside.
-func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *policy.Policy, polPath string, cluster sandbox.Cluster, hostID HostIdentity) Explanation {
+// iso, when set, is the tier asked for instead of the definition's (run
+// --isolation). hostID, when not nil, says which host ids a plan's user
+// runs as (the backend's user namespace: process.HostIdentity); explain
+// names them where they differ from the ids inside.
+func Tool(def *tool.Definition, input tool.Input, approvals []string, iso string, pol *policy.Policy, polPath string, cluster sandbox.Cluster, hostID HostIdentity) Explanation {
 	cwd, _ := os.Getwd()
 	home := sandbox.InvokingHome()
 	in := ExplainInput{
@@ -47,7 +48,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, pol *polic
 	in.Arguments.Approvals = approvals
 
 	runID := sandbox.NewRunID(time.Now())
-	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Approvals: approvals, DryRun: true, Cluster: cluster}
+	req := &sandbox.Request{Def: def, Input: input, Policy: pol, PolicyFile: polPath, Isolation: iso, Approvals: approvals, DryRun: true, Cluster: cluster}
 	p, err := sandbox.Prepare(req, runID)
 	var pe *sandbox.PrepareError
 	switch {

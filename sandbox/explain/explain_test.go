@@ -40,7 +40,7 @@ tags: [read]
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Tool(def, tool.Input{}, nil, policy.Default(), "", sandbox.Cluster{}, nil)
+		return Tool(def, tool.Input{}, nil, "", policy.Default(), "", sandbox.Cluster{}, nil)
 	}
 	allowed := explain("")
 	denied := explain("  required-permissions: [\"filesystem:read:~/.ssh\"]")

@@ -795,8 +795,8 @@ func (x *explainer) privilege() {
 			who += ", the same ids on the host"
 		case slices.Contains(namespaces(pl.Spec), string(specs.UserNamespace)):
 			who += " inside a user namespace (mapped to an unprivileged host id, never host root)"
-		case tr == string(tier.Landlock) && uid == 0:
-			who = "as root: an unprivileged uid and gid of the run's own, chosen when it starts (never 0)"
+		case tr == string(tier.Landlock):
+			who += ", the same ids on the host (no user namespace: as root a uid and gid of the run's own, never an account's or 0; else yours)"
 		}
 		caps := "no capabilities"
 		if cs := capabilities(pl.Spec); len(cs) > 0 {
@@ -1324,9 +1324,9 @@ func (x *explainer) howItRuns() string {
 	case tr == string(tool.IsolationNone):
 		who = fmt.Sprintf("runs unsandboxed on the host as uid %d", uid)
 	case tr == string(tier.Landlock):
-		// Without a user namespace the uid cannot be the plan's: as
-		// root, one of the run's own; otherwise the invoking user's.
-		who = "runs in landlock isolation as your own uid (as root: an unprivileged uid of the run's own)"
+		// No user namespace: as root a uid of the run's own, otherwise
+		// the invoking user's.
+		who = fmt.Sprintf("runs in landlock isolation as uid %d (as root one of the run's own, else yours)", uid)
 	case pl.Privilege == tool.PrivilegeElevated:
 		who = fmt.Sprintf("runs in %s isolation as root in a user namespace", tr)
 	case pl.Privilege == tool.PrivilegeReduced:

@@ -315,11 +315,13 @@ func TestExplainLandlockNetwork(t *testing.T) {
 }
 
 // The landlock tier's isolation and privilege points say what runs there:
-// no namespaces, and as root a uid of the run's own, not the plan's 0.
+// no namespaces, and the plan's uid (as root one of the run's own), the
+// same on the host.
 func TestExplainLandlockPrivilege(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
 	pl := planOf("landlock", 0, 0)
 	pl.Spec.Process.NoNewPrivileges = true
+	pl.Spec.Process.User = specs.User{UID: 1526726700, GID: 1526726700}
 	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 		Plan: pl, Planned: true})
 	var iso, priv string
@@ -336,7 +338,7 @@ func TestExplainLandlockPrivilege(t *testing.T) {
 	if !strings.Contains(iso, "landlock tier: no namespaces") || strings.Contains(iso, "process tier") {
 		t.Errorf("isolation point: %s", iso)
 	}
-	if !strings.Contains(priv, "uid and gid of the run's own") || strings.Contains(priv, "uid 0") {
+	if !strings.Contains(priv, "uid 1526726700, gid 1526726700, the same ids on the host") || !strings.Contains(priv, "uid and gid of the run's own") {
 		t.Errorf("execution-privilege point: %s", priv)
 	}
 }
