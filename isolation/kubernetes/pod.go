@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -300,6 +301,12 @@ type planned struct {
 	ro, file bool
 	volIdx   int
 	parent   *planned
+	// key and mode are a single file's in the ConfigMap; inlined says
+	// the file is an item of its parent's placeholder volume instead of
+	// a mount of its own (placeholders).
+	key     string
+	mode    int32
+	inlined bool
 }
 
 const (
@@ -453,7 +460,7 @@ func (pl *mountPlanner) emptyFile(q *planned) {
 func (pl *mountPlanner) fileVolume(q *planned, key string, mode int32) {
 	pl.mp.volumes = append(pl.mp.volumes, configMapVolume(q.vol, pl.name, []corev1.KeyToPath{{Key: key, Path: "f", Mode: ptr(mode)}}))
 	pl.mp.mounts = append(pl.mp.mounts, corev1.VolumeMount{Name: q.vol, MountPath: q.dst, SubPath: "f", ReadOnly: true})
-	q.file = true
+	q.file, q.key, q.mode = true, key, mode
 }
 
 // addRead plans the read grant q: a file becomes a file of the ConfigMap;
@@ -485,7 +492,12 @@ func (pl *mountPlanner) addRead(q *planned) error {
 // placeholders turns a read-only empty directory (a working directory no
 // grant covers) with mounts inside into a ConfigMap volume that has their
 // mount points, as empty placeholders the mounts then cover: the runtime
-// cannot make them in a read-only volume.
+// cannot make them in a read-only volume. A single read-only file inside
+// (a read grant of one file, a masked file) is an item of that volume
+// itself, with its content, not a mount over a placeholder: a file mounted
+// (subPath) over a file of a ConfigMap volume, whose names are symlinks
+// into its data, fails to start under gVisor (runsc 2022-12: "reading
+// mounts file: error unmarshaling mounts").
 func (pl *mountPlanner) placeholders() {
 	for _, q := range pl.done {
 		if q.kind != kindTmpfs || !q.ro {
@@ -498,16 +510,26 @@ func (pl *mountPlanner) placeholders() {
 			}
 			rel, _ := filepath.Rel(q.dst, c.dst)
 			rel = filepath.ToSlash(rel)
-			if !c.file {
-				rel += "/.mountpoint"
+			if c.file {
+				items = append(items, corev1.KeyToPath{Key: c.key, Path: rel, Mode: ptr(c.mode)})
+				c.inlined = true
+				continue
 			}
-			items = append(items, corev1.KeyToPath{Key: placeholderKey, Path: rel, Mode: ptr(int32(0o444))})
+			items = append(items, corev1.KeyToPath{Key: placeholderKey, Path: rel + "/.mountpoint", Mode: ptr(int32(0o444))})
+			pl.mp.data[placeholderKey] = []byte{}
 		}
 		if len(items) > 0 {
-			pl.mp.data[placeholderKey] = []byte{}
 			pl.mp.volumes[q.volIdx] = configMapVolume(q.vol, pl.name, items)
 		}
 	}
+	inlined := map[string]bool{}
+	for _, c := range pl.done {
+		if c.inlined {
+			inlined[c.vol] = true
+		}
+	}
+	pl.mp.volumes = slices.DeleteFunc(pl.mp.volumes, func(v corev1.Volume) bool { return inlined[v.Name] })
+	pl.mp.mounts = slices.DeleteFunc(pl.mp.mounts, func(m corev1.VolumeMount) bool { return inlined[m.Name] })
 }
 
 // finish makes the volumes of read grants of directories, and the copies

@@ -420,3 +420,46 @@ func TestPodMemoryHoldsGVisorOverhead(t *testing.T) {
 		}
 	}
 }
+
+// A single read-only file inside a read-only directory (a grant of one
+// file in the working directory) is an item of the directory's volume,
+// with its content and mode, not a file mounted over a placeholder, which
+// gVisor refuses to start.
+func TestReadOnlyDirHoldsSingleFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("ENV"), 0o600)
+	cwd := specs.Mount{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=4k"}}
+	o, err := buildObjects(testPlan(cwd, bindMount(filepath.Join(dir, ".env"), "/work/data/.env", true),
+		bindMount(filepath.Join(dir, "out"), "/work/out", false)), &Settings{}, podEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var work *corev1.Volume
+	for _, m := range o.pod.Spec.Containers[0].VolumeMounts {
+		if strings.HasPrefix(m.MountPath, "/work/data") || m.SubPath != "" {
+			t.Errorf("a file mount is left: %+v", m)
+		}
+		for i, v := range o.pod.Spec.Volumes {
+			if v.Name == m.Name && m.MountPath == "/work" {
+				work = &o.pod.Spec.Volumes[i]
+			}
+		}
+	}
+	if work == nil || work.ConfigMap == nil {
+		t.Fatalf("/work's volume %+v", work)
+	}
+	got := map[string]string{}
+	for _, it := range work.ConfigMap.Items {
+		got[it.Path] = string(o.configMap.BinaryData[it.Key])
+		if it.Path == "data/.env" && (it.Mode == nil || *it.Mode != 0o444) {
+			t.Errorf("data/.env has mode %v", it.Mode)
+		}
+	}
+	if len(got) != 2 || got["data/.env"] != "ENV" || got["out/.mountpoint"] != "" {
+		t.Errorf("/work's items %v", got)
+	}
+	if len(o.pod.Spec.Volumes) != len(o.pod.Spec.Containers[0].VolumeMounts) {
+		t.Errorf("%d volumes for %d mounts", len(o.pod.Spec.Volumes), len(o.pod.Spec.Containers[0].VolumeMounts))
+	}
+}
