@@ -15,10 +15,11 @@ import (
 // secrets (secrets.mask): the tool sees them empty; a grant that names a
 // secret needs approval and, approved, reads it; explain lists the masks
 // with their rules and says what masks do not catch. In the process and
-// container tiers; the landlock tier has a test of its own
-// (TestLandlockMasksSecretsInGrants), which runs rootless too.
+// container tiers and in a pod on the Kubernetes backend; the landlock
+// tier has a test of its own (TestLandlockMasksSecretsInGrants), which
+// runs rootless too.
 func TestSecretsAreMaskedInGrants(t *testing.T) {
-	forTiers(t, func(t *testing.T, tier string) {
+	forTierList(t, append(append([]string{}, tiers...), kubeTier), func(t *testing.T, tier string) {
 		checkSecretsMasked(t, tier, nil)
 	})
 }
