@@ -334,12 +334,9 @@ type CredentialSource struct {
 }
 
 // HTTPRule admits requests to Host with one of Methods (any when empty)
-// on a path under one of Paths (any when empty).
-type HTTPRule struct {
-	Host    string   `json:"host"`
-	Methods []string `json:"methods,omitempty"`
-	Paths   []string `json:"paths,omitempty"`
-}
+// on a path under one of Paths (any when empty); netrule owns its checks
+// and matching.
+type HTTPRule = netrule.HTTPRule
 
 // SandboxSocket is where the egress socket appears inside every sandbox.
 const SandboxSocket = "/.sandboxed/egress.sock"

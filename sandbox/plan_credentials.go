@@ -98,14 +98,14 @@ func planInspection(runID string, ext *tool.SandboxedExt, eg *isolation.Egress, 
 		out.env = append(out.env, name+"="+standIn)
 	}
 	for i, r := range ext.HTTP {
-		hr, err := egress.CheckHTTPRule(egress.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
+		hr, err := netrule.CheckHTTPRule(netrule.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
 		if err != nil {
 			return nil, fmt.Errorf("sandboxed.http[%d]: %w", i, err)
 		}
 		if _, err := hosts(fmt.Sprintf("sandboxed.http[%d]", i), []string{hr.Host}); err != nil {
 			return nil, err
 		}
-		eg.HTTP = append(eg.HTTP, isolation.HTTPRule{Host: hr.Host, Methods: hr.Methods, Paths: hr.Paths})
+		eg.HTTP = append(eg.HTTP, hr)
 	}
 	inSandbox := isolation.SandboxCABundle
 	if d.Isolation == tool.IsolationProcess && !pod {

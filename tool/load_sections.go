@@ -1274,7 +1274,7 @@ func (l *defLoader) httpRules(n *yaml.Node) []HTTPRule {
 			"methods": func(k, v *yaml.Node) {
 				r.Methods, _ = l.strList(v, "http rule methods", false)
 				for _, m := range r.Methods {
-					if m == "" || strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+					if netrule.CheckHTTPMethod(m) != nil {
 						l.errf(v, "write upper-case HTTP methods: [GET, HEAD]", "http rule method %q is not an HTTP method", m)
 					}
 				}
@@ -1282,7 +1282,7 @@ func (l *defLoader) httpRules(n *yaml.Node) []HTTPRule {
 			"paths": func(k, v *yaml.Node) {
 				r.Paths, _ = l.strList(v, "http rule paths", false)
 				for _, p := range r.Paths {
-					if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%\\?#") || strings.Contains(p+"/", "/../") || strings.Contains(p+"/", "/./") {
+					if netrule.CheckHTTPPath(p) != nil {
 						l.errf(v, "write path prefixes such as /repos/: starting with /, without escapes, query, . or .. segments", "http rule path %q is not a plain path prefix", p)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/egress"
@@ -50,9 +51,7 @@ func (s *egressStarter) Start(ctx context.Context, e *isolation.Egress, secrets 
 		for _, c := range e.Credentials {
 			cfg.Credentials = append(cfg.Credentials, egress.Credential{Name: c.Name, StandIn: c.StandIn, Value: secrets.Values[c.Name], Hosts: c.Hosts})
 		}
-		for _, r := range e.HTTP {
-			cfg.HTTPRules = append(cfg.HTTPRules, egress.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
-		}
+		cfg.HTTPRules = slices.Clone(e.HTTP) // the proxy normalises its own copy
 	}
 	cfg.Quotas = e.Quotas
 	if len(cfg.Quotas) > 0 {

@@ -36,62 +36,17 @@ type Credential struct {
 	Hosts []string
 }
 
-// HTTPRule narrows what requests a host admits: a request to a host some
-// rule names must match the methods and path prefixes of one of them.
-type HTTPRule struct {
-	// Host is a pattern as Rule.Host (not "*").
-	Host string
-	// Methods are upper-case request methods; empty admits any.
-	Methods []string
-	// Paths are path prefixes, each starting with "/"; empty admits any.
-	// A prefix matches the request's path with its percent-escapes
-	// decoded; a path with "." or ".." segments, an escaped "/" or a
-	// backslash is refused wherever rules apply, as servers disagree on
-	// what it names.
-	Paths []string
-}
-
-// Describe renders the rule as plans and explanations show it.
-func (r HTTPRule) Describe() string {
-	m, p := "any method", "any path"
-	if len(r.Methods) > 0 {
-		m = strings.Join(r.Methods, ",")
-	}
-	if len(r.Paths) > 0 {
-		p = strings.Join(r.Paths, ",")
-	}
-	return r.Host + ": " + m + " " + p
-}
+// HTTPRule narrows what requests a host admits (netrule owns its checks
+// and its matching).
+type HTTPRule = netrule.HTTPRule
 
 // CheckInspectHost checks a host pattern of a credential or an HTTP rule
 // (netrule.ParseNamedHost): a name, "*.suffix" or an IP literal; "*" is
 // refused (the proxy would terminate every host's TLS).
 func CheckInspectHost(h string) (string, error) { return netrule.ParseNamedHost(h) }
 
-// CheckHTTPRule checks and normalises a rule.
-func CheckHTTPRule(r HTTPRule) (HTTPRule, error) {
-	h, err := CheckInspectHost(r.Host)
-	if err != nil {
-		return HTTPRule{}, err
-	}
-	out := HTTPRule{Host: h}
-	for _, m := range r.Methods {
-		if m == "" || strings.ToUpper(m) != m || strings.IndexFunc(m, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
-			return HTTPRule{}, fmt.Errorf("method %q: write an upper-case HTTP method such as GET: %w", m, ErrBadRule)
-		}
-		out.Methods = append(out.Methods, m)
-	}
-	for _, p := range r.Paths {
-		if !strings.HasPrefix(p, "/") {
-			return HTTPRule{}, fmt.Errorf("path %q: a path prefix starts with /: %w", p, ErrBadRule)
-		}
-		if _, bad := ambiguousPath(p); bad {
-			return HTTPRule{}, fmt.Errorf("path %q: write a plain path without . or .. segments, escapes or backslashes: %w", p, ErrBadRule)
-		}
-		out.Paths = append(out.Paths, p)
-	}
-	return out, nil
-}
+// CheckHTTPRule checks and normalises a rule (netrule.CheckHTTPRule).
+func CheckHTTPRule(r HTTPRule) (HTTPRule, error) { return netrule.CheckHTTPRule(r) }
 
 // hostMatch reports whether pattern (normalised) covers t.
 func hostMatch(pattern string, t target) bool {
@@ -239,61 +194,18 @@ func (p *Proxy) checkHTTPRules(req *http.Request, t target) *refusal {
 	if len(rules) == 0 {
 		return nil
 	}
-	path, bad := ambiguousPath(req.URL.EscapedPath())
+	path, bad := netrule.RequestPath(req.URL.EscapedPath())
 	if bad {
 		return &refusal{Deny, fmt.Sprintf("%s %s: the path has . or .. segments, an escaped / or a backslash, which the HTTP rules of %s cannot judge; refused",
 			req.Method, req.URL.EscapedPath(), t.String())}
 	}
 	var allowed []string
 	for _, r := range rules {
-		if admits(r, req.Method, path) {
+		if r.Admits(req.Method, path) {
 			return nil
 		}
 		allowed = append(allowed, r.Describe())
 	}
 	return &refusal{Deny, fmt.Sprintf("%s %s is not allowed on %s: the HTTP rules allow only %s; add a rule under sandboxed.http to allow it",
 		req.Method, path, t.String(), strings.Join(allowed, "; "))}
-}
-
-func admits(r HTTPRule, method, path string) bool {
-	okMethod := len(r.Methods) == 0
-	for _, m := range r.Methods {
-		okMethod = okMethod || m == method
-	}
-	if !okMethod {
-		return false
-	}
-	if len(r.Paths) == 0 {
-		return true
-	}
-	for _, pre := range r.Paths {
-		if strings.HasPrefix(path, pre) {
-			return true
-		}
-	}
-	return false
-}
-
-// ambiguousPath decodes an escaped request path and reports whether
-// servers could read it as another path: "." or ".." segments (plain or
-// escaped), an escaped "/" or "\", a backslash, or an escape that does
-// not decode.
-func ambiguousPath(escaped string) (string, bool) {
-	if escaped == "" {
-		escaped = "/"
-	}
-	lower := strings.ToLower(escaped)
-	if strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(escaped, `\`) {
-		return "", true
-	}
-	path, err := url.PathUnescape(escaped)
-	if err != nil || !strings.HasPrefix(path, "/") {
-		return "", true
-	}
-	for _, seg := range strings.Split(path, "/") {
-		if seg == "." || seg == ".." {
-			return "", true
-		}
-	}
-	return path, false
 }
