@@ -545,3 +545,53 @@ func TestUndoKilledMidwayIsFinished(t *testing.T) {
 		t.Errorf("undo after the finished one: exit %d %s", last.code, last.stderr)
 	}
 }
+
+// An undo waits for a run that holds the grant handed over to its tool
+// (its files are the tool's uid's meanwhile; the landlock tier as root,
+// a reduced tool rootless), says so, and then puts the folder back.
+func TestUndoWaitsForARunHoldingTheGrant(t *testing.T) {
+	forTierList(t, []string{"landlock"}, func(t *testing.T, tier string) {
+		dir := undoWorkdir(t)
+		iso, extra := undoTier(t, tier, dir)
+		writer := toolYAML(t, dir, "process", "writer", `printf 'modified\n' > out/keep.txt && echo new > out/new.txt`, []string{"filesystem:write:./out"}, "")
+		out := filepath.Join(dir, "out")
+		before := treeDigest(t, out)
+		r, c := runJSON(t, dir, writer)
+		expect(t, r, c, "ok", 0)
+
+		privilege := ""
+		if env.runner != nil {
+			privilege = "  execution-privilege: reduced\n" // handed over to its subordinate id
+		}
+		holder := filepath.Join(dir, "holder.yaml")
+		must(t, os.WriteFile(holder, []byte("name: holder\ndescription: e2e tool holder\ntags: [read]\nbash: |\n  sleep 3; echo done\n"+
+			"security:\n  isolation: "+iso+"\n"+privilege+"  required-permissions:\n    - \"filesystem:write:./out\"\n"), 0o644))
+		giveToRunner(t, holder)
+		cmd := command(append(append([]string{"run"}, extra...), holder)...)
+		cmd.Dir = dir
+		must(t, cmd.Start())
+		ended := make(chan error, 1)
+		go func() { ended <- cmd.Wait() }()
+		waitFor(t, "the holder run holds the grant", func() bool {
+			m, _ := filepath.Glob(filepath.Join(env.runtimeDir, "grants", "grant-*.lock"))
+			return len(m) > 0
+		})
+
+		u := sandboxed(t, dir, "undo", r.RunID)
+		select {
+		case err := <-ended:
+			if err != nil {
+				t.Errorf("the holder run: %v", err)
+			}
+		default:
+			t.Error("undo ended while a run held the grant")
+			<-ended
+		}
+		if u.code != 0 || !strings.Contains(u.stderr, "waiting for the runs using "+out) {
+			t.Fatalf("undo beside a run holding the grant: exit %d\n%s%s", u.code, u.stdout, u.stderr)
+		}
+		if treeDigest(t, out) != before {
+			t.Error("undo did not restore the folder byte for byte")
+		}
+	})
+}

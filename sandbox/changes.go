@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/reown"
 	"github.com/sandboxed-dev/sandboxed/internal/safetext"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
@@ -375,7 +376,12 @@ var ErrUndoStopped = errors.New("the undo stopped midway")
 // midway (an error, a kill) is finished by the next, which accepts the
 // paths already put back; so is the apply of a review stopped midway
 // (the record applying), whose paths may hold the change or not.
-func UndoRun(stateDir, runID string) (*UndoReport, error) {
+//
+// It also takes each grant alone the way runs that hand a grant over to
+// their tool hold it (reown.HoldAlone in runtimeDir): it waits for such
+// runs of the grant to end, calling waiting (when set) with the grant
+// if they have not within a moment, and they wait for it.
+func UndoRun(stateDir, runtimeDir, runID string, waiting func(grant string)) (*UndoReport, error) {
 	store := changeset.Store{Dir: ChangesDir(stateDir)}
 	if _, err := store.Load(runID); err != nil {
 		return nil, err
@@ -388,6 +394,13 @@ func UndoRun(stateDir, runID string) (*UndoReport, error) {
 	rec, err := store.Load(runID) // again, under the lock
 	if err != nil {
 		return nil, err
+	}
+	if rec.UndoneAt == nil && runtimeDir != "" {
+		release, err := holdGrants(runtimeDir, rec, waiting)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
 	switch {
 	case rec.UndoneAt != nil:
@@ -432,6 +445,46 @@ func UndoRun(stateDir, runID string) (*UndoReport, error) {
 	_ = store.Prune(rec) // a review's working copies, left by an apply stopped midway
 	return rep, nil
 }
+
+// holdGrants takes each grant of rec that still exists alone, as the
+// runs that hand it over to their tool hold it (reown.HoldAlone), and
+// returns what releases them. waiting is told of a grant not had within
+// grantWaitNotice.
+func holdGrants(runtimeDir string, rec *changeset.Record, waiting func(string)) (release func(), err error) {
+	var held []*reown.Shared
+	release = func() {
+		for _, h := range held {
+			h.Release()
+		}
+	}
+	for _, g := range rec.Grants {
+		if _, err := os.Lstat(g.Root); errors.Is(err, os.ErrNotExist) {
+			continue // the undo says so when it looks
+		}
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(grantWaitNotice):
+				if waiting != nil {
+					waiting(g.Root)
+				}
+			}
+		}()
+		h, err := reown.HoldAlone(filepath.Join(runtimeDir, reown.HoldsDir), g.Root)
+		close(done)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, h)
+	}
+	return release, nil
+}
+
+// grantWaitNotice is how long an undo waits for a grant's runs before it
+// says it is waiting.
+const grantWaitNotice = 500 * time.Millisecond
 
 // ReapChanges removes the change records gc may: those older than
 // b.Keep, then the oldest while all of them hold more than b.MaxTotal,

@@ -22,7 +22,7 @@ or another run) refuses the whole undo and lists them, changing nothing. It neve
 follows a link the tool left: every path is opened beneath the grant without following
 links. An undo stopped midway (killed, or a write that failed) is finished by running
 it again, as is a reviewed change whose apply stopped midway; two undos of one run do
-not run at once. RUN_ID is the run_id of the result, or the RUN ID column of
+not run at once, and an undo waits for the runs that hold a grant handed to their tool. RUN_ID is the run_id of the result, or the RUN ID column of
 'sandboxed audit'.`,
 	Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was put back as JSON"}},
 	Action: undoAction,
@@ -32,7 +32,9 @@ func undoAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError(errors.New("undo: which run? usage: sandboxed undo RUN_ID (see sandboxed audit)"))
 	}
-	rep, err := sandbox.UndoRun(sandbox.StateDir(), c.Args().First())
+	rep, err := sandbox.UndoRun(sandbox.StateDir(), sandbox.RuntimeDir(), c.Args().First(), func(grant string) {
+		fmt.Fprintf(terminalSafe(c.App.ErrWriter), "sandboxed: waiting for the runs using %s to end\n", grant)
+	})
 	var ce *changeset.ConflictError
 	switch {
 	case errors.As(err, &ce):
