@@ -49,6 +49,8 @@ type ChangesInfo struct {
 	PathsTruncated bool          `json:"paths_truncated,omitempty"`
 	// Diff is a review's summary and diff, control characters escaped.
 	Diff string `json:"diff,omitempty"`
+	// RunID is the run's (Result.RunID), for a prompt to name.
+	RunID string `json:"-"`
 	// Refused are the changes of a review left out because the policy
 	// protects their paths (paths.deny, paths.deny-write, secrets.mask):
 	// they are never applied, approved or not.
@@ -134,7 +136,7 @@ func unavailable(err error, ch *isolation.Changes) string {
 // and in a review asks whether to apply the change (review.go). It fills
 // res.Changes.
 func (rc *runChanges) finish(res *Result, approved bool, ask func(*ChangesInfo) (bool, error)) {
-	info := &ChangesInfo{Review: rc.plan.Review, Paths: []ChangedPath{}}
+	info := &ChangesInfo{Review: rc.plan.Review, Paths: []ChangedPath{}, RunID: rc.runID}
 	res.Changes = info
 	rec := &changeset.Record{RunID: rc.runID, Tool: rc.tool, CreatedAt: time.Now().UTC(), Review: rc.plan.Review}
 	for i, g := range rc.plan.Grants {

@@ -51,3 +51,18 @@ func TestReviewPromptInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// Before it applies, the prompt says how to undo: a controller killed
+// while applying says nothing more.
+func TestReviewPromptSaysHowToUndo(t *testing.T) {
+	ch := &sandbox.ChangesInfo{Modified: 1, Diff: "  modified  a.txt\n", RunID: "R1"}
+	var out bytes.Buffer
+	ok, err := reviewPrompt(context.Background(), &out, strings.NewReader("y\n"), ch, true)
+	if !ok || err != nil || !strings.Contains(out.String(), "interrupted, sandboxed undo R1 puts back") {
+		t.Errorf("apply %v, err %v, prompt:\n%s", ok, err, out.String())
+	}
+	out.Reset()
+	if ok, _ := reviewPrompt(context.Background(), &out, strings.NewReader("n\n"), ch, true); ok || strings.Contains(out.String(), "undo") {
+		t.Errorf("declined: apply %v, prompt:\n%s", ok, out.String())
+	}
+}

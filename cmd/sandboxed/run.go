@@ -348,6 +348,12 @@ func reviewPrompt(ctx context.Context, w io.Writer, r io.Reader, ch *sandbox.Cha
 			return false, fmt.Errorf("interrupted at the prompt: %w", context.Cause(ctx))
 		}
 		ans := strings.ToLower(strings.TrimSpace(a.line))
-		return ans == "y" || ans == "yes", nil
+		apply := ans == "y" || ans == "yes"
+		if apply && ch.RunID != "" {
+			// Killed while it applies, nothing more is said: the way
+			// back is said now.
+			fmt.Fprintf(w, "Applying. If this is interrupted, sandboxed undo %s puts back what was applied.\n", ch.RunID)
+		}
+		return apply, nil
 	}
 }

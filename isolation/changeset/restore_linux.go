@@ -360,6 +360,8 @@ func judge(rfd int, s *step, cur *Entry, resume bool) (at state, why string) {
 			return between, "" // removed, not yet made again
 		case cur != nil && cur.Kind == KindDir && s.to != nil && s.to.Kind == KindDir:
 			return between, "" // made, its mode not yet set
+		case cur != nil && cur.Kind == KindDir && s.from != nil && s.from.Kind == KindDir:
+			return atFrom, "" // made by the interrupted apply, its mode not yet set
 		}
 	}
 	switch {

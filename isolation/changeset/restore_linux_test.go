@@ -668,3 +668,39 @@ func TestStoreLock(t *testing.T) {
 		t.Errorf("Lock of no record = %v", err)
 	}
 }
+
+// An apply killed between making a directory (0700) and giving it its
+// mode leaves it so: the resumed undo takes it for the one the apply
+// made, and removes it.
+func TestUndoOfAnApplyKilledInAMkdir(t *testing.T) {
+	root := seed(t)
+	want := treeHash(t, root)
+	work := filepath.Join(t.TempDir(), "work")
+	before, err := Copy(root, work, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "made"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := Scan(work, Limits{}, nil, nil)
+	cs := Diff(before, after)
+	blobs := t.TempDir()
+	if _, err := Apply(root, work, cs, Keeper(blobs)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "made"), 0o700); err != nil { // as Mkdirat left it
+		t.Fatal(err)
+	}
+	p, err := PrepareUndo(root, cs, blobs, true)
+	if err != nil {
+		t.Fatalf("PrepareUndo(resume): %v", err)
+	}
+	defer p.Close()
+	if _, err := p.Do(); err != nil {
+		t.Fatal(err)
+	}
+	if treeHash(t, root) != want {
+		t.Error("the resumed undo did not remove the directory the apply made")
+	}
+}
