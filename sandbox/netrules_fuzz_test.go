@@ -42,16 +42,7 @@ func FuzzNetworkRulesAgree(f *testing.F) {
 			return // not a grant: validation refused it
 		}
 		g := grants[0]
-		d := pol.Decide(policy.Request{Tool: "t", Scope: tool.ScopeLocal, Grants: grants, Approvals: []string{g.String()}})
-		var item *policy.Item
-		for i := range d.Items {
-			if d.Items[i].Kind == policy.ItemGrant {
-				item = &d.Items[i]
-			}
-		}
-		if item == nil {
-			t.Fatalf("%s: the policy made no item for the grant: %+v", perm, d.Items)
-		}
+		d, item := decideGrant(t, pol, g)
 		rules, err := proxyRules(g, d.EgressDeny)
 		if err != nil {
 			t.Fatalf("%s: validation accepts it, the proxy's rules do not: %v", perm, err)
@@ -209,16 +200,7 @@ func samePolicyAnswer(t *testing.T, pattern string, grants []permissions.Grant) 
 	pol := policy.Default()
 	pol.Network.Allow, pol.Network.Deny = nil, []policy.HostPattern{policy.HostPattern(pattern)}
 	g := grants[0]
-	d := pol.Decide(policy.Request{Tool: "t", Scope: tool.ScopeLocal, Grants: grants, Approvals: []string{g.String()}})
-	var item *policy.Item
-	for i := range d.Items {
-		if d.Items[i].Kind == policy.ItemGrant {
-			item = &d.Items[i]
-		}
-	}
-	if item == nil {
-		t.Fatalf("%s: the policy made no item for the grant: %+v", g, d.Items)
-	}
+	d, item := decideGrant(t, pol, g)
 	rules, err := proxyRules(g, d.EgressDeny)
 	if err != nil {
 		t.Fatalf("deny %q: the policy loads it, the proxy does not: %v", pattern, err)
@@ -229,4 +211,19 @@ func samePolicyAnswer(t *testing.T, pattern string, grants []permissions.Grant) 
 			t.Fatalf("deny %q, %s port %d: the proxy says %s (%s), the policy %s (%s: %s)", pattern, g, port, v, why, item.Verdict, item.Rule, item.Reason)
 		}
 	}
+}
+
+// decideGrant is pol's decision on g alone, for a local (untrusted) tool
+// the caller approved g for, and the decision's item for g: what explain
+// shows of it.
+func decideGrant(t *testing.T, pol *policy.Policy, g permissions.Grant) (policy.Decision, *policy.Item) {
+	t.Helper()
+	d := pol.Decide(policy.Request{Tool: "t", Scope: tool.ScopeLocal, Grants: []permissions.Grant{g}, Approvals: []string{g.String()}})
+	for i := range d.Items {
+		if d.Items[i].Kind == policy.ItemGrant {
+			return d, &d.Items[i]
+		}
+	}
+	t.Fatalf("%s: the policy made no item for the grant: %+v", g, d.Items)
+	return d, nil
 }
