@@ -11,7 +11,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
-type bindIdentity struct{}
+// bindIdentity is a bind source as pinned; off Linux nothing is pinned.
+type bindIdentity struct{ source string }
 
 func pinBinds([]mount.Mount, func(string) bool, string, bool) ([]bindIdentity, []string, error) {
 	return nil, nil, nil
