@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -13,6 +14,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
+	"github.com/sandboxed-dev/sandboxed/sandbox/explain"
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
@@ -21,8 +23,9 @@ import (
 // the permission grammar accepts is a rule the proxy can load; the policy
 // denies it (for a trusted, approved source under the default policy)
 // exactly when the proxy, loaded with the grant and the policy's denied
-// hosts, refuses it before any name is resolved; and a grant explain calls
-// unusable is one the proxy refuses. The seeds run in every `go test`.
+// hosts, refuses it before any name is resolved; `permissions explain
+// --json` denies it exactly then too; and a grant explain calls unusable
+// is one the proxy refuses. The seeds run in every `go test`.
 func FuzzNetworkRulesAgree(f *testing.F) {
 	for _, h := range []string{
 		"api.example.com", "api.example.com:8443", "192.0.2.10", "203.0.113.5:22", "2001:db8::1",
@@ -35,6 +38,7 @@ func FuzzNetworkRulesAgree(f *testing.F) {
 		f.Add(h)
 	}
 	pol := policy.Default()
+	home := explainHome(f)
 	f.Fuzz(func(t *testing.T, host string) {
 		perm := "network:external:" + host
 		grants, err := permissions.Resolve([]string{perm}, "/", "/root")
@@ -51,10 +55,14 @@ func FuzzNetworkRulesAgree(f *testing.F) {
 			return // a pattern: no single target to ask the proxy about
 		}
 		unusable := strings.HasPrefix(g.Describe(), "can never connect")
+		pt := explainGrant(t, home, pol, g)
 		for _, port := range g.Egress.Ports() {
 			v, why := rules.Admit(g.Egress.Host, port)
 			if (v == egress.Allow) != (item.Verdict != policy.Deny) {
 				t.Errorf("%s port %d: the proxy says %s (%s), the policy %s (%s: %s)", perm, port, v, why, item.Verdict, item.Rule, item.Reason)
+			}
+			if (v == egress.Allow) != (pt.Verdict != explain.VerdictDeny) {
+				t.Errorf("%s port %d: the proxy says %s (%s), explain --json %s (%s)", perm, port, v, why, pt.Verdict, pt.Meaning)
 			}
 			if unusable && v == egress.Allow {
 				t.Errorf("%s port %d: explain calls it unusable (%s), the proxy allows it", perm, port, g.Describe())
@@ -91,9 +99,10 @@ func proxyRules(g permissions.Grant, deny []string) (egress.Rules, error) {
 //     exactly when the grant (what explain describes) matches it;
 //   - covering: a step that asks for exactly host:port is covered by the
 //     pattern's grant (composition) exactly when the proxy admits it;
-//   - the policy: with the pattern as its network.deny, it denies a grant
-//     of host:port (the item explain shows) exactly when the proxy, loaded
-//     as the plan loads it, refuses host:port.
+//   - the policy and explain: with the pattern as the policy's only
+//     network.deny, the policy's item and `permissions explain --json`
+//     deny a grant of host:port exactly when the proxy, loaded as the plan
+//     loads it, refuses host:port.
 //
 // The seeds run in every `go test`.
 func FuzzNetworkRulePatternsAgree(f *testing.F) {
@@ -111,6 +120,7 @@ func FuzzNetworkRulePatternsAgree(f *testing.F) {
 	} {
 		f.Add(c.pattern, c.host, c.port)
 	}
+	home := explainHome(f)
 	f.Fuzz(func(t *testing.T, pattern, host string, port uint16) {
 		perm := "network:external:" + pattern
 		rule, ruleErr := netrule.ParseRule(perm)
@@ -143,7 +153,7 @@ func FuzzNetworkRulePatternsAgree(f *testing.F) {
 		if got := sandbox.GrantCovers(g, steps[0]); got != admits {
 			t.Fatalf("%s covers a step's %s: %v; the proxy admits %s:%d: %v (%s)", perm, steps[0], got, host, port, admits, why)
 		}
-		samePolicyAnswer(t, pattern, steps)
+		samePolicyAnswer(t, home, pattern, steps)
 	})
 }
 
@@ -192,7 +202,7 @@ func samePolicyGrammar(t *testing.T, pattern string) {
 // samePolicyAnswer checks that the policy, with pattern as its only
 // network.deny, denies the grant exactly when the proxy, given the grant
 // and the policy's denied hosts, refuses it.
-func samePolicyAnswer(t *testing.T, pattern string, grants []permissions.Grant) {
+func samePolicyAnswer(t *testing.T, home, pattern string, grants []permissions.Grant) {
 	t.Helper()
 	if _, err := netrule.ParseHost(pattern); err != nil {
 		return
@@ -205,10 +215,14 @@ func samePolicyAnswer(t *testing.T, pattern string, grants []permissions.Grant) 
 	if err != nil {
 		t.Fatalf("deny %q: the policy loads it, the proxy does not: %v", pattern, err)
 	}
+	pt := explainGrant(t, home, pol, g)
 	for _, port := range g.Egress.Ports() {
 		v, why := rules.Admit(g.Egress.Host, port)
 		if (v == egress.Allow) != (item.Verdict != policy.Deny) {
 			t.Fatalf("deny %q, %s port %d: the proxy says %s (%s), the policy %s (%s: %s)", pattern, g, port, v, why, item.Verdict, item.Rule, item.Reason)
+		}
+		if (v == egress.Allow) != (pt.Verdict != explain.VerdictDeny) {
+			t.Fatalf("deny %q, %s port %d: the proxy says %s (%s), explain --json %s (%s)", pattern, g, port, v, why, pt.Verdict, pt.Reason)
 		}
 	}
 }
@@ -226,4 +240,34 @@ func decideGrant(t *testing.T, pol *policy.Policy, g permissions.Grant) (policy.
 	}
 	t.Fatalf("%s: the policy made no item for the grant: %+v", g, d.Items)
 	return d, nil
+}
+
+// explainHome gives explain a home, state and runtime directory of the
+// test's own and works there.
+func explainHome(f *testing.F) string {
+	home := f.TempDir()
+	f.Setenv("HOME", home)
+	f.Setenv("SANDBOXED_STATE_DIR", filepath.Join(home, "state"))
+	f.Setenv("SANDBOXED_RUNTIME_DIR", filepath.Join(home, "run"))
+	f.Chdir(home)
+	return home
+}
+
+// explainGrant is what `permissions explain --json` says of g, the one
+// permission of a tool, under pol with g approved.
+func explainGrant(t *testing.T, home string, pol *policy.Policy, g permissions.Grant) explain.Point {
+	t.Helper()
+	q, _ := json.Marshal(g.Permission)
+	def, err := tool.Parse([]byte("name: t\ndescription: d\nbash: echo hi\nsecurity:\n  required-permissions: ["+string(q)+"]\n"), filepath.Join(home, "t.yaml"))
+	if err != nil {
+		t.Fatalf("%s: a definition with it does not load: %v", g.Permission, err)
+	}
+	e := explain.Tool(def, tool.Input{}, []string{g.String()}, "", pol, "", sandbox.Cluster{}, nil)
+	for _, p := range e.Network {
+		if p.Subject == g.String() {
+			return p
+		}
+	}
+	t.Fatalf("%s: explain has no point for it: %+v", g, e.Network)
+	return explain.Point{}
 }
