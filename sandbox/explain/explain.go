@@ -85,10 +85,7 @@ func Tool(def *tool.Definition, input tool.Input, approvals []string, iso string
 	default:
 		explainRaw(&in, def, input, approvals, pol, cwd, home, err)
 	}
-	if pol != nil {
-		b := pol.UndoBounds()
-		in.Undo = &b
-	}
+	in.Rules = pol
 	switch {
 	case len(in.Arguments.Missing) > 0 && len(in.Templated) > 0:
 		in.Arguments.Note = "arguments " + strings.Join(in.Arguments.Missing, ", ") + " not given: permissions that use them are explained from their templates"

@@ -71,8 +71,9 @@ type ExplainInput struct {
 	// HostID is the host uid and gid the plan's user runs as, where a
 	// user namespace maps it (nil: the backend cannot say).
 	HostID *isolation.ID
-	// Undo are the policy's undo bounds (nil: no policy to say).
-	Undo *policy.UndoBounds
+	// Rules is the policy in force (nil: none to read), for what the
+	// decision does not carry: undo's bounds, environment.deny.
+	Rules *policy.Policy
 	// Arguments says which arguments were given and which were missing.
 	Arguments ArgumentsInfo
 	// HostPath are the directories of the host's PATH, for the risk of a
@@ -675,7 +676,7 @@ func (x *explainer) environment() {
 	p := Point{Subject: "environment.inherit", Requested: "environment.inherit: " + strconv.FormatBool(inherit)}
 	if inherit {
 		p.Meaning = "may read every environment variable of the host (tokens and keys included), except those environment.deny names"
-		p.Mechanisms = []Mechanism{{Kind: MechEnv, Detail: "the host environment is copied into every command, minus the policy's environment.deny names"}}
+		p.Mechanisms = []Mechanism{{Kind: MechEnv, Detail: "the host environment is copied into every command, " + x.envWithheld()}}
 		if it, ok := x.item("environment", "environment.inherit", -1); ok {
 			p.decide(it)
 		}
@@ -721,6 +722,32 @@ func (x *explainer) environment() {
 			Verdict:    VerdictAllow, Risk: "low", Rule: "default: a tool's own variables are allowed", Reason: "they hold nothing of the host",
 		})
 	}
+}
+
+// envWithheld says what an inherited environment leaves out, read from
+// the policy in force (environment.deny) and the definition (the
+// variables its credentials are read from).
+func (x *explainer) envWithheld() string {
+	var deny []string
+	if x.in.Rules != nil {
+		deny = x.in.Rules.Environment.Deny
+	}
+	w := "minus the names the policy's environment.deny matches (" + strings.Join(deny, ", ") + ")"
+	if len(deny) == 0 {
+		w = "all of it (the policy's environment.deny is empty)"
+	}
+	if def := x.in.Def; def.Sandboxed != nil {
+		var creds []string
+		for _, c := range def.Sandboxed.Credentials {
+			if c.Env != "" {
+				creds = append(creds, c.Env)
+			}
+		}
+		if len(creds) > 0 {
+			w += ", and the credentials' variables " + strings.Join(creds, ", ")
+		}
+	}
+	return w
 }
 
 func (x *explainer) privilege() {
@@ -898,7 +925,10 @@ func (x *explainer) resources() {
 		x.limitPoint("output", outReq, "stdout and stderr are each kept up to "+units.FormatSize(out)+", then truncated with a marker",
 			Mechanism{Kind: MechCapture, Value: strconv.FormatInt(out, 10), Detail: fmt.Sprintf("capture cap %s per stream", units.FormatSize(out))}),
 	)
-	x.e.Resources = append(x.e.Resources, undoPoints(writeGrants(def), x.in.Undo)...)
+	if x.in.Rules != nil {
+		b := x.in.Rules.UndoBounds()
+		x.e.Resources = append(x.e.Resources, undoPoints(writeGrants(def), &b)...)
+	}
 	if pl.Limits.CPUs > 0 {
 		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64),
 			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64)),
@@ -1029,7 +1059,7 @@ func (x *explainer) risks() {
 		}
 	}
 	if def.Environment != nil && def.Environment.Inherit {
-		x.risk("high", RiskSecretLeak, "environment.inherit", "the whole host environment is passed in: tokens, keys and passwords in it are readable by the tool")
+		x.risk("high", RiskSecretLeak, "environment.inherit", "the host environment is passed in, "+x.envWithheld()+": tokens, keys and passwords in it are readable by the tool")
 	}
 	if in.Decision.Tier == policy.TierUnknown || len(x.e.Tool.Tags) == 0 || !hasSecurityTag(x.e.Tool.Tags) {
 		x.risk("high", RiskUntagged, "security tier", "the tool has none of the security tags read, write, run: nothing says what it does"+x.tierVerdict())

@@ -512,3 +512,29 @@ func TestMaskNotThereInAWriteGrant(t *testing.T) {
 		}
 	}
 }
+
+// What an inherited environment leaves out is read from the policy in
+// force: its environment.deny, or nothing when it has none.
+func TestInheritedEnvironmentReadsThePolicy(t *testing.T) {
+	def := &tool.Definition{Name: "t", Tags: []string{"read"}, Environment: &tool.Environment{Inherit: true}}
+	for _, c := range []struct {
+		deny []string
+		want string
+	}{
+		{[]string{"LD_PRELOAD", "AWS_*"}, "the host environment is passed in, minus the names the policy's environment.deny matches (LD_PRELOAD, AWS_*): "},
+		{nil, "the host environment is passed in, all of it (the policy's environment.deny is empty): "},
+	} {
+		pol := policy.Default()
+		pol.Environment.Deny = c.deny
+		e := Explain(ExplainInput{Def: def, Plan: planOf("process", 1000, 1000), Planned: true, Rules: pol})
+		found := false
+		for _, r := range e.Risks {
+			if r.Subject == "environment.inherit" {
+				found = strings.HasPrefix(r.Note, c.want)
+			}
+		}
+		if !found {
+			t.Errorf("deny %v: risks %+v, want one starting %q", c.deny, e.Risks, c.want)
+		}
+	}
+}
