@@ -31,7 +31,15 @@ func TestSecretsAreMaskedInGrants(t *testing.T) {
 // with explain.
 func TestLandlockMasksSecretsInGrants(t *testing.T) {
 	begin(t)
-	checkSecretsMasked(t, "landlock", []string{"--isolation", "landlock", "--approve", "isolation-landlock"})
+	run := []string{"--isolation", "landlock", "--approve", "isolation-landlock"}
+	if kernelLandlockABI() < 6 && env.runner != nil {
+		// The VM's kernel (ABI 2) cannot scope signals for a tool that
+		// shares the user's uid: the operator accepts that gap by name
+		// (TestLandlockTierOnThisKernel), which is not the masks'.
+		pol := filepath.Join(workdir(t, map[string]string{"gaps.yaml": landlockGapsPolicy}), "gaps.yaml")
+		run = append(run, "--policy", pol)
+	}
+	checkSecretsMasked(t, "landlock", run)
 }
 
 // checkSecretsMasked is the secrets test of tier: a definition for iso
