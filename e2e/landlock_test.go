@@ -43,8 +43,10 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 			"cat /tmp/w/sec/readme.txt /tmp/w/sec/sub/notes.txt; ls -A /tmp/w/sec | grep -qx .env && echo listed .env; for f in .env id_rsa key.pem .aws/credentials sub/.env.local; do cat /tmp/w/sec/$f 2>/dev/null; done; echo END",
 			"filesystem:read:/tmp/w/sec"),
 		"tools/named.yaml": landlockTool("named", "5000", "64MiB", "tr a-z A-Z < /tmp/w/sec/.env", "filesystem:read:/tmp/w/sec/.env"),
-		"netprobe.py":      landlockNetProbe,
-		"hosts":            mustRead(t, testNet.hostsFile),
+		"tools/limits.yaml": landlockTool("limits", "5000", "64MiB",
+			"awk '/^Max processes/ {print \"NPROC\", $3} /^Max data size/ {print \"DATA\", $4}' /proc/self/limits; echo \"UID $(id -u)\""),
+		"netprobe.py": landlockNetProbe,
+		"hosts":       mustRead(t, testNet.hostsFile),
 	})
 	sock := "/var/run/docker.sock"
 	var st syscall.Stat_t
@@ -80,6 +82,8 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"secrets: PLAIN-FILE", "secrets: SUB-FILE", "secrets: listed .env", "secrets: END", "secrets: rc=0",
 				"named-unapproved: rc=126", "named: HIDDEN-7C2E-.ENV", "named: rc=0",
 				"explain: landlock", "explain: masks", "explain: no Landlock rule",
+				"limits: no cgroup", "limits: the plan's pids are the tool's", "limits: explain says the plan's",
+				"limits: RLIMIT_NPROC holds the plan's", "limits: RLIMIT_DATA is the plan's", "limits: the plan's uid",
 				"victim: alive", "init: alive",
 				"left: none",
 			} {
@@ -201,6 +205,31 @@ sandboxed permissions explain --json $P /t/tools/secrets.yaml > /tmp/explain.jso
 grep -q '"value": *"landlock"' /tmp/explain.json && echo "explain: landlock"
 grep -q 'secrets.mask\[0\] .env' /tmp/explain.json && grep -q 'secrets.mask\[11\] .aws' /tmp/explain.json && echo "explain: masks"
 grep -q 'a mask inside a read grant gets no Landlock rule' /tmp/explain.json && echo "explain: no Landlock rule"
+# Without a cgroup the plan names none, and its limits are what each
+# command gets: RLIMIT_NPROC of the tool's pids (on top of what the uid
+# runs already when the tool shares it), RLIMIT_DATA of its memory; the
+# tool runs as the plan's uid, and explain says so.
+sandboxed run $P /t/tools/limits.yaml > /tmp/limits.out 2>&1
+sandboxed run --dump-plan $P /t/tools/limits.yaml > /tmp/lplan.json 2>/tmp/err || cat /tmp/err
+sandboxed permissions explain --json $P /t/tools/limits.yaml > /tmp/lexplain.json 2>/tmp/err || cat /tmp/err
+python3 - <<'EOF'
+import json, os
+plan = json.load(open("/tmp/lplan.json"))["plan"]
+spec = plan["spec"]
+ex = json.load(open("/tmp/lexplain.json"))
+said = [m.get("value") for p in ex["resources"] if p["subject"] == "limits.pids" for m in p["mechanisms"] if m["kind"] == "rlimit"]
+got = dict(l.split()[:2] for l in open("/tmp/limits.out") if l.split()[:1] in (["NPROC"], ["DATA"], ["UID"]))
+print("limits-got:", got, "plan:", spec["linux"].get("cgroupsPath", ""), spec["linux"]["resources"], plan["limits"], spec["process"]["user"], "explain:", said)
+pids = spec["linux"]["resources"]["pids"]["limit"]
+if not spec["linux"].get("cgroupsPath"): print("limits: no cgroup")
+if pids == plan["limits"]["pids"]: print("limits: the plan's pids are the tool's")
+if said == [str(pids)]: print("limits: explain says the plan's")
+own = os.getuid() == 0
+if (own and int(got["NPROC"]) == pids) or (not own and int(got["NPROC"]) > pids): print("limits: RLIMIT_NPROC holds the plan's")
+if int(got["DATA"]) == spec["linux"]["resources"]["memory"]["limit"]: print("limits: RLIMIT_DATA is the plan's")
+lo, hi, u, pu = 0x5b000000, 0x5b000000 + (1 << 20), int(got["UID"]), spec["process"]["user"]["uid"]
+if (own and lo <= u < hi and lo <= pu < hi) or (not own and u == pu == os.getuid()): print("limits: the plan's uid")
+EOF
 # Another process of the container that finds the relay the init listens
 # on for a run with network gets nothing through it.
 listening() { python3 -c 'import sys

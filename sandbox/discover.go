@@ -58,7 +58,7 @@ func ProbePlan(runID, runtimeDir string, s tool.Script, lim ProbeLimits, acc Pro
 	env := []string{"HOME=/tmp", "LANG=C.UTF-8", "PATH=" + DefaultPath}
 	opts := []SpecOpt{
 		WithMemory(lim.MemoryBytes),
-		WithPids(lim.Pids + initPids(isolation.TierProcess, false)),
+		WithPids(lim.Pids + initPids(isolation.TierProcess, false, true)),
 		WithTmpfs(probeTmpfs),
 		WithEnv(env),
 	}

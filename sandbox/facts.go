@@ -52,6 +52,12 @@ type HostFacts struct {
 	// Nil when sandboxed is not root or this host reserves none (the
 	// container tier then refuses such a run, saying why).
 	Reserved *isolation.ID
+	// Cgroup, for a run started outside namespaces (the landlock and
+	// none tiers), is whether a cgroup sandboxed may use here holds its
+	// limits (process.UsableCgroup, the test the backend makes); without
+	// one rlimits approximate them. Gathered once the policy has decided
+	// the tier (gatherCgroup).
+	Cgroup bool
 	// Env is the host environment, for env: grants and
 	// environment.inherit.
 	Env []string
@@ -118,6 +124,16 @@ func GatherFacts(cwd, runtimeDir string, ownDirs []string) (*HostFacts, error) {
 	f.TempDir = os.TempDir()
 	f.TrustBundle = hostTrustBundle()
 	return f, nil
+}
+
+// gatherCgroup sets f.Cgroup for a run in tier t with limits l: whether
+// the cgroup hierarchy here can hold them for a run started outside
+// namespaces. Other tiers have a cgroup or engine of their own.
+func gatherCgroup(f *HostFacts, t isolation.Tier, kubernetes bool, l isolation.Limits) {
+	if kubernetes || (t != isolation.TierLandlock && t != isolation.TierNone) {
+		return
+	}
+	f.Cgroup = process.CgroupHolds(l)
 }
 
 // HostDir is the private host directory of run runID under runtimeDir:

@@ -103,20 +103,31 @@ func planLimits(def *tool.Definition, d *policy.Decision, priv privilege.Privile
 }
 
 // initPids is how many of the spec's pids limit the tier's init takes
-// above the tool's: the process, container, landlock and none tiers start
-// the init inside the run's cgroup or container, where its spare threads
-// share the limit (isolation.InitSpareThreads; where no cgroup holds the
-// limit, the tool's own becomes RLIMIT_NPROC); a pod's limit is the
-// tool's own (gVisor's kernel counts the commands only).
-func initPids(tier isolation.Tier, kubernetes bool) int64 {
-	if kubernetes {
+// above the tool's: the process and container tiers start the init inside
+// the run's cgroup or container, where its spare threads share the limit
+// (isolation.InitSpareThreads), and so do the landlock and none tiers
+// where a cgroup holds their limits (cgroup). Without one the limit is
+// RLIMIT_NPROC on the tool's uid, which the init's threads are not
+// counted against (another uid's, or the shared uid's tasks when the
+// command starts, above which the limit counts): the tool's own. A pod's
+// limit is the tool's own (gVisor's kernel counts the commands only).
+func initPids(tier isolation.Tier, kubernetes, cgroup bool) int64 {
+	switch {
+	case kubernetes:
 		return 0
-	}
-	switch tier {
-	case isolation.TierProcess, isolation.TierContainer, isolation.TierNone, isolation.TierLandlock:
+	case startsOutside(tier, kubernetes) && !cgroup:
+		return 0
+	case tier == isolation.TierProcess, tier == isolation.TierContainer, startsOutside(tier, kubernetes):
 		return isolation.InitSpareThreads
 	}
 	return 0
+}
+
+// startsOutside reports whether tier t starts its init outside namespaces, in
+// a cgroup where this host has one sandboxed may use, else with rlimits:
+// the landlock and none tiers.
+func startsOutside(t isolation.Tier, kubernetes bool) bool {
+	return !kubernetes && (t == isolation.TierLandlock || t == isolation.TierNone)
 }
 
 // planUser is the uid and gid the tool runs as where the tier or the
@@ -277,7 +288,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	opts := []SpecOpt{
 		WithMemory(limits.MemoryBytes),
-		WithPids(limits.Pids + initPids(d.Isolation, kubernetesRun(in))),
+		WithPids(limits.Pids + initPids(d.Isolation, kubernetesRun(in), f.Cgroup)),
 		WithTmpfs(limits.TmpfsBytes),
 		WithEnv(env),
 		WithCwd(cwd),
@@ -285,6 +296,11 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	if limits.CPUs > 0 {
 		opts = append(opts, WithCPUs(limits.CPUs))
+	}
+	if startsOutside(d.Isolation, kubernetesRun(in)) && !f.Cgroup {
+		// No cgroup here: the spec names none, and rlimits approximate
+		// its limits (specconv's notes say how).
+		opts = append(opts, WithoutCgroup())
 	}
 	if u, ok := planUser(d.Isolation, kubernetesRun(in), priv, f, in.RunID); ok {
 		opts = append(opts, WithUser(u.UID, u.GID))

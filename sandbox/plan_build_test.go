@@ -321,3 +321,36 @@ func TestPlanUser(t *testing.T) {
 		t.Errorf("landlock.ToolID(RUN) = %d: not in its range, or not the run's own", runs)
 	}
 }
+
+// A run outside namespaces (the landlock and none tiers) names the run's
+// cgroup where one can hold its limits, with the init's spare threads in
+// the pids limit; where none can, it names none, and the pids limit is
+// the tool's own: RLIMIT_NPROC on the tool's uid, which the init's threads
+// are not counted against. The process tier always has its cgroup.
+func TestPlanOutsideCgroup(t *testing.T) {
+	const yaml = "name: t\ndescription: d\nbash: echo hi\nsandboxed:\n  pids-limit: 16\n"
+	for _, tc := range []struct {
+		tier     isolation.Tier
+		cgroup   bool
+		wantPath bool
+		wantPids int64
+	}{
+		{isolation.TierLandlock, true, true, 16 + isolation.InitSpareThreads},
+		{isolation.TierLandlock, false, false, 16},
+		{isolation.TierNone, true, true, 16 + isolation.InitSpareThreads},
+		{isolation.TierNone, false, false, 16},
+		{isolation.TierProcess, false, true, 16 + isolation.InitSpareThreads},
+	} {
+		b, grants, f := planFixture(t, yaml)
+		f.Cgroup = tc.cgroup
+		d := allow(64<<20, 0)
+		d.Isolation = tc.tier
+		p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
+		if err != nil {
+			t.Fatalf("%s, cgroup %t: %v", tc.tier, tc.cgroup, err)
+		}
+		if path := p.Spec.Linux.CgroupsPath; (path != "") != tc.wantPath || isolation.SpecPids(p.Spec) != tc.wantPids || p.Limits.Pids != 16 {
+			t.Errorf("%s, cgroup %t: cgroup %q, spec pids %d, the tool's %d; want a cgroup %t and %d", tc.tier, tc.cgroup, path, isolation.SpecPids(p.Spec), p.Limits.Pids, tc.wantPath, tc.wantPids)
+		}
+	}
+}

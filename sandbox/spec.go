@@ -286,6 +286,16 @@ func resources(s *specs.Spec) *specs.LinuxResources {
 	return s.Linux.Resources
 }
 
+// WithoutCgroup leaves the run's cgroup out of the spec
+// (Linux.CgroupsPath): a run started outside namespaces where this host
+// has no cgroup sandboxed may use, whose limits rlimits approximate.
+func WithoutCgroup() SpecOpt {
+	return func(s *specs.Spec) error {
+		s.Linux.CgroupsPath = ""
+		return nil
+	}
+}
+
 // WithTier shapes the spec to what tier t's sandbox is, so that the spec
 // says what runs (each tier's converter refuses a field it does not
 // honour). The process and container tiers and a pod keep the default's

@@ -259,7 +259,10 @@ func (b *Backend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandb
 	if err != nil {
 		return nil, err
 	}
-	host := process.UsableCgroup(process.PlanResources(p))
+	host, err := process.OutsideCgroup(p)
+	if err != nil {
+		return nil, err
+	}
 	return startWith(p, c, host != nil, func(cfg *sbinit.Config) (isolation.Sandbox, error) {
 		return process.StartOutside(ctx, p, b.Exe, host, cfg)
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -48,11 +49,22 @@ func plan(t *testing.T, limits isolation.Limits, binds ...[2]string) *isolation.
 	limits.MemoryBytes = cmp.Or(limits.MemoryBytes, 256<<20)
 	limits.Pids = cmp.Or(limits.Pids, 64)
 	limits.TmpfsBytes = cmp.Or(limits.TmpfsBytes, sandbox.DefaultTmpfsBytes)
+	// Where no cgroup can hold the limits the spec names none, and its
+	// pids limit is the tool's own (RLIMIT_NPROC on its uid).
+	pids, cgroup := limits.Pids+isolation.InitSpareThreads, process.CgroupHolds(limits)
+	if !cgroup {
+		pids = limits.Pids
+	}
 	spec, err := sandbox.NewSpec(id, privilege.SameAsUser, sandbox.WithMemory(limits.MemoryBytes),
-		sandbox.WithPids(limits.Pids+isolation.InitSpareThreads), sandbox.WithTmpfs(limits.TmpfsBytes),
+		sandbox.WithPids(pids), sandbox.WithTmpfs(limits.TmpfsBytes),
 		sandbox.WithTier(isolation.TierLandlock, false))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !cgroup {
+		if err := sandbox.WithoutCgroup()(spec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The tool's ids, as the planner writes them: the run's own as root,
 	// else this process's.

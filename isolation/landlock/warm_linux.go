@@ -40,7 +40,11 @@ func (b *Backend) WarmKey(p *isolation.Plan) (string, bool) {
 	if p == nil || p.Tier != isolation.TierLandlock || p.Spec == nil || p.Spec.Process == nil || p.Observe {
 		return "", false
 	}
-	return keyOf(b.Exe, process.UsableCgroup(process.PlanResources(p)) != nil), true
+	host, err := process.OutsideCgroup(p)
+	if err != nil {
+		return "", false
+	}
+	return keyOf(b.Exe, host != nil), true
 }
 
 // Prestart starts the init of a sandbox for plans of key, in its cgroup

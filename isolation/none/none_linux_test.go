@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/none"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/isolation/sbinit"
 	"github.com/sandboxed-dev/sandboxed/sandbox"
 )
@@ -34,11 +35,22 @@ func plan(t *testing.T, limits isolation.Limits) *isolation.Plan {
 	// tool's pids, the none tier's shape, the caller's identity.
 	limits.MemoryBytes = cmp.Or(limits.MemoryBytes, 256<<20)
 	limits.Pids = cmp.Or(limits.Pids, 64)
+	// Where no cgroup can hold the limits the spec names none, and its
+	// pids limit is the tool's own (RLIMIT_NPROC on its uid).
+	pids, cgroup := limits.Pids+isolation.InitSpareThreads, process.CgroupHolds(limits)
+	if !cgroup {
+		pids = limits.Pids
+	}
 	spec, err := sandbox.NewSpec(id, privilege.SameAsUser, sandbox.WithMemory(limits.MemoryBytes),
-		sandbox.WithPids(limits.Pids+isolation.InitSpareThreads), sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())),
+		sandbox.WithPids(pids), sandbox.WithUser(uint32(os.Getuid()), uint32(os.Getgid())),
 		sandbox.WithTier(isolation.TierNone, false))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !cgroup {
+		if err := sandbox.WithoutCgroup()(spec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return &isolation.Plan{RunID: id, Tier: isolation.TierNone, Privilege: privilege.SameAsUser,
 		Spec: spec, Limits: limits}

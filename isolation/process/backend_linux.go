@@ -270,9 +270,42 @@ func StartUnconfined(ctx context.Context, p *isolation.Plan, exe string) (isolat
 // the spec has no limit). A CPU limit needs a cgroup: without one the run
 // is refused.
 func OutsideLimits(p *isolation.Plan, sharedUID bool) (host *cgroup.Host, rl *sbinit.Confine, err error) {
-	host = UsableCgroup(PlanResources(p))
+	if host, err = OutsideCgroup(p); err != nil {
+		return nil, nil, err
+	}
 	rl, err = OutsideRlimits(p, sharedUID, host != nil)
 	return host, rl, err
+}
+
+// OutsideCgroup is the cgroup hierarchy that holds the limits of p, a run
+// started outside namespaces, as its spec says: nil when the spec names no
+// cgroup (Linux.CgroupsPath; the planner found none sandboxed may use
+// here, and rlimits approximate the limits); an error when it names one
+// this host cannot give.
+func OutsideCgroup(p *isolation.Plan) (*cgroup.Host, error) {
+	if !specCgroup(p) {
+		return nil, nil
+	}
+	host := UsableCgroup(PlanResources(p))
+	if host == nil {
+		return nil, &isolation.UnsupportedError{
+			What: "the run's cgroup its plan names: this host has no cgroup hierarchy sandboxed may use for its limits (it had one when the run was planned)",
+			Fix:  "run it again: planned here, its limits are held by rlimits",
+		}
+	}
+	return host, nil
+}
+
+// CgroupHolds reports whether a cgroup hierarchy here can hold limits l
+// of a run started outside namespaces (UsableCgroup): the planner's fact,
+// the test OutsideCgroup makes again when the run starts.
+func CgroupHolds(l isolation.Limits) bool {
+	return UsableCgroup(cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}) != nil
+}
+
+// specCgroup reports whether p's spec names the run's cgroup.
+func specCgroup(p *isolation.Plan) bool {
+	return p != nil && p.Spec != nil && p.Spec.Linux != nil && p.Spec.Linux.CgroupsPath != ""
 }
 
 // PlanResources are the limits of p's spec, as a cgroup takes them (zero
@@ -294,9 +327,10 @@ func OutsideRlimits(p *isolation.Plan, sharedUID, inCgroup bool) (*sbinit.Confin
 			Fix:  "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a writable cgroupfs), or without sandboxed.cpus",
 		}
 	}
-	// RLIMIT_NPROC counts the tool's processes: the spec's limit less
-	// the init's spare threads, as the cgroup's would.
-	r.Pids = max(r.Pids-isolation.InitSpareThreads, 1)
+	// RLIMIT_NPROC counts the tool's uid's processes, which the init's
+	// threads are not (another uid's, or the shared uid's tasks when the
+	// command starts): the planner gave a spec without a cgroup the
+	// tool's own limit, no spare threads (checkSpecPids).
 	return RlimitConfine(r, sharedUID), nil
 }
 
@@ -403,12 +437,21 @@ func start(ctx context.Context, sp *spawner, p *isolation.Plan, exe string, host
 }
 
 // checkSpecPids refuses a plan whose spec's pids limit does not hold the
-// tool's and the init's spare threads: the init shares the cgroup's pids
-// limit, so it would take them from the tool, or leave a cgroup without
-// one.
+// tool's and the init's spare threads where a cgroup holds it: the init
+// shares the cgroup's pids limit, so it would take them from the tool, or
+// leave a cgroup without one. Where the spec names no cgroup (a run
+// outside namespaces with rlimits) the limit is RLIMIT_NPROC on the
+// tool's uid, and must be the tool's own: the init's threads are not
+// counted there.
 func checkSpecPids(p *isolation.Plan) error {
-	if p.Limits.Pids > 0 && isolation.SpecPids(p.Spec) < p.Limits.Pids+isolation.InitSpareThreads {
-		return fmt.Errorf("start: the spec's pids limit %d does not hold the tool's %d and the init's spare threads: %w", isolation.SpecPids(p.Spec), p.Limits.Pids, ErrBadPlan)
+	spec := isolation.SpecPids(p.Spec)
+	switch {
+	case p.Limits.Pids <= 0:
+		return nil
+	case specCgroup(p) && spec < p.Limits.Pids+isolation.InitSpareThreads:
+		return fmt.Errorf("start: the spec's pids limit %d does not hold the tool's %d and the init's spare threads: %w", spec, p.Limits.Pids, ErrBadPlan)
+	case !specCgroup(p) && spec != p.Limits.Pids:
+		return fmt.Errorf("start: the spec names no cgroup, and its pids limit %d (RLIMIT_NPROC on the tool's uid) is not the tool's %d: %w", spec, p.Limits.Pids, ErrBadPlan)
 	}
 	return nil
 }

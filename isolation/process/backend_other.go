@@ -56,6 +56,9 @@ func (f Features) Checks() []host.Check {
 // HostIdentity cannot say off Linux: there is no process tier.
 func HostIdentity(p *isolation.Plan) (uid, gid uint32, ok bool) { return 0, 0, false }
 
+// CgroupHolds is false off Linux: there are no cgroups.
+func CgroupHolds(isolation.Limits) bool { return false }
+
 // ReservedID is Linux's alone.
 func ReservedID() (int, error) { return 0, unsupported() }
 

@@ -75,3 +75,34 @@ func TestHostIDOfMapping(t *testing.T) {
 		t.Errorf("reduced nobody is host uid %d (%v), want %d", uid, ok, 100000+65534)
 	}
 }
+
+// The spec's pids limit holds the tool's and the init's spare threads
+// where it names the run's cgroup, and is the tool's own where it names
+// none (RLIMIT_NPROC on the tool's uid); where it names none the limits
+// are rlimits, RLIMIT_NPROC of the spec's pids limit, nothing taken off.
+func TestCheckSpecPids(t *testing.T) {
+	for _, tc := range []struct {
+		cgroup string
+		spec   int64
+		ok     bool
+	}{
+		{"/sandboxed/r", 18, true},
+		{"/sandboxed/r", 16, false},
+		{"", 16, true},
+		{"", 18, false},
+	} {
+		n := tc.spec
+		p := &isolation.Plan{RunID: "r", Limits: isolation.Limits{Pids: 16, MemoryBytes: 1 << 20},
+			Spec: &specs.Spec{Linux: &specs.Linux{CgroupsPath: tc.cgroup, Resources: &specs.LinuxResources{
+				Pids: &specs.LinuxPids{Limit: &n}, Memory: &specs.LinuxMemory{Limit: &n}}}}}
+		if err := checkSpecPids(p); (err == nil) != tc.ok {
+			t.Errorf("cgroup %q, spec pids %d: %v, want ok %t", tc.cgroup, tc.spec, err, tc.ok)
+		}
+		if tc.cgroup == "" && tc.ok {
+			rl, err := OutsideRlimits(p, false, false)
+			if err != nil || rl.NprocLimit != 16 {
+				t.Errorf("OutsideRlimits = %+v, %v; want RLIMIT_NPROC of the spec's 16", rl, err)
+			}
+		}
+	}
+}

@@ -46,7 +46,7 @@ const GVisorMemoryOverhead = 64 << 20
 // Approximation notes, one per mechanism.
 const (
 	noteRlimitMemory = "without a cgroup sandboxed may use (a container's read-only cgroupfs), RLIMIT_DATA of the limit for each process: several processes may each use that much, and shared mappings and memfds escape it; an exhausted limit fails the allocation and is not reported as oom; with one, the run's cgroup holds it"
-	noteRlimitPids   = "without a cgroup sandboxed may use, RLIMIT_NPROC of the limit, counted per uid across the kernel (with the tool's uid shared, on top of what the uid runs already); an exhausted limit fails the fork; with one, the run's cgroup holds it"
+	noteRlimitPids   = "where the spec names the run's cgroup, that cgroup holds it, the init's spare threads with the tool's; where it names none (no cgroup sandboxed may use: a container's read-only cgroupfs), the limit is the tool's own, set as RLIMIT_NPROC on the tool's uid, which counts every task of that uid across the kernel (with the uid shared, on top of what it runs already when each command starts; the init's threads are not counted); an exhausted limit fails the fork"
 	noteRlimitCPU    = "held by the run's cgroup where this host has one sandboxed may use; without one the run is refused when it starts"
 	noteGVisorMemory = "gVisor's own kernel (the Sentry) is charged to the same limit as the tool: the tool gets the limit less the runtime's memory"
 	notePodCPU       = "the pod's CPU limit, in thousandths of a CPU rounded up"

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/tier"
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
+	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -916,8 +917,7 @@ func (x *explainer) resources() {
 	}
 	x.e.Resources = append(x.e.Resources,
 		x.limitPoint("memory", memReq, "may use up to "+units.FormatSize(mem)+" of memory; beyond it the kernel kills it (status oom, exit 137)",
-			Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(mem, 10),
-				Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", units.FormatSize(mem), units.FormatSize(swapBytes), swap)}),
+			memoryMechanism(pl, mem, swapBytes, swap)),
 		x.limitPoint("timeout", toReq, "may run for "+durationWords(pl.Limits.Timeout)+"; then it is stopped (status timeout, exit 124)",
 			Mechanism{Kind: MechTimer, Value: strconv.FormatInt(pl.Limits.Timeout.Milliseconds(), 10),
 				Detail: fmt.Sprintf("controller deadline %s: SIGTERM to the whole tree, %s grace, then SIGKILL of the cgroup", durationWords(pl.Limits.Timeout), durationWords(pl.Limits.KillGrace))}),
@@ -942,6 +942,14 @@ func (x *explainer) resources() {
 // the limit on the uid's tasks in gVisor's own kernel that the init gives
 // each command, beside a host bound on the sandbox's tasks.
 func pidsMechanism(pl *isolation.Plan) Mechanism {
+	if rlimitsHold(pl) {
+		n := specPids(pl.Spec)
+		d := fmt.Sprintf("RLIMIT_NPROC %d on the tool's uid, the run's own: the tool's %d (the init's threads are another uid's), set on each command", n, toolPids(pl))
+		if uid, _ := user(pl.Spec); !landlock.IsToolID(uid) {
+			d = fmt.Sprintf("RLIMIT_NPROC of the tool's %d above the tasks its uid, %d, runs when each command starts (the init's threads among them), set on each command", toolPids(pl), uid)
+		}
+		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(n, 10), Detail: d + "; no cgroup sandboxed may use here holds it"}
+	}
 	if pl.Runtime == "runsc" {
 		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(toolPids(pl), 10),
 			Detail: fmt.Sprintf("RLIMIT_NPROC %d in gVisor's kernel (plus the init's own tasks), set on each command; the host's pids limit of the container bounds gVisor's own tasks", toolPids(pl))}
@@ -952,6 +960,26 @@ func pidsMechanism(pl *isolation.Plan) Mechanism {
 		d += fmt.Sprintf(": the tool's %d and %d spare threads of the sandbox's init", t, pids-t)
 	}
 	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(pids, 10), Detail: d}
+}
+
+// memoryMechanism is how the memory limit is enforced: the run's cgroup,
+// or where a run outside namespaces has none (rlimitsHold), RLIMIT_DATA
+// of each process.
+func memoryMechanism(pl *isolation.Plan, mem, swapBytes int64, swap string) Mechanism {
+	if rlimitsHold(pl) {
+		return Mechanism{Kind: MechRlimit, Value: strconv.FormatInt(mem, 10),
+			Detail: fmt.Sprintf("RLIMIT_DATA %s for each process of the tool, set on each command; no cgroup sandboxed may use here holds it", units.FormatSize(mem))}
+	}
+	return Mechanism{Kind: MechCgroup, Value: strconv.FormatInt(mem, 10),
+		Detail: fmt.Sprintf("cgroup memory limit %s (memory+swap %s: %s)", units.FormatSize(mem), units.FormatSize(swapBytes), swap)}
+}
+
+// rlimitsHold reports whether pl's limits are rlimits: a run started
+// outside namespaces (the landlock and none tiers) whose spec names no
+// cgroup, the planner having found none sandboxed may use here.
+func rlimitsHold(pl *isolation.Plan) bool {
+	return pl.Backend != isolation.BackendKubernetes && (pl.Tier == isolation.TierLandlock || pl.Tier == isolation.TierNone) &&
+		pl.Spec != nil && pl.Spec.Linux != nil && pl.Spec.Linux.CgroupsPath == ""
 }
 
 // hostIDWords names the host uid the sandbox's user is, where a user

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -536,5 +537,29 @@ func TestInheritedEnvironmentReadsThePolicy(t *testing.T) {
 		if !found {
 			t.Errorf("deny %v: risks %+v, want one starting %q", c.deny, e.Risks, c.want)
 		}
+	}
+}
+
+// Where a landlock-tier run's spec names no cgroup, explain's limits are
+// what each command gets: RLIMIT_DATA, and RLIMIT_NPROC of the spec's
+// pids limit, the tool's own.
+func TestExplainLandlockRlimits(t *testing.T) {
+	def := &tool.Definition{Name: "t"}
+	pl := planOf("landlock", 1000, 1000)
+	pl.Spec.Linux = &specs.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: ptr(96 << 20)}, Pids: &specs.LinuxPids{Limit: ptr(40)}}}
+	pl.Limits.Pids = 40
+	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
+		Plan: pl, Planned: true})
+	got := map[string]Mechanism{}
+	for _, p := range e.Resources {
+		if len(p.Mechanisms) > 0 {
+			got[p.Subject] = p.Mechanisms[0]
+		}
+	}
+	if m := got["limits.pids"]; m.Kind != MechRlimit || m.Value != "40" || !strings.Contains(m.Detail, "RLIMIT_NPROC") {
+		t.Errorf("pids: %+v", m)
+	}
+	if m := got["limits.memory"]; m.Kind != MechRlimit || m.Value != strconv.Itoa(96<<20) || !strings.Contains(m.Detail, "RLIMIT_DATA") {
+		t.Errorf("memory: %+v", m)
 	}
 }
