@@ -1,6 +1,7 @@
 package landlock
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
@@ -354,22 +355,28 @@ func maskRefusal(path, grant string) refusal {
 
 // MaskNote says what a mask inside a read grant is in this tier: the plan
 // records it (MaskApproximation), and explain and the result say it.
-const MaskNote = "a mask inside a read grant gets no Landlock rule: the folders above it may only be listed, and every other entry of those folders gets the grant's rule when each command starts; so masked names stay listed (a masked folder's entries too) while their contents cannot be read (EACCES), a masked file renamed during the run stays unreadable, and what is created in those folders during the run cannot be read either; a mask inside a write grant refuses the run"
+const MaskNote = "a mask inside a read grant gets no Landlock rule: the folders above it may only be listed, and every other entry of those folders gets the grant's rule when each command starts; so masked names stay listed (a masked folder's entries too) while their contents cannot be read (EACCES), a masked file renamed during the run stays unreadable, and what is created in those folders during the run cannot be read either; a mask inside a write grant refuses the run, unless the policy accepts the gap masks, which runs it with the write grant's masks left out (readable and writable)"
 
 // MaskApproximation is what p's tier, the landlock tier, approximates of
 // the masks in its spec (MaskNote, on the spec's Mounts), nil when it
-// has no mask inside a read grant or the tier refuses the plan's mounts.
+// has no mask inside a grant.
 func MaskApproximation(p *isolation.Plan) *isolation.Approximation {
 	if p == nil || p.Spec == nil || p.Tier != isolation.TierLandlock {
 		return nil
 	}
-	gs, err := planGrants(p)
-	if err != nil {
-		return nil
+	note := &isolation.Approximation{Field: specconv.FieldMounts, How: MaskNote}
+	// Whether the gap is accepted or not, a mask inside a write grant
+	// is one: planned without the gap, it is refused.
+	strict := *p
+	strict.AcceptGaps = slices.DeleteFunc(slices.Clone(p.AcceptGaps), func(g string) bool { return g == tier.GapMasks })
+	gs, err := planGrants(&strict)
+	var unsupported *isolation.UnsupportedError
+	if errors.As(err, &unsupported) {
+		return note
 	}
 	for _, g := range gs {
 		if len(g.except) > 0 {
-			return &isolation.Approximation{Field: specconv.FieldMounts, How: MaskNote}
+			return note
 		}
 	}
 	return nil

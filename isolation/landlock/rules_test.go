@@ -59,3 +59,34 @@ func TestPlanGrantsMasks(t *testing.T) {
 		})
 	}
 }
+
+// The plan notes what a mask is in this tier wherever a grant holds one:
+// a read grant's, and a write grant's, refused or, accepted, left out.
+func TestMaskApproximation(t *testing.T) {
+	bind := func(dst, opt string) specs.Mount {
+		return specs.Mount{Destination: dst, Source: dst, Type: "bind", Options: []string{"bind", opt}}
+	}
+	mask := specs.Mount{Destination: "/g/.aws", Source: "tmpfs", Type: "tmpfs", Options: []string{"ro"}}
+	for _, tc := range []struct {
+		name   string
+		mounts []specs.Mount
+		gaps   []string
+		want   bool
+	}{
+		{"no mask", []specs.Mount{bind("/g", "ro")}, nil, false},
+		{"read grant", []specs.Mount{bind("/g", "ro"), mask}, nil, true},
+		{"write grant", []specs.Mount{bind("/g", "rw"), mask}, nil, true},
+		{"write grant, gap accepted", []specs.Mount{bind("/g", "rw"), mask}, []string{tier.GapMasks}, true},
+	} {
+		p := &isolation.Plan{Tier: isolation.TierLandlock, Spec: &specs.Spec{Mounts: tc.mounts}, AcceptGaps: tc.gaps}
+		if got := MaskApproximation(p); (got != nil) != tc.want || got != nil && got.How != MaskNote {
+			t.Errorf("%s: %+v", tc.name, got)
+		}
+		if len(tc.gaps) > 0 && len(p.AcceptGaps) != len(tc.gaps) {
+			t.Errorf("%s: the plan's gaps changed", tc.name)
+		}
+	}
+	if MaskApproximation(&isolation.Plan{Tier: isolation.TierProcess, Spec: &specs.Spec{Mounts: []specs.Mount{bind("/g", "ro"), mask}}}) != nil {
+		t.Error("a process-tier plan got the landlock tier's note")
+	}
+}

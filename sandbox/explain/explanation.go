@@ -432,7 +432,7 @@ func (x *explainer) filesystem() {
 					what = "hidden (empty, unreadable)"
 				}
 				detail := fmt.Sprintf("policy mask: %s is %s inside this mount (%s)", mk.Path, what, mk.Rule)
-				if how, ok := approximation(pl, "masks"); ok && mk.Hide && !m.Write {
+				if how, ok := approximation(pl, "masks"); ok && mk.Hide {
 					detail = fmt.Sprintf("policy mask: %s inside this mount (%s): %s", mk.Path, mk.Rule, how)
 				}
 				if m.Write && x.notThere(mk) {
