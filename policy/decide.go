@@ -522,7 +522,7 @@ var LandlockNotes = []string{
 	"landlock tier: no namespaces — the tool sees this host's (or container's) process list, hostname, network interfaces and mounts; Landlock keeps the environment and memory of processes outside the run from it",
 	"landlock tier: no network namespace — without network grants no socket can be made; with them every connect() of the tool waits for the run's init, which connects 127.0.0.1 at the proxy port (and at a network:localhost port, forwarded by the proxy) to the egress proxy and refuses every other address and every Unix socket (socket options the tool set before connect are not carried over); credentials and HTTP rules are refused in this tier",
 	"landlock tier: Landlock does not confine chmod and file times: run as a non-root user, the tool can change the mode and times of that user's files it can name; chown and extended attributes are refused",
-	"landlock tier: as root the tool runs as an unprivileged uid of its own, so a write grant must be writable by any user",
+	"landlock tier: as root the tool runs as an unprivileged uid of its own (the plan's), and each write grant is handed to that uid for the run and back after it; one whose owner could not write it is refused",
 }
 
 // landlockStandIn is the isolation item of a process-tier run that runs

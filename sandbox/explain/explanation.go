@@ -407,9 +407,14 @@ func (x *explainer) filesystem() {
 					if !x.in.Planned {
 						would = "would be a "
 					}
+					d := fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Destination, access(m.Write), strings.Join(mf.Options, ","))
+					if x.tier() == string(tier.Landlock) {
+						// The plan's bind is a Landlock rule there: nothing
+						// is mounted, the tool uses the host path.
+						d = fmt.Sprintf("the plan's bind of %s, %s, as a Landlock rule of each command at its host path (this tier mounts nothing)", mf.Source, access(m.Write))
+					}
 					p.Mechanisms = append(p.Mechanisms, Mechanism{
-						Kind: MechBind, Source: mf.Source, Target: mf.Destination, Access: access(m.Write), Options: mf.Options,
-						Detail: fmt.Sprintf("%sbind mount %s -> %s, %s (%s)", would, mf.Source, mf.Destination, access(m.Write), strings.Join(mf.Options, ",")),
+						Kind: MechBind, Source: mf.Source, Target: mf.Destination, Access: access(m.Write), Options: mf.Options, Detail: d,
 					})
 				}
 			}
