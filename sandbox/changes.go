@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/changeset"
+	"github.com/sandboxed-dev/sandboxed/isolation/process"
 	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
@@ -473,7 +475,11 @@ func holdGrants(runtimeDir string, rec *changeset.Record, waiting func(string)) 
 				}
 			}
 		}()
-		h, err := reown.HoldAlone(filepath.Join(runtimeDir, reown.HoldsDir), g.Root)
+		// A grant a killed run left handed to its tool is handed back
+		// first, as gc would: the undo then writes into the user's
+		// grant, and the hold's record is not lost with it.
+		back := func(g reown.Grant) error { return process.HandBack(context.Background(), g) }
+		h, err := reown.HoldAlone(filepath.Join(runtimeDir, reown.HoldsDir), g.Root, back)
 		close(done)
 		if err != nil {
 			release()

@@ -126,6 +126,9 @@ func (h *Handed) hold(p, holds string, alone bool) (Folder, error) {
 			s.keep = true // for gc, or the next run
 			return Folder{}, fmt.Errorf("hand back what a killed run left: %w", err)
 		}
+		if err := s.setRecord(nil); err != nil {
+			return Folder{}, err
+		}
 	}
 	f, err := SaveFolder(p)
 	if err != nil {

@@ -180,3 +180,48 @@ func TestGrantBackAtItsOrigin(t *testing.T) {
 		t.Errorf("a grant whose paths name other folders: %v", err)
 	}
 }
+
+// TestHoldAloneHandsBackAKilledRunsGrant: an undo holds a grant alone as
+// runs do; a grant a killed run left handed over is handed back first (the
+// undo writes into the user's grant), and its record is never dropped with
+// the hold while the grant is still the killed tool's — a failed hand-back
+// keeps the hold for gc.
+func TestHoldAloneHandsBackAKilledRunsGrant(t *testing.T) {
+	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+	must(t, os.Chmod(grant, 0o750))
+	d := &fakeDo{}
+	from, to := Owner{UID: 7, GID: 7}, Owner{UID: 100, GID: 100}
+	first, err := handOver([]string{grant}, from, to, dir, Via{Do: d.do}, true)
+	must(t, err)
+	must(t, os.Chmod(grant, 0o700)) // the tool's
+	kill(first)
+	d.take()
+
+	fail := errors.New("no helper")
+	if _, err := HoldAlone(dir, grant, func(Grant) error { return fail }); !errors.Is(err, fail) {
+		t.Fatalf("HoldAlone whose hand-back failed: %v, want that failure", err)
+	}
+	var backs []Grant
+	reaped, err := ReapHolds(dir, func(g Grant) error { backs = append(backs, g); return nil })
+	must(t, err)
+	if len(backs) != 1 || backs[0].To != to {
+		t.Fatalf("after a failed hand-back gc handed back %+v (reaped %q), want the killed run's grant", backs, reaped)
+	}
+
+	must(t, os.Chmod(grant, 0o750))
+	first, err = handOver([]string{grant}, from, to, dir, Via{Do: d.do}, true)
+	must(t, err)
+	must(t, os.Chmod(grant, 0o700))
+	kill(first)
+	d.take()
+	h, err := HoldAlone(dir, grant, func(g Grant) error { return g.Back(d.do) })
+	must(t, err)
+	if got := d.take(); !slices.Equal(got, []string{"100>7 " + grant}) || modeOf(t, grant) != 0o750 {
+		t.Errorf("hold alone: hand-backs %v, mode %v; want the killed run's grant handed back, 0750", got, modeOf(t, grant))
+	}
+	h.Release()
+	backs = nil
+	if _, err := ReapHolds(dir, func(g Grant) error { backs = append(backs, g); return nil }); err != nil || len(backs) != 0 {
+		t.Errorf("gc after the hold: %v, handed back %+v again", err, backs)
+	}
+}

@@ -28,7 +28,9 @@ func (s *Shared) setRecord(g *Grant) error                    { return errors.Er
 func Hold(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
 
 // HoldAlone needs Linux.
-func HoldAlone(dir, path string) (*Shared, error) { return nil, errors.ErrUnsupported }
+func HoldAlone(dir, path string, back func(Grant) error) (*Shared, error) {
+	return nil, errors.ErrUnsupported
+}
 
 // Last is Linux's alone.
 func (s *Shared) Last() bool { return false }

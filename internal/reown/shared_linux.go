@@ -56,15 +56,40 @@ func Hold(dir, path string) (*Shared, error) {
 
 // HoldAlone takes the only hold on the grant at path: it waits while any
 // other run holds it, and keeps every other run waiting until Release. It
-// is for runs whose tools each have a uid of their own (the landlock tier
-// as root): two of them cannot share a grant handed to one uid, and the
-// later one's hand-over would find the grant the earlier's.
-func HoldAlone(dir, path string) (*Shared, error) {
+// is for what must not share a grant with a run (an undo writing into it).
+// A grant a killed run left handed over (the hold records it, no run holds
+// it) is handed back first by back (nil: Grant.Back here), so the caller
+// finds it its user's; when that fails the hold, and its record for gc,
+// stay and HoldAlone fails.
+func HoldAlone(dir, path string, back func(Grant) error) (*Shared, error) {
 	s, err := holdSetup(dir, path, true)
-	if err == nil {
-		s.endSetup()
+	if err != nil {
+		return nil, err
 	}
-	return s, err
+	if err := s.handBackLeft(back); err != nil {
+		s.keep = true
+		s.Release()
+		return nil, fmt.Errorf("hold write grant %s: hand back what a run killed before it ended left (sandboxed gc tries again): %w", path, err)
+	}
+	s.endSetup()
+	return s, nil
+}
+
+// handBackLeft hands back, by back, the grant the hold records, and
+// empties the record; only for a hold taken alone, whose record is of
+// runs that are gone.
+func (s *Shared) handBackLeft(back func(Grant) error) error {
+	g, err := s.record()
+	if err != nil || g == nil {
+		return err
+	}
+	if back == nil {
+		back = func(g Grant) error { return g.Back(nil) }
+	}
+	if err := back(*g); err != nil && !errors.Is(err, ErrGrantGone) {
+		return err
+	}
+	return s.setRecord(nil)
 }
 
 // holdSetup takes a hold on the grant at path (alone: the only one) and
@@ -201,11 +226,18 @@ func (s *Shared) Last() bool {
 // removes the lock file, and the folder of holds when it is empty —
 // unless the hand-back failed, whose record gc needs.
 func (s *Shared) Release() {
-	if (s.excl || s.Last()) && !s.keep {
+	if (s.excl || s.Last()) && !s.keep && s.recordsNothing() {
 		_ = os.Remove(s.name)
 		_ = os.Remove(s.dir)
 	}
 	s.f.Close()
+}
+
+// recordsNothing reports whether the hold's file records no hand-over: a
+// file that does (a killed run's, not handed back) is gc's to remove.
+func (s *Shared) recordsNothing() bool {
+	g, err := s.record()
+	return err == nil && g == nil
 }
 
 // readGrant reads the Grant f records; nil when f is empty.

@@ -67,7 +67,7 @@ func TestReapHolds(t *testing.T) {
 // run of it waiting, shared or alone, and waits for those before it.
 func TestHoldAloneTakesTurns(t *testing.T) {
 	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
-	a, err := HoldAlone(dir, grant)
+	a, err := HoldAlone(dir, grant, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestHoldAloneTakesTurns(t *testing.T) {
 		s.Release()
 	}()
 	go func() {
-		s, err := HoldAlone(dir, grant)
+		s, err := HoldAlone(dir, grant, nil)
 		if err != nil {
 			got <- err.Error()
 			return
