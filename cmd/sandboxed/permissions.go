@@ -49,7 +49,7 @@ against OLD (permissions, tier, privilege, limits, network, risks).`,
 
 func explainAction(c *cli.Context) error {
 	if c.NArg() < 1 {
-		return usageError(errors.New("permissions explain: which tool? usage: sandboxed permissions explain [--json] [--policy FILE] TOOL [NAME=VALUE ...]"))
+		return usageError(errors.New("permissions explain: which tool? usage: sandboxed permissions explain [--json] [--policy FILE] [--isolation TIER] TOOL [NAME=VALUE ...]"))
 	}
 	input, err := tool.ParseArgs(c.Args().Tail())
 	if err != nil {
