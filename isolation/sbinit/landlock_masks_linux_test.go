@@ -19,7 +19,8 @@ import (
 )
 
 // maskProbe runs in a child of TestLandlockMasksByEntry: it confines
-// itself to a read of dir with the masks of maskExcept, says "ready",
+// itself to a read of dir with the masks of maskExcept (and a write of
+// dir/other), says "ready",
 // waits for its parent to change the folder, then reports each read.
 func maskProbe(dir string) {
 	fail := func(err error) {
@@ -38,7 +39,7 @@ func maskProbe(dir string) {
 		p.Except = append(p.Except, filepath.Join(dir, e))
 	}
 	// /proc: restricting every thread reads /proc/self/task.
-	if err := addLandlockRules(rs, handled, -1, []LandlockPath{p, {Path: "/proc"}}); err != nil {
+	if err := addLandlockRules(rs, handled, -1, []LandlockPath{p, {Path: filepath.Join(dir, "other"), Write: true}, {Path: "/proc"}}); err != nil {
 		fail(err)
 	}
 	if err := ll.AllThreadsLandlockRestrictSelf(rs, 0); err != nil {
@@ -71,6 +72,17 @@ func maskProbe(dir string) {
 	_, err = os.ReadDir(filepath.Join(dir, ".aws"))
 	fmt.Printf("list .aws=%s\n", errno(err))
 	fmt.Printf("rename .env2=%s\n", errno(os.Rename(filepath.Join(dir, ".env2"), filepath.Join(dir, "sub", "taken"))))
+	fmt.Printf("link .env2=%s\n", errno(os.Link(filepath.Join(dir, ".env2"), filepath.Join(dir, "other", "stolen"))))
+	_, err = os.ReadFile(filepath.Join(dir, "other", "stolen"))
+	fmt.Printf("read stolen=%s\n", errno(err))
+	fmt.Printf("symlink=%s\n", errno(os.Symlink("../.env2", filepath.Join(dir, "other", "sym"))))
+	_, err = os.ReadFile(filepath.Join(dir, "other", "sym"))
+	fmt.Printf("read sym=%s\n", errno(err))
+	f, err := os.OpenFile(filepath.Join(dir, ".env2"), unix.O_PATH, 0)
+	if err == nil {
+		_, err = os.ReadFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	}
+	fmt.Printf("read fd=%s\n", errno(err))
 	os.Exit(0)
 }
 
@@ -96,7 +108,10 @@ func init() {
 // readable, and a file created later in a listed folder is unreadable;
 // the tool cannot rename a masked file; a hard link to a masked file in
 // a folder read as a whole is the documented gap (readable there), one
-// beside it is not.
+// beside it is not; and the tool, with a write grant beside the masks,
+// cannot read a masked file through a hard link it makes there (Landlock
+// refuses a link that would gain rights: EXDEV), a symlink it makes there,
+// or /proc/self/fd of an O_PATH descriptor of it.
 func TestLandlockMasksByEntry(t *testing.T) {
 	if abi := LandlockABI(); abi < 1 {
 		testenv.Need(t, "Landlock", fmt.Errorf("this kernel has none"))
@@ -160,6 +175,7 @@ func TestLandlockMasksByEntry(t *testing.T) {
 		// Listing is a right of the whole hierarchy: a masked folder's
 		// names are listed too, its files' contents are not read.
 		"list .aws": "ok", "rename .env2": "EACCES",
+		"link .env2": "EXDEV", "read stolen": "ENOENT", "read sym": "EACCES", "read fd": "EACCES",
 	}
 	got := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(rest), "\n") {
