@@ -86,19 +86,17 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 	return nil
 }
 
-// planIdentity says who the plan's tool runs as and what holds its
-// temporary files, as its tier does: the landlock tier, as root, runs the
-// tool as a uid of the run's own (not the spec's 0) and has no /tmp of its
-// own, only RLIMIT_FSIZE on each file; the none tier uses the host's /tmp.
+// planIdentity says who the plan's tool runs as (the spec's user, in every
+// tier: the landlock tier's, as root, is a uid of the run's own) and what
+// holds its temporary files, as its tier does: the landlock tier has no
+// /tmp of its own, only RLIMIT_FSIZE on each file; the none tier uses the
+// host's /tmp.
 func planIdentity(pl *isolation.Plan) (who, tmp string) {
 	u := pl.Spec.Process.User
 	who = fmt.Sprintf("uid %d gid %d", u.UID, u.GID)
 	tmp = "/tmp " + units.FormatSize(pl.Limits.TmpfsBytes)
 	switch pl.Tier {
 	case isolation.TierLandlock:
-		if u.UID == 0 {
-			who = "as root: a uid and gid of the run's own"
-		}
 		tmp = "files up to " + units.FormatSize(pl.Limits.TmpfsBytes) + " each (no /tmp of its own: a scratch directory on the host's)"
 	case isolation.TierNone:
 		tmp = "the host's /tmp"

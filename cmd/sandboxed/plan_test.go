@@ -98,9 +98,9 @@ func TestDumpPlanDenyMaskWithBracket(t *testing.T) {
 	}
 }
 
-// --dry-run says who the tool runs as and what holds its temporary files
-// as its tier does: not uid 0 and a /tmp of 64MiB for a landlock-tier run
-// as root, whose tool has a uid of its own and no /tmp of its own.
+// --dry-run says who the tool runs as — the spec's user, which for a
+// landlock-tier run as root is a uid of the run's own — and what holds
+// its temporary files as its tier does: no /tmp of its own there.
 func TestPlanIdentityByTier(t *testing.T) {
 	plan := func(tr isolation.Tier, uid uint32, tmpfs int64) *isolation.Plan {
 		return &isolation.Plan{Tier: tr, Spec: &specs.Spec{Process: &specs.Process{User: specs.User{UID: uid, GID: uid}}},
@@ -111,7 +111,7 @@ func TestPlanIdentityByTier(t *testing.T) {
 		who, tmp string
 	}{
 		{plan(isolation.TierProcess, 0, 64<<20), "uid 0 gid 0", "/tmp 64MiB"},
-		{plan(isolation.TierLandlock, 0, 64<<20), "as root: a uid and gid of the run's own", "files up to 64MiB each (no /tmp of its own: a scratch directory on the host's)"},
+		{plan(isolation.TierLandlock, 1526726700, 64<<20), "uid 1526726700 gid 1526726700", "files up to 64MiB each (no /tmp of its own: a scratch directory on the host's)"},
 		{plan(isolation.TierLandlock, 1000, 64<<20), "uid 1000 gid 1000", "files up to 64MiB each (no /tmp of its own: a scratch directory on the host's)"},
 		{plan(isolation.TierNone, 1000, 0), "uid 1000 gid 1000", "the host's /tmp"},
 	} {
