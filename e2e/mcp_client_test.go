@@ -796,6 +796,14 @@ security:
 				if len(msgs) != 1 || !strings.Contains(msgs[0], "deleted   gone.txt") || !strings.Contains(msgs[0], "+|by the tool") {
 					t.Fatalf("the request does not show the change: %q", msgs)
 				}
+				// It names the way back, which a server killed while it
+				// applies could not say after.
+				var run struct {
+					RunID string `json:"run_id"`
+				}
+				if err := json.Unmarshal(res.Structured, &run); err != nil || run.RunID == "" || !strings.Contains(msgs[0], "sandboxed undo "+run.RunID+" puts it back") {
+					t.Errorf("the request does not say how to undo run %q: %v %q", run.RunID, err, msgs)
+				}
 			} else if len(msgs) != 0 {
 				t.Fatalf("asked a client without elicitation: %q", msgs)
 			}

@@ -260,14 +260,18 @@ func (h *mcpHandler) elicitChange(ctx context.Context, ss *mcp.ServerSession, de
 		return false, fmt.Errorf("the change's diff (%d bytes) is larger than a prompt shows (%d), so it was not put to the user and not applied: review it on a terminal with sandboxed run --review, or start the server with --approve writes", len(diff), maxElicitedDiff)
 	}
 	msg.WriteString(diff)
-	fmt.Fprintf(&msg, "Apply this change to your files?")
+	undo := "sandboxed undo RUN_ID"
+	if ch.RunID != "" {
+		undo = "sandboxed undo " + ch.RunID
+	}
+	fmt.Fprintf(&msg, "Apply this change to your files? (%s puts it back, also if applying is interrupted)", undo)
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"apply": map[string]any{
 				"type":        "string",
 				"title":       "Apply the change of " + def.Name + "?",
-				"description": "apply writes the change to your files (sandboxed undo RUN_ID puts it back); discard leaves them as they are",
+				"description": "apply writes the change to your files (" + undo + " puts it back); discard leaves them as they are",
 				"enum":        []string{reviewApply, reviewDiscard},
 			},
 		},
