@@ -36,6 +36,9 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 		"tools/netprobe.yaml": landlockTool("netprobe", "20000", "128MiB", "python3 /tmp/w/in/netprobe.py", "filesystem:read:/tmp/w/in", "network:external:web.test"),
 		"tools/netwait.yaml":  landlockTool("netwait", "15000", "64MiB", "sleep 4", "network:external:web.test"),
 		"tools/netlong.yaml":  landlockTool("netlong", "60000", "64MiB", "sleep 40", "network:external:web.test"),
+		"tools/oomscore.yaml": landlockTool("oomscore", "5000", "64MiB", "echo tool $(cat /proc/self/oom_score_adj); (echo daemon $(cat /proc/self/oom_score_adj))"),
+		"tools/initkill.yaml": landlockTool("initkill", "60000", "64MiB",
+			"bash -c 'exec -a llchild sleep 1000' & setsid bash -c 'exec -a llorphan sleep 1000' </dev/null >/dev/null 2>&1 & (setsid bash -c 'exec -a lldouble sleep 1000' </dev/null >/dev/null 2>&1 &) ; sleep 40"),
 		"tools/localhost.yaml": landlockTool("localhost", "5000", "64MiB",
 			"bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090 && head -c 13 <&3'; echo; bash -c 'exec 3<>/dev/tcp/127.0.0.2/9090' 2>/dev/null || echo other address refused",
 			"network:localhost:9090"),
@@ -78,6 +81,9 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"network: " + strings.TrimSpace(webBody), "network: other refused", "network: bypass refused", "network: rc=0",
 				"netprobe: PROXIED", "netprobe: DONE", "netprobe: rc=0",
 				"netwait: rc=0", "relay: found", "killed: running", "killed: all gone", "killed: gc rc=0",
+				"oomscore: tool 1000", "oomscore: daemon 1000", "oomscore-none: tool 1000", "oomscore-none: daemon 1000",
+				"initkill landlock: running", "initkill landlock: controller ended", "initkill landlock: all gone",
+				"initkill none: running", "initkill none: controller ended", "initkill none: all gone",
 				"localhost: local service", "localhost: other address refused", "localhost: rc=0",
 				"secrets: PLAIN-FILE", "secrets: SUB-FILE", "secrets: listed .env", "secrets: END", "secrets: rc=0",
 				"named-unapproved: rc=126", "named: HIDDEN-7C2E-.ENV", "named: rc=0",
@@ -259,6 +265,29 @@ wait $ctl
 sleep 0.5
 test "$(alive sandboxed-init)" = 0 && test "$(alive 'sleep 40')" = 0 && echo "killed: all gone"
 sandboxed gc >/dev/null 2>&1; echo "killed: gc rc=$?"
+# Outside a cgroup the OOM killer takes the tool before its init.
+run oomscore $P --isolation landlock --approve isolation-landlock /t/tools/oomscore.yaml
+run oomscore-none $P --isolation none --approve isolation-none /t/tools/oomscore.yaml
+# The init killed outright (SIGKILL, as the OOM killer does) while its
+# tool runs with daemons that left its session: no cgroup holds them, and
+# the controller, their subreaper now, kills them and ends.
+for tier in landlock none; do
+  sandboxed run $P --isolation $tier --approve isolation-$tier /t/tools/initkill.yaml >/dev/null 2>&1 &
+  ctl=$!
+  for i in $(seq 50); do test "$(alive lldouble)" -gt 0 && break; sleep 0.1; done
+  init=
+  for p in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null) || continue
+    case "$c" in sandboxed-init*) test "$(awk '{print $4}' $p/stat)" = $ctl && init=${p#/proc/};; esac
+  done
+  test -n "$init" && test "$(alive llchild)$(alive llorphan)$(alive lldouble)" = 111 && echo "initkill $tier: running"
+  kill -9 $init
+  for i in $(seq 100); do kill -0 $ctl 2>/dev/null || break; sleep 0.1; done
+  kill -0 $ctl 2>/dev/null || echo "initkill $tier: controller ended"
+  wait $ctl
+  test "$(alive llchild)$(alive llorphan)$(alive lldouble)$(alive 'sleep 40')" = 0000 && echo "initkill $tier: all gone"
+  sandboxed gc >/dev/null 2>&1
+done
 kill -0 $victim && echo "victim: alive"
 kill -0 1 && echo "init: alive"
 kill $listener $victim

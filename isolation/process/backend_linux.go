@@ -504,6 +504,9 @@ type launched struct {
 	cg    cgroup.Group // nil: no cgroup
 	cl    *sbinit.Client
 	proc  *initProc
+	// adopts: the init runs outside namespaces, and this process is a
+	// child subreaper for it (holdSubreaper) until it is gone.
+	adopts bool
 }
 
 // launch starts the init of run runID: its cgroup (with limits r) made
@@ -515,6 +518,11 @@ type launched struct {
 func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Host, r cgroup.Resources, confined bool, m *idMapping, sk *sbinit.Skeleton, cfg *sbinit.Config) (*launched, error) {
 	var cu cleanup.Cleanup
 	defer cu.Clean()
+	if !confined {
+		// Before the init can die: its orphans come here (killAdopted).
+		holdSubreaper()
+		cu.Add(releaseSubreaper)
+	}
 	var cg cgroup.Group
 	if host != nil {
 		var err error
@@ -582,7 +590,7 @@ func launch(ctx context.Context, sp *spawner, runID, exe string, host *cgroup.Ho
 	}
 	child.Close()
 	cu.Release()
-	return &launched{runID: runID, cg: cg, cl: cl, proc: proc}, nil
+	return &launched{runID: runID, cg: cg, cl: cl, proc: proc, adopts: !confined}, nil
 }
 
 // initAttrs are the process attributes of a sandbox's init, decided from
@@ -718,7 +726,7 @@ func (l *launched) ready(ctx context.Context, p *isolation.Plan) (isolation.Sand
 		l.destroy(ctx)
 		return nil, fmt.Errorf("start sandbox %s: %w", l.runID, err)
 	}
-	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, proc: l.proc}
+	sb := &sandbox{plan: p, cg: l.cg, cl: l.cl, proc: l.proc, adopts: l.adopts}
 	if p.Observe {
 		fd := l.cl.TakeListener()
 		var err error
@@ -760,6 +768,11 @@ func (l *launched) destroy(ctx context.Context) {
 	if l.cg != nil {
 		_ = l.cg.Kill(cctx)
 		_ = l.cg.Delete()
+	}
+	if l.adopts {
+		killAdopted()
+		releaseSubreaper()
+		l.adopts = false
 	}
 }
 
@@ -938,6 +951,8 @@ type sandbox struct {
 	// handed are the write grants handed to the tool for the run, handed
 	// back by Close.
 	handed *reown.Handed
+	// adopts: see launched; Close ends it.
+	adopts bool
 }
 
 // Exec runs cmd through the init.
@@ -949,6 +964,11 @@ func (s *sandbox) Exec(ctx context.Context, cmd isolation.Command, stdio isolati
 		return isolation.Exit{}, fmt.Errorf("exec in sandbox %s: killed or closed: %w", s.plan.RunID, isolation.ErrClosed)
 	}
 	exit, err := s.cl.Exec(ctx, cmd, stdio)
+	if errors.Is(err, sbinit.ErrInitGone) && s.adopts {
+		// An init killed outright killed nothing: what it started is
+		// this process's now, to kill.
+		killAdopted()
+	}
 	if errors.Is(err, sbinit.ErrInitGone) {
 		s.mu.Lock()
 		killed := s.killed
@@ -1083,6 +1103,13 @@ func (s *sandbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		_ = s.proc.kill()
 		<-s.proc.waited
+	}
+	if s.adopts {
+		// What an init killed outright left, or a daemon its tree kill
+		// gave up on: orphans here now.
+		killAdopted()
+		releaseSubreaper()
+		s.adopts = false
 	}
 	if s.obs != nil {
 		s.obs.Close()

@@ -222,6 +222,9 @@ func (h *reownHelper) stop() {
 		_ = h.cmd.Process.Kill()
 		_ = h.cmd.Wait()
 	}
+	if h.cmd.Process != nil {
+		waitedOwn(h.cmd.Process.Pid)
+	}
 	h.release()
 }
 
@@ -269,7 +272,13 @@ func startReownHelper(exe string, uids, gids []syscall.SysProcIDMap) (*reownHelp
 		return nil, err
 	}
 	cu.Add(done)
-	if err := h.cmd.Start(); err != nil {
+	err = startOwn(func() (int, error) {
+		if err := h.cmd.Start(); err != nil {
+			return 0, err
+		}
+		return h.cmd.Process.Pid, nil
+	})
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("start the reown helper: %w", err)
 	}

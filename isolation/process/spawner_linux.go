@@ -28,11 +28,17 @@ type initProc struct {
 
 // startDirect starts cmd as this process's child (startInit).
 func startDirect(cmd *exec.Cmd, mover cgroup.SelfMover, dropGroups bool) (*initProc, error) {
-	if err := startInit(cmd, mover, dropGroups); err != nil {
+	err := startOwn(func() (int, error) {
+		if err := startInit(cmd, mover, dropGroups); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	p := &initProc{pid: cmd.Process.Pid, stderr: cmd.Stderr.(*tailBuffer), waited: make(chan struct{}), kill: cmd.Process.Kill}
-	go func() { cmd.Wait(); close(p.waited) }()
+	go func() { cmd.Wait(); waitedOwn(p.pid); close(p.waited) }()
 	return p, nil
 }
 
@@ -96,13 +102,19 @@ func (s *spawner) ensure() error {
 	errc := make(chan error, 1)
 	// A goroutine of its own that never locks its thread: the caller
 	// may be on a locked one, which the runtime retires when it ends.
-	go func() { errc <- cmd.Start() }()
-	if err := <-errc; err != nil {
+	err = startOwn(func() (int, error) {
+		go func() { errc <- cmd.Start() }()
+		if err := <-errc; err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
 		unix.Close(fds[0])
 		return fmt.Errorf("start the spawner: %w", err)
 	}
 	s.live, s.fd = true, fds[0]
-	go cmd.Wait()
+	go func() { cmd.Wait(); waitedOwn(cmd.Process.Pid) }()
 	return nil
 }
 

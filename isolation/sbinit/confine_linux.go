@@ -107,6 +107,7 @@ func confineWith(c *Confine) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("mark descriptors close-on-exec: %w", err)
 	}
+	raiseOOMScore("self")
 	rs := -1
 	var prog []bpf.RawInstruction
 	if !c.LimitsOnly {
@@ -170,6 +171,18 @@ func confineWith(c *Confine) error {
 		}
 	}
 	return nil
+}
+
+// commandOOMScore is the oom_score_adj of a command run outside a cgroup
+// (the none and landlock tiers): the OOM killer takes the tool before its
+// init, which is the one that kills what the tool started when the run
+// ends. Raising it needs no privilege.
+const commandOOMScore = "1000"
+
+// raiseOOMScore sets the oom_score_adj of process pid ("self": this one)
+// to commandOOMScore; a kernel that refuses leaves it as it was.
+func raiseOOMScore(pid string) {
+	_ = os.WriteFile("/proc/"+pid+"/oom_score_adj", []byte(commandOOMScore), 0)
 }
 
 // setIDThread makes the calling thread uid and gid, without supplementary

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -613,6 +614,11 @@ func (st *initState) start(r spawnRequest) {
 		}
 		fail(code, fmt.Sprintf("exec %s: %v", r.req.Args[0], err))
 		return
+	}
+	if st.confine < 0 && !st.pid1 {
+		// Outside a cgroup of its own, as a confined command does for
+		// itself (confineWith); it may have run briefly before.
+		raiseOOMScore(strconv.Itoa(pid))
 	}
 	select {
 	case st.forked <- struct{}{}:
