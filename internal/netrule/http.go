@@ -16,7 +16,8 @@ type HTTPRule struct {
 	Methods []string `json:"methods,omitempty"`
 	// Paths are path prefixes, each starting with "/"; empty admits any.
 	// A prefix matches the request's path with its percent-escapes
-	// decoded (RequestPath); a request path with "." or ".." segments, an
+	// decoded (RequestPath); a request path with "." or ".." segments (a
+	// segment's ";" parameters aside), an
 	// escaped "/" or a backslash is refused wherever rules apply, as
 	// servers disagree on what it names.
 	Paths []string `json:"paths,omitempty"`
@@ -69,8 +70,9 @@ func CheckHTTPPath(p string) error {
 }
 
 // RequestPath decodes an escaped request path and reports whether servers
-// could read it as another path: "." or ".." segments (plain or escaped),
-// an escaped "/" or "\", a backslash, or an escape that does not decode.
+// could read it as another path: "." or ".." segments (plain or escaped,
+// with or without ";" parameters), an escaped "/" or "\", a backslash, or
+// an escape that does not decode.
 func RequestPath(escaped string) (path string, ambiguous bool) {
 	if escaped == "" {
 		escaped = "/"
@@ -84,7 +86,9 @@ func RequestPath(escaped string) (path string, ambiguous bool) {
 		return "", true
 	}
 	for _, seg := range strings.Split(path, "/") {
-		if seg == "." || seg == ".." {
+		// Servers that drop a segment's parameters before resolving
+		// dots (Tomcat, Spring) read "..;x" as "..".
+		if seg, _, _ = strings.Cut(seg, ";"); seg == "." || seg == ".." {
 			return "", true
 		}
 	}
