@@ -1082,6 +1082,13 @@ func (s *sandbox) Close(ctx context.Context) error {
 	s.closed = true
 	s.mu.Unlock()
 
+	// An init gone before its channel closes was killed outright.
+	died := false
+	select {
+	case <-s.proc.waited:
+		died = true
+	default:
+	}
 	_ = s.cl.Close()
 	t := time.NewTimer(time.Second)
 	select {
@@ -1105,9 +1112,12 @@ func (s *sandbox) Close(ctx context.Context) error {
 		<-s.proc.waited
 	}
 	if s.adopts {
-		// What an init killed outright left, or a daemon its tree kill
-		// gave up on: orphans here now.
-		killAdopted()
+		// What an init killed outright left is here now. Only then: a
+		// daemon of another child of this process (a credential helper's
+		// agent) may have come here too, and is not the run's.
+		if died {
+			killAdopted()
+		}
 		releaseSubreaper()
 		s.adopts = false
 	}
