@@ -403,9 +403,11 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 // OOM verdict, the egress records) is read first.
 func (c *Controller) closeLast(ctx context.Context, job *Job, sb isolation.Sandbox, res *Result, host *hostSetup) []EgressEntry {
 	p := job.Plan
-	if c.Behind == nil || job.changes != nil {
+	copiedBack := c.copyBack(ctx, sb, res)
+	if c.Behind == nil || (job.changes != nil && !copiedBack) {
 		// A run whose writes are recorded is closed first: no process of
-		// it may write while they are read.
+		// it may write while they are read. (A sandbox whose writes were
+		// copied back writes no more to the host.)
 		c.closeSandbox(ctx, sb, p, res)
 		return host.stopEgress()
 	}
@@ -610,6 +612,32 @@ func settle(res *Result, hardFail *StepResult) {
 		// with continue-on-error (ignore-errors): the run succeeded.
 		res.ExitCode = 0
 	}
+}
+
+// copyBacker is a sandbox whose write grants are copies, brought back to
+// the host by CopyBack (the Kubernetes backend's pods); Close does it
+// when CopyBack was not called.
+type copyBacker interface {
+	CopyBack(ctx context.Context) error
+}
+
+// copyBack brings sb's write grants back now, when they are copies, so
+// that the result (its change record, its protected-path warnings) is of
+// what reached the host, whatever runs behind it. It reports whether it
+// did; a failure is the run's error.
+func (c *Controller) copyBack(ctx context.Context, sb isolation.Sandbox, res *Result) bool {
+	cb, ok := sb.(copyBacker)
+	if !ok {
+		return false
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer ccancel()
+	if err := cb.CopyBack(cctx); err != nil && res.Status == StatusOK {
+		res.Status = StatusError
+		res.ExitCode = ExitCodeFor(StatusError, 0, CodeUnexpected)
+		res.Error = &ErrorInfo{Code: CodeUnexpected, Message: "copy the write grants back: " + err.Error()}
+	}
+	return true
 }
 
 // closeSandbox reads the sandbox's peak memory and whether the OOM killer

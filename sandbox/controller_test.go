@@ -280,3 +280,64 @@ func TestInterruptTearsDown(t *testing.T) {
 		t.Fatalf("got %s %+v closed=%d", res.Status, res.Error, fb.sb.closed)
 	}
 }
+
+// copyBackSandbox is a sandbox whose write grants are copies (a pod's).
+type copyBackSandbox struct {
+	*fakeSandbox
+	err    error
+	copied int
+}
+
+func (s *copyBackSandbox) CopyBack(context.Context) error { s.copied++; return s.err }
+
+type copyBackBackend struct {
+	fakeBackend
+	err error
+	cb  *copyBackSandbox
+}
+
+func (b *copyBackBackend) Start(ctx context.Context, p *isolation.Plan) (isolation.Sandbox, error) {
+	sb, err := b.fakeBackend.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	b.cb = &copyBackSandbox{fakeSandbox: sb.(*fakeSandbox), err: b.err}
+	return b.cb, nil
+}
+
+// A sandbox whose write grants are copies brings them back before the
+// result is made, also when its teardown runs behind the result: what
+// the result says (the change record, protected paths) is of what
+// reached the host. A copy back that failed is the run's error.
+func TestCopyBackBeforeTheResult(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		err    error
+		status Status
+	}{
+		{"copied back", nil, StatusOK},
+		{"copy back failed", errors.New("stream cut"), StatusError},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &copyBackBackend{err: tt.err}
+			c := &Controller{StateDir: t.TempDir(), RuntimeDir: filepath.Join(t.TempDir(), "run"), Behind: NewBehind(nil),
+				Backends: map[isolation.Tier]isolation.Backend{isolation.TierProcess: b}}
+			copiedAtResult := -1
+			c.Record = func(r *Result) error { copiedAtResult = b.cb.copied; return nil }
+			res, err := c.Execute(context.Background(), c.in(job(time.Second, step("echo", "hi"))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Behind.Wait()
+			if copiedAtResult != 1 {
+				t.Errorf("copied back %d times before the result, want 1", copiedAtResult)
+			}
+			if res.Status != tt.status || tt.err != nil && (res.Error == nil || !strings.Contains(res.Error.Message, "copy the write grants back: stream cut")) {
+				t.Errorf("status %s, error %+v; want %s", res.Status, res.Error, tt.status)
+			}
+			if b.cb.closed != 1 {
+				t.Errorf("closed %d times, want 1", b.cb.closed)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,12 @@ type sandbox struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// copyBackOnce guards the copy of the write grants back (copyBack);
+	// copyBackAsked says the controller asked for it (CopyBack), which
+	// then reported its error: Close does not copy again or repeat it.
+	copyBackOnce  sync.Once
+	copyBackErr   error
+	copyBackAsked atomic.Bool
 }
 
 // Start makes the run's NetworkPolicy, ConfigMap and Pod, waits for the
@@ -479,14 +486,33 @@ func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	return nil
 }
 
-// Close copies the write grants back, ends the init (which kills what is
-// left) and deletes the pod, its ConfigMap and its NetworkPolicy, waiting
-// until the pod is gone. It is idempotent.
+// CopyBack brings the write grants' files back to the host now, once.
+// The controller calls it after the last command, so that what the run
+// wrote is on the host — recorded for undo, checked for protected paths —
+// before the result is reported, while the pod's deletion (Close) may run
+// behind the result.
+func (s *sandbox) CopyBack(ctx context.Context) error {
+	s.copyBackAsked.Store(true)
+	return s.copyBack(ctx)
+}
+
+func (s *sandbox) copyBack(ctx context.Context) error {
+	s.copyBackOnce.Do(func() {
+		if s.init != nil && s.init.Err() == nil && len(s.objs.copies) > 0 {
+			s.copyBackErr = s.copyOut(ctx)
+		}
+	})
+	return s.copyBackErr
+}
+
+// Close copies the write grants back (unless CopyBack did), ends the init
+// (which kills what is left) and deletes the pod, its ConfigMap and its
+// NetworkPolicy, waiting until the pod is gone. It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		if s.init != nil && s.init.Err() == nil && len(s.objs.copies) > 0 {
-			errs = append(errs, s.copyOut(ctx))
+		if !s.copyBackAsked.Load() {
+			errs = append(errs, s.copyBack(ctx))
 		}
 		errs = append(errs, s.teardown(ctx))
 		s.closeErr = errors.Join(errs...)
