@@ -1,6 +1,7 @@
 package reown
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
 // fakeDo records the hand-overs asked of it, as "FROM>TO PATH".
@@ -223,5 +226,50 @@ func TestHoldAloneHandsBackAKilledRunsGrant(t *testing.T) {
 	backs = nil
 	if _, err := ReapHolds(dir, func(g Grant) error { backs = append(backs, g); return nil }); err != nil || len(backs) != 0 {
 		t.Errorf("gc after the hold: %v, handed back %+v again", err, backs)
+	}
+}
+
+// TestHoldsOfAnotherAreNotRead: a hold's record is acted on (the grant's
+// owner, mode and ACLs are set from it), so gc and a run read holds only
+// from a folder that they own and no one else may write, in a folder of
+// the same kind, and only hold files they own. A runtime directory of a
+// predictable name (/tmp/sandboxed-UID) made first by another user would
+// otherwise let that user have gc chmod the caller's home 0777.
+func TestHoldsOfAnotherAreNotRead(t *testing.T) {
+	victim := t.TempDir()
+	must(t, os.Chmod(victim, 0o700))
+	f, err := SaveFolder(victim)
+	must(t, err)
+	f.Mode = 0o777
+	crafted, err := json.Marshal(Grant{Path: victim, Folder: f, From: Owner{UID: os.Geteuid()}, To: Owner{UID: 12345}})
+	must(t, err)
+	plant := func(dirMode os.FileMode, fileOwner int) string {
+		runtime := filepath.Join(t.TempDir(), "runtime")
+		dir := filepath.Join(runtime, HoldsDir)
+		must(t, os.MkdirAll(dir, 0o700))
+		must(t, os.Chmod(runtime, dirMode))
+		name := filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", f.Dev, f.Ino))
+		must(t, os.WriteFile(name, crafted, 0o666))
+		must(t, os.Chown(name, fileOwner, fileOwner))
+		return dir
+	}
+	if os.Geteuid() != 0 {
+		testenv.Need(t, "root (to give a hold file to another uid)", fmt.Errorf("uid %d", os.Geteuid()))
+	}
+	for what, dir := range map[string]string{
+		"a runtime folder others may write": plant(0o777, os.Geteuid()),
+		"a hold file of another uid":        plant(0o700, 12345),
+	} {
+		called := false
+		_, err := ReapHolds(dir, func(g Grant) error { called = true; return g.Back(nil) })
+		if called || err == nil {
+			t.Errorf("gc read the holds in %s: handed back %v, error %v", what, called, err)
+		}
+		if m := modeOf(t, victim); m != 0o700 {
+			t.Fatalf("gc set the mode of %s to %v from the holds in %s", victim, m, what)
+		}
+		if _, err := HoldAlone(dir, victim, nil); err == nil {
+			t.Errorf("a hold was taken in %s", what)
+		}
 	}
 }

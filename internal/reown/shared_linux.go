@@ -124,11 +124,18 @@ func holdOnce(dir, name string, alone bool) (*Shared, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := trustedDir(dir); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // dir removed meanwhile
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := trustedFile(f); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := setupLock(f, true); err != nil {
@@ -151,6 +158,37 @@ func holdOnce(dir, name string, alone bool) (*Shared, error) {
 		return nil, nil
 	}
 	return s, nil
+}
+
+// trustedDir checks that dir, the folder of holds, and the folder holding
+// it are the caller's and that no one else may write them: a hold's
+// record is acted on (its grant's owner, mode and ACLs are set from it),
+// and a runtime directory of a predictable name (/tmp/sandboxed-UID) may
+// have been made first by another user.
+func trustedDir(dir string) error {
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+			return fmt.Errorf("%s is not a folder of uid %d that only it may write (owner %d, mode %o): the holds of write grants are not read there; remove it, or set SANDBOXED_RUNTIME_DIR to a directory only you can write", d, os.Geteuid(), st.Uid, st.Mode&0o7777)
+		}
+	}
+	return nil
+}
+
+// trustedFile checks that the hold file f is the caller's and that no one
+// else may write it.
+func trustedFile(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return fmt.Errorf("hold file %s is not a file of uid %d that only it may write (owner %d, mode %o): remove it", f.Name(), os.Geteuid(), st.Uid, st.Mode&0o7777)
+	}
+	return nil
 }
 
 // setupLock takes the setup lock of f (an open file description lock on
@@ -292,6 +330,9 @@ func ReapHolds(dir string, back func(Grant) error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := trustedDir(dir); err != nil {
+		return nil, err
+	}
 	if back == nil {
 		back = func(g Grant) error { return g.Back(nil) }
 	}
@@ -315,6 +356,9 @@ func reapHold(name string, back func(Grant) error) ([]string, error) {
 		return nil, nil
 	}
 	defer f.Close()
+	if err := trustedFile(f); err != nil {
+		return nil, err
+	}
 	if setupLock(f, false) != nil || unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil || !sameFile(f, name) {
 		return nil, nil
 	}
