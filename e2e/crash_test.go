@@ -59,7 +59,9 @@ func TestKilledControllerIsReapedByGC(t *testing.T) {
 // tiers; rootless: the process tier, where the tool's uid is a
 // subordinate id only a helper in a user namespace can hand back from.
 func TestGCHandsBackAKilledRunsGrant(t *testing.T) {
-	tiers := []string{"landlock", "container"}
+	// The landlock tier runs wherever the suite does (the VM's kernel
+	// too); the container tier where the suite runs containers.
+	tiers := append([]string{"landlock"}, runTiers([]string{"container"})...)
 	if env.runner != nil {
 		tiers = []string{"process"}
 	}
