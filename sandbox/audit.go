@@ -35,8 +35,8 @@ func (c *Controller) audit(req *Request, p *Prepared, d *policy.Decision, res *R
 	if u, err := user.Current(); err == nil {
 		rec.User = u.Username
 	}
-	if sudo := os.Getenv("SUDO_USER"); sudo != "" {
-		rec.User += " (sudo by " + sudo + ")"
+	if sudo := os.Getenv("SUDO_USER"); sudo != "" && os.Geteuid() == 0 {
+		rec.User += " (sudo by " + sudo + ")" // believed from root alone, as invokingUser does
 	}
 	rec.Host, _ = os.Hostname()
 	rec.DefinitionSHA256 = def.Source.SHA256

@@ -370,18 +370,28 @@ func InvokingHome() string {
 	return home
 }
 
+// invokingUser is the uid and gid of the user who asked for the run.
 func invokingUser() (uint32, uint32) {
+	return invokingUserOf(os.Geteuid(), os.Getuid(), os.Getgid(), os.Getenv("SUDO_USER"), user.Lookup)
+}
+
+// invokingUserOf is invokingUser for the given ids, SUDO_USER and user
+// database.
+func invokingUserOf(euid, uid, gid int, sudo string, lookup func(string) (*user.User, error)) (uint32, uint32) {
 	// Under sudo the invoking user is the one who asked; without it there
 	// is no name to look up (reading the user database costs a run 0.1 ms).
-	if sudo := os.Getenv("SUDO_USER"); sudo == "" {
-		return uint32(os.Getuid()), uint32(os.Getgid())
-	} else if u, err := user.Lookup(sudo); err == nil {
+	// SUDO_USER is believed only from root: any process can set it, and a
+	// user's run must not be planned as another user's.
+	if sudo == "" || euid != 0 {
+		return uint32(uid), uint32(gid)
+	}
+	if u, err := lookup(sudo); err == nil {
 		var uid, gid uint32
 		fmt.Sscan(u.Uid, &uid)
 		fmt.Sscan(u.Gid, &gid)
 		return uid, gid
 	}
-	return uint32(os.Getuid()), uint32(os.Getgid())
+	return uint32(uid), uint32(gid)
 }
 
 // Prepare plans req as this controller runs it: its own directories are
