@@ -273,3 +273,23 @@ func TestHoldsOfAnotherAreNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestARunRefusingAKilledRunsGrantKeepsItsRecord: a run that cannot hand
+// back what a killed run left (handed over in another user namespace)
+// refuses, and the hold keeps its record for the gc it asks for.
+func TestARunRefusingAKilledRunsGrantKeepsItsRecord(t *testing.T) {
+	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+	d := &fakeDo{}
+	maps := []IDMap{{Inside: 0, Host: 1000, Size: 1}}
+	from, to := Owner{UID: 0, GID: 0}, Owner{UID: 65534, GID: 65534}
+	dead, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do, UIDs: maps, GIDs: maps})
+	must(t, err)
+	kill(dead)
+	if _, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do}); err == nil || !strings.Contains(err.Error(), "sandboxed gc") {
+		t.Fatalf("a run beside a killed run's grant of another namespace: %v, want a refusal naming gc", err)
+	}
+	var backs []Grant
+	if _, err := ReapHolds(dir, func(g Grant) error { backs = append(backs, g); return nil }); err != nil || len(backs) != 1 {
+		t.Errorf("gc after the refusal: %v, handed back %+v; want the killed run's grant", err, backs)
+	}
+}
