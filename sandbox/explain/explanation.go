@@ -1544,7 +1544,7 @@ func undoPoints(writes []string, u *policy.UndoBounds) []Point {
 		undo.Risk = "medium"
 	}
 	review := Point{Subject: "review", Requested: "run --review", Verdict: VerdictAllow, Risk: "low", Rule: u.Rule, Mechanisms: []Mechanism{rec},
-		Meaning: "with `run --review` the tool writes into working copies of " + grants + " mounted in their place (process and container tiers; the landlock and none tiers mount nothing and refuse it); " +
+		Meaning: "with `run --review` the tool writes into working copies of " + grants + " mounted in their place (process and container tiers; the landlock and none tiers mount nothing and refuse it, and so does a run on Kubernetes, whose pod writes copies); " +
 			"the change is shown, deletions first, with a diff whose control characters are escaped, and reaches the host only on approval (the terminal prompt, the MCP client's elicitation under `sandboxed mcp --review`, or --approve writes; without any, in --json, it is reported and not applied), recorded so that it can be undone. " +
 			"The policy's masks cover the working copies as the grants, and a change to a path the policy protects (paths.deny, paths.deny-write, secrets.mask) is left out and never applied, listed with its rule"}
 	return []Point{undo, review}
