@@ -116,6 +116,50 @@ func TestGCHandsBackAKilledRunsGrant(t *testing.T) {
 	}
 }
 
+// TestNextRunHandsBackAKilledRunsGrant: without gc, the next run of a
+// grant that a killed run left handed over hands it back before its own
+// hand-over, and its end leaves the grant the user's, with the mode from
+// before the killed run.
+func TestNextRunHandsBackAKilledRunsGrant(t *testing.T) {
+	tier, args := "process", []string{"run"}
+	if env.runner == nil {
+		args = append(args, "--isolation", "landlock", "--approve", "isolation-landlock")
+	}
+	begin(t)
+	dir := workdir(t, map[string]string{"out/.keep": ""})
+	out := filepath.Join(dir, "out")
+	user, mode := ownerOf(t, out), modeOf(t, out)
+	extra := "  execution-privilege: reduced\ntimeout: 600000\n"
+	victim := toolYAML(t, dir, tier, "victim", `chmod 700 out; touch out/started; sleep 300`, []string{"filesystem:write:./out"}, extra)
+	again := toolYAML(t, dir, tier, "again", `touch out/again`, []string{"filesystem:write:./out"}, extra)
+	cmd := command(append(args, victim)...)
+	cmd.Dir = dir
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		sandboxed(t, dir, "gc")
+	})
+	waitForFile(t, filepath.Join(out, "started"), 60*time.Second)
+	toolUID := ownerOf(t, out)
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	waitNoProcsOf(t, toolUID, 15*time.Second)
+	if c := sandboxed(t, dir, append(args, again)...); c.code != 0 {
+		t.Fatalf("the next run: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	for _, f := range []string{"", "started", "again", ".keep"} {
+		if got := ownerOf(t, filepath.Join(out, f)); got != user {
+			t.Errorf("out/%s after the next run is owned by %d, want the user's %d", f, got, user)
+		}
+	}
+	if got := modeOf(t, out); got != mode {
+		t.Errorf("out/ after the next run has mode %o, want the user's %o", got, mode)
+	}
+}
+
 // ownerOf is the uid owning p (not following a link).
 func ownerOf(t *testing.T, p string) uint32 {
 	t.Helper()

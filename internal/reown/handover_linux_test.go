@@ -141,6 +141,9 @@ func TestNextRunHandsBackAKilledRunsGrant(t *testing.T) {
 	must(t, err)
 	must(t, os.Chmod(grant, 0o700))
 	kill(first)
+	if g := Recorded(dir, grant); g == nil || g.To.UID != 100 || g.From != from || g.Folder.Mode != 0o750 {
+		t.Errorf("Recorded %+v, want the killed run's hand-over to uid 100 of a 0750 folder", g)
+	}
 	next, err := handOver([]string{grant}, from, Owner{UID: 200, GID: 200}, dir, Via{Do: d.do}, true)
 	must(t, err)
 	if got := d.take(); !slices.Equal(got, []string{"7>100 " + grant, "100>7 " + grant, "7>200 " + grant}) {

@@ -101,7 +101,7 @@ func holdSetup(dir, path string, alone bool) (*Shared, error) {
 	if err := unix.Stat(path, &st); err != nil {
 		return nil, &ReownError{Path: path, Op: "stat", Err: err}
 	}
-	name := filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", st.Dev, st.Ino))
+	name := holdName(dir, &st)
 	for try := 0; ; try++ {
 		s, err := holdOnce(dir, name, alone)
 		if s != nil || err != nil || try == 100 {
@@ -388,4 +388,38 @@ func reapHold(name string, back func(Grant) error) ([]string, error) {
 		return reaped, err
 	}
 	return append(reaped, "grant hold "+name), nil
+}
+
+// Recorded is the hand-over that the hold on the grant at path in the
+// folder of holds dir records, whether a run holds it or not; nil when
+// there is none, or dir is not the caller's alone. It takes no lock (a
+// record being written reads as none): for a check that must judge a
+// grant as its owner left it before a run was handed it.
+func Recorded(dir, path string) *Grant {
+	if dir == "" {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil || trustedDir(dir) != nil {
+		return nil
+	}
+	f, err := os.OpenFile(holdName(dir, &st), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if trustedFile(f) != nil {
+		return nil
+	}
+	g, err := readGrant(f)
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
+// holdName is the hold file in dir of the grant st is of: named by its
+// device and inode.
+func holdName(dir string, st *unix.Stat_t) string {
+	return filepath.Join(dir, fmt.Sprintf("grant-%d-%d.lock", st.Dev, st.Ino))
 }

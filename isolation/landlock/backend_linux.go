@@ -109,7 +109,7 @@ func (b *Backend) check(p *isolation.Plan) (*checked, error) {
 		return nil, r.err()
 	}
 	for _, g := range grants {
-		if err := checkGrant(g, root, grantOwner(p)); err != nil {
+		if err := checkGrant(g, root, grantOwner(p), holdsDir(p)); err != nil {
 			return nil, err
 		}
 	}
@@ -195,12 +195,24 @@ func grantOwner(p *isolation.Plan) reown.Owner {
 	return reown.Owner{}
 }
 
+// holdsDir is where p's runs hold the grants they were handed: the
+// runtime directory's grants folder; "" for none.
+func holdsDir(p *isolation.Plan) string {
+	if p.HostDir == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(p.HostDir), reown.HoldsDir)
+}
+
 // checkGrant refuses a grant the commands could not use as planned: a
 // destination that is not the host path (nothing is mounted: the tool
 // sees the host's tree), or, as root, a write grant the tool's own uid
 // could not write even handed to it for the run: one that owner (the
-// grants' owner) may not write, and others may not either.
-func checkGrant(g grant, root bool, owner reown.Owner) error {
+// grants' owner) may not write, and others may not either. A grant that
+// another run was handed (its hold in holds records it; that run may be
+// live, its turn first, or killed, and the hand-over hands it back first)
+// is judged as it was before that hand-over.
+func checkGrant(g grant, root bool, owner reown.Owner, holds string) error {
 	if g.dest != g.source {
 		real, err := filepath.EvalSymlinks(g.dest)
 		if err != nil || real != g.source {
@@ -216,6 +228,9 @@ func checkGrant(g grant, root bool, owner reown.Owner) error {
 	var st unix.Stat_t
 	if err := unix.Stat(g.source, &st); err != nil {
 		return fmt.Errorf("write grant %s: %w", g.source, err)
+	}
+	if rec := reown.Recorded(holds, g.source); rec != nil && rec.From == owner && int(st.Uid) == rec.To.UID && rec.Folder.Ino == st.Ino && rec.Folder.Dev == st.Dev {
+		st.Uid, st.Mode = uint32(owner.UID), rec.Folder.Mode
 	}
 	if st.Mode&0o002 == 0 && (int(st.Uid) != owner.UID || st.Mode&0o200 == 0) {
 		return &isolation.UnsupportedError{
@@ -350,10 +365,7 @@ func handGrants(p *isolation.Plan, gs []grant, uid int) (*reown.Handed, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	holds := ""
-	if p.HostDir != "" {
-		holds = filepath.Join(filepath.Dir(p.HostDir), reown.HoldsDir)
-	}
+	holds := holdsDir(p)
 	// Each run's tool has a uid of its own here: a run sharing a grant
 	// with another would find it handed to the other's uid, and neither
 	// would hand the other's files back. Runs of one grant take turns.
