@@ -296,3 +296,45 @@ func TestARunRefusingAKilledRunsGrantKeepsItsRecord(t *testing.T) {
 		t.Errorf("gc after the refusal: %v, handed back %+v; want the killed run's grant", err, backs)
 	}
 }
+
+// TestGCLeavesAKilledRunsGrantAroundALiveOne: gc does not hand back a
+// killed run's grant that holds, or lies in, a grant a live run holds —
+// the walk would hand the live tool's files (the same uid's, in the tiers
+// whose runs share one) to the user while it runs. A later gc does.
+func TestGCLeavesAKilledRunsGrantAroundALiveOne(t *testing.T) {
+	for _, nested := range []string{"live inside", "killed inside"} {
+		t.Run(nested, func(t *testing.T) {
+			dir, outer := filepath.Join(t.TempDir(), "holds"), t.TempDir()
+			inner := filepath.Join(outer, "sub")
+			must(t, os.Mkdir(inner, 0o755))
+			killed, live := outer, inner
+			if nested == "killed inside" {
+				killed, live = inner, outer
+			}
+			d := &fakeDo{}
+			from, to := Owner{UID: 1, GID: 1}, Owner{UID: 2, GID: 2}
+			dead, err := HandOver([]string{killed}, from, to, dir, Via{Do: d.do})
+			must(t, err)
+			kill(dead)
+			running, err := HandOver([]string{live}, from, to, dir, Via{Do: d.do})
+			must(t, err)
+			var backs []Grant
+			reap := func(g Grant) error { backs = append(backs, g); return nil }
+			must2(ReapHolds(dir, reap))
+			if len(backs) != 0 {
+				t.Fatalf("gc handed back %+v beside a live run's grant %s", backs, live)
+			}
+			must(t, running.Back())
+			must2(ReapHolds(dir, reap))
+			if len(backs) != 1 || backs[0].Path != killed {
+				t.Errorf("gc once the live run ended handed back %+v, want %s", backs, killed)
+			}
+		})
+	}
+}
+
+func must2(_ []string, err error) {
+	if err != nil {
+		panic(err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -124,7 +125,9 @@ func holdOnce(dir, name string, alone bool) (*Shared, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := trustedDir(dir); err != nil {
+	if err := trustedDir(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil // removed by the last run meanwhile
+	} else if err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
@@ -336,10 +339,13 @@ func ReapHolds(dir string, back func(Grant) error) ([]string, error) {
 	if back == nil {
 		back = func(g Grant) error { return g.Back(nil) }
 	}
+	live, known := liveGrants(dir, entries)
 	var reaped []string
 	var errs []error
 	for _, e := range entries {
-		r, err := reapHold(filepath.Join(dir, e.Name()), back)
+		r, err := reapHold(filepath.Join(dir, e.Name()), back, func(g *Grant) bool {
+			return !known || slices.ContainsFunc(live, func(l string) bool { return nested(l, g.name()) })
+		})
 		reaped = append(reaped, r...)
 		if err != nil {
 			errs = append(errs, err)
@@ -349,8 +355,61 @@ func ReapHolds(dir string, back func(Grant) error) ([]string, error) {
 	return reaped, errors.Join(errs...)
 }
 
-// reapHold reaps the hold file name, when no run holds or sets it up.
-func reapHold(name string, back func(Grant) error) ([]string, error) {
+// liveGrants are the grants of the holds in dir that runs hold (by their
+// user's names); known is false when one could not be read (a run is
+// setting it up).
+func liveGrants(dir string, entries []os.DirEntry) (live []string, known bool) {
+	for _, e := range entries {
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if trustedFile(f) != nil {
+			f.Close()
+			continue
+		}
+		// The setup lock first, as a run takes it before its flock: a
+		// run never finds the flock taken by this look alone.
+		if setupLock(f, false) != nil {
+			f.Close()
+			return nil, false
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			g, err := readGrant(f)
+			if err != nil {
+				f.Close()
+				return nil, false
+			}
+			if g != nil {
+				live = append(live, g.name())
+			}
+		}
+		f.Close()
+	}
+	return live, true
+}
+
+// name is the grant's path as its user names it: Origin, when Path is a
+// bind of the run's.
+func (g *Grant) name() string {
+	if g.Origin != "" {
+		return g.Origin
+	}
+	return g.Path
+}
+
+// nested reports whether a and b are the same path or one holds the other.
+func nested(a, b string) bool {
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	within := func(p, dir string) bool { return dir == "/" || strings.HasPrefix(p, dir+"/") }
+	return a == b || within(a, b) || within(b, a)
+}
+
+// reapHold reaps the hold file name, when no run holds or sets it up. A
+// grant that holds, or lies in, one a run holds (busy) is left for a
+// later gc: handing it back would hand that run's tool's files (of the
+// same uid, in the tiers whose runs share one) to the user while it runs.
+func reapHold(name string, back func(Grant) error, busy func(*Grant) bool) ([]string, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, nil
@@ -367,12 +426,12 @@ func reapHold(name string, back func(Grant) error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g != nil && busy(g) {
+		return nil, nil
+	}
 	if g != nil {
 		err := back(*g)
-		name := g.Path
-		if g.Origin != "" {
-			name = g.Origin // the user's name for it, not the run's bind
-		}
+		name := g.name() // the user's name for it, not the run's bind
 		if errors.Is(err, ErrGrantGone) {
 			reaped = append(reaped, fmt.Sprintf("grant %s left as it is: %v", name, err))
 		} else if err != nil {
