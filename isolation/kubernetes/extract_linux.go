@@ -77,10 +77,22 @@ func extractInto(r io.Reader, root string, skip []string, max int64, seen map[st
 			if max > 0 && total > max {
 				return fmt.Errorf("more than %d bytes: %w", max, sbinit.ErrTooLarge)
 			}
-			how.Flags = unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_NOFOLLOW | unix.O_CLOEXEC
+			if special(rfd, rel) {
+				refused = append(refused, rel)
+				continue
+			}
+			// O_NONBLOCK: a FIFO put there meanwhile fails (ENXIO)
+			// rather than blocking; fstat refuses it, or a device.
+			how.Flags = unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 			how.Mode = uint64(mode | 0o200)
 			fd, err := unix.Openat2(rfd, rel, how)
 			if err != nil {
+				refused = append(refused, rel)
+				continue
+			}
+			var fst unix.Stat_t
+			if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG {
+				unix.Close(fd)
 				refused = append(refused, rel)
 				continue
 			}
@@ -101,9 +113,22 @@ func extractInto(r io.Reader, root string, skip []string, max int64, seen map[st
 		}
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("not written, the host has a symlink or a non-directory in the way: %s", strings.Join(refused, ", "))
+		return fmt.Errorf("not written, the host has a symlink, a non-directory or a special file (FIFO, socket, device) in the way: %s", strings.Join(refused, ", "))
 	}
 	return nil
+}
+
+// special reports whether rel, beneath rfd, is there and is neither a
+// regular file nor a directory (a FIFO, a socket, a device): opening it
+// to write would block, or write to the device.
+func special(rfd int, rel string) bool {
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveBeneath})
+	if err != nil {
+		return false // absent, or a symlink in the way: the open refuses it
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR
 }
 
 // openParent opens the directory holding rel, beneath rfd.

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func tarOf(t *testing.T, entries ...[2]string) *bytes.Buffer {
@@ -83,5 +86,30 @@ func TestRemoveGoneDeletesOnlyWhatTheSandboxDeleted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "victim")); err != nil {
 		t.Errorf("a file outside the grant was removed")
+	}
+}
+
+// A path the host holds as a FIFO or a device is not written: opening a
+// FIFO no one reads blocks the copy back for good, and a device would be
+// written the tool's bytes.
+func TestExtractIntoLeavesSpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- extractInto(tarOf(t, [2]string{"fifo", "EVIL"}, [2]string{"ok.txt", "OK"}), root, nil, 1<<20, map[string]bool{})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "fifo") {
+			t.Errorf("a write over a FIFO was not reported: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the copy back blocked on a FIFO of the host")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "ok.txt")); err != nil || string(b) != "OK" {
+		t.Errorf("ok.txt: %q %v", b, err)
 	}
 }
