@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/changeset"
 )
@@ -18,7 +20,7 @@ func lockDir(t *testing.T, dir string) {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-			t.Skipf("chattr +i %s: %v %s (the file system cannot make it immutable)", dir, err, out)
+			testenv.Need(t, "a file system that can make a folder immutable (chattr +i)", fmt.Errorf("chattr +i %s: %v %s", dir, err, out))
 		}
 		t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
 		return
