@@ -477,6 +477,9 @@ func TestReviewApplyKilledIsUndone(t *testing.T) {
 		if applying, _, _ := recordState(runID); !applying {
 			t.Fatal("the killed apply's record does not say it was under way")
 		}
+		if l := sandboxed(t, dir, "undo", "--list"); l.code != 0 || !listed(l.stdout, runID, "apply stopped midway") {
+			t.Errorf("undo --list does not show the killed apply: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+		}
 		u := sandboxed(t, dir, "undo", runID)
 		if u.code != 0 {
 			t.Fatalf("undo of the killed apply: exit %d\n%s%s", u.code, u.stdout, u.stderr)
@@ -534,6 +537,9 @@ func TestUndoKilledMidwayIsFinished(t *testing.T) {
 		t.Log("the undo was stopped after its last write")
 	}
 
+	if l := sandboxed(t, dir, "undo", "--list"); l.code != 0 || !listed(l.stdout, r.RunID, "undo stopped midway") {
+		t.Errorf("undo --list does not show the killed undo: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
 	again := sandboxed(t, dir, "undo", r.RunID)
 	if again.code != 0 || !strings.Contains(again.stdout, "stopped midway") {
 		t.Fatalf("undo after a killed undo: exit %d\n%s%s", again.code, again.stdout, again.stderr)
@@ -543,6 +549,9 @@ func TestUndoKilledMidwayIsFinished(t *testing.T) {
 	}
 	if last := sandboxed(t, dir, "undo", r.RunID); last.code == 0 || !strings.Contains(last.stderr, "already undone") {
 		t.Errorf("undo after the finished one: exit %d %s", last.code, last.stderr)
+	}
+	if l := sandboxed(t, dir, "undo", "--list"); l.code != 0 || !listed(l.stdout, r.RunID, "undone") {
+		t.Errorf("undo --list does not show the run undone: exit %d\n%s%s", l.code, l.stdout, l.stderr)
 	}
 }
 
@@ -598,4 +607,15 @@ func TestUndoWaitsForARunHoldingTheGrant(t *testing.T) {
 			t.Error("undo did not restore the folder byte for byte")
 		}
 	})
+}
+
+// listed reports whether `sandboxed undo --list` printed runID's line with
+// state.
+func listed(out, runID, state string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, runID+" ") && strings.Contains(line, "  "+state+"  ") {
+			return true
+		}
+	}
+	return false
 }

@@ -549,3 +549,56 @@ func ReapChanges(stateDir string, b policy.UndoBounds, now time.Time, held func(
 	}
 	return removed, errors.Join(errs...)
 }
+
+// ChangeRecord is one run's change record as `sandboxed undo --list`
+// shows it.
+type ChangeRecord struct {
+	RunID     string    `json:"run_id"`
+	Tool      string    `json:"tool"`
+	CreatedAt time.Time `json:"created_at"`
+	// State is what undo would do with it: "recorded" (undo puts the
+	// grants back), "undone", "review not applied" (nothing to undo),
+	// "apply stopped midway" or "undo stopped midway" (undo finishes it).
+	State  string           `json:"state"`
+	Counts changeset.Counts `json:"counts"`
+	Grants []string         `json:"grants"`
+}
+
+// ListChanges lists the change records kept in stateDir, oldest first; a
+// record that cannot be read is listed with its error as its state.
+func ListChanges(stateDir string) ([]ChangeRecord, error) {
+	store := changeset.Store{Dir: ChangesDir(stateDir)}
+	stored, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []ChangeRecord
+	for _, s := range stored {
+		rec, err := store.Load(s.RunID)
+		if err != nil {
+			out = append(out, ChangeRecord{RunID: s.RunID, State: "unreadable: " + err.Error()})
+			continue
+		}
+		cr := ChangeRecord{RunID: rec.RunID, Tool: rec.Tool, CreatedAt: rec.CreatedAt, State: recordState(rec), Counts: rec.Counts()}
+		for _, g := range rec.Grants {
+			cr.Grants = append(cr.Grants, g.Root)
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// recordState is rec's ChangeRecord.State.
+func recordState(rec *changeset.Record) string {
+	switch {
+	case rec.UndoneAt != nil:
+		return "undone"
+	case rec.Undoing:
+		return "undo stopped midway"
+	case rec.Applying:
+		return "apply stopped midway"
+	case rec.Review && !rec.Applied:
+		return "review not applied"
+	}
+	return "recorded"
+}

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,7 +16,7 @@ import (
 var undoCommand = &cli.Command{
 	Name:      "undo",
 	Usage:     "put a run's write grants back as they were before it",
-	ArgsUsage: "RUN_ID",
+	ArgsUsage: "RUN_ID | --list",
 	Description: `Every run with a write grant records what it changed there (the policy's undo
 section bounds the record). undo removes what the run created and writes back what it
 modified or deleted, byte for byte, with their modes (never setuid or setgid bits).
@@ -22,15 +25,26 @@ or another run) refuses the whole undo and lists them, changing nothing. It neve
 follows a link the tool left: every path is opened beneath the grant without following
 links. An undo stopped midway (killed, or a write that failed) is finished by running
 it again, as is a reviewed change whose apply stopped midway; two undos of one run do
-not run at once, and an undo waits for the runs that hold a grant handed to their tool. RUN_ID is the run_id of the result, or the RUN ID column of
-'sandboxed audit'.`,
-	Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print what was put back as JSON"}},
+not run at once, and an undo waits for the runs that hold a grant handed to their tool.
+RUN_ID is the run_id of the result, or the RUN ID column of 'sandboxed audit' or of
+'sandboxed undo --list', which lists the records kept and what undo would do with each:
+an apply or an undo that stopped midway is listed as such.`,
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print what was put back (or the list) as JSON"},
+		&cli.BoolFlag{Name: "list", Usage: "list the change records kept, with their state, instead of undoing"},
+	},
 	Action: undoAction,
 }
 
 func undoAction(c *cli.Context) error {
+	if c.Bool("list") {
+		if c.NArg() != 0 {
+			return usageError(errors.New("undo: --list takes no run id"))
+		}
+		return listChanges(c)
+	}
 	if c.NArg() != 1 {
-		return usageError(errors.New("undo: which run? usage: sandboxed undo RUN_ID (see sandboxed audit)"))
+		return usageError(errors.New("undo: which run? usage: sandboxed undo RUN_ID (sandboxed undo --list lists the runs it can undo)"))
 	}
 	rep, err := sandbox.UndoRun(sandbox.StateDir(), sandbox.RuntimeDir(), c.Args().First(), func(grant string) {
 		fmt.Fprintf(terminalSafe(c.App.ErrWriter), "sandboxed: waiting for the runs using %s to end\n", grant)
@@ -63,4 +77,29 @@ func undoAction(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// listChanges prints the change records kept, oldest first.
+func listChanges(c *cli.Context) error {
+	recs, err := sandbox.ListChanges(sandbox.StateDir())
+	if err != nil {
+		return fmt.Errorf("undo --list: %w", err)
+	}
+	if c.Bool("json") {
+		if recs == nil {
+			recs = []sandbox.ChangeRecord{}
+		}
+		return writeJSON(c.App.Writer, recs)
+	}
+	w := tabwriter.NewWriter(terminalSafe(c.App.Writer), 0, 4, 2, ' ', 0) // paths a tool chose
+	fmt.Fprintln(w, "RUN ID\tTOOL\tCREATED\tCHANGES\tSTATE\tGRANTS")
+	for _, r := range recs {
+		created := ""
+		if !r.CreatedAt.IsZero() {
+			created = r.CreatedAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", r.RunID, r.Tool, created,
+			r.Counts.Created, r.Counts.Modified, r.Counts.Deleted, r.State, strings.Join(r.Grants, ","))
+	}
+	return w.Flush()
 }
