@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -351,6 +352,16 @@ func TestPlanOutsideCgroup(t *testing.T) {
 		}
 		if path := p.Spec.Linux.CgroupsPath; (path != "") != tc.wantPath || isolation.SpecPids(p.Spec) != tc.wantPids || p.Limits.Pids != 16 {
 			t.Errorf("%s, cgroup %t: cgroup %q, spec pids %d, the tool's %d; want a cgroup %t and %d", tc.tier, tc.cgroup, path, isolation.SpecPids(p.Spec), p.Limits.Pids, tc.wantPath, tc.wantPids)
+		}
+		// The cgroup holds memory and pids as written: no approximation
+		// is marked (nor noted in the result) where it does.
+		var fields []string
+		for _, a := range p.Approximations {
+			fields = append(fields, a.Field)
+		}
+		approx := slices.Contains(fields, specconv.FieldMemory) && slices.Contains(fields, specconv.FieldPids)
+		if approx == tc.wantPath || (tc.wantPath && len(approximationNotes(p)) > 0) {
+			t.Errorf("%s, cgroup %t: approximations %v (notes %q), want memory and pids approximated %t", tc.tier, tc.cgroup, fields, approximationNotes(p), !tc.wantPath)
 		}
 	}
 }

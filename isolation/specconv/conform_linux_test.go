@@ -88,28 +88,10 @@ func tierCases() []tierCase {
 				}
 				return c, c.Approximations, nil
 			}},
-		{"landlock", specconv.Target{Tier: isolation.TierLandlock},
-			func(t *testing.T) *isolation.Plan {
-				p := planOf(t, isolation.TierLandlock, false)
-				p.Scratch = "/tmp/sandboxed-scratch-" + runID
-				return p
-			},
-			func(p *isolation.Plan) (any, []isolation.Approximation, error) {
-				c, err := landlock.ConvertSpec(p)
-				if err != nil {
-					return nil, nil, err
-				}
-				return c, c.Approximations, nil
-			}},
-		{"none", specconv.Target{Tier: isolation.TierNone},
-			func(t *testing.T) *isolation.Plan { return planOf(t, isolation.TierNone, false) },
-			func(p *isolation.Plan) (any, []isolation.Approximation, error) {
-				c, err := none.ConvertSpec(p.Spec)
-				if err != nil {
-					return nil, nil, err
-				}
-				return c, c.Approximations, nil
-			}},
+		outsideCase("landlock", isolation.TierLandlock, true),
+		outsideCase("landlock without a cgroup", isolation.TierLandlock, false),
+		outsideCase("none", isolation.TierNone, true),
+		outsideCase("none without a cgroup", isolation.TierNone, false),
 		{"kubernetes", specconv.Target{Tier: isolation.TierContainer, Kubernetes: true},
 			func(t *testing.T) *isolation.Plan { return planOf(t, isolation.TierContainer, true) },
 			func(p *isolation.Plan) (any, []isolation.Approximation, error) {
@@ -120,6 +102,39 @@ func tierCases() []tierCase {
 				return c, c.Approximations, nil
 			}},
 	}
+}
+
+// outsideCase is a tier started outside namespaces (landlock, none), its
+// spec naming the run's cgroup (cgroup) or none, as the planner writes it
+// where the host has none sandboxed may use: then its pids limit is the
+// tool's own.
+func outsideCase(name string, tr isolation.Tier, cgroup bool) tierCase {
+	return tierCase{name, specconv.Target{Tier: tr, Cgroup: cgroup},
+		func(t *testing.T) *isolation.Plan {
+			var opts []sandbox.SpecOpt
+			if !cgroup {
+				opts = append(opts, sandbox.WithoutCgroup(), sandbox.WithPids(64))
+			}
+			p := planOf(t, tr, false, opts...)
+			if tr == isolation.TierLandlock {
+				p.Scratch = "/tmp/sandboxed-scratch-" + runID
+			}
+			return p
+		},
+		func(p *isolation.Plan) (any, []isolation.Approximation, error) {
+			if tr == isolation.TierNone {
+				c, err := none.ConvertSpec(p.Spec)
+				if err != nil {
+					return nil, nil, err
+				}
+				return c, c.Approximations, nil
+			}
+			c, err := landlock.ConvertSpec(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c, c.Approximations, nil
+		}}
 }
 
 // controllerFields are read by the controller, not the tier: every
@@ -144,11 +159,19 @@ func TestEveryFieldEnforcedApproximatedOrRefused(t *testing.T) {
 	for _, tc := range tierCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			base := tc.plan(t)
-			want, _, err := tc.convert(base)
+			want, baseApprox, err := tc.convert(base)
 			if err != nil {
 				t.Fatalf("the planner's own plan is refused: %v", err)
 			}
 			rules := specconv.Rules(tc.target)
+			for _, a := range baseApprox {
+				// An approximation marked where the tier enforces the
+				// field (a cgroup holding the limits) is as untrue as
+				// one left out.
+				if r, _ := ruleOf(rules, a.Field); r.How != specconv.Approximated {
+					t.Errorf("%s marked approximated, where the rules say %s", a.Field, r.How)
+				}
+			}
 			for _, r := range rules {
 				if !slices.ContainsFunc(leaves, func(f string) bool { return f == r.Field || strings.HasPrefix(f, r.Field+".") }) {
 					t.Errorf("the rule of %s names no field of specs.Spec", r.Field)

@@ -45,9 +45,9 @@ const GVisorMemoryOverhead = 64 << 20
 
 // Approximation notes, one per mechanism.
 const (
-	noteRlimitMemory = "without a cgroup sandboxed may use (a container's read-only cgroupfs), RLIMIT_DATA of the limit for each process: several processes may each use that much, and shared mappings and memfds escape it; an exhausted limit fails the allocation and is not reported as oom; with one, the run's cgroup holds it"
-	noteRlimitPids   = "where the spec names the run's cgroup, that cgroup holds it, the init's spare threads with the tool's; where it names none (no cgroup sandboxed may use: a container's read-only cgroupfs), the limit is the tool's own, set as RLIMIT_NPROC on the tool's uid, which counts every task of that uid across the kernel (with the uid shared, on top of what it runs already when each command starts; the init's threads are not counted); an exhausted limit fails the fork"
-	noteRlimitCPU    = "held by the run's cgroup where this host has one sandboxed may use; without one the run is refused when it starts"
+	noteRlimitMemory = "the spec names no cgroup (none sandboxed may use here: a container's read-only cgroupfs): RLIMIT_DATA of the limit for each process; several processes may each use that much, and shared mappings and memfds escape it; an exhausted limit fails the allocation and is not reported as oom"
+	noteRlimitPids   = "the spec names no cgroup (none sandboxed may use here: a container's read-only cgroupfs): the limit is the tool's own, set as RLIMIT_NPROC on the tool's uid, which counts every task of that uid across the kernel (with the uid shared, on top of what it runs already when each command starts; the init's threads are not counted); an exhausted limit fails the fork"
+	noteRlimitCPU    = "the spec names no cgroup (none sandboxed may use here), and no rlimit stands in for a CPU limit: the run is refused when it starts"
 	noteGVisorMemory = "gVisor's own kernel (the Sentry) is charged to the same limit as the tool: the tool gets the limit less the runtime's memory"
 	notePodCPU       = "the pod's CPU limit, in thousandths of a CPU rounded up"
 	notePodMemory    = "the pod's memory limit; under gVisor (a RuntimeClass of handler runsc), whose own kernel (the Sentry) the pod's cgroup charges with the tool, the pod's limit is the tool's plus 64 MiB for it (GVisorMemoryOverhead), so the tool gets about its own, give or take what the Sentry uses"
@@ -69,9 +69,9 @@ func Rules(t Target) []Rule {
 	case t.Tier == isolation.TierContainer:
 		rs = containerRules(t)
 	case t.Tier == isolation.TierLandlock:
-		rs = landlockRules()
+		rs = landlockRules(t.Cgroup)
 	case t.Tier == isolation.TierNone:
-		rs = noneRules()
+		rs = noneRules(t.Cgroup)
 	default:
 		return nil // an unknown tier honours nothing
 	}
@@ -111,22 +111,29 @@ func containerRules(t Target) []Rule {
 
 // landlockRules: no namespaces, mounts or root of its own; Landlock rules
 // of the grants' binds, the plan's seccomp filter, no_new_privs, rlimits,
-// and the run's cgroup only where the host has one sandboxed may use.
-func landlockRules() []Rule {
+// and the run's cgroup only where the spec names one (cgroup).
+func landlockRules(cgroup bool) []Rule {
 	rs := enforced("Root.Path", "Root.Readonly", FieldRlimits, "Process.NoNewPrivileges",
 		"Mounts.Destination", "Mounts.Type", "Mounts.Source", "Mounts.Options", "Linux.CgroupsPath")
-	rs = append(rs, limitApproximations()...)
+	rs = append(rs, outsideLimits(cgroup)...)
 	return append(rs, seccompFields...)
 }
 
 // noneRules: the tool runs on the host as the invoking user; the run's
-// cgroup, or rlimits where there is none, hold its limits.
-func noneRules() []Rule {
+// cgroup, or rlimits where the spec names none, hold its limits.
+func noneRules(cgroup bool) []Rule {
 	rs := enforced("Root.Path", "Linux.CgroupsPath")
-	return append(rs, limitApproximations()...)
+	return append(rs, outsideLimits(cgroup)...)
 }
 
-func limitApproximations() []Rule {
+// outsideLimits are the limit rules of a run started outside namespaces:
+// the run's cgroup holds them as written where the spec names it
+// (process.OutsideCgroup, which refuses the run where the host no longer
+// has it), else rlimits approximate them (process.OutsideRlimits).
+func outsideLimits(cgroup bool) []Rule {
+	if cgroup {
+		return enforced(FieldMemory, FieldSwap, FieldPids, FieldCPUQuota, FieldCPU)
+	}
 	return []Rule{
 		{Field: FieldMemory, How: Approximated, Note: noteRlimitMemory},
 		{Field: FieldSwap, How: Approximated, Note: noteRlimitMemory},

@@ -36,17 +36,28 @@ type Rule struct {
 }
 
 // Target is what decides a tier's rules: the tier, whether the run is a
-// pod of the Kubernetes backend, and the runtime (runsc counts gVisor's
-// own kernel against the memory limit).
+// pod of the Kubernetes backend, the runtime (runsc counts gVisor's own
+// kernel against the memory limit) and whether the spec names the run's
+// cgroup.
 type Target struct {
 	Tier       isolation.Tier
 	Kubernetes bool
 	Runtime    string
+	// Cgroup: the spec names the run's cgroup (Linux.CgroupsPath), which
+	// holds the limits of the landlock and none tiers as written; without
+	// one, rlimits approximate them. Review takes it from the spec.
+	Cgroup bool
 }
 
 // TargetOf is the target of plan p.
 func TargetOf(p *isolation.Plan) Target {
-	return Target{Tier: p.Tier, Kubernetes: p.Backend == isolation.BackendKubernetes, Runtime: p.Runtime}
+	return Target{Tier: p.Tier, Kubernetes: p.Backend == isolation.BackendKubernetes, Runtime: p.Runtime,
+		Cgroup: specCgroup(p.Spec)}
+}
+
+// specCgroup reports whether s names the run's cgroup.
+func specCgroup(s *specs.Spec) bool {
+	return s != nil && s.Linux != nil && s.Linux.CgroupsPath != ""
 }
 
 // String names the target in messages: "the process tier", "the
@@ -66,11 +77,13 @@ func (t Target) String() string {
 // Review checks that target honours every field set in s: a field no rule
 // of the target covers refuses the spec with an *isolation.UnsupportedError
 // naming it. It returns the approximations of the fields set, in field
-// order.
+// order. Whether a cgroup holds the limits is the spec's to say
+// (t.Cgroup is set from it).
 func Review(t Target, s *specs.Spec) ([]isolation.Approximation, error) {
 	if s == nil {
 		return nil, &isolation.UnsupportedError{What: "a plan without a spec", Fix: "plan the run with sandbox.Plan"}
 	}
+	t.Cgroup = specCgroup(s)
 	rules := Rules(t)
 	var out []isolation.Approximation
 	for _, f := range Fields(s) {
