@@ -135,12 +135,21 @@ func ParseHost(h string) (string, error) {
 // ParseName checks a DNS name and returns it lower-cased without one
 // trailing dot. It refuses wildcards and IP-literal syntax.
 func ParseName(h string) (string, error) {
-	n := strings.ToLower(strings.TrimSuffix(h, "."))
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("host %q: %s: %w", h, why, ErrBadRule)
 	}
+	for _, c := range h {
+		if c > 0x7f {
+			// Before lower-casing, which makes the Kelvin sign "k".
+			return bad(fmt.Sprintf("character %q is not allowed in a host name (write an internationalised name in its xn-- form)", c))
+		}
+	}
+	n := strings.ToLower(strings.TrimSuffix(h, "."))
 	if n == "" {
 		return bad("empty host")
+	}
+	if numericLabel(n[strings.LastIndexByte(n, '.')+1:]) {
+		return bad("it reads as an IPv4 address in a form other than a.b.c.d (a top-level label is never a number): write the address as four decimal numbers")
 	}
 	if len(n) > 253 {
 		return bad("host name longer than 253 characters")
@@ -163,6 +172,16 @@ func ParseName(h string) (string, error) {
 		}
 	}
 	return n, nil
+}
+
+// numericLabel reports whether a label is a number as inet_aton reads
+// one: decimal or octal digits, or 0x and hexadecimal digits.
+func numericLabel(l string) bool {
+	digits := "0123456789"
+	if rest, ok := strings.CutPrefix(l, "0x"); ok {
+		l, digits = rest, "0123456789abcdef"
+	}
+	return l != "" && strings.Trim(l, digits) == ""
 }
 
 // ParseNamedHost is ParseHost for a rule that must name its hosts (a
@@ -326,12 +345,12 @@ func ParseTarget(host string) (Target, error) {
 	case bracketed:
 		return Target{}, fmt.Errorf("host %q: brackets hold only an IP address: %w", host, ErrBadRule)
 	}
+	if a, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil && a.Is4() {
+		return Target{IP: a}, nil // "192.0.2.1." is that address
+	}
 	name, err := ParseName(host)
 	if err != nil {
 		return Target{}, err
-	}
-	if a, err := netip.ParseAddr(name); err == nil {
-		return Target{IP: a.Unmap()}, nil // "192.0.2.1." is that address
 	}
 	return Target{Name: name}, nil
 }

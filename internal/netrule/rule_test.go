@@ -47,6 +47,20 @@ func TestParseRule(t *testing.T) {
 		{in: "fe80::1%eth0", err: true},
 		{in: "{HOST}", err: true},
 		{in: strings.Repeat("a", 64) + ".com", err: true},
+		// IPv4 addresses in the forms inet_aton reads (a resolver or a
+		// tool's library may), which are no DNS names: no top-level
+		// label is all digits or hexadecimal 0x.
+		{in: "127.1", err: true},
+		{in: "0x7f.1", err: true},
+		{in: "2130706433", err: true},
+		{in: "0177.0.0.1", err: true},
+		{in: "10.0.0.0x1", err: true},
+		{in: "*.10", err: true},
+		// Letters only of ASCII: the Kelvin sign lower-cases to "k".
+		{in: "\u212aexample.com", err: true},
+		{in: "192.0.2.1.", want: Rule{Host: "192.0.2.1"}},
+		{in: "1.example.com", want: Rule{Host: "1.example.com"}},
+		{in: "example.0x1z", want: Rule{Host: "example.0x1z"}},
 	}
 	for _, tt := range tests {
 		got, err := ParseRule(tt.in)
