@@ -1453,8 +1453,9 @@ func count(n int, what string) string {
 	return strconv.Itoa(n) + " " + what + "s"
 }
 
-// inspection adds a point for each credential and HTTP rule of the
-// definition: what the proxy does with the requests to their hosts.
+// inspection adds a point for each credential of the definition and
+// each HTTP rule the proxy applies (httpRules): what the proxy does
+// with the requests to their hosts.
 func (x *explainer) inspection() {
 	def := x.in.Def
 	if def.Sandboxed == nil {
@@ -1491,7 +1492,8 @@ func (x *explainer) inspection() {
 		}
 		x.e.Network = append(x.e.Network, p)
 	}
-	for _, r := range def.Sandboxed.HTTP {
+	rules, reason := x.httpRules()
+	for _, r := range rules {
 		methods, paths := "any method", "any path"
 		if len(r.Methods) > 0 {
 			methods = strings.Join(r.Methods, ", ")
@@ -1501,7 +1503,7 @@ func (x *explainer) inspection() {
 		}
 		p := Point{Subject: "http:" + r.Host, Requested: "sandboxed.http: " + r.Host,
 			Meaning: fmt.Sprintf("requests to %s only with %s on %s", r.Host, methods, paths),
-			Verdict: VerdictAllow, Risk: "low", Rule: "sandboxed.http", Reason: "the definition narrows its own grant"}
+			Verdict: VerdictAllow, Risk: "low", Rule: "sandboxed.http", Reason: reason}
 		if x.unsandboxed() {
 			p.Mechanisms = []Mechanism{x.notEnforced()}
 		} else {
@@ -1510,6 +1512,24 @@ func (x *explainer) inspection() {
 		}
 		x.e.Network = append(x.e.Network, p)
 	}
+}
+
+// httpRules are the method and path rules the egress proxy applies: the
+// plan's (Egress.HTTP, none where the plan has no egress), or, for a
+// review no plan could be made for, the definition's as written, and the
+// reason saying which.
+func (x *explainer) httpRules() ([]isolation.HTTPRule, string) {
+	if pl := x.in.Plan; pl != nil {
+		if pl.Egress == nil {
+			return nil, ""
+		}
+		return pl.Egress.HTTP, "the definition narrows its own grant; the plan's egress rules, which the proxy applies"
+	}
+	var out []isolation.HTTPRule
+	for _, r := range x.in.Def.Sandboxed.HTTP {
+		out = append(out, isolation.HTTPRule{Host: r.Host, Methods: r.Methods, Paths: r.Paths})
+	}
+	return out, "the definition narrows its own grant; as the definition writes it: no plan could be made to read the proxy's rules from"
 }
 
 // writeGrants are the definition's write grants, as written.

@@ -19,6 +19,12 @@ import (
 
 func explainFor(t *testing.T, def *tool.Definition, perms []string, items []policy.Item, verdict policy.Verdict) Explanation {
 	t.Helper()
+	return Explain(inputFor(t, def, perms, items, verdict))
+}
+
+// inputFor is explainFor's input, for a test to change before Explain.
+func inputFor(t *testing.T, def *tool.Definition, perms []string, items []policy.Item, verdict policy.Verdict) ExplainInput {
+	t.Helper()
 	var grants []permissions.Grant
 	var templ []TemplatedPermission
 	for i, p := range perms {
@@ -41,14 +47,14 @@ func explainFor(t *testing.T, def *tool.Definition, perms []string, items []poli
 	}}
 	pl.Limits.Timeout = 5 * time.Minute
 	pl.Spec.Mounts = []specs.Mount{{Source: "/work/proj/src", Destination: "/work/proj/src", Type: "bind", Options: []string{"bind", "ro", "nosuid", "nodev"}}}
-	return Explain(ExplainInput{
+	return ExplainInput{
 		Def: def, Grants: grants, Templated: templ,
 		Decision: policy.Decision{Items: items, Verdict: verdict, Tier: policy.TierReadOnly, Limits: policy.Effective{OutputBytes: 10 << 20}},
 		Policy:   PolicyInfo{Source: "built-in default"},
 		Plan:     pl, Planned: true,
 		HostPath: []string{"/usr/local/bin", "/usr/bin", "/home/u/go/bin"},
 		Home:     "/home/u",
-	})
+	}
 }
 
 // planOf is a plan of tier t whose spec runs the tool as uid:gid, for
