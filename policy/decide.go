@@ -789,7 +789,8 @@ func protectedMasks(rules compiledPaths, m *permissions.Mount, paths []string) m
 }
 
 // holdsProtectedItem is the verdict on a grant that holds whole protected
-// paths: it needs approval, and they stay masked.
+// paths: it needs approval, and those that exist when the run starts stay
+// masked.
 func holdsProtectedItem(it Item, m *permissions.Mount, holds []pathRule) Item {
 	it.Verdict, it.Risk, it.ApproveFlag = NeedsApproval, RiskHigh, it.Subject
 	it.Rule = holds[0].name() + " (inside the granted path)"
@@ -802,7 +803,9 @@ func holdsProtectedItem(it Item, m *permissions.Mount, holds []pathRule) Item {
 	if len(names) > 4 {
 		names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
 	}
-	it.Reason = fmt.Sprintf("%s holds protected paths (%s); they stay hidden even when approved, but a grant this wide is rarely needed",
+	// Nothing is mounted over a path that does not exist when the run
+	// starts: a write grant may create it, which the run reports after.
+	it.Reason = fmt.Sprintf("%s holds protected paths (%s); even when approved, those that exist when the run starts stay masked (hidden, or read-only where only writes are denied), and one created during the run is not masked but reported in the run's result; a grant this wide is rarely needed",
 		m.HostPath, strings.Join(names, ", "))
 	it.PolicyFix = "grant a narrower path, or approval.standing: [" + it.Subject + "]"
 	return it

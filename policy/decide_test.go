@@ -944,3 +944,26 @@ func TestDecideForcesRuntime(t *testing.T) {
 		t.Errorf("runtime crun was accepted")
 	}
 }
+
+// The reason of a grant holding protected paths says what the masks
+// hold: a path that exists when the run starts stays masked; one that
+// does not is not (nothing is mounted over a missing path), and a write
+// grant may create it, which the run reports. It claimed they stay hidden
+// whatever happens.
+func TestHoldsProtectedReasonSaysWhatTheMasksHold(t *testing.T) {
+	r := baseRequest()
+	r.Grants = grants(t, "filesystem:write:~")
+	d := Default().Decide(r)
+	it, ok := item(d, "filesystem:write:/home/u")
+	if !ok || !strings.HasSuffix(it.Rule, "(inside the granted path)") {
+		t.Fatalf("item = %+v", it)
+	}
+	for _, want := range []string{"those that exist when the run starts stay masked", "one created during the run is not masked but reported"} {
+		if !strings.Contains(it.Reason, want) {
+			t.Errorf("reason %q does not say %q", it.Reason, want)
+		}
+	}
+	if strings.Contains(it.Reason, "stay hidden even when approved") {
+		t.Errorf("reason %q claims the masks hold what does not exist yet", it.Reason)
+	}
+}

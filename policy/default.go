@@ -137,7 +137,9 @@ paths:
   # Reads and writes denied: credentials, shell start-up files, host config,
   # the host's /proc, and the Docker socket (which is root on the host).
   # A grant of a parent of one of these (filesystem:read:~, filesystem:read:/)
-  # needs approval, and the denied paths inside stay hidden even then.
+  # needs approval, and the denied paths inside that exist when the run starts
+  # stay hidden even then (one a write grant creates during the run is
+  # reported, not hidden).
   deny:
     - ~/.ssh
     - ~/.aws

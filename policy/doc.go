@@ -38,8 +38,10 @@
 //     so a symlink into ~/.ssh is denied.
 //   - A grant of a parent of a denied path (filesystem:read:~,
 //     filesystem:read:/) needs approval, and even when approved the denied
-//     paths inside are masked (Decision.Masks): hidden for deny rules,
-//     read-only for deny-write rules. .git/hooks and .git/config are masked
+//     paths inside that exist when the run starts are masked
+//     (Decision.Masks): hidden for deny rules, read-only for deny-write
+//     rules. Nothing is mounted over a path that does not exist: a write
+//     grant may create it, and the run reports it. .git/hooks and .git/config are masked
 //     read-only inside every writable mount, since a pure package cannot
 //     know where repositories are.
 //   - Reads are allowed; writes inside the working directory are allowed;
