@@ -241,6 +241,12 @@ type Decision struct {
 	// Isolation is the tier to run in: the request raised to the source's
 	// minimum (and to an allowed tier); Notes say when it was raised.
 	Isolation tool.Isolation `json:"isolation"`
+	// RaisedFrom is the tier the request asked for where the policy
+	// raised it (the source's isolation.minimum or isolation.allowed); ""
+	// where it did not. RaiseNote, one of Notes, says how and by which
+	// rule (the first raise, where both rules raised it).
+	RaisedFrom tool.Isolation `json:"raised_from,omitempty"`
+	RaiseNote  string         `json:"raise_note,omitempty"`
 	// RequireLandlock: the source's isolation.landlock is required (the
 	// process tier refuses a kernel that cannot raise every Landlock wall).
 	RequireLandlock bool `json:"require_landlock,omitempty"`
@@ -298,6 +304,9 @@ func (p *Policy) Decide(req Request) Decision {
 		isoReq.Isolation = tool.IsolationProcess
 	}
 	iso, isoItem, notes := decideIsolation(isoReq, src)
+	if want := isoRequested(isoReq); iso != "" && iso != want && len(notes) > 0 {
+		d.RaisedFrom, d.RaiseNote = want, notes[0]
+	}
 	if iso == tool.IsolationProcess && isoItem.Verdict == Allow {
 		d.LandlockStandIn = src.rule.Isolation.WithoutNamespaces == StandInLandlock ||
 			slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll)
@@ -450,11 +459,11 @@ func (p *Policy) decideTool(req Request, tier Tier) Item {
 	return it
 }
 
+// decideIsolation is the tier req runs in by the source's rule, its item,
+// and the notes of its raises (none, one, or the minimum's then the
+// allowed's), in that order.
 func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []string) {
-	want := req.Isolation
-	if want == "" {
-		want = tool.IsolationProcess
-	}
+	want := isoRequested(req)
 	it := Item{Subject: "isolation", Kind: ItemIsolation, Verdict: Allow, Risk: RiskLow}
 	var notes []string
 	eff := want
@@ -513,6 +522,15 @@ func decideIsolation(req Request, src sourceRule) (tool.Isolation, Item, []strin
 		it.Reason = fmt.Sprintf("requested %s, runs in %s", want, eff)
 	}
 	return eff, it, notes
+}
+
+// isoRequested is the tier req asks for: the process tier where it names
+// none.
+func isoRequested(req Request) tool.Isolation {
+	if req.Isolation == "" {
+		return tool.IsolationProcess
+	}
+	return req.Isolation
 }
 
 // LandlockNotes say what the landlock tier does not enforce or hide,

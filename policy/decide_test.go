@@ -472,6 +472,15 @@ func TestDecideIsolationNotes(t *testing.T) {
 	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "isolation raised from none to process") {
 		t.Errorf("notes = %q", d.Notes)
 	}
+	// The raise is a field too, for what acts on it (a failed run's hint).
+	if d.RaisedFrom != tool.IsolationNone || len(d.Notes) != 1 || d.RaiseNote != d.Notes[0] {
+		t.Errorf("raised from %q (%q), want none and the note", d.RaisedFrom, d.RaiseNote)
+	}
+	r.Isolation = tool.IsolationContainer
+	if d := Default().Decide(r); d.RaisedFrom != "" || d.RaiseNote != "" {
+		t.Errorf("not raised, yet raised from %q (%q)", d.RaisedFrom, d.RaiseNote)
+	}
+	r.Isolation = tool.IsolationNone
 	if d.Source.Trusted || d.Source.Rule != "sources[3]" {
 		t.Errorf("source = %+v", d.Source)
 	}

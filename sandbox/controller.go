@@ -102,6 +102,10 @@ type Job struct {
 	teardown func() error
 	// Notes are copied into the Result (e.g. "tier raised to process").
 	Notes []string
+	// decision is the policy's for the run (Prepare; nil for a job made
+	// otherwise): a failed run's hint says first when it raised the tier
+	// (withRaise).
+	decision *policy.Decision
 	// hostEnv is the environment credentials are read from (the caller's
 	// when a server runs the job); nil is this process's.
 	hostEnv []string
@@ -304,7 +308,7 @@ func (c *Controller) run(ctx context.Context, job *Job, res *Result, outs *outpu
 	p := job.Plan
 	fail := func(f *runFailure) {
 		res.Status = StatusError
-		res.Error = c.withEnvFix(p.Tier, withRaise(res.Notes, f.info()))
+		res.Error = c.withEnvFix(p.Tier, withRaise(job.decision, f.info()))
 		res.ExitCode = res.ProcessExitCode()
 	}
 	b := c.Backends[p.Tier]
@@ -708,27 +712,21 @@ func (c *Controller) withEnvFix(tier isolation.Tier, e *ErrorInfo) *ErrorInfo {
 // withRaise puts first in a failed run's hint that the policy planned the
 // run in a stronger tier than the one asked for: the failure is that
 // tier's, and the way to the tier asked for goes through the policy, not
-// through this host's setup.
-func withRaise(notes []string, e *ErrorInfo) *ErrorInfo {
-	if e == nil {
+// through this host's setup. d is the policy's decision (nil: none).
+func withRaise(d *policy.Decision, e *ErrorInfo) *ErrorInfo {
+	if e == nil || d == nil || d.RaisedFrom == "" {
 		return e
 	}
-	for _, n := range notes {
-		if !strings.HasPrefix(n, "isolation raised from ") {
-			continue
-		}
-		why := "this run was not in the tier asked for: " + n
-		if strings.HasPrefix(n, "isolation raised from none ") {
-			why += "; the policy never runs such a tool unsandboxed: to run it in none, install it " +
-				"(sandboxed tool import FILE --scope user, then sandboxed run NAME: tools of the user and global scopes may run in none with --approve isolation-none) " +
-				"or trust its folder in the policy's sources (sandboxed policy show)"
-		}
-		if e.Hint == "" {
-			e.Hint = why
-		} else {
-			e.Hint = why + "; " + e.Hint
-		}
-		return e
+	why := "this run was not in the tier asked for: " + d.RaiseNote
+	if d.RaisedFrom == tool.IsolationNone {
+		why += "; the policy never runs such a tool unsandboxed: to run it in none, install it " +
+			"(sandboxed tool import FILE --scope user, then sandboxed run NAME: tools of the user and global scopes may run in none with --approve isolation-none) " +
+			"or trust its folder in the policy's sources (sandboxed policy show)"
+	}
+	if e.Hint == "" {
+		e.Hint = why
+	} else {
+		e.Hint = why + "; " + e.Hint
 	}
 	return e
 }

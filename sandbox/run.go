@@ -444,7 +444,7 @@ func (c *Controller) RunPrepared(ctx context.Context, req *Request, p *Prepared)
 	}
 	p, warm := c.warmFor(p)
 	job := &Job{warm: warm, Plan: p.Plan, Version: req.Def.Version, Steps: p.Steps, Stdout: req.Stdout, Stderr: req.Stderr, Stdin: req.Stdin,
-		Notes: p.Notes, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
+		Notes: p.Notes, decision: p.Decision, Proxy: req.Egress, watches: p.watches, hostEnv: p.Facts.Env,
 		create: &writeDirs{grants: p.Grants, uid: int(p.Facts.UID), gid: int(p.Facts.GID)}}
 	job.ApproveWrites, job.ReviewWrites = slices.Contains(req.Approvals, ApproveWrites), req.ReviewWrites
 	job.Audit = func(r *Result) error { return c.audit(req, p, p.Decision, r) }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandboxed-dev/sandboxed/policy"
@@ -70,4 +71,32 @@ func TestDeclinedAndAskFailed(t *testing.T) {
 	if pe.Result.Status != StatusDenied || pe.Result.Error.Code != CodePermission {
 		t.Error("making the other refusals changed the first")
 	}
+}
+
+// A failed run's hint says first that the policy raised its tier, read
+// from the decision (RaisedFrom, RaiseNote), whatever the result's notes
+// say: a note of the same words that is not the policy's raise (a tool's
+// output, the landlock stand-in) does not make one.
+func TestWithRaiseReadsTheDecision(t *testing.T) {
+	r := baseRequestForRaise()
+	d := policy.Default().Decide(r)
+	if d.RaisedFrom != tool.IsolationNone {
+		t.Fatalf("the fixture is not raised: %+v", d)
+	}
+	e := withRaise(&d, &ErrorInfo{Hint: "run sandboxed doctor"})
+	if want := "this run was not in the tier asked for: " + d.RaiseNote + "; the policy never runs such a tool unsandboxed"; !strings.HasPrefix(e.Hint, want) ||
+		!strings.HasSuffix(e.Hint, "; run sandboxed doctor") || !strings.Contains(e.Hint, "isolation raised from none to process") {
+		t.Errorf("hint %q", e.Hint)
+	}
+	plain := policy.Decision{Isolation: tool.IsolationProcess, Notes: []string{"isolation raised from none to process by the policy"}}
+	if e := withRaise(&plain, &ErrorInfo{Hint: "h"}); e.Hint != "h" {
+		t.Errorf("a note alone made a raise: %q", e.Hint)
+	}
+	if e := withRaise(nil, &ErrorInfo{Hint: "h"}); e.Hint != "h" {
+		t.Errorf("no decision: %q", e.Hint)
+	}
+}
+
+func baseRequestForRaise() policy.Request {
+	return policy.Request{Tool: "t", Tags: []string{"read"}, Scope: tool.ScopePath, Isolation: tool.IsolationNone, Cwd: "/work", Home: "/home/u"}
 }
