@@ -208,8 +208,8 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 		notes = append(notes, g.String())
 	}
 	notes = append(notes, approximationNotes(plan)...)
-	if d.Isolation != def.Security.Isolation && req.Isolation == "" {
-		notes = append(notes, fmt.Sprintf("isolation raised from %s to %s by the policy", def.Security.Isolation, d.Isolation))
+	if n := isolationNote(def.Security.Isolation, d, req.Isolation); n != "" {
+		notes = append(notes, n)
 	}
 	return &Prepared{RunID: runID, Bound: br.bound, Grants: br.grants, Decision: &d, Facts: facts, Plan: plan, Steps: steps, Notes: notes, watches: watches, input: in}, nil
 }
@@ -468,4 +468,28 @@ func (c *Controller) Run(ctx context.Context, req *Request) (*Result, *Prepared,
 	}
 	res, err := c.RunPrepared(ctx, req, p)
 	return res, p, err
+}
+
+// isolationNote says why d runs the tool in another tier than its
+// definition asks for (want), where the policy's own notes do not: a raise
+// has its note in d.Notes already, and the landlock tier standing in for
+// the process tier is not a raise (it is the weaker tier). "" when the tier
+// is the one asked for, or the caller chose it (asked).
+func isolationNote(want tool.Isolation, d policy.Decision, asked string) string {
+	want = orDefault(want, tool.IsolationProcess)
+	switch {
+	case asked != "" || d.Isolation == want || d.RaisedFrom != "":
+		return ""
+	case d.Isolation == tier.Landlock:
+		return fmt.Sprintf("the landlock tier runs the tool in the %s tier's place, which cannot run on this host (the policy's stand-in)", want)
+	}
+	return fmt.Sprintf("isolation %s by the policy, where the definition asks for %s", d.Isolation, want)
+}
+
+// orDefault is t, or def when t is unset.
+func orDefault(t, def tool.Isolation) tool.Isolation {
+	if t == "" {
+		return def
+	}
+	return t
 }

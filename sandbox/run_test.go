@@ -100,3 +100,25 @@ func TestWithRaiseReadsTheDecision(t *testing.T) {
 func baseRequestForRaise() policy.Request {
 	return policy.Request{Tool: "t", Tags: []string{"read"}, Scope: tool.ScopePath, Isolation: tool.IsolationNone, Cwd: "/work", Home: "/home/u"}
 }
+
+func TestIsolationNoteSaysNoRaiseTwiceAndNoStandInAsARaise(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		want  tool.Isolation
+		d     policy.Decision
+		asked string
+		note  string
+	}{
+		{"as asked", tool.IsolationProcess, policy.Decision{Isolation: tool.IsolationProcess}, "", ""},
+		{"unset means process", "", policy.Decision{Isolation: tool.IsolationProcess}, "", ""},
+		{"the caller chose", tool.IsolationProcess, policy.Decision{Isolation: tool.IsolationContainer}, "container", ""},
+		{"raised: the policy's note says it", tool.IsolationNone, policy.Decision{Isolation: tool.IsolationProcess, RaisedFrom: tool.IsolationNone}, "", ""},
+		{"landlock stands in", tool.IsolationProcess, policy.Decision{Isolation: tool.Isolation("landlock")}, "", "the landlock tier runs the tool in the process tier's place"},
+		{"other", tool.IsolationProcess, policy.Decision{Isolation: tool.IsolationContainer}, "", "isolation container by the policy, where the definition asks for process"},
+	} {
+		got := isolationNote(c.want, c.d, c.asked)
+		if (c.note == "") != (got == "") || !strings.HasPrefix(got, c.note) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.note)
+		}
+	}
+}
