@@ -508,6 +508,12 @@ func TestUndoKilledMidwayIsFinished(t *testing.T) {
 	cmd := command("undo", r.RunID)
 	cmd.Dir = dir
 	must(t, cmd.Start())
+	t.Cleanup(func() { // a failed check must not leave the stopped undo behind
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+	})
 	waitFor(t, "the record says the undo is under way", func() bool {
 		_, undoing, _ := recordState(r.RunID)
 		return undoing
@@ -518,6 +524,9 @@ func TestUndoKilledMidwayIsFinished(t *testing.T) {
 		return os.IsNotExist(err)
 	})
 	must(t, cmd.Process.Signal(syscall.SIGSTOP))
+	// kill(2) returns before the process stops: a thread in a system
+	// call finishes it first. Look until every thread is stopped.
+	waitFor(t, "the undo stops", func() bool { return allStopped(cmd.Process.Pid) })
 	if _, _, undone := recordState(r.RunID); undone {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
@@ -572,6 +581,12 @@ func TestUndoWaitsForARunHoldingTheGrant(t *testing.T) {
 		if env.runner != nil {
 			privilege = "  execution-privilege: reduced\n" // handed over to its subordinate id
 		}
+		already := map[string]bool{} // holds of runs before this one
+		if m, _ := filepath.Glob(filepath.Join(env.runtimeDir, "grants", "grant-*.lock")); m != nil {
+			for _, h := range m {
+				already[h] = true
+			}
+		}
 		holder := filepath.Join(dir, "holder.yaml")
 		must(t, os.WriteFile(holder, []byte("name: holder\ndescription: e2e tool holder\ntags: [read]\nbash: |\n  sleep 3; echo done\n"+
 			"security:\n  isolation: "+iso+"\n"+privilege+"  required-permissions:\n    - \"filesystem:write:./out\"\n"), 0o644))
@@ -583,13 +598,21 @@ func TestUndoWaitsForARunHoldingTheGrant(t *testing.T) {
 		go func() { ended <- cmd.Wait() }()
 		waitFor(t, "the holder run holds the grant", func() bool {
 			m, _ := filepath.Glob(filepath.Join(env.runtimeDir, "grants", "grant-*.lock"))
-			return len(m) > 0
+			for _, h := range m {
+				if !already[h] {
+					return true
+				}
+			}
+			return false
 		})
 
 		u := sandboxed(t, dir, "undo", r.RunID)
 		// The run lets go of the grant at its teardown, before it exits.
 		holds, _ := filepath.Glob(filepath.Join(env.runtimeDir, "grants", "grant-*.lock"))
 		for _, h := range holds {
+			if already[h] {
+				continue
+			}
 			if f, err := os.Open(h); err == nil {
 				if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 					t.Errorf("undo ended while a run held the grant (%s)", h)
@@ -618,4 +641,25 @@ func listed(out, runID, state string) bool {
 		}
 	}
 	return false
+}
+
+// allStopped reports whether every thread of pid is stopped (state T), or
+// the process has ended (Z: the caller then finds its work done).
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command, which is in parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || !strings.ContainsRune("TtZ", rune(b[i+2])) {
+			return false
+		}
+	}
+	return true
 }
