@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Handed are write grants handed from their owner to the uid a sandbox
@@ -30,7 +32,7 @@ type Func func(paths []string, from, to Owner) error
 // hands a grant back the same way after a crash.
 type Via struct {
 	Do         Func
-	UIDs, GIDs []IDMap
+	UIDs, GIDs []specs.LinuxIDMapping
 	// Origins name, for a path handed over that goes with the run (a
 	// bind of the grant staged in the run's directory), the grant's own
 	// path, where gc hands it back once the run's is gone.

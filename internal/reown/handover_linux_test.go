@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/sandboxed-dev/sandboxed/internal/testenv"
 )
 
@@ -63,7 +65,7 @@ func TestGCHandsBackAKilledRunsGrant(t *testing.T) {
 	dir, grant, other := filepath.Join(t.TempDir(), "holds"), t.TempDir(), t.TempDir()
 	must(t, os.Chmod(grant, 0o751))
 	d := &fakeDo{}
-	maps := []IDMap{{Inside: 0, Host: 1000, Size: 1}, {Inside: 65534, Host: 165534, Size: 1}}
+	maps := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}, {ContainerID: 65534, HostID: 165534, Size: 1}}
 	from, to := Owner{UID: 0, GID: 0}, Owner{UID: 65534, GID: 65534}
 	dead, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do, UIDs: maps, GIDs: maps})
 	must(t, err)
@@ -283,7 +285,7 @@ func TestHoldsOfAnotherAreNotRead(t *testing.T) {
 func TestARunRefusingAKilledRunsGrantKeepsItsRecord(t *testing.T) {
 	dir, grant := filepath.Join(t.TempDir(), "holds"), t.TempDir()
 	d := &fakeDo{}
-	maps := []IDMap{{Inside: 0, Host: 1000, Size: 1}}
+	maps := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}}
 	from, to := Owner{UID: 0, GID: 0}, Owner{UID: 65534, GID: 65534}
 	dead, err := HandOver([]string{grant}, from, to, dir, Via{Do: d.do, UIDs: maps, GIDs: maps})
 	must(t, err)

@@ -3,6 +3,8 @@ package reown
 import (
 	"errors"
 	"fmt"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Owner is a uid and gid on the host.
@@ -50,18 +52,10 @@ type Grant struct {
 	// From is the owner the grant was handed from, To the one it was
 	// handed to: ids of the user namespace of UIDs and GIDs, when set
 	// (a helper hands it over there), else the host's.
-	From Owner   `json:"from"`
-	To   Owner   `json:"to"`
-	UIDs []IDMap `json:"uid_map,omitempty"`
-	GIDs []IDMap `json:"gid_map,omitempty"`
-}
-
-// IDMap maps Size ids from Inside a user namespace to the host's, from
-// Host.
-type IDMap struct {
-	Inside int `json:"inside"`
-	Host   int `json:"host"`
-	Size   int `json:"size"`
+	From Owner                  `json:"from"`
+	To   Owner                  `json:"to"`
+	UIDs []specs.LinuxIDMapping `json:"uid_map,omitempty"`
+	GIDs []specs.LinuxIDMapping `json:"gid_map,omitempty"`
 }
 
 // Job is one hand-over for a helper process to run (the sandbox init's

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxed-dev/sandboxed/internal/cleanup"
@@ -133,10 +134,10 @@ func handOver(ctx context.Context, exe string, m *idMapping, g *grantAccess) (*r
 }
 
 // idMaps are ms as reown records them.
-func idMaps(ms []syscall.SysProcIDMap) []reown.IDMap {
-	var out []reown.IDMap
+func idMaps(ms []syscall.SysProcIDMap) []specs.LinuxIDMapping {
+	var out []specs.LinuxIDMapping
 	for _, m := range ms {
-		out = append(out, reown.IDMap{Inside: m.ContainerID, Host: m.HostID, Size: m.Size})
+		out = append(out, specs.LinuxIDMapping{ContainerID: uint32(m.ContainerID), HostID: uint32(m.HostID), Size: uint32(m.Size)})
 	}
 	return out
 }
@@ -151,10 +152,10 @@ func HandBack(ctx context.Context, g reown.Grant) error {
 	}
 	m := &idMapping{helper: true}
 	for _, u := range g.UIDs {
-		m.uids = append(m.uids, syscall.SysProcIDMap{ContainerID: u.Inside, HostID: u.Host, Size: u.Size})
+		m.uids = append(m.uids, syscall.SysProcIDMap{ContainerID: int(u.ContainerID), HostID: int(u.HostID), Size: int(u.Size)})
 	}
 	for _, u := range g.GIDs {
-		m.gids = append(m.gids, syscall.SysProcIDMap{ContainerID: u.Inside, HostID: u.Host, Size: u.Size})
+		m.gids = append(m.gids, syscall.SysProcIDMap{ContainerID: int(u.ContainerID), HostID: int(u.HostID), Size: int(u.Size)})
 	}
 	return g.Back(func(paths []string, from, to reown.Owner) error {
 		c, cancel := context.WithTimeout(ctx, handBackTimeout)
