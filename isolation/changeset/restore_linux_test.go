@@ -478,6 +478,20 @@ func TestScanSkipsOwnStore(t *testing.T) {
 	}
 }
 
+// resumeUndo undoes cs on root as a resumed undo does (PrepareUndo with
+// resume, then Do), failing t if either fails.
+func resumeUndo(t *testing.T, root string, cs []Change, blobs string) {
+	t.Helper()
+	p, err := PrepareUndo(root, cs, blobs, true)
+	if err != nil {
+		t.Fatalf("PrepareUndo(resume): %v", err)
+	}
+	defer p.Close()
+	if _, err := p.Do(); err != nil {
+		t.Fatalf("Do(resume): %v", err)
+	}
+}
+
 // An undo that stops midway (here a pre-image taken away after the check,
 // so that its write fails after the removals and earlier writes) leaves a
 // grant part restored; the same undo prepared again with resume accepts
@@ -517,14 +531,7 @@ func TestUndoResumesAnInterruptedUndo(t *testing.T) {
 	if _, err := Undo(root, cs, blobs); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a fresh undo of a part-restored grant = %v, want a conflict", err)
 	}
-	p, err = PrepareUndo(root, cs, blobs, true)
-	if err != nil {
-		t.Fatalf("PrepareUndo(resume): %v", err)
-	}
-	defer p.Close()
-	if _, err := p.Do(); err != nil {
-		t.Fatalf("Do(resume): %v", err)
-	}
+	resumeUndo(t, root, cs, blobs)
 	if treeHash(t, root) != want {
 		t.Error("the resumed undo did not restore the tree")
 	}
@@ -567,14 +574,7 @@ func TestUndoOfAPartlyAppliedChange(t *testing.T) {
 	if _, err := Undo(root, cs, blobs); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a fresh undo of a partly applied change = %v, want a conflict", err)
 	}
-	p, err = PrepareUndo(root, cs, blobs, true)
-	if err != nil {
-		t.Fatalf("PrepareUndo(resume): %v", err)
-	}
-	defer p.Close()
-	if _, err := p.Do(); err != nil {
-		t.Fatalf("Do(resume): %v", err)
-	}
+	resumeUndo(t, root, cs, blobs)
 	if treeHash(t, root) != want {
 		t.Error("undo of the partly applied change did not restore the grant")
 	}
@@ -692,14 +692,7 @@ func TestUndoOfAnApplyKilledInAMkdir(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, "made"), 0o700); err != nil { // as Mkdirat left it
 		t.Fatal(err)
 	}
-	p, err := PrepareUndo(root, cs, blobs, true)
-	if err != nil {
-		t.Fatalf("PrepareUndo(resume): %v", err)
-	}
-	defer p.Close()
-	if _, err := p.Do(); err != nil {
-		t.Fatal(err)
-	}
+	resumeUndo(t, root, cs, blobs)
 	if treeHash(t, root) != want {
 		t.Error("the resumed undo did not remove the directory the apply made")
 	}
