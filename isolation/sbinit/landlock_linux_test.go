@@ -54,23 +54,13 @@ func landlockScopeProbe(mode string) {
 		}
 		fmt.Printf("abi=%d\n", abi)
 	}
-	name := func(err error) string {
-		var e unix.Errno
-		if errors.As(err, &e) {
-			return unix.ErrnoName(e)
-		}
-		if err != nil {
-			return err.Error()
-		}
-		return "ok"
-	}
-	fmt.Printf("signal=%s\n", name(unix.Kill(os.Getppid(), 0)))
+	fmt.Printf("signal=%s\n", errnoName(unix.Kill(os.Getppid(), 0)))
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err == nil {
 		err = unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + os.Getenv("SBINIT_ABSTRACT")})
 		unix.Close(fd)
 	}
-	fmt.Printf("abstract=%s\n", name(err))
+	fmt.Printf("abstract=%s\n", errnoName(err))
 	os.Exit(0)
 }
 
@@ -118,4 +108,17 @@ func TestLandlockScopes(t *testing.T) {
 			t.Fatal(string(out))
 		}
 	}
+}
+
+// errnoName is err as a probe child prints it: the errno's name (EPERM),
+// else its text, "ok" when nil.
+func errnoName(err error) string {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return unix.ErrnoName(e)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
 }

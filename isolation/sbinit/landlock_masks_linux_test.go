@@ -2,7 +2,6 @@ package sbinit
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,40 +48,30 @@ func maskProbe(dir string) {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fail(err)
 	}
-	errno := func(err error) string {
-		var e unix.Errno
-		if errors.As(err, &e) {
-			return unix.ErrnoName(e)
-		}
-		if err != nil {
-			return err.Error()
-		}
-		return "ok"
-	}
 	for _, name := range maskReads {
 		_, err := os.ReadFile(filepath.Join(dir, name))
-		fmt.Printf("read %s=%s\n", name, errno(err))
+		fmt.Printf("read %s=%s\n", name, errnoName(err))
 	}
 	names, err := os.ReadDir(dir)
 	listed := []string{}
 	for _, n := range names {
 		listed = append(listed, n.Name())
 	}
-	fmt.Printf("list=%s %s\n", errno(err), strings.Join(listed, ","))
+	fmt.Printf("list=%s %s\n", errnoName(err), strings.Join(listed, ","))
 	_, err = os.ReadDir(filepath.Join(dir, ".aws"))
-	fmt.Printf("list .aws=%s\n", errno(err))
-	fmt.Printf("rename .env2=%s\n", errno(os.Rename(filepath.Join(dir, ".env2"), filepath.Join(dir, "sub", "taken"))))
-	fmt.Printf("link .env2=%s\n", errno(os.Link(filepath.Join(dir, ".env2"), filepath.Join(dir, "other", "stolen"))))
+	fmt.Printf("list .aws=%s\n", errnoName(err))
+	fmt.Printf("rename .env2=%s\n", errnoName(os.Rename(filepath.Join(dir, ".env2"), filepath.Join(dir, "sub", "taken"))))
+	fmt.Printf("link .env2=%s\n", errnoName(os.Link(filepath.Join(dir, ".env2"), filepath.Join(dir, "other", "stolen"))))
 	_, err = os.ReadFile(filepath.Join(dir, "other", "stolen"))
-	fmt.Printf("read stolen=%s\n", errno(err))
-	fmt.Printf("symlink=%s\n", errno(os.Symlink("../.env2", filepath.Join(dir, "other", "sym"))))
+	fmt.Printf("read stolen=%s\n", errnoName(err))
+	fmt.Printf("symlink=%s\n", errnoName(os.Symlink("../.env2", filepath.Join(dir, "other", "sym"))))
 	_, err = os.ReadFile(filepath.Join(dir, "other", "sym"))
-	fmt.Printf("read sym=%s\n", errno(err))
+	fmt.Printf("read sym=%s\n", errnoName(err))
 	f, err := os.OpenFile(filepath.Join(dir, ".env2"), unix.O_PATH, 0)
 	if err == nil {
 		_, err = os.ReadFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	}
-	fmt.Printf("read fd=%s\n", errno(err))
+	fmt.Printf("read fd=%s\n", errnoName(err))
 	os.Exit(0)
 }
 
