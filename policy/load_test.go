@@ -170,6 +170,9 @@ func TestParseErrors(t *testing.T) {
 		{"bare ~ path", "paths:\n  allow-write: [~]\n", `p.yaml:2: paths.allow-write[0]: empty value (YAML reads a bare ~ as empty`},
 		{"empty host", "network:\n  allow: [\"\"]\n", `p.yaml:2: network.allow[0]: host ""`},
 		{"empty glob", "sources:\n  - path: \"\"\n", `p.yaml:2: sources[0].path: empty path glob`},
+		{"empty secret name", "secrets:\n  mask: [\"\"]\n", `p.yaml:2: secrets.mask[0]: empty name: write a file or folder name`},
+		{"secret name a path", "secrets:\n  mask: [/a/.env]\n", `p.yaml:2: secrets.mask[0]: "/a/.env": write a name matched inside grants`},
+		{"secret name with **", "secrets:\n  mask: [\"a/**/b\"]\n", `p.yaml:2: secrets.mask[0]: "a/**/b": a name already matches at any depth`},
 		{"null isolation", "sources:\n  - isolation: {minimum: }\n", `p.yaml:2: sources[0].isolation.minimum: empty value`},
 	}
 	for _, tt := range tests {

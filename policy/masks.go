@@ -39,15 +39,15 @@ func checkSecretName(s string) error {
 	t := strings.TrimSuffix(s, "/")
 	switch {
 	case t == "":
-		return fmt.Errorf("secrets.mask: empty name")
+		return fmt.Errorf("empty name: write a file or folder name matched inside grants (.env, *.pem, .kube/config), or remove the entry")
 	case strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~"):
-		return fmt.Errorf("secrets.mask: %q: write a name matched inside grants (.env, *.pem, .kube/config), not a path; paths go in paths.deny", s)
+		return fmt.Errorf("%q: write a name matched inside grants (.env, *.pem, .kube/config), not a path; paths go in paths.deny", s)
 	case strings.Contains("/"+t+"/", "/../") || strings.Contains("/"+t+"/", "/./") || strings.Contains(t, "//"):
-		return fmt.Errorf("secrets.mask: %q: write it without ., .. and empty elements", s)
+		return fmt.Errorf("%q: write it without ., .. and empty elements", s)
 	case strings.Contains(t, "**"):
-		return fmt.Errorf("secrets.mask: %q: a name already matches at any depth; write it without **", s)
+		return fmt.Errorf("%q: a name already matches at any depth; write it without **", s)
 	case t == "*":
-		return fmt.Errorf("secrets.mask: %q would mask everything; grant less instead", s)
+		return fmt.Errorf("%q would mask everything; grant less instead", s)
 	}
 	return nil
 }
