@@ -46,7 +46,11 @@ func undoAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError(errors.New("undo: which run? usage: sandboxed undo RUN_ID (sandboxed undo --list lists the runs it can undo)"))
 	}
-	rep, err := sandbox.UndoRun(sandbox.StateDir(), sandbox.RuntimeDir(), c.Args().First(), func(grant string) {
+	runID := c.Args().First()
+	if !changeset.ValidRunID(runID) {
+		return usageError(fmt.Errorf("undo: %q is not a run id: write the run_id of a result, such as 20260102T150405-0123456789ab (sandboxed undo --list lists the runs it can undo)", runID))
+	}
+	rep, err := sandbox.UndoRun(sandbox.StateDir(), sandbox.RuntimeDir(), runID, func(grant string) {
 		fmt.Fprintf(terminalSafe(c.App.ErrWriter), "sandboxed: waiting for the runs using %s to end\n", grant)
 	})
 	var ce *changeset.ConflictError
@@ -59,7 +63,7 @@ func undoAction(c *cli.Context) error {
 		}
 		return exitWith(1)
 	case errors.Is(err, changeset.ErrNotFound):
-		return fmt.Errorf("undo: %w (a run with no write grant, no change, a record gc removed, or records off in the policy's undo section)", err)
+		return fmt.Errorf("undo: %w (a run with no write grant, no change, a record gc removed, or records off in the policy's undo section); sandboxed undo --list lists the runs it can undo", err)
 	case err != nil:
 		return fmt.Errorf("undo: %w", err)
 	}
