@@ -102,7 +102,7 @@ func SplitRule(s string) (host, port string, err error) {
 func ParsePort(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != s {
-		return 0, fmt.Errorf("port %q is not a number from 1 to 65535: %w", s, ErrBadRule)
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535 written without a sign or leading zeros: %w", s, ErrBadRule)
 	}
 	return n, nil
 }

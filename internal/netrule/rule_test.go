@@ -175,3 +175,13 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+// A port refused for its spelling says which spelling is wanted.
+func TestParsePortSaysTheSpelling(t *testing.T) {
+	for _, in := range []string{"0443", "+443", "99999", "0", "x"} {
+		_, err := ParsePort(in)
+		if err == nil || !strings.Contains(err.Error(), `"`+in+`" is not a number from 1 to 65535 written without a sign or leading zeros`) {
+			t.Errorf("port %q: %v", in, err)
+		}
+	}
+}
