@@ -281,10 +281,10 @@ func checkNode(n *yaml.Node, t reflect.Type, where string) error {
 				return at("%v", err)
 			}
 		}
-		// By the YAML type, not by decoding: yaml.v3 decodes 1.5 into
-		// an int as 1.
+		// A count by its YAML type, not by decoding: yaml.v3 decodes 1.5
+		// into an int as 1 (and yes/no into a bool, as before).
 		switch {
-		case t.Kind() == reflect.Bool && n.ShortTag() != "!!bool":
+		case t.Kind() == reflect.Bool && n.Decode(new(bool)) != nil:
 			return at("%q: want true or false", n.Value)
 		case (t.Kind() == reflect.Int || t.Kind() == reflect.Int64) && n.ShortTag() != "!!int":
 			return at("%q: want a whole number", n.Value)

@@ -177,6 +177,9 @@ func TestParseErrors(t *testing.T) {
 		{"secret name with **", "secrets:\n  mask: [\"a/**/b\"]\n", `p.yaml:2: secrets.mask[0]: "a/**/b": a name already matches at any depth`},
 		{"null isolation", "sources:\n  - isolation: {minimum: }\n", `p.yaml:2: sources[0].isolation.minimum: empty value`},
 	}
+	if p, err := Parse([]byte("undo:\n  disable: yes\n"), "p.yaml"); err != nil || !p.Undo.Disable {
+		t.Errorf("disable: yes: %v", err) // YAML 1.1's words still load
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), "p.yaml")
