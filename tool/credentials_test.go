@@ -39,6 +39,10 @@ var credentialCases = []struct {
 	{"http rule bad method and path", "description: d\nbash: echo\nsandboxed:\n  http:\n    - host: a.test\n      methods: [get]\n      paths: [a/, /b/../c]\n",
 		[]string{"6:16: http rule method \"get\" is not an HTTP method", "7:14: http rule path \"a/\" is not a plain path prefix",
 			"7:14: http rule path \"/b/../c\" is not a plain path prefix"}},
+	{"http rule query, fragment and bad host", "description: d\nbash: echo\nsandboxed:\n  http:\n    - host: a..test\n      paths: [\"/a?b=1\", \"/a#x\"]\n",
+		[]string{"5:13: host \"a..test\": empty label: invalid network rule (hint: name the host the rule narrows, such as api.example.com or *.example.com)",
+			"6:14: http rule path \"/a?b=1\" is not a plain path prefix (hint: write path prefixes such as /repos/: starting with /, without %-escapes, a query (?), a fragment (#)",
+			"6:14: http rule path \"/a#x\" is not a plain path prefix"}},
 	{"http rule without host", "description: d\nbash: echo\nsandboxed:\n  http:\n    - methods: [GET]\n",
 		[]string{"5:7: HTTP rule has no host"}},
 }

@@ -1268,7 +1268,7 @@ func (l *defLoader) httpRules(n *yaml.Node) []HTTPRule {
 			"host": func(k, v *yaml.Node) {
 				r.Host, _ = l.str(v, "http rule host")
 				if err := checkCredentialHost(r.Host); err != nil {
-					l.errf(v, "name the host the rule narrows", "%v", err)
+					l.errf(v, "name the host the rule narrows, such as api.example.com or *.example.com", "%v", err)
 				}
 			},
 			"methods": func(k, v *yaml.Node) {
@@ -1283,7 +1283,7 @@ func (l *defLoader) httpRules(n *yaml.Node) []HTTPRule {
 				r.Paths, _ = l.strList(v, "http rule paths", false)
 				for _, p := range r.Paths {
 					if netrule.CheckHTTPPath(p) != nil {
-						l.errf(v, "write path prefixes such as /repos/: starting with /, without escapes, query, . or .. segments", "http rule path %q is not a plain path prefix", p)
+						l.errf(v, "write path prefixes such as /repos/: starting with /, without %-escapes, a query (?), a fragment (#), backslashes, or . and .. segments", "http rule path %q is not a plain path prefix", p)
 					}
 				}
 			},

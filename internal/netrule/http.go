@@ -61,7 +61,7 @@ func CheckHTTPMethod(m string) error {
 // every request the rules judge.
 func CheckHTTPPath(p string) error {
 	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%\\?#") {
-		return fmt.Errorf("path %q: write a path prefix such as /repos/: starting with /, without escapes, query or backslashes: %w", p, ErrBadRule)
+		return fmt.Errorf("path %q: write a path prefix such as /repos/: starting with /, without %%-escapes, a query (?), a fragment (#) or backslashes: %w", p, ErrBadRule)
 	}
 	if _, bad := RequestPath(p); bad {
 		return fmt.Errorf("path %q: write a plain path without . or .. segments: %w", p, ErrBadRule)
