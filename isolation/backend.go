@@ -250,6 +250,11 @@ func SpecPids(s *specs.Spec) int64 {
 	return *s.Linux.Resources.Pids.Limit
 }
 
+// CPUPeriod is the period, in microseconds, over which the planner sets a
+// CPU quota (Linux.Resources.CPU.Period): the kernel's and Docker's
+// default, 100ms.
+const CPUPeriod = 100000
+
 // Limits are the run's resource limits. Zero means "no limit" only where
 // noted; the planner always sets memory and pids.
 type Limits struct {

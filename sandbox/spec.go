@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -123,14 +124,14 @@ func WithPids(n int64) SpecOpt {
 	}
 }
 
-// WithCPUs limits CPU time to cpus CPUs (quota over a 100ms period).
+// WithCPUs limits CPU time to cpus CPUs: a quota over isolation.CPUPeriod.
 func WithCPUs(cpus float64) SpecOpt {
 	return func(s *specs.Spec) error {
 		if cpus <= 0 {
 			return fmt.Errorf("cpu limit %v: %w", cpus, ErrSpec)
 		}
-		period := uint64(100000)
-		quota := int64(cpus * float64(period))
+		period := uint64(isolation.CPUPeriod)
+		quota := int64(math.Round(cpus * isolation.CPUPeriod))
 		resources(s).CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 		return nil
 	}

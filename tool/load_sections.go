@@ -1069,8 +1069,9 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 		},
 		"cpus": func(k, v *yaml.Node) {
 			if f, ok := l.number(v, "sandboxed.cpus"); ok {
-				if f <= 0 || f > 1024 {
-					l.errf(v, "write a number of CPUs such as 0.5 or 2", "sandboxed.cpus must be greater than 0 and at most 1024")
+				// The kernel's least CFS quota is 1ms of its 100ms period.
+				if !(f >= 0.01 && f <= 1024) {
+					l.errf(v, "write a number of CPUs such as 0.5 or 2", "sandboxed.cpus must be at least 0.01 and at most 1024")
 				}
 				x.CPUs = f
 			}

@@ -209,7 +209,7 @@ var ruleCases = []struct {
 	{"bad environment variable name", "description: d\nbash: echo\nenvironment:\n  variables:\n    1X: a\n",
 		[]string{"5:5: \"1X\" is not an environment variable name"}},
 	{"sandboxed section", "description: d\nbash: echo\nsandboxed:\n  pids-limit: 0\n  cpus: -1\n  tmpfs-size: big\n  network: on\n",
-		[]string{"4:15: sandboxed.pids-limit must be at least 1", "5:9: sandboxed.cpus must be greater than 0",
+		[]string{"4:15: sandboxed.pids-limit must be at least 1", "5:9: sandboxed.cpus must be at least 0.01",
 			"6:15: sandboxed.tmpfs-size: parse size \"big\"", "7:3: unknown key network in sandboxed"}},
 	{"custom validation", "description: d\nbash: echo {A}\nparameters:\n  A:\n    description: a\n    validation:\n      custom: \"value.length > 2\"\n",
 		[]string{"7:7: unknown key custom in parameter A validation (hint: not part of the format"}},

@@ -25,11 +25,15 @@ func UserDir(uid int) string {
 }
 
 // Resources are the limits of one run's cgroup. Zero Memory or Pids means
-// no limit of that kind; CPUs 0 means no cpu limit.
+// no limit of that kind; a zero CPUQuota no cpu limit.
 type Resources struct {
 	MemoryBytes int64
 	Pids        int64
-	CPUs        float64
+	// CPUQuota is the microseconds of CPU time the run may use in each
+	// CPUPeriod (cpu.max on v2, cpu.cfs_quota_us and cpu.cfs_period_us on
+	// v1), as the spec says them.
+	CPUQuota  int64
+	CPUPeriod uint64
 }
 
 // Stats are what the cgroup measured.

@@ -251,7 +251,7 @@ func (h *Host) Missing(r Resources) []error {
 	if r.Pids > 0 {
 		need("pids")
 	}
-	if r.CPUs > 0 {
+	if r.CPUQuota > 0 {
 		need("cpu")
 	}
 	if h.Version == 1 {

@@ -36,7 +36,7 @@ func TestRealHierarchy(t *testing.T) {
 
 func testRealV1(t *testing.T, h *Host) {
 	id := "cgtest-" + filepath.Base(t.TempDir())
-	g, err := h.New(id, Resources{MemoryBytes: 64 << 20, Pids: 50, CPUs: 1})
+	g, err := h.New(id, Resources{MemoryBytes: 64 << 20, Pids: 50, CPUQuota: 100000, CPUPeriod: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func testRealV1(t *testing.T, h *Host) {
 
 func testRealV2(t *testing.T, h *Host) {
 	id := "cgtest-" + filepath.Base(t.TempDir())
-	g, err := h.New(id, Resources{MemoryBytes: 64 << 20, Pids: 50, CPUs: 1})
+	g, err := h.New(id, Resources{MemoryBytes: 64 << 20, Pids: 50, CPUQuota: 100000, CPUPeriod: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,8 @@ func v1Resources(r Resources, memswAvailable bool) *specs.LinuxResources {
 	if r.Pids > 0 {
 		res.Pids = &specs.LinuxPids{Limit: &r.Pids}
 	}
-	if r.CPUs > 0 {
-		period := uint64(100000)
-		quota := int64(r.CPUs * float64(period))
+	if r.CPUQuota > 0 {
+		quota, period := r.CPUQuota, r.CPUPeriod
 		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 	}
 	return res

@@ -30,9 +30,8 @@ func v2Resources(r Resources) *cgroup2.Resources {
 	if r.Pids > 0 {
 		res.Pids = &cgroup2.Pids{Max: r.Pids}
 	}
-	if r.CPUs > 0 {
-		period := uint64(100000)
-		quota := int64(r.CPUs * float64(period))
+	if r.CPUQuota > 0 {
+		quota, period := r.CPUQuota, r.CPUPeriod
 		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
 	}
 	return res

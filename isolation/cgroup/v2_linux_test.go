@@ -50,7 +50,7 @@ func TestV2NewWritesLimits(t *testing.T) {
 		write(t, filepath.Join(dir, f), "max")
 	}
 
-	g, err := h.New("run-1", Resources{MemoryBytes: 64 << 20, Pids: 100, CPUs: 0.5})
+	g, err := h.New("run-1", Resources{MemoryBytes: 64 << 20, Pids: 100, CPUQuota: 50000, CPUPeriod: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestV2MissingControllerRefused(t *testing.T) {
 	}
 	// CPU limit needs the cpu controller only when asked for.
 	h = fakeV2(t, "memory pids")
-	if _, err := h.New("r", Resources{MemoryBytes: 1, Pids: 1, CPUs: 1}); !errors.Is(err, isolation.ErrUnsupported) {
+	if _, err := h.New("r", Resources{MemoryBytes: 1, Pids: 1, CPUQuota: 100000, CPUPeriod: 100000}); !errors.Is(err, isolation.ErrUnsupported) {
 		t.Fatalf("cpu: err = %v", err)
 	}
 }

@@ -235,7 +235,8 @@ func hostConfig(p *isolation.Plan, r specconv.Resources, capAdd []string, ulimit
 		Resources: container.Resources{
 			Memory:     r.MemoryBytes,
 			MemorySwap: r.MemoryBytes, // no swap
-			NanoCPUs:   int64(r.CPUs * 1e9),
+			CPUQuota:   r.CPUQuota,
+			CPUPeriod:  int64(r.CPUPeriod),
 			PidsLimit:  &pids,
 			Ulimits:    ulimits,
 		},

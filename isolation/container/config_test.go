@@ -194,13 +194,13 @@ func TestTranslateFields(t *testing.T) {
 		}},
 		{"Limits: memory without swap, pids, cpus", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
 			r := hc.Resources
-			if r.Memory != 256<<20 || r.MemorySwap != 256<<20 || r.PidsLimit == nil || *r.PidsLimit != 128+sbinit.SpareThreads || r.NanoCPUs != 1_500_000_000 {
+			if r.Memory != 256<<20 || r.MemorySwap != 256<<20 || r.PidsLimit == nil || *r.PidsLimit != 128+sbinit.SpareThreads || r.CPUQuota != 150000 || r.CPUPeriod != 100000 {
 				t.Errorf("Resources = %+v", r)
 			}
 		}},
 		{"no spec CPU quota is no cpu limit", func(p *isolation.Plan) { p.Spec.Linux.Resources.CPU = nil }, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {
-			if hc.NanoCPUs != 0 {
-				t.Errorf("NanoCPUs = %d", hc.NanoCPUs)
+			if hc.CPUQuota != 0 || hc.CPUPeriod != 0 {
+				t.Errorf("CPUQuota = %d, CPUPeriod = %d", hc.CPUQuota, hc.CPUPeriod)
 			}
 		}},
 		{"the spec's /tmp size sizes /tmp, nosuid nodev", func(p *isolation.Plan) {}, func(t *testing.T, _ *container.Config, hc *container.HostConfig) {

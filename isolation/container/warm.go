@@ -138,7 +138,8 @@ func warmTemplateOf(p *isolation.Plan) (*warmTemplate, error) {
 	cfg.Env = nil
 	cfg.WorkingDir = "/"
 	cfg.Labels = map[string]string{isolation.AnnotationRunID: "", isolation.AnnotationTool: ""}
-	hc.Resources.Memory, hc.Resources.MemorySwap, hc.Resources.NanoCPUs, hc.Resources.PidsLimit = 0, 0, 0, nil
+	hc.Resources.Memory, hc.Resources.MemorySwap, hc.Resources.PidsLimit = 0, 0, nil
+	hc.Resources.CPUQuota, hc.Resources.CPUPeriod = 0, 0
 	for i := range hc.Mounts {
 		m := &hc.Mounts[i]
 		if m.Target == InitPath || m.Target == ControlSocket {
@@ -360,7 +361,8 @@ func (w *warm) Claim(ctx context.Context, p *isolation.Plan) (_ isolation.Sandbo
 		_, err := w.b.api.ContainerUpdate(ctx, s.id, container.UpdateConfig{Resources: container.Resources{
 			Memory:     hc.Resources.Memory,
 			MemorySwap: hc.Resources.MemorySwap,
-			NanoCPUs:   hc.Resources.NanoCPUs,
+			CPUQuota:   hc.Resources.CPUQuota,
+			CPUPeriod:  hc.Resources.CPUPeriod,
 			PidsLimit:  hc.Resources.PidsLimit,
 		}})
 		update <- err

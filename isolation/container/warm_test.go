@@ -175,8 +175,8 @@ func TestWarmPrestartClaim(t *testing.T) {
 	if len(cfg.Env) != 0 || cfg.WorkingDir != "/" || cfg.Labels[isolation.AnnotationRunID] != p.RunID || cfg.Image != "sha256:img" {
 		t.Errorf("warm config: env %q, cwd %q, labels %v, image %q", cfg.Env, cfg.WorkingDir, cfg.Labels, cfg.Image)
 	}
-	if hc.Memory != warmMemoryFloor || *hc.PidsLimit != warmPidsFloor || hc.NanoCPUs != 0 {
-		t.Errorf("warm limits: memory %d pids %d cpu %d, want the idle floor", hc.Memory, *hc.PidsLimit, hc.NanoCPUs)
+	if hc.Memory != warmMemoryFloor || *hc.PidsLimit != warmPidsFloor || hc.CPUQuota != 0 {
+		t.Errorf("warm limits: memory %d pids %d cpu %d, want the idle floor", hc.Memory, *hc.PidsLimit, hc.CPUQuota)
 	}
 	if hc.Mounts[0].Source != b.initBinary || hc.Mounts[1].Source != filepath.Join(p.HostDir, controlSocketName) {
 		t.Errorf("warm mounts %+v", hc.Mounts)
@@ -195,7 +195,7 @@ func TestWarmPrestartClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(f.updated) != 1 || f.updated[0].Memory != p.Limits.MemoryBytes || f.updated[0].MemorySwap != p.Limits.MemoryBytes ||
-		*f.updated[0].PidsLimit != p.Limits.Pids+sbinit.SpareThreads || f.updated[0].NanoCPUs != int64(p.Limits.CPUs*1e9) {
+		*f.updated[0].PidsLimit != p.Limits.Pids+sbinit.SpareThreads || f.updated[0].CPUQuota != int64(p.Limits.CPUs*isolation.CPUPeriod) || f.updated[0].CPUPeriod != isolation.CPUPeriod {
 		t.Errorf("claim updated %+v, want the plan's limits", f.updated)
 	}
 	if _, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"true"}}, isolation.Stdio{}); err != nil {

@@ -169,7 +169,7 @@ func buildObjects(p *isolation.Plan, s *Settings, env podEnv) (*podObjects, erro
 		mem += specconv.GVisorMemoryOverhead // the tool's limit is the tool's
 	}
 	res[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
-	if conv.resources.CPUs > 0 {
+	if conv.resources.CPUQuota > 0 {
 		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(conv.resources.MilliCPUs(), resource.DecimalSI)
 	}
 	deadline := int64(p.Limits.Timeout.Seconds()) + startSlack

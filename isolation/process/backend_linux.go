@@ -177,7 +177,7 @@ func resources(p *isolation.Plan) cgroup.Resources {
 	if err != nil {
 		return cgroup.Resources{}
 	}
-	return cgroup.Resources{MemoryBytes: r.MemoryBytes, Pids: r.Pids, CPUs: r.CPUs}
+	return cgroup.Resources{MemoryBytes: r.MemoryBytes, Pids: r.Pids, CPUQuota: r.CPUQuota, CPUPeriod: r.CPUPeriod}
 }
 
 // Start builds the sandbox: cgroup, init in new namespaces, root, dropped
@@ -300,7 +300,11 @@ func OutsideCgroup(p *isolation.Plan) (*cgroup.Host, error) {
 // of a run started outside namespaces (UsableCgroup): the planner's fact,
 // the test OutsideCgroup makes again when the run starts.
 func CgroupHolds(l isolation.Limits) bool {
-	return UsableCgroup(cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}) != nil
+	r := cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids}
+	if l.CPUs > 0 {
+		r.CPUQuota, r.CPUPeriod = int64(l.CPUs*isolation.CPUPeriod), isolation.CPUPeriod
+	}
+	return UsableCgroup(r) != nil
 }
 
 // specCgroup reports whether p's spec names the run's cgroup.
@@ -321,9 +325,9 @@ func OutsideRlimits(p *isolation.Plan, sharedUID, inCgroup bool) (*sbinit.Confin
 	if inCgroup || r == (cgroup.Resources{}) {
 		return nil, nil
 	}
-	if r.CPUs > 0 {
+	if r.CPUQuota > 0 {
 		return nil, &isolation.UnsupportedError{
-			What: fmt.Sprintf("a limit of %g CPUs without a cgroup sandboxed may use (no rlimit stands in for it)", r.CPUs),
+			What: fmt.Sprintf("a limit of %g CPUs without a cgroup sandboxed may use (no rlimit stands in for it)", float64(r.CPUQuota)/float64(r.CPUPeriod)),
 			Fix:  "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a writable cgroupfs), or without sandboxed.cpus",
 		}
 	}

@@ -60,7 +60,7 @@ func ConvertSpec(s *specs.Spec) (*Converted, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Resources = cgroup.Resources{MemoryBytes: r.MemoryBytes, Pids: r.Pids, CPUs: r.CPUs}
+	c.Resources = cgroup.Resources{MemoryBytes: r.MemoryBytes, Pids: r.Pids, CPUQuota: r.CPUQuota, CPUPeriod: r.CPUPeriod}
 	for _, m := range isolation.SkeletonMounts(1) {
 		if !hasMount(s, m.Destination) {
 			return nil, &isolation.UnsupportedError{What: fmt.Sprintf("a spec without %s (the tier always builds it)", m.Destination), Fix: "plan the run with sandbox.Plan"}

@@ -157,7 +157,7 @@ func (f Features) Checks() []host.Check {
 			if cg.NoDelegation != nil {
 				fix = cgFix
 			}
-			r := cgroup.Resources{MemoryBytes: b2i(ctl == "memory"), Pids: b2i(ctl == "pids"), CPUs: float64(b2i(ctl == "cpu"))}
+			r := cgroup.Resources{MemoryBytes: b2i(ctl == "memory"), Pids: b2i(ctl == "pids"), CPUQuota: b2i(ctl == "cpu") * isolation.CPUPeriod, CPUPeriod: isolation.CPUPeriod}
 			for _, e := range cg.Missing(r) {
 				var ue *isolation.UnsupportedError
 				if fix == "" && errors.As(e, &ue) && strings.Contains(ue.What, ctl) {

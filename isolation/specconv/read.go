@@ -2,7 +2,6 @@ package specconv
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -21,9 +20,19 @@ type Resources struct {
 	// Pids is Pids.Limit: the mechanism's, which holds the init's spare
 	// threads where the init shares it (isolation.InitSpareThreads).
 	Pids int64
-	// CPUs is CPU.Quota over CPU.Period; 0 for no limit.
-	CPUs float64
+	// CPUQuota is CPU.Quota, the microseconds of CPU time the run may
+	// use in each CPUPeriod (CPU.Period); both 0 for no limit.
+	CPUQuota  int64
+	CPUPeriod uint64
 }
+
+// The kernel's bounds of a CFS period and quota, in microseconds
+// (kernel/sched/core.c: 1ms to 1s, a quota of at least 1ms).
+const (
+	minCPUPeriod = 1000
+	maxCPUPeriod = 1000000
+	minCPUQuota  = 1000
+)
 
 // ReadResources reads the limits of s. A spec without a memory or pids
 // limit, with swap above memory, or a CPU quota without its period (or
@@ -49,14 +58,33 @@ func ReadResources(s *specs.Spec) (Resources, error) {
 		if c.Quota == nil || c.Period == nil || *c.Quota <= 0 || *c.Period == 0 {
 			return r, &isolation.UnsupportedError{What: "a CPU quota without a period, or the reverse", Fix: "set both, or neither"}
 		}
-		r.CPUs = float64(*c.Quota) / float64(*c.Period)
+		if *c.Period < minCPUPeriod || *c.Period > maxCPUPeriod || *c.Quota < minCPUQuota {
+			return r, &isolation.UnsupportedError{
+				What: fmt.Sprintf("a CPU quota of %dus per %dus period (the kernel takes a period of 1ms to 1s and a quota of at least 1ms)", *c.Quota, *c.Period),
+				Fix:  "ask for at least 0.01 CPUs (sandboxed.cpus), over a 100ms period",
+			}
+		}
+		r.CPUQuota, r.CPUPeriod = *c.Quota, *c.Period
 	}
 	return r, nil
 }
 
-// MilliCPUs is r.CPUs in thousandths of a CPU, rounded up (Kubernetes'
-// unit).
-func (r Resources) MilliCPUs() int64 { return int64(math.Ceil(r.CPUs * 1000)) }
+// CPUs is the CPU limit in CPUs (quota over period), 0 for none.
+func (r Resources) CPUs() float64 {
+	if r.CPUPeriod == 0 {
+		return 0
+	}
+	return float64(r.CPUQuota) / float64(r.CPUPeriod)
+}
+
+// MilliCPUs is the CPU limit in thousandths of a CPU, rounded up
+// (Kubernetes' unit).
+func (r Resources) MilliCPUs() int64 {
+	if r.CPUPeriod == 0 {
+		return 0
+	}
+	return (r.CPUQuota*1000 + int64(r.CPUPeriod) - 1) / int64(r.CPUPeriod)
+}
 
 // RunID is the run id of s (its isolation.AnnotationRunID annotation),
 // after checking what every tier checks: the spec version this build

@@ -11,7 +11,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/isolation"
 )
 
-func i64(v int64) *int64 { return &v }
+func i64(v int64) *int64   { return &v }
+func u64(v uint64) *uint64 { return &v }
 
 func TestFields(t *testing.T) {
 	s := &specs.Spec{
@@ -99,15 +100,18 @@ func TestReadResources(t *testing.T) {
 			CPU: &specs.LinuxCPU{Quota: q, Period: &per}}}}
 	}
 	r, err := ReadResources(ok())
-	if err != nil || r != (Resources{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5}) || r.MilliCPUs() != 500 {
+	if err != nil || r != (Resources{MemoryBytes: 64 << 20, Pids: 10, CPUQuota: 50000, CPUPeriod: 100000}) || r.CPUs() != 0.5 || r.MilliCPUs() != 500 {
 		t.Fatalf("%+v %v", r, err)
 	}
 	for name, edit := range map[string]func(s *specs.Spec){
-		"no memory":       func(s *specs.Spec) { s.Linux.Resources.Memory = nil },
-		"no pids":         func(s *specs.Spec) { s.Linux.Resources.Pids = nil },
-		"swap":            func(s *specs.Spec) { s.Linux.Resources.Memory.Swap = i64(1 << 30) },
-		"quota no period": func(s *specs.Spec) { s.Linux.Resources.CPU.Period = nil },
-		"no linux":        func(s *specs.Spec) { s.Linux = nil },
+		"no memory":        func(s *specs.Spec) { s.Linux.Resources.Memory = nil },
+		"no pids":          func(s *specs.Spec) { s.Linux.Resources.Pids = nil },
+		"swap":             func(s *specs.Spec) { s.Linux.Resources.Memory.Swap = i64(1 << 30) },
+		"quota no period":  func(s *specs.Spec) { s.Linux.Resources.CPU.Period = nil },
+		"no linux":         func(s *specs.Spec) { s.Linux = nil },
+		"period below 1ms": func(s *specs.Spec) { s.Linux.Resources.CPU.Period = u64(999) },
+		"period above 1s":  func(s *specs.Spec) { s.Linux.Resources.CPU.Period = u64(1000001) },
+		"quota below 1ms":  func(s *specs.Spec) { s.Linux.Resources.CPU.Quota = i64(999) },
 	} {
 		s := ok()
 		edit(s)

@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/units"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 	"github.com/sandboxed-dev/sandboxed/permissions"
 	"github.com/sandboxed-dev/sandboxed/policy"
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -934,12 +935,47 @@ func (x *explainer) resources() {
 		b := x.in.Rules.UndoBounds()
 		x.e.Resources = append(x.e.Resources, undoPoints(writeGrants(def), &b)...)
 	}
-	if pl.Limits.CPUs > 0 {
-		x.e.Resources = append(x.e.Resources, Point{Subject: "limits.cpus", Requested: "sandboxed.cpus: " + strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64),
-			Meaning:    fmt.Sprintf("may use %s CPUs' worth of time", strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64)),
-			Mechanisms: []Mechanism{{Kind: MechCgroup, Value: strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64), Detail: "cgroup CPU quota over a 100ms period"}},
-			Verdict:    VerdictAllow, Risk: "low", Rule: "sandboxed.cpus", Reason: "a definition may only narrow its limits"})
+	if p, ok := x.cpuPoint(); ok {
+		x.e.Resources = append(x.e.Resources, p)
 	}
+}
+
+// cpuPoint is the CPU limit, read from the spec's quota and period (none:
+// no point). Its mechanism's value is "QUOTA PERIOD" in microseconds, as
+// cgroup v2's cpu.max says it; a pod's is what the node's kubelet makes
+// of the pod's limit in thousandths of a CPU.
+func (x *explainer) cpuPoint() (Point, bool) {
+	pl, def := x.plan(), x.in.Def
+	r, err := specconv.ReadResources(pl.Spec)
+	if err != nil || r.CPUQuota <= 0 {
+		return Point{}, false
+	}
+	var req string
+	if def.Sandboxed != nil && def.Sandboxed.CPUs > 0 {
+		req = "sandboxed.cpus: " + strconv.FormatFloat(def.Sandboxed.CPUs, 'f', -1, 64)
+	}
+	quota, period := r.CPUQuota, int64(r.CPUPeriod)
+	detail := fmt.Sprintf("cgroup CPU quota %s in each %s period (cpu.max on cgroup v2; cpu.cfs_quota_us and cpu.cfs_period_us on v1)",
+		time.Duration(quota)*time.Microsecond, time.Duration(period)*time.Microsecond)
+	mech := Mechanism{Kind: MechCgroup}
+	switch {
+	case rlimitsHold(pl):
+		mech = Mechanism{Kind: MechNone, Detail: "no cgroup sandboxed may use here holds a CPU quota, and no rlimit stands in for it: the run is refused when it starts"}
+	case pl.Backend == isolation.BackendKubernetes:
+		m := r.MilliCPUs()
+		quota, period = m*isolation.CPUPeriod/1000, isolation.CPUPeriod
+		detail = fmt.Sprintf("the pod's CPU limit %dm, which the node's kubelet makes a cgroup CPU quota of %s in each %s period", m,
+			time.Duration(quota)*time.Microsecond, time.Duration(period)*time.Microsecond)
+	case pl.Tier == isolation.TierContainer:
+		detail = "the container's " + detail + ", set by the engine"
+	}
+	if mech.Kind == MechCgroup {
+		mech.Value, mech.Detail = fmt.Sprintf("%d %d", quota, period), detail
+	}
+	cpus := strconv.FormatFloat(float64(quota)/float64(period), 'f', -1, 64)
+	meaning := fmt.Sprintf("may use %s CPUs' worth of time: %s in each %s; beyond it its threads wait, nothing is killed", cpus,
+		time.Duration(quota)*time.Microsecond, time.Duration(period)*time.Microsecond)
+	return x.limitPoint("cpus", req, meaning, mech), true
 }
 
 // pidsMechanism is how the pids limit is enforced: the run's cgroup, or

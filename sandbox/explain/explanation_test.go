@@ -569,3 +569,55 @@ func TestExplainLandlockRlimits(t *testing.T) {
 		t.Errorf("memory: %+v", m)
 	}
 }
+
+// The CPU point reads the spec's quota and period, not the tool's number:
+// the cgroup's value as cpu.max says it, a pod's as the kubelet makes it
+// of thousandths of a CPU, and none where no cgroup holds the run.
+func TestCPUPointReadsTheSpec(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		tier, backend string
+		cgroup        string
+		quota         int64
+		period        uint64
+		kind, value   string
+		detail        string
+	}{
+		{"process", "process", "", "", 50000, 100000, MechCgroup, "50000 100000", "cgroup CPU quota 50ms in each 100ms period"},
+		{"another period", "process", "", "", 25000, 50000, MechCgroup, "25000 50000", "cgroup CPU quota 25ms in each 50ms period"},
+		{"container", "container", "", "", 150000, 100000, MechCgroup, "150000 100000", "the container's cgroup CPU quota 150ms"},
+		{"pod", "process", isolation.BackendKubernetes, "", 33333, 100000, MechCgroup, "33400 100000", "the pod's CPU limit 334m"},
+		{"landlock in a cgroup", "landlock", "", "/sandboxed/r", 50000, 100000, MechCgroup, "50000 100000", "cgroup CPU quota"},
+		{"landlock without a cgroup", "landlock", "", "", 50000, 100000, MechNone, "", "the run is refused when it starts"},
+	} {
+		pl := planOf(c.tier, 1000, 1000)
+		pl.Backend = c.backend
+		pl.Spec.Linux = &specs.Linux{CgroupsPath: c.cgroup, Resources: &specs.LinuxResources{
+			Memory: &specs.LinuxMemory{Limit: ptr(96 << 20)}, Pids: &specs.LinuxPids{Limit: ptr(40)},
+			CPU: &specs.LinuxCPU{Quota: ptr(c.quota), Period: &c.period}}}
+		def := &tool.Definition{Name: "t", Sandboxed: &tool.SandboxedExt{CPUs: 0.5}}
+		e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Plan: pl, Planned: true})
+		var p *Point
+		for i := range e.Resources {
+			if e.Resources[i].Subject == "limits.cpus" {
+				p = &e.Resources[i]
+			}
+		}
+		if p == nil {
+			t.Errorf("%s: no limits.cpus point", c.name)
+			continue
+		}
+		m := p.Mechanisms[0]
+		if m.Kind != c.kind || m.Value != c.value || !strings.Contains(m.Detail, c.detail) || p.Requested != "sandboxed.cpus: 0.5" {
+			t.Errorf("%s: %+v", c.name, p)
+		}
+	}
+	pl := planOf("process", 1000, 1000)
+	pl.Spec.Linux = &specs.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: ptr(96 << 20)}, Pids: &specs.LinuxPids{Limit: ptr(40)}}}
+	e := Explain(ExplainInput{Def: &tool.Definition{Name: "t"}, Decision: policy.Decision{Verdict: policy.Allow}, Plan: pl, Planned: true})
+	for _, p := range e.Resources {
+		if p.Subject == "limits.cpus" {
+			t.Errorf("a spec without a CPU quota: %+v", p)
+		}
+	}
+}
