@@ -20,9 +20,11 @@ import (
 // run --dump-plan, the plan the run recorded and the running sandbox, read
 // back from the host (its cgroup, its process's ids) and from inside (its
 // mounts or, in the landlock tier, which has none, what it can read and
-// write; its /tmp or its file size limit), give the same memory and pids
-// limits, /tmp size, grant mounts and access, and the same uid and host
-// uid; explain's egress rules are the plan's. Rootless, the tiers an
+// write; its /tmp or its file size limit), give the same memory, pids and
+// CPU limits, /tmp size, grant mounts and access, and the same uid and
+// host uid; explain's egress rules are the plan's. Each tier here runs in
+// a cgroup, which a CPU limit needs (TestLandlockTierInDefaultContainer
+// runs where none can be made). Rootless, the tiers an
 // unprivileged user runs here: the process and landlock tiers.
 func TestExplainMatchesEnforcement(t *testing.T) {
 	run := runTiers(append(append([]string{}, tiers...), "landlock", "none", kubeTier))
@@ -66,7 +68,7 @@ bash: |
   i=0; while [ ! -e out/go ] && [ $i -lt %d ]; do sleep 0.1; i=$((i+1)); done
   kill $! 2>/dev/null
   echo "UID $(id -u)"
-  for f in memory.max memory/memory.limit_in_bytes pids.max pids/pids.max; do [ -r /sys/fs/cgroup/$f ] && echo "CG $f $(cat /sys/fs/cgroup/$f)"; done
+  for f in memory.max memory/memory.limit_in_bytes pids.max pids/pids.max cpu.max cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us; do [ -r /sys/fs/cgroup/$f ] && echo "CG $f $(cat /sys/fs/cgroup/$f)"; done
   echo "TMP $(stat -f -c '%%b %%S' /tmp)"
   echo "FSIZE $(awk '/^Max file size/ {print $4}' /proc/self/limits)"
   while read -r _ _ _ _ mnt opts _; do echo "MOUNT $mnt $opts"; done < /proc/self/mountinfo
@@ -80,6 +82,7 @@ resources:
   max-memory: 96MB
 sandboxed:
   pids-limit: 40
+  cpus: 0.5
   tmpfs-size: 32MB
 `, mark, waits, iso)
 		must(t, os.WriteFile(filepath.Join(dir, "contract.yaml"), []byte(def), 0o644))
@@ -136,7 +139,7 @@ sandboxed:
 		}
 		if pid > 0 {
 			ran.hostUID = hostUID(t, pid)
-			ran.memory, ran.pids = cgroupLimits(t, pid)
+			ran.memory, ran.pids, ran.cpu = cgroupLimits(t, pid)
 		}
 		must(t, os.WriteFile(filepath.Join(dir, "out", "go"), nil, 0o644))
 		select {
@@ -162,11 +165,11 @@ sandboxed:
 			if ran.memory == 0 && ran.pids == 0 {
 				// gVisor shows the pod no cgroupfs, and its limits are
 				// its kernel's: what the pod's spec says stands for them.
-				t.Logf("the pod shows no cgroup limits: memory and pids compared between explain and the plan only")
-				ran.memory, ran.pids = planned.memory, planned.pids
+				t.Logf("the pod shows no cgroup limits: memory, pids and cpu compared between explain and the plan only")
+				ran.memory, ran.pids, ran.cpu = planned.memory, planned.pids, planned.cpu
 			}
 		} else {
-			ran.memory, ran.pids = inside.memory, inside.pids
+			ran.memory, ran.pids, ran.cpu = inside.memory, inside.pids, inside.cpu
 		}
 		wantTmp, wantMounts := int64(32<<20), 2
 		if tier == "none" {
@@ -188,7 +191,10 @@ sandboxed:
 				t.Errorf("%s: explain says %d, the plan %d, the sandbox has %d", v.what, v.explain, v.plan, v.real)
 			}
 		}
-		if planned.memory != 96<<20 || planned.toolPids != 40 || planned.tmpfs != wantTmp {
+		if said.cpu != planned.cpu || planned.cpu != ran.cpu {
+			t.Errorf("cpu: explain says %q, the plan %q, the sandbox has %q", said.cpu, planned.cpu, ran.cpu)
+		}
+		if planned.memory != 96<<20 || planned.toolPids != 40 || planned.tmpfs != wantTmp || planned.cpu != "50000 100000" {
 			t.Errorf("the plan's limits are not the definition's: %+v", planned)
 		}
 		// Mounts: each grant's access, in explain, in the plan and inside.
@@ -230,9 +236,11 @@ sandboxed:
 }
 
 // facts are the values the three sources are compared on. pids is the
-// mechanism's value (the cgroup's); toolPids what the tool gets.
+// mechanism's value (the cgroup's); toolPids what the tool gets; cpu the
+// quota and period in microseconds, as cgroup v2's cpu.max says them.
 type facts struct {
 	memory, pids, toolPids, tmpfs int64
+	cpu                           string
 	uid, hostUID                  int64
 	mounts                        map[string]string // target: ro or rw
 	egress                        []string
@@ -274,6 +282,8 @@ func (e explainJSON) facts(t *testing.T) facts {
 				f.memory = n
 			case "limits.pids":
 				f.pids = n
+			case "limits.cpus":
+				f.cpu = m.Value
 			}
 		}
 	}
@@ -350,6 +360,10 @@ type planJSON struct {
 				Pids struct {
 					Limit int64 `json:"limit"`
 				} `json:"pids"`
+				CPU *struct {
+					Quota  int64 `json:"quota"`
+					Period int64 `json:"period"`
+				} `json:"cpu"`
 			} `json:"resources"`
 		} `json:"linux"`
 	} `json:"spec"`
@@ -364,6 +378,9 @@ func (d planJSON) facts() facts {
 	s := d.Spec
 	f := facts{memory: s.Linux.Resources.Memory.Limit, pids: s.Linux.Resources.Pids.Limit, toolPids: d.Limits.Pids,
 		uid: s.Process.User.UID, mounts: map[string]string{}}
+	if c := s.Linux.Resources.CPU; c != nil {
+		f.cpu = fmt.Sprintf("%d %d", c.Quota, c.Period)
+	}
 	for _, r := range s.Process.Rlimits {
 		if r.Type == "RLIMIT_FSIZE" {
 			f.tmpfs = r.Hard // the landlock tier's /tmp size: no tmpfs
@@ -412,9 +429,16 @@ func recordedPlan(t *testing.T, runID string) facts {
 // tier), its file size limit and what it could write and read.
 func (f *facts) readInside(t *testing.T, out, dir string, noMounts bool) {
 	f.mounts = map[string]string{}
+	var quota, period string
 	for _, line := range strings.Split(out, "\n") {
 		fields := strings.Fields(line)
 		switch {
+		case len(fields) == 4 && fields[0] == "CG" && fields[1] == "cpu.max":
+			f.cpu = fields[2] + " " + fields[3]
+		case len(fields) == 3 && fields[0] == "CG" && fields[1] == "cpu/cpu.cfs_quota_us":
+			quota = fields[2]
+		case len(fields) == 3 && fields[0] == "CG" && fields[1] == "cpu/cpu.cfs_period_us":
+			period = fields[2]
 		case len(fields) == 2 && fields[0] == "UID":
 			f.uid, _ = strconv.ParseInt(fields[1], 10, 64)
 		case len(fields) == 3 && fields[0] == "TMP":
@@ -430,6 +454,9 @@ func (f *facts) readInside(t *testing.T, out, dir string, noMounts bool) {
 		case len(fields) == 3 && fields[0] == "ACCESS" && noMounts:
 			f.mounts[fields[1]] = fields[2]
 		}
+	}
+	if quota != "" && period != "" {
+		f.cpu = quota + " " + period
 	}
 	if noMounts {
 		f.tmpfs = 0
@@ -471,9 +498,9 @@ func hostUID(t *testing.T, pid int) int64 {
 	return -1
 }
 
-// cgroupLimits are the memory and pids limits of pid's cgroup, read from
-// the host's cgroupfs (v1 controllers or v2).
-func cgroupLimits(t *testing.T, pid int) (memory, pids int64) {
+// cgroupLimits are the memory, pids and CPU limits of pid's cgroup, read
+// from the host's cgroupfs (v1 controllers or v2); cpu as cpu.max says it.
+func cgroupLimits(t *testing.T, pid int) (memory, pids int64, cpu string) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	must(t, err)
 	read := func(p string) int64 {
@@ -498,18 +525,26 @@ func cgroupLimits(t *testing.T, pid int) (memory, pids int64) {
 				memory = read(filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"))
 			case "pids":
 				pids = read(filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max"))
+			case "cpu":
+				dir := filepath.Join("/sys/fs/cgroup", parts[1], parts[2]) // "cpu" or "cpu,cpuacct"
+				cpu = fmt.Sprintf("%d %d", read(filepath.Join(dir, "cpu.cfs_quota_us")), read(filepath.Join(dir, "cpu.cfs_period_us")))
 			case "":
 				if parts[0] == "0" && memory == 0 {
 					if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 						memory = read(filepath.Join("/sys/fs/cgroup", parts[2], "memory.max"))
 						pids = read(filepath.Join("/sys/fs/cgroup", parts[2], "pids.max"))
+						v, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", parts[2], "cpu.max"))
+						if err != nil {
+							t.Fatalf("read cpu.max: %v (is the cpu controller enabled for the run's cgroup?)", err)
+						}
+						cpu = strings.TrimSpace(string(v))
 					}
 				}
 			}
 		}
 	}
-	if memory == 0 || pids == 0 {
-		t.Fatalf("no memory or pids limit found for pid %d in:\n%s", pid, b)
+	if memory == 0 || pids == 0 || cpu == "" {
+		t.Fatalf("no memory, pids or cpu limit found for pid %d in:\n%s", pid, b)
 	}
-	return memory, pids
+	return memory, pids, cpu
 }
