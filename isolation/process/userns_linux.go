@@ -122,8 +122,8 @@ func planIDMapping(h hostIDs, priv privilege.Privilege, uid, gid uint32) (*idMap
 			}
 		}
 		pick := func(start, count int) int {
-			if count > 65534 {
-				return start + 65534
+			if count > privilege.NobodyID {
+				return start + privilege.NobodyID
 			}
 			return start
 		}

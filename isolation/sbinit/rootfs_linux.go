@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 )
 
 // The process-tier root, built by the init inside its own mount namespace:
@@ -913,10 +915,10 @@ func writeEtc(root string, setup *Setup) error {
 
 func passwdFile(uid, gid uint32) string {
 	s := "root:x:0:0:root:/tmp:/bin/sh\n"
-	if uid != 0 && uid != 65534 {
+	if uid != 0 && uid != privilege.NobodyID {
 		s += fmt.Sprintf("sandbox:x:%d:%d:sandbox:/tmp:/bin/sh\n", uid, gid)
 	}
-	return s + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	return s + fmt.Sprintf("nobody:x:%d:%d:nobody:/nonexistent:/usr/sbin/nologin\n", privilege.NobodyID, privilege.NobodyID)
 }
 
 func groupFile(gid uint32) string {
