@@ -313,6 +313,10 @@ func (rc *runChanges) apply(res *Result, info *ChangesInfo, rec *changeset.Recor
 		}
 		pend = append(pend, p)
 	}
+	if err := changeset.Sync(rc.store.BlobDir(rc.runID)); err != nil {
+		notApplied(err)
+		return
+	}
 	rec.Applying = true
 	if err := rc.store.Save(rec); err != nil {
 		notApplied(err)
@@ -440,6 +444,12 @@ func UndoRun(stateDir, runtimeDir, runID string, waiting func(grant string)) (*U
 			return rep, fmt.Errorf("%w: %w (run sandboxed undo %s again to finish it)", ErrUndoStopped, err, runID)
 		}
 		rep.Grants = append(rep.Grants, UndoneGrant{Root: g.Root, Restored: len(g.Changes), Skipped: skipped})
+	}
+	// What was put back is on disk before the record says so.
+	for _, g := range rec.Grants {
+		if err := changeset.Sync(g.Root); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return rep, fmt.Errorf("%w: %w (run sandboxed undo %s again to finish it)", ErrUndoStopped, err, runID)
+		}
 	}
 	now := time.Now().UTC()
 	rec.UndoneAt, rec.Undoing = &now, false

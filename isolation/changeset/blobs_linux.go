@@ -45,3 +45,24 @@ func Keeper(dir string) KeepFunc {
 		return sum, n, nil
 	}
 }
+
+// Sync writes to disk what the file system holding dir has in memory
+// (syncfs(2)), and dir's own entries: one call for every pre-image a scan
+// kept, or every file an undo put back, where a fsync of each would cost
+// one disk flush per file. A pre-image is durable before the record that
+// names it, so a change the host lost power in the midst of can still be
+// put back.
+func Sync(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -44,3 +44,6 @@ func (p *Pending) Close() {}
 
 // ReadFile needs Linux (openat2).
 func ReadFile(root, rel string, max int64) ([]byte, error) { return nil, ErrUnsupported }
+
+// Sync needs Linux (syncfs); elsewhere nothing is kept to sync.
+func Sync(dir string) error { return nil }

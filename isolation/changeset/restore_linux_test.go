@@ -697,3 +697,16 @@ func TestUndoOfAnApplyKilledInAMkdir(t *testing.T) {
 		t.Error("the resumed undo did not remove the directory the apply made")
 	}
 }
+
+// Sync flushes the file system of a folder; a missing one is an error
+// that names it.
+func TestSync(t *testing.T) {
+	dir := t.TempDir()
+	if err := Sync(dir); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "gone")
+	if err := Sync(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Sync(%s) = %v", missing, err)
+	}
+}
