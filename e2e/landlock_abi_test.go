@@ -68,6 +68,6 @@ sources:
     isolation:
       allowed: [process, container]
       minimum: process
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: [signals]
 `

@@ -255,6 +255,10 @@ type Decision struct {
 	// --approve isolation-landlock, where the process tier cannot run;
 	// the caller looks whether it can (Request.NoProcessTier).
 	LandlockStandIn bool `json:"landlock_stand_in,omitempty"`
+	// LandlockRefused: the source's isolation.without-namespaces is
+	// refuse, so where the process tier cannot run, the run is refused
+	// with no way out but another host or policy.
+	LandlockRefused bool `json:"landlock_refused,omitempty"`
 	// AcceptGaps are the gaps of the landlock tier the source's policy
 	// accepts (isolation.landlock-gaps), for a landlock-tier run.
 	AcceptGaps []string `json:"accept_gaps,omitempty"`
@@ -308,8 +312,10 @@ func (p *Policy) Decide(req Request) Decision {
 		d.RaisedFrom, d.RaiseNote = want, notes[0]
 	}
 	if iso == tool.IsolationProcess && isoItem.Verdict == Allow {
-		d.LandlockStandIn = src.rule.Isolation.WithoutNamespaces == StandInLandlock ||
-			slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll)
+		standIn := src.rule.Isolation.WithoutNamespaces
+		d.LandlockStandIn = standIn == StandInLandlock ||
+			standIn != StandInRefuse && (slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll))
+		d.LandlockRefused = standIn == StandInRefuse
 		if askedLandlock || req.NoProcessTier != "" {
 			iso, isoItem = landlockStandIn(req, src, askedLandlock)
 			d.AcceptGaps = append([]string(nil), src.rule.Isolation.LandlockGaps...)
@@ -546,8 +552,9 @@ var LandlockNotes = []string{
 // landlockStandIn is the isolation item of a process-tier run that runs
 // in the landlock tier: asked for with --isolation landlock, or because
 // the process tier cannot run here (req.NoProcessTier). The source's
-// isolation.without-namespaces allows it; otherwise it needs approval
-// (isolation-landlock), which is the way out a refused run shows.
+// isolation.without-namespaces allows it (landlock) or refuses it
+// (refuse); otherwise (approve) it needs approval (isolation-landlock),
+// which is the way out a refused run shows.
 func landlockStandIn(req Request, src sourceRule, asked bool) (tool.Isolation, Item) {
 	it := Item{Subject: "isolation", Kind: ItemIsolation, Risk: RiskMedium,
 		Description: "runs in the landlock tier: no namespaces, mounts or cgroup of its own; Landlock, seccomp, no_new_privs and rlimits confine it (the notes say where they stop)"}
@@ -559,9 +566,15 @@ func landlockStandIn(req Request, src sourceRule, asked bool) (tool.Isolation, I
 	if !strings.HasPrefix(src.match.Rule, "sources[") {
 		rule = "isolation.without-namespaces (in a sources rule that matches this definition)"
 	}
-	if src.rule.Isolation.WithoutNamespaces == StandInLandlock {
+	switch src.rule.Isolation.WithoutNamespaces {
+	case StandInLandlock:
 		it.Verdict, it.Rule = Allow, rule+" landlock"
 		it.Reason = why + "; the policy lets the landlock tier stand in"
+		return tier.Landlock, it
+	case StandInRefuse:
+		it.Verdict, it.Rule = Deny, rule+" refuse"
+		it.Reason = why + "; the policy refuses the landlock tier, and no approval lifts that"
+		it.PolicyFix = rule + ": approve (or landlock), or run on a host where the process tier can run"
 		return tier.Landlock, it
 	}
 	it.Verdict, it.ApproveFlag = NeedsApproval, ApproveIsolationLandlock

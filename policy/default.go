@@ -35,11 +35,12 @@ version: 1
 # isolation.landlock: best-effort (the default: the process tier raises what
 # the kernel's Landlock covers) or required (a kernel without Landlock ABI 6,
 # files, TCP and IPC scopes, refuses the process tier's runs).
-# isolation.without-namespaces: refuse (the default: where the process tier
+# isolation.without-namespaces: approve (the default: where the process tier
 # cannot run, in a container without user namespaces or a writable cgroup, its
-# runs are refused with the way out) or landlock (they run in the landlock
-# tier: no namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
-# --approve isolation-landlock lets it stand in for one run.
+# runs are refused with the way out, --approve isolation-landlock, which lets
+# the landlock tier stand in for one run), refuse (they are refused, and no
+# approval lifts that) or landlock (they run in the landlock tier: no
+# namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
 # isolation.landlock-gaps: what the landlock tier may go without where it
 # cannot enforce it: masks (paths.deny, secrets and protected paths inside a
 # write grant; a read grant's masks are kept unreadable by a rule per entry) and
@@ -61,7 +62,7 @@ sources:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: []
       runtime: definition
       backend: operator
@@ -71,7 +72,7 @@ sources:
       allowed: [none, process, container]
       minimum: none
       landlock: best-effort
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: []
       runtime: definition
       backend: operator
@@ -83,7 +84,7 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: []
       runtime: definition
       backend: operator
@@ -95,7 +96,7 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: []
       runtime: definition
       backend: operator
@@ -105,7 +106,7 @@ sources:
       allowed: [process, container]
       minimum: process
       landlock: best-effort
-      without-namespaces: refuse
+      without-namespaces: approve
       landlock-gaps: []
       runtime: definition
       backend: operator

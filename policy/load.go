@@ -155,10 +155,10 @@ var validators = map[reflect.Type]func(string) error{
 	},
 	reflect.TypeOf(StandIn("")): func(s string) error {
 		switch StandIn(s) {
-		case StandInRefuse, StandInLandlock:
+		case StandInApprove, StandInRefuse, StandInLandlock:
 			return nil
 		}
-		return fmt.Errorf("without-namespaces %q: want refuse or landlock", s)
+		return fmt.Errorf("without-namespaces %q: want approve, refuse or landlock", s)
 	},
 	reflect.TypeOf(LandlockRule("")): func(s string) error {
 		switch LandlockRule(s) {
@@ -336,7 +336,7 @@ func (p *Policy) validate() error {
 			r.Isolation.Landlock = LandlockBestEffort
 		}
 		if r.Isolation.WithoutNamespaces == "" {
-			r.Isolation.WithoutNamespaces = StandInRefuse
+			r.Isolation.WithoutNamespaces = StandInApprove
 		}
 		if len(r.Isolation.LandlockGaps) == 0 {
 			r.Isolation.LandlockGaps = nil

@@ -108,9 +108,11 @@ type IsolationRule struct {
 	// WithoutNamespaces is what a run of the process tier does where the
 	// process tier cannot run (namespaces cannot be made, or no cgroup
 	// can be written: a container with Docker's defaults):
-	// StandInRefuse (the default, also "") refuses it with the way out;
-	// StandInLandlock runs it in the landlock tier, which enforces the
-	// same plan as far as Landlock, seccomp and rlimits reach.
+	// StandInApprove (the default, also "") refuses it with the way out,
+	// an approval for the run; StandInRefuse refuses it, and no approval
+	// lifts that; StandInLandlock runs it in the landlock tier, which
+	// enforces the same plan as far as Landlock, seccomp and rlimits
+	// reach.
 	WithoutNamespaces StandIn `yaml:"without-namespaces"`
 	// LandlockGaps are the gaps of the landlock tier (tier.LandlockGaps)
 	// the source's runs may go without; any other gap refuses the run.
@@ -156,7 +158,11 @@ type StandIn string
 
 // Stand-ins.
 const (
-	// StandInRefuse refuses the run, saying how to run it.
+	// StandInApprove (the default) runs it in the landlock tier only with
+	// --approve isolation-landlock, and refuses it saying so otherwise.
+	StandInApprove StandIn = "approve"
+	// StandInRefuse refuses it: no approval lifts that, and --isolation
+	// landlock is denied too.
 	StandInRefuse StandIn = "refuse"
 	// StandInLandlock runs it in the landlock tier.
 	StandInLandlock StandIn = "landlock"
@@ -301,7 +307,7 @@ var UntrustedSource = SourceRule{
 		Allowed:           []tool.Isolation{tool.IsolationProcess, tool.IsolationContainer},
 		Minimum:           tool.IsolationProcess,
 		Landlock:          LandlockBestEffort,
-		WithoutNamespaces: StandInRefuse,
+		WithoutNamespaces: StandInApprove,
 		Runtime:           RuntimeDefinition,
 		Backend:           BackendOperator,
 	},
@@ -324,7 +330,7 @@ func Default() *Policy {
 				Allowed:           []tool.Isolation{tool.IsolationNone, tool.IsolationProcess, tool.IsolationContainer},
 				Minimum:           tool.IsolationNone,
 				Landlock:          LandlockBestEffort,
-				WithoutNamespaces: StandInRefuse,
+				WithoutNamespaces: StandInApprove,
 				Runtime:           RuntimeDefinition,
 				Backend:           BackendOperator,
 			},

@@ -17,6 +17,10 @@ func TestLandlockStandIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refuse, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      without-namespaces: refuse\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const blocked = "namespaces cannot be made"
 	cases := []struct {
 		name      string
@@ -45,6 +49,15 @@ func TestLandlockStandIn(t *testing.T) {
 			r.Isolation = tool.IsolationContainer
 			r.NoProcessTier = blocked
 		}, tool.IsolationContainer, Allow, false, nil, ""},
+		{"blocked, policy refuses, approved", refuse, func(r *Request) {
+			r.NoProcessTier = blocked
+			r.Approvals = []string{ApproveIsolationLandlock, ApproveAll}
+		}, tier.Landlock, Deny, false, nil, "without-namespaces: approve"},
+		{"--isolation landlock, policy refuses, approved", refuse, func(r *Request) {
+			r.Isolation = tier.Landlock
+			r.Approvals = []string{ApproveAll}
+		}, tier.Landlock, Deny, false, nil, "without-namespaces: approve"},
+		{"policy refuses, host that can", refuse, func(r *Request) { r.Approvals = []string{ApproveAll} }, tool.IsolationProcess, Allow, false, nil, ""},
 		{"elevated in landlock", Default(), func(r *Request) {
 			r.NoProcessTier = blocked
 			r.Privilege = tool.PrivilegeElevated
@@ -62,6 +75,9 @@ func TestLandlockStandIn(t *testing.T) {
 			}
 			if c.wantInFix != "" && !strings.Contains(d.Hint(), c.wantInFix) {
 				t.Fatalf("hint lacks %q:\n%s", c.wantInFix, d.Hint())
+			}
+			if d.LandlockRefused != (c.pol == refuse && c.iso != tool.IsolationContainer) {
+				t.Fatalf("LandlockRefused %v under %s", d.LandlockRefused, c.pol.Sources[0].Isolation.WithoutNamespaces)
 			}
 			if d.Isolation == tier.Landlock && !slices.Contains(d.Notes, LandlockNotes[1]) {
 				t.Fatalf("a landlock-tier decision without the tier's notes: %v", d.Notes)

@@ -305,10 +305,11 @@ func decideRun(req *Request, pol *policy.Policy, facts *HostFacts, br *boundRun,
 	preq.CwdResolved, preq.HomeResolved = facts.CwdResolved, facts.HomeResolved
 	preq.Commands = callerCommands(br.bound)
 	d := pol.Decide(preq)
-	if d.LandlockStandIn && d.Isolation == tool.IsolationProcess &&
+	if (d.LandlockStandIn || d.LandlockRefused) && d.Isolation == tool.IsolationProcess &&
 		req.Cluster.Backend != isolation.BackendKubernetes && d.Backend != isolation.BackendKubernetes {
 		// The landlock tier may stand in where the process tier cannot
-		// run: find out whether it can, here and now.
+		// run, or the policy refuses it there: find out whether it can,
+		// here and now.
 		if why := landlock.ProcessTierBlocked(); why != "" {
 			preq.NoProcessTier = why
 			d = pol.Decide(preq)
