@@ -74,7 +74,9 @@ type Request struct {
 	Memory  int64 // bytes
 	Timeout time.Duration
 	Pids    int64
-	Output  int64 // bytes per stream
+	Output  int64   // bytes per stream
+	CPUs    float64 // sandboxed.cpus
+	Tmpfs   int64   // bytes of /tmp (sandboxed.tmpfs-size)
 	// Cwd is the working directory (absolute); CwdResolved is the same
 	// with symlinks resolved, when the caller knows it. Home is the
 	// invoking user's home directory, for the ~ rules of the policy.
@@ -135,6 +137,8 @@ func NewRequest(def *tool.Definition, grants []permissions.Grant, cwd, home stri
 	}
 	if def.Sandboxed != nil {
 		r.Pids = def.Sandboxed.PidsLimit
+		r.CPUs = def.Sandboxed.CPUs
+		r.Tmpfs = def.Sandboxed.TmpfsSize
 		r.Credentials = def.Sandboxed.Credentials
 	}
 	for _, s := range def.Steps {
@@ -192,25 +196,30 @@ type PathMask struct {
 	Secret bool `json:"secret,omitempty"`
 }
 
-// Effective are the resource limits of the run, after defaults and caps.
-// In JSON: memory_bytes, timeout_ms, pids, output_bytes.
+// Effective are the resource limits of the run, after defaults and caps:
+// every limit the plan holds, which copies them as they are.
+// In JSON: memory_bytes, timeout_ms, pids, output_bytes, cpus, tmpfs_bytes.
 type Effective struct {
 	MemoryBytes int64
 	Timeout     time.Duration
 	Pids        int64
 	OutputBytes int64
+	CPUs        float64 // 0: no CPU quota
+	TmpfsBytes  int64
 }
 
 type effectiveJSON struct {
-	MemoryBytes int64 `json:"memory_bytes"`
-	TimeoutMS   int64 `json:"timeout_ms"`
-	Pids        int64 `json:"pids"`
-	OutputBytes int64 `json:"output_bytes"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	TimeoutMS   int64   `json:"timeout_ms"`
+	Pids        int64   `json:"pids"`
+	OutputBytes int64   `json:"output_bytes"`
+	CPUs        float64 `json:"cpus"`
+	TmpfsBytes  int64   `json:"tmpfs_bytes"`
 }
 
 // MarshalJSON writes the timeout in milliseconds, as results do.
 func (e Effective) MarshalJSON() ([]byte, error) {
-	return json.Marshal(effectiveJSON{e.MemoryBytes, e.Timeout.Milliseconds(), e.Pids, e.OutputBytes})
+	return json.Marshal(effectiveJSON{e.MemoryBytes, e.Timeout.Milliseconds(), e.Pids, e.OutputBytes, e.CPUs, e.TmpfsBytes})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -219,7 +228,7 @@ func (e *Effective) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Effective{j.MemoryBytes, time.Duration(j.TimeoutMS) * time.Millisecond, j.Pids, j.OutputBytes}
+	*e = Effective{j.MemoryBytes, time.Duration(j.TimeoutMS) * time.Millisecond, j.Pids, j.OutputBytes, j.CPUs, j.TmpfsBytes}
 	return nil
 }
 
@@ -979,6 +988,11 @@ func (p *Policy) decideEgress(src sourceRule, it Item, e *permissions.Egress) It
 	return it
 }
 
+// decideLimits decides every limit of the run: what the definition asks
+// for (req), else the policy's default, clamped to the policy's cap with
+// an item that says so. A reduced-privilege run's pids default is at most
+// ReducedPids. A CPU quota of 0 is none: under a cap, a run that asks for
+// none gets the default, else the cap, so that every run has a quota.
 func (p *Policy) decideLimits(req Request) (Effective, []Item) {
 	var items []Item
 	pick := func(name string, requested, def, max int64, format func(int64) string) int64 {
@@ -987,29 +1001,51 @@ func (p *Policy) decideLimits(req Request) (Effective, []Item) {
 			v = def
 		}
 		if max > 0 && v > max {
-			items = append(items, Item{
-				Subject: "limits." + name, Kind: ItemLimit, Verdict: Allow, Risk: RiskLow,
-				Description: fmt.Sprintf("may use %s of %s", format(max), name),
-				Rule:        "limits." + name + ".max",
-				Reason:      fmt.Sprintf("requested %s, clamped to the cap %s", format(requested), format(max)),
-				PolicyFix:   fmt.Sprintf("limits.%s.max: %s", name, format(requested)),
-			})
+			if requested > max { // else a default above the cap, which Parse brings down
+				items = append(items, clampItem(name, fmt.Sprintf("may use %s of %s", format(max), name), format(requested), format(max)))
+			}
 			v = max
 		}
 		return v
 	}
 	size := func(v int64) string { return Size(v).String() }
 	pidsDefault := p.Limits.Pids.Default
-	if req.Privilege == tool.PrivilegeReduced && pidsDefault > 64 {
-		pidsDefault = 64
+	if req.Privilege == tool.PrivilegeReduced && pidsDefault > ReducedPids {
+		pidsDefault = ReducedPids
 	}
-	return Effective{
+	e := Effective{
 		MemoryBytes: pick("memory", req.Memory, int64(p.Limits.Memory.Default), int64(p.Limits.Memory.Max), size),
 		Timeout: time.Duration(pick("timeout", int64(req.Timeout), int64(p.Limits.Timeout.Default), int64(p.Limits.Timeout.Max),
 			func(v int64) string { return Duration(v).String() })),
 		Pids:        pick("pids", req.Pids, pidsDefault, p.Limits.Pids.Max, func(v int64) string { return fmt.Sprint(v) }),
 		OutputBytes: pick("output", req.Output, int64(p.Limits.Output.Default), int64(p.Limits.Output.Max), size),
-	}, items
+	}
+	cpus := CPUs(req.CPUs)
+	if cpus <= 0 {
+		cpus = p.Limits.CPUs.Default
+	}
+	if max := p.Limits.CPUs.Max; max > 0 && (cpus <= 0 || cpus > max) {
+		if CPUs(req.CPUs) > max {
+			items = append(items, clampItem("cpus", fmt.Sprintf("may use %s CPUs' worth of time", max), CPUs(req.CPUs).String(), max.String()))
+		}
+		cpus = max
+	}
+	e.CPUs = float64(cpus)
+	e.TmpfsBytes = pick("tmpfs", req.Tmpfs, int64(p.Limits.Tmpfs.Default), int64(p.Limits.Tmpfs.Max), size)
+	return e, items
+}
+
+// clampItem is the item of a request above the cap of limits.NAME, which
+// the run gets instead; requested and max are written as the policy
+// file writes them, so PolicyFix is a line the file takes.
+func clampItem(name, description, requested, max string) Item {
+	return Item{
+		Subject: "limits." + name, Kind: ItemLimit, Verdict: Allow, Risk: RiskLow,
+		Description: description,
+		Rule:        "limits." + name + ".max",
+		Reason:      fmt.Sprintf("requested %s, clamped to the cap %s", requested, max),
+		PolicyFix:   fmt.Sprintf("limits.%s.max: %s", name, requested),
+	}
 }
 
 // approvalGiven is one approval and where it came from.

@@ -542,12 +542,12 @@ func TestIsolationNoneNote(t *testing.T) {
 }
 
 func TestEffectiveJSON(t *testing.T) {
-	e := Effective{MemoryBytes: 1, Timeout: 1500 * time.Millisecond, Pids: 2, OutputBytes: 3}
+	e := Effective{MemoryBytes: 1, Timeout: 1500 * time.Millisecond, Pids: 2, OutputBytes: 3, CPUs: 0.5, TmpfsBytes: 4}
 	b, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(b) != `{"memory_bytes":1,"timeout_ms":1500,"pids":2,"output_bytes":3}` {
+	if string(b) != `{"memory_bytes":1,"timeout_ms":1500,"pids":2,"output_bytes":3,"cpus":0.5,"tmpfs_bytes":4}` {
 		t.Errorf("JSON = %s", b)
 	}
 	var back Effective
@@ -557,25 +557,122 @@ func TestEffectiveJSON(t *testing.T) {
 }
 
 func TestDecideLimits(t *testing.T) {
+	defaults := Effective{MemoryBytes: 512 * mib, Timeout: 5 * time.Minute, Pids: 256, OutputBytes: 10 * mib, TmpfsBytes: 64 * mib}
+	with := func(f func(*Effective)) Effective { e := defaults; f(&e); return e }
+	cpus := func(def, max CPUs) *Policy {
+		return mutate(Default(), func(p *Policy) { p.Limits.CPUs = CPULimit{Default: def, Max: max} })
+	}
+	type clamp struct{ subject, description, reason, fix string }
+	tests := []struct {
+		name   string
+		policy *Policy
+		req    func(*Request)
+		want   Effective
+		clamps []clamp
+	}{
+		{name: "nothing asked: the defaults, no CPU quota", want: defaults},
+		{name: "asked within the caps", req: func(r *Request) {
+			r.Memory, r.Timeout, r.Pids, r.Output, r.CPUs, r.Tmpfs = 1*gib, time.Minute, 1000, 20*mib, 2.5, 256*mib
+		}, want: Effective{MemoryBytes: 1 * gib, Timeout: time.Minute, Pids: 1000, OutputBytes: 20 * mib, CPUs: 2.5, TmpfsBytes: 256 * mib}},
+		{name: "asked below the defaults", req: func(r *Request) { r.Pids, r.Tmpfs = 16, 16*mib },
+			want: with(func(e *Effective) { e.Pids, e.TmpfsBytes = 16, 16*mib })},
+		{name: "asked above the caps: clamped, and said so", req: func(r *Request) {
+			r.Memory, r.Timeout, r.Pids, r.Output, r.Tmpfs = 64*gib, 48*time.Hour, 5000, 200*mib, 2*gib
+		}, want: Effective{MemoryBytes: 8 * gib, Timeout: time.Hour, Pids: 4096, OutputBytes: 100 * mib, TmpfsBytes: 1 * gib},
+			clamps: []clamp{
+				{"limits.memory", "may use 8GiB of memory", "requested 64GiB, clamped to the cap 8GiB", "limits.memory.max: 64GiB"},
+				{"limits.timeout", "may use 1h0m0s of timeout", "requested 2d, clamped to the cap 1h0m0s", "limits.timeout.max: 2d"},
+				{"limits.pids", "may use 4096 of pids", "requested 5000, clamped to the cap 4096", "limits.pids.max: 5000"},
+				{"limits.output", "may use 100MiB of output", "requested 200MiB, clamped to the cap 100MiB", "limits.output.max: 200MiB"},
+				{"limits.tmpfs", "may use 1GiB of tmpfs", "requested 2GiB, clamped to the cap 1GiB", "limits.tmpfs.max: 2GiB"},
+			}},
+		{name: "a tmpfs cap of 0 is none", policy: mutate(Default(), func(p *Policy) { p.Limits.Tmpfs.Max = 0 }),
+			req: func(r *Request) { r.Tmpfs = 4 * gib }, want: with(func(e *Effective) { e.TmpfsBytes = 4 * gib })},
+		{name: "a lower tmpfs default", policy: mutate(Default(), func(p *Policy) { p.Limits.Tmpfs.Default = 8 * mib }),
+			want: with(func(e *Effective) { e.TmpfsBytes = 8 * mib })},
+		{name: "cpus asked with no cap", req: func(r *Request) { r.CPUs = 512 }, want: with(func(e *Effective) { e.CPUs = 512 })},
+		{name: "cpus: the policy's default", policy: cpus(1, 0), want: with(func(e *Effective) { e.CPUs = 1 })},
+		{name: "cpus: the default under a cap", policy: cpus(1, 4), want: with(func(e *Effective) { e.CPUs = 1 })},
+		{name: "cpus: no default under a cap is the cap", policy: cpus(0, 2), want: with(func(e *Effective) { e.CPUs = 2 })},
+		{name: "cpus asked below the cap", policy: cpus(0, 2), req: func(r *Request) { r.CPUs = 0.5 },
+			want: with(func(e *Effective) { e.CPUs = 0.5 })},
+		{name: "cpus asked at the cap", policy: cpus(1, 2), req: func(r *Request) { r.CPUs = 2 },
+			want: with(func(e *Effective) { e.CPUs = 2 })},
+		{name: "cpus asked above the cap: clamped, and said so", policy: cpus(0, 2), req: func(r *Request) { r.CPUs = 8.5 },
+			want:   with(func(e *Effective) { e.CPUs = 2 }),
+			clamps: []clamp{{"limits.cpus", "may use 2 CPUs' worth of time", "requested 8.5, clamped to the cap 2", "limits.cpus.max: 8.5"}}},
+		{name: "reduced privilege: a lower pids default", req: func(r *Request) { r.Privilege = tool.PrivilegeReduced },
+			want: with(func(e *Effective) { e.Pids = ReducedPids })},
+		{name: "reduced privilege under a lower default keeps it", policy: mutate(Default(), func(p *Policy) { p.Limits.Pids.Default = 32 }),
+			req: func(r *Request) { r.Privilege = tool.PrivilegeReduced }, want: with(func(e *Effective) { e.Pids = 32 })},
+		{name: "reduced privilege may ask for more pids", req: func(r *Request) { r.Privilege, r.Pids = tool.PrivilegeReduced, 200 },
+			want: with(func(e *Effective) { e.Pids = 200 })},
+		{name: "reduced privilege's default within a lower cap", policy: mutate(Default(), func(p *Policy) { p.Limits.Pids.Max = 40 }),
+			req: func(r *Request) { r.Privilege = tool.PrivilegeReduced }, want: with(func(e *Effective) { e.Pids = 40 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy
+			if p == nil {
+				p = Default()
+			}
+			r := baseRequest()
+			if tt.req != nil {
+				tt.req(&r)
+			}
+			d := p.Decide(r)
+			if d.Limits != tt.want {
+				t.Errorf("limits = %+v, want %+v", d.Limits, tt.want)
+			}
+			if d.Verdict != Allow {
+				t.Errorf("verdict %s, want allow: a limit never refuses a run", d.Verdict)
+			}
+			var got []clamp
+			for _, it := range d.Items {
+				if it.Kind == ItemLimit {
+					if it.Verdict != Allow || it.Risk != RiskLow || it.Rule != it.Subject+".max" {
+						t.Errorf("limit item %+v: want allow, low risk, rule SUBJECT.max", it)
+					}
+					got = append(got, clamp{it.Subject, it.Description, it.Reason, it.PolicyFix})
+				}
+			}
+			if !reflect.DeepEqual(got, tt.clamps) {
+				t.Errorf("limit items\n%q\nwant\n%q", got, tt.clamps)
+			}
+		})
+	}
+}
+
+// TestLimitFixesLoad checks that a clamp's PolicyFix is a line the policy
+// file takes, and that it then lets the run have what it asked for.
+func TestLimitFixesLoad(t *testing.T) {
 	r := baseRequest()
-	d := Default().Decide(r)
-	want := Effective{MemoryBytes: 512 * mib, Timeout: 5 * time.Minute, Pids: 256, OutputBytes: 10 * mib}
-	if d.Limits != want {
-		t.Errorf("defaults = %+v, want %+v", d.Limits, want)
+	r.Memory, r.Timeout, r.Pids, r.Output, r.CPUs, r.Tmpfs = 64*gib, 48*time.Hour, 5000, 200*mib, 8.5, 2*gib
+	p := mutate(Default(), func(p *Policy) { p.Limits.CPUs.Max = 2 })
+	d := p.Decide(r)
+	if len(d.Items) == 0 {
+		t.Fatal("no items")
 	}
-	r.Memory, r.Timeout, r.Pids, r.Output = 1*gib, time.Minute, 5000, 200*mib
-	d = Default().Decide(r)
-	want = Effective{MemoryBytes: 1 * gib, Timeout: time.Minute, Pids: 4096, OutputBytes: 100 * mib}
-	if d.Limits != want {
-		t.Errorf("clamped = %+v, want %+v", d.Limits, want)
+	file := "limits:\n"
+	seen := map[string]bool{}
+	for _, it := range d.Items {
+		if it.Kind != ItemLimit {
+			continue
+		}
+		seen[it.Subject] = true
+		key, val, _ := strings.Cut(it.PolicyFix, ": ") // limits.NAME.max: VALUE
+		file += "  " + strings.TrimSuffix(strings.TrimPrefix(key, "limits."), ".max") + ": {max: " + val + "}\n"
 	}
-	if d.Verdict != Allow {
-		t.Errorf("a clamped request is %s, want allow", d.Verdict)
+	if len(seen) != 6 {
+		t.Fatalf("clamped %v, want all six limits", seen)
 	}
-	r = baseRequest()
-	r.Privilege = tool.PrivilegeReduced
-	if d := Default().Decide(r); d.Limits.Pids != 64 {
-		t.Errorf("reduced pids default = %d, want 64", d.Limits.Pids)
+	fixed, err := Parse([]byte(file), "p.yaml")
+	if err != nil {
+		t.Fatalf("the fixes do not load: %v\n%s", err, file)
+	}
+	want := Effective{MemoryBytes: 64 * gib, Timeout: 48 * time.Hour, Pids: 5000, OutputBytes: 200 * mib, CPUs: 8.5, TmpfsBytes: 2 * gib}
+	if d := fixed.Decide(r); d.Limits != want {
+		t.Errorf("under the fixes: %+v, want %+v", d.Limits, want)
 	}
 }
 
@@ -610,14 +707,14 @@ func TestNewRequest(t *testing.T) {
 		Security:    tool.Security{Isolation: tool.IsolationContainer, ExecutionPrivilege: tool.PrivilegeReduced},
 		Resources:   &tool.Resources{MaxMemory: 1 << 30, Timeout: time.Minute},
 		Timeout:     time.Hour,
-		Sandboxed:   &tool.SandboxedExt{PidsLimit: 99},
+		Sandboxed:   &tool.SandboxedExt{PidsLimit: 99, CPUs: 1.5, TmpfsSize: 32 << 20},
 		Steps:       []tool.Step{{Name: "a", Output: &tool.Output{BufferLimit: 1 << 20}}},
 		Source:      tool.Source{Path: "/x/w.yaml", Scope: tool.ScopeGlobal},
 	}
 	r := NewRequest(def, nil, cwd, home)
 	want := Request{Tool: "w", Version: "2", Tags: []string{"read", "weather"}, Scope: tool.ScopeGlobal, DefinitionPath: "/x/w.yaml",
 		Isolation: tool.IsolationContainer, Privilege: tool.PrivilegeReduced, InheritEnv: true,
-		Memory: 1 << 30, Timeout: time.Minute, Pids: 99, Output: 1 << 20, Cwd: cwd, Home: home}
+		Memory: 1 << 30, Timeout: time.Minute, Pids: 99, Output: 1 << 20, CPUs: 1.5, Tmpfs: 32 << 20, Cwd: cwd, Home: home}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("NewRequest =\n%+v\nwant\n%+v", r, want)
 	}

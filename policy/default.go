@@ -113,6 +113,7 @@ sources:
 
 # Resource defaults (used when the tool asks for nothing) and caps (max: a
 # request above the cap is clamped to it, and the decision says so; 0 = no cap).
+# Every limit of a run is decided here; what a definition writes is a request.
 limits:
   memory:        # resources.max-memory; swap is never added
     default: 512MiB
@@ -126,6 +127,16 @@ limits:
   output:        # captured stdout and stderr, each (buffer-limit)
     default: 10MiB
     max: 100MiB
+  cpus:          # sandboxed.cpus: a CPU quota (0.5 = half a CPU); default 0:
+                 # none; a max above 0 gives every run one (the default, else
+                 # the max). A cgroup holds it: a run whose tier has none it
+                 # may use (landlock, none) is refused
+    default: 0
+    max: 0
+  tmpfs:         # sandboxed.tmpfs-size: the private /tmp (the landlock tier,
+                 # which has none, caps each file the tool writes instead)
+    default: 64MiB
+    max: 1GiB
 
 # The warm pool of a resident controller (sandboxed mcp, sandboxed serve):
 # sandboxes started ahead of time, each handed to one run and destroyed

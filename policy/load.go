@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -217,7 +218,16 @@ func checkNode(n *yaml.Node, t reflect.Type, where string) error {
 		return &LoadError{Line: n.Line, Msg: msg}
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil // the type checks itself when decoded
+		// The type checks itself when decoded; decoded here first, its
+		// error names the key.
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			var le *LoadError
+			if errors.As(err, &le) {
+				return at("%s", le.Msg)
+			}
+			return at("%v", err)
+		}
+		return nil
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		if t.Kind() == reflect.Struct {
@@ -289,6 +299,21 @@ func checkNode(n *yaml.Node, t reflect.Type, where string) error {
 		case (t.Kind() == reflect.Int || t.Kind() == reflect.Int64) && n.ShortTag() != "!!int":
 			return at("%q: want a whole number", n.Value)
 		}
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode {
+			return at("want a single value, got %s", nodeKind(n))
+		}
+		// By its YAML type too: a quoted "0.5" is a string, and .nan and
+		// .inf are numbers no quota can hold.
+		var f float64
+		tag := n.ShortTag()
+		number := (tag == "!!int" || tag == "!!float") && n.Decode(&f) == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+		switch {
+		case t == reflect.TypeOf(CPUs(0)) && (!number || f != 0 && (f < tool.MinCPUs || f > tool.MaxCPUs)):
+			return at("%q: want 0 (none) or a number of CPUs from %g to %d, such as 0.5 or 2", n.Value, tool.MinCPUs, tool.MaxCPUs)
+		case !number:
+			return at("%q: want a number", n.Value)
+		}
 	}
 	return nil
 }
@@ -354,17 +379,18 @@ func (p *Policy) validate() error {
 		}
 	}
 	for _, l := range []struct {
-		name string
-		def  *int64
-		max  int64
+		name, like string // like: a value to write
+		def        *int64
+		max        int64
 	}{
-		{"limits.memory", (*int64)(&p.Limits.Memory.Default), int64(p.Limits.Memory.Max)},
-		{"limits.timeout", (*int64)(&p.Limits.Timeout.Default), int64(p.Limits.Timeout.Max)},
-		{"limits.pids", &p.Limits.Pids.Default, p.Limits.Pids.Max},
-		{"limits.output", (*int64)(&p.Limits.Output.Default), int64(p.Limits.Output.Max)},
+		{"limits.memory", "512MiB", (*int64)(&p.Limits.Memory.Default), int64(p.Limits.Memory.Max)},
+		{"limits.timeout", "5m", (*int64)(&p.Limits.Timeout.Default), int64(p.Limits.Timeout.Max)},
+		{"limits.pids", "256", &p.Limits.Pids.Default, p.Limits.Pids.Max},
+		{"limits.output", "10MiB", (*int64)(&p.Limits.Output.Default), int64(p.Limits.Output.Max)},
+		{"limits.tmpfs", "64MiB", (*int64)(&p.Limits.Tmpfs.Default), int64(p.Limits.Tmpfs.Max)},
 	} {
 		if *l.def <= 0 {
-			return fmt.Errorf("%s.default must be above 0", l.name)
+			return fmt.Errorf("%s.default must be above 0: write one such as %s", l.name, l.like)
 		}
 		if l.max < 0 {
 			return fmt.Errorf("%s.max must be 0 (no cap) or above", l.name)
@@ -374,6 +400,11 @@ func (p *Policy) validate() error {
 			// under a lower cap the file sets) is brought down to it.
 			*l.def = l.max
 		}
+	}
+	// Checked at their lines (checkNode): 0 to tool.MaxCPUs, 0 meaning
+	// none; a default above the cap is brought down to it likewise.
+	if c := &p.Limits.CPUs; c.Max > 0 && c.Default > c.Max {
+		c.Default = c.Max
 	}
 	if p.Pool.Size < 0 || p.Pool.Size > MaxPoolSize {
 		return fmt.Errorf("pool.size %d: use 0 (no pool) to %d", p.Pool.Size, MaxPoolSize)

@@ -141,14 +141,14 @@ func TestParseErrors(t *testing.T) {
 		want       string // "file:line: ..." prefix and substring
 	}{
 		{"unknown top key", "version: 1\nsandbox: {}\n", `p.yaml:2: unknown key "sandbox" in the policy`},
-		{"unknown nested key", "limits:\n  memroy:\n    max: 1GiB\n", `p.yaml:2: unknown key "memroy" in limits (known keys: memory, output, pids, timeout)`},
+		{"unknown nested key", "limits:\n  memroy:\n    max: 1GiB\n", `p.yaml:2: unknown key "memroy" in limits (known keys: cpus, memory, output, pids, timeout, tmpfs)`},
 		{"unknown key in list item", "sources:\n  - scope: user\n    trust: true\n", `p.yaml:3: unknown key "trust" in sources[0]`},
 		{"duplicate key", "limits:\n  pids: {max: 1}\n  pids: {max: 2}\n", `p.yaml:3: key "pids" given twice`},
 		{"bad isolation", "sources:\n  - scope: user\n    isolation:\n      allowed: [vm]\n", `p.yaml:4: sources[0].isolation.allowed[0]: isolation "vm"`},
 		{"bad scope", "sources:\n  - scope: remote\n", `p.yaml:2: sources[0].scope: scope "remote"`},
 		{"bad landlock", "sources:\n  - scope: user\n    isolation:\n      landlock: maybe\n", `p.yaml:4: sources[0].isolation.landlock: landlock "maybe": want best-effort or required`},
-		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: parse size "lots"`},
-		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: parse duration "soon"`},
+		{"bad size", "limits:\n  memory:\n    max: lots\n", `p.yaml:3: limits.memory.max: parse size "lots"`},
+		{"bad duration", "limits:\n  timeout:\n    max: soon\n", `p.yaml:3: limits.timeout.max: parse duration "soon"`},
 		{"bad int", "limits:\n  pids:\n    max: many\n", `p.yaml:3: limits.pids.max: "many": want a whole number`},
 		{"bad bool", "sources:\n  - trusted: maybe\n", `p.yaml:2: sources[0].trusted: "maybe": want true or false`},
 		{"bad undo bool", "undo:\n  disable: maybe\n", `p.yaml:2: undo.disable: "maybe": want true or false`},
@@ -164,7 +164,19 @@ func TestParseErrors(t *testing.T) {
 		{"list for mapping", "limits: [1]\n", `p.yaml:1: limits: want a mapping`},
 		{"scalar for list", "paths:\n  deny: /etc\n", `p.yaml:2: paths.deny: want a list`},
 		{"version", "version: 2\n", `p.yaml: version 2`},
-		{"zero default", "limits:\n  pids:\n    default: 0\n", `p.yaml: limits.pids.default must be above 0`},
+		{"zero default", "limits:\n  pids:\n    default: 0\n", `p.yaml: limits.pids.default must be above 0: write one such as 256`},
+		{"zero tmpfs", "limits:\n  tmpfs:\n    default: 0\n", `p.yaml: limits.tmpfs.default must be above 0: write one such as 64MiB`},
+		{"negative tmpfs cap", "limits:\n  tmpfs:\n    max: -1\n", `p.yaml:3: limits.tmpfs.max: parse size "-1"`},
+		{"bad tmpfs", "limits:\n  tmpfs:\n    max: big\n", `p.yaml:3: limits.tmpfs.max: parse size "big"`},
+		{"negative cpus", "limits:\n  cpus:\n    default: -1\n", `p.yaml:3: limits.cpus.default: "-1": want 0 (none) or a number of CPUs from 0.01 to 1024, such as 0.5 or 2`},
+		{"too many cpus", "limits:\n  cpus:\n    max: 1025\n", `p.yaml:3: limits.cpus.max: "1025": want 0 (none) or a number of CPUs from 0.01 to 1024`},
+		{"NaN cpus", "limits:\n  cpus:\n    max: .nan\n", `p.yaml:3: limits.cpus.max: ".nan": want 0 (none) or a number of CPUs`},
+		{"too few cpus", "limits:\n  cpus:\n    max: 0.005\n", `p.yaml:3: limits.cpus.max: "0.005": want 0 (none) or a number of CPUs from 0.01 to 1024`},
+		{"Inf cpus", "limits:\n  cpus:\n    max: .inf\n", `p.yaml:3: limits.cpus.max: ".inf": want 0 (none) or a number of CPUs`},
+		{"NaN word cpus", "limits:\n  cpus:\n    max: NaN\n", `p.yaml:3: limits.cpus.max: "NaN": want 0 (none) or a number of CPUs`},
+		{"quoted cpus", "limits:\n  cpus:\n    default: \"0.5\"\n", `p.yaml:3: limits.cpus.default: "0.5": want 0 (none) or a number of CPUs`},
+		{"word cpus", "limits:\n  cpus:\n    default: half\n", `p.yaml:3: limits.cpus.default: "half": want 0 (none) or a number of CPUs`},
+		{"list cpus", "limits:\n  cpus:\n    default: [1]\n", `p.yaml:3: limits.cpus.default: want a single value, got a list`},
 		{"bad port", "network:\n  localhost-allow: [70000]\n", `p.yaml: network.localhost-allow: port 70000`},
 		{"two documents", "version: 1\n---\nversion: 1\n", `p.yaml:2: more than one YAML document`},
 		{"syntax", "limits: {\n", `p.yaml:`},
@@ -305,5 +317,31 @@ func TestPolicySizesAndDurationsAreToolGrammar(t *testing.T) {
 	}
 	if got := Duration(30 * 24 * time.Hour).String(); got != "30d" {
 		t.Errorf("Duration.String = %q", got)
+	}
+}
+
+// limits.cpus takes whole and decimal numbers; limits.tmpfs sizes as
+// limits.memory does; a default above its cap is brought down to it.
+func TestParseCPUAndTmpfsLimits(t *testing.T) {
+	tests := []struct {
+		yaml  string
+		cpus  CPULimit
+		tmpfs SizeLimit
+	}{
+		{"memory: {max: 8GiB}", CPULimit{}, SizeLimit{Default: DefaultTmpfsBytes, Max: gib}},
+		{"cpus: {default: 0.5, max: 2}", CPULimit{Default: 0.5, Max: 2}, SizeLimit{Default: DefaultTmpfsBytes, Max: gib}},
+		{"cpus: {max: 1024}\n  tmpfs: {default: 16MB, max: 0}", CPULimit{Max: 1024}, SizeLimit{Default: 16 * mib}},
+		{"cpus: {default: 4, max: 1.5}\n  tmpfs: {max: 32MiB}", CPULimit{Default: 1.5, Max: 1.5}, SizeLimit{Default: 32 * mib, Max: 32 * mib}},
+		{"cpus: {default: .25}\n  tmpfs: {default: 1.5GiB}", CPULimit{Default: 0.25}, SizeLimit{Default: gib, Max: gib}},
+	}
+	for _, tt := range tests {
+		p, err := Parse([]byte("limits:\n  "+tt.yaml+"\n"), "p.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", tt.yaml, err)
+			continue
+		}
+		if p.Limits.CPUs != tt.cpus || p.Limits.Tmpfs != tt.tmpfs {
+			t.Errorf("%q: cpus %+v tmpfs %+v, want %+v %+v", tt.yaml, p.Limits.CPUs, p.Limits.Tmpfs, tt.cpus, tt.tmpfs)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/tool"
@@ -182,11 +183,19 @@ const (
 
 // Limits are the resource defaults and caps. A request above a cap is
 // clamped to the cap (and the decision says so); no request means Default.
+// They are the only place a run's limits are decided: the planner copies
+// the decision (Effective), a definition only asks.
 type Limits struct {
 	Memory  SizeLimit     `yaml:"memory"`
 	Timeout DurationLimit `yaml:"timeout"`
 	Pids    CountLimit    `yaml:"pids"`
 	Output  SizeLimit     `yaml:"output"` // per stream (stdout, stderr)
+	// CPUs is a CPU quota: a Default of 0 is no limit, a Max of 0 no
+	// cap; under a cap every run has a quota (the default, else the cap).
+	CPUs CPULimit `yaml:"cpus"`
+	// Tmpfs is the size of the run's private /tmp (in the landlock tier,
+	// which has none, the largest file the tool may write).
+	Tmpfs SizeLimit `yaml:"tmpfs"`
 }
 
 // SizeLimit is a default and a cap in bytes.
@@ -206,6 +215,20 @@ type CountLimit struct {
 	Default int64 `yaml:"default"`
 	Max     int64 `yaml:"max"`
 }
+
+// CPULimit is a default and a cap in CPUs; 0 is none of either.
+type CPULimit struct {
+	Default CPUs `yaml:"default"`
+	Max     CPUs `yaml:"max"`
+}
+
+// CPUs is a number of CPUs' worth of time, as sandboxed.cpus asks for it
+// (0.5 is half of one CPU): 0 for none, else tool.MinCPUs to
+// tool.MaxCPUs.
+type CPUs float64
+
+// String formats c as a definition writes it: 0.5, 2.
+func (c CPUs) String() string { return strconv.FormatFloat(float64(c), 'f', -1, 64) }
 
 // PathRules are the filesystem rules. Patterns are absolute paths, `~/…`
 // paths, or `**/…` patterns that match anywhere; `*`, `?` and `**` globs
@@ -319,6 +342,17 @@ const (
 	gib = 1 << 30
 )
 
+// Built-in limits other packages name.
+const (
+	// DefaultTmpfsBytes is the built-in limits.tmpfs.default: the /tmp of
+	// a run whose tool asks for no size.
+	DefaultTmpfsBytes = 64 * mib
+	// ReducedPids is the pids default of a run of reduced privilege,
+	// where limits.pids.default is higher: a tool that gave up its
+	// identity gets fewer processes unless it asks for more.
+	ReducedPids = 64
+)
+
 // Default returns the built-in policy, safe for untrusted tools. It is
 // what DefaultYAML loads to; POLICY.md explains each choice.
 func Default() *Policy {
@@ -357,6 +391,8 @@ func Default() *Policy {
 			Timeout: DurationLimit{Default: Duration(5 * time.Minute), Max: Duration(time.Hour)},
 			Pids:    CountLimit{Default: 256, Max: 4096},
 			Output:  SizeLimit{Default: 10 * mib, Max: 100 * mib},
+			CPUs:    CPULimit{Default: 0, Max: 0},
+			Tmpfs:   SizeLimit{Default: DefaultTmpfsBytes, Max: 1 * gib},
 		},
 		Paths: PathRules{
 			Deny: []PathPattern{

@@ -1062,7 +1062,7 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 		"pids-limit": func(k, v *yaml.Node) {
 			if i, ok := l.integer(v, "sandboxed.pids-limit"); ok {
 				if i < 1 {
-					l.errf(v, "omit the key for the default (256; 64 for reduced privilege)", "sandboxed.pids-limit must be at least 1")
+					l.errf(v, "omit the key for the policy's default (limits.pids: 256 built in; 64 for reduced privilege)", "sandboxed.pids-limit must be at least 1")
 				}
 				x.PidsLimit = i
 			}
@@ -1070,8 +1070,8 @@ func (l *defLoader) sandboxed(n *yaml.Node) *SandboxedExt {
 		"cpus": func(k, v *yaml.Node) {
 			if f, ok := l.number(v, "sandboxed.cpus"); ok {
 				// The kernel's least CFS quota is 1ms of its 100ms period.
-				if !(f >= 0.01 && f <= 1024) {
-					l.errf(v, "write a number of CPUs such as 0.5 or 2", "sandboxed.cpus must be at least 0.01 and at most 1024")
+				if !(f >= MinCPUs && f <= MaxCPUs) {
+					l.errf(v, "write a number of CPUs such as 0.5 or 2", "sandboxed.cpus must be at least %g and at most %d", MinCPUs, MaxCPUs)
 				}
 				x.CPUs = f
 			}

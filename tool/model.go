@@ -386,14 +386,23 @@ type Debugging struct {
 	LogFile string `json:"log-file,omitempty" yaml:"log-file,omitempty"`
 }
 
+// The fewest and most CPUs a definition may ask for (sandboxed.cpus) and
+// a policy may grant (limits.cpus). The kernel's least CFS quota is 1ms of
+// the 100ms period the plan sets.
+const (
+	MinCPUs = 0.01
+	MaxCPUs = 1024
+)
+
 // SandboxedExt is our own `sandboxed:` section. Nothing here weakens
-// isolation; every field only narrows or selects.
+// isolation; every field only narrows or selects. Its limits are requests
+// the policy decides (its limits: the default when 0, clamped to the cap).
 type SandboxedExt struct {
 	Image     string  `json:"image,omitempty" yaml:"image,omitempty"`                       // container tier image
 	Runtime   string  `json:"runtime,omitempty" yaml:"runtime,omitempty"`                   // container runtime, e.g. runsc
-	PidsLimit int64   `json:"pids-limit,omitempty" yaml:"pids-limit,omitempty"`             // default 256 (64 for reduced)
-	CPUs      float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`                         // e.g. 0.5
-	TmpfsSize int64   `json:"tmpfs-size,omitempty" yaml:"tmpfs-size,omitempty" form:"size"` // bytes; default 64MiB
+	PidsLimit int64   `json:"pids-limit,omitempty" yaml:"pids-limit,omitempty"`             // limits.pids: default 256 (64 for reduced)
+	CPUs      float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`                         // limits.cpus, e.g. 0.5; default none
+	TmpfsSize int64   `json:"tmpfs-size,omitempty" yaml:"tmpfs-size,omitempty" form:"size"` // bytes, limits.tmpfs: default 64MiB
 	// ExposedAs holds the names agents call the tool and its parameters
 	// by, where CYCOD cannot spell them (a discovered script's own names).
 	ExposedAs *ExposedAs `json:"exposed-as,omitempty" yaml:"exposed-as,omitempty"`

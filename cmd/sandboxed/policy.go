@@ -122,6 +122,13 @@ func policyNode(v reflect.Value) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v.Int(), 10)}
+	case reflect.Float64:
+		// 2, not 2.0e+00: tagged as YAML reads it back.
+		s := strconv.FormatFloat(v.Float(), 'f', -1, 64)
+		if strings.Contains(s, ".") {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: s}
 	case reflect.String:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v.String()}
 	}
@@ -158,7 +165,7 @@ func nodeJSON(w *bytes.Buffer, n *yaml.Node) error {
 		w.WriteByte(']')
 	default:
 		switch n.Tag {
-		case "!!int", "!!bool":
+		case "!!int", "!!float", "!!bool":
 			w.WriteString(n.Value)
 		default:
 			s, _ := json.Marshal(n.Value)

@@ -99,3 +99,33 @@ func TestPolicyInitOutputAndFlag(t *testing.T) {
 		t.Errorf("invalid policy: exit %d, %s", code, errOut)
 	}
 }
+
+// A CPU limit is shown as a number, in YAML and JSON, and loads back.
+func TestPolicyShowCPUs(t *testing.T) {
+	isolate(t)
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(p, []byte("limits:\n  cpus: {default: 0.5, max: 2}\n  tmpfs: {default: 16MiB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runApp(t, "policy", "show", "--policy", p)
+	if code != 0 || !strings.Contains(out, "  cpus:\n    default: 0.5\n    max: 2\n") {
+		t.Fatalf("show: exit %d %s\n%s", code, errOut, out)
+	}
+	got, err := policy.Parse([]byte(out), "shown")
+	if err != nil || got.Limits.CPUs != (policy.CPULimit{Default: 0.5, Max: 2}) || got.Limits.Tmpfs.Default != 16<<20 {
+		t.Fatalf("shown policy loads to %+v, %v\n%s", got.Limits, err, out)
+	}
+	out, _, _ = runApp(t, "policy", "show", "--policy", p, "--format", "json")
+	var doc struct {
+		Policy struct {
+			Limits struct {
+				CPUs  map[string]any `json:"cpus"`
+				Tmpfs map[string]any `json:"tmpfs"`
+			} `json:"limits"`
+		} `json:"policy"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Policy.Limits.CPUs["default"] != 0.5 ||
+		doc.Policy.Limits.CPUs["max"] != float64(2) || doc.Policy.Limits.Tmpfs["default"] != "16MiB" {
+		t.Errorf("json: %v %+v\n%s", err, doc.Policy.Limits, out)
+	}
+}
