@@ -21,15 +21,8 @@ import (
 	"github.com/sandboxed-dev/sandboxed/tool"
 )
 
-// Planning defaults.
-const (
-	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
-	DefaultKillGrace = 2 * time.Second
-	// DefaultPids is the pids limit unless the definition or policy says
-	// otherwise; ReducedPids applies to reduced privilege.
-	DefaultPids = 256
-	ReducedPids = 128
-)
+// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+const DefaultKillGrace = 2 * time.Second
 
 // ErrPlan: the run cannot be planned as asked (a grant that cannot be
 // honoured, a mask that cannot be applied). Nothing ran.
@@ -75,31 +68,19 @@ type Cluster struct {
 	RuntimeClass string
 }
 
-// planLimits are the run's limits: the policy's decision, narrowed by the
-// definition's sandboxed: section, with the defaults of its privilege.
-func planLimits(def *tool.Definition, d *policy.Decision, priv privilege.Privilege) isolation.Limits {
-	ext := sandboxedExt(def)
-	limits := isolation.Limits{
+// planLimits are the run's limits: the policy's decision, copied. The
+// policy alone decides them (policy.Effective: the definition's requests,
+// its defaults, its caps, the privilege's lower pids default); a second
+// decision here would be one explain and the result do not report.
+func planLimits(d *policy.Decision) isolation.Limits {
+	return isolation.Limits{
 		MemoryBytes: d.Limits.MemoryBytes,
 		Pids:        d.Limits.Pids,
-		CPUs:        ext.CPUs,
-		TmpfsBytes:  DefaultTmpfsBytes,
+		CPUs:        d.Limits.CPUs,
+		TmpfsBytes:  d.Limits.TmpfsBytes,
 		Timeout:     d.Limits.Timeout,
 		KillGrace:   DefaultKillGrace,
 	}
-	if ext.TmpfsSize > 0 {
-		limits.TmpfsBytes = ext.TmpfsSize
-	}
-	if ext.PidsLimit > 0 && (limits.Pids == 0 || ext.PidsLimit < limits.Pids) {
-		limits.Pids = ext.PidsLimit // a definition may only narrow the policy's cap
-	}
-	if limits.Pids <= 0 {
-		limits.Pids = DefaultPids
-	}
-	if priv == privilege.Reduced && ext.PidsLimit == 0 && limits.Pids > ReducedPids {
-		limits.Pids = ReducedPids
-	}
-	return limits
 }
 
 // initPids is how many of the spec's pids limit the tier's init takes
@@ -256,7 +237,7 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	def := b.Def
 	priv := planPrivilege(def)
 	ext := sandboxedExt(def)
-	limits := planLimits(def, d, priv)
+	limits := planLimits(d)
 	hostDir := HostDir(f.RuntimeDir, in.RunID)
 	eg, err := planEgress(in.Grants, d.EgressDeny, hostDir)
 	if err != nil {

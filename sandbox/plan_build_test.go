@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -46,9 +47,13 @@ func planFixture(t *testing.T, yaml string) (*tool.Bound, []permissions.Grant, *
 	return b, grants, f
 }
 
+// allow is a decision that allows the run, with memory mem, pids pids (0:
+// the built-in policy's default) and the built-in /tmp.
 func allow(mem int64, pids int64) *policy.Decision {
+	lim := policy.Default().Limits
 	return &policy.Decision{Verdict: policy.Allow, Isolation: tool.IsolationProcess,
-		Limits:     policy.Effective{MemoryBytes: mem, Pids: pids, Timeout: time.Minute, OutputBytes: 1 << 20},
+		Limits: policy.Effective{MemoryBytes: mem, Pids: cmp.Or(pids, lim.Pids.Default), Timeout: time.Minute, OutputBytes: 1 << 20,
+			TmpfsBytes: int64(lim.Tmpfs.Default)},
 		EgressDeny: []string{"169.254.169.254"}}
 }
 
@@ -112,23 +117,6 @@ func TestBuildPlanFromFacts(t *testing.T) {
 				t.Errorf("user %+v", u)
 			}
 		}},
-		{"reduced privilege lowers the default pids", head + "security:\n  execution-privilege: reduced\n",
-			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
-				if p.Limits.Pids != ReducedPids || p.Privilege != privilege.Reduced {
-					t.Errorf("pids %d privilege %s", p.Limits.Pids, p.Privilege)
-				}
-			}},
-		{"a definition narrows the policy's pids", head + "sandboxed:\n  pids-limit: 16\n  tmpfs-size: 16MiB\n",
-			allow(64<<20, 100), false, func(t *testing.T, p *isolation.Plan) {
-				if p.Limits.Pids != 16 || p.Limits.TmpfsBytes != 16<<20 {
-					t.Errorf("limits %+v", p.Limits)
-				}
-				// The tool gets 16; the cgroup holds the init's spare
-				// threads too, in the spec, where explain reads it.
-				if got := isolation.SpecPids(p.Spec); got != 16+isolation.InitSpareThreads {
-					t.Errorf("spec pids %d, want the tool's 16 and %d spare", got, isolation.InitSpareThreads)
-				}
-			}},
 		{"grants bind what the facts resolved", head + "security:\n  required-permissions: [filesystem:read:data, filesystem:write:out]\n",
 			allow(64<<20, 0), false, func(t *testing.T, p *isolation.Plan) {
 				r, w := mountAt(p.Spec, "/home/ada/proj/data"), mountAt(p.Spec, "/home/ada/proj/out")
@@ -344,7 +332,7 @@ func TestPlanOutsideCgroup(t *testing.T) {
 	} {
 		b, grants, f := planFixture(t, yaml)
 		f.Cgroup = tc.cgroup
-		d := allow(64<<20, 0)
+		d := allow(64<<20, 16) // as the policy decides the definition's pids-limit
 		d.Isolation = tc.tier
 		p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
 		if err != nil {
@@ -363,5 +351,61 @@ func TestPlanOutsideCgroup(t *testing.T) {
 		if approx == tc.wantPath || (tc.wantPath && len(approximationNotes(p)) > 0) {
 			t.Errorf("%s, cgroup %t: approximations %v (notes %q), want memory and pids approximated %t", tc.tier, tc.cgroup, fields, approximationNotes(p), !tc.wantPath)
 		}
+	}
+}
+
+// TestPlanLimitsAreTheDecision checks that the plan holds every limit as
+// the policy decided it, and the spec what the plan holds: the planner
+// decides none of them a second time.
+func TestPlanLimitsAreTheDecision(t *testing.T) {
+	const head = "name: t\ndescription: d\nbash: echo hi\ntags: [read]\n"
+	capped := policy.Default()
+	capped.Limits.CPUs = policy.CPULimit{Default: 0, Max: 2}
+	capped.Limits.Tmpfs.Max = 32 << 20
+	capped.Limits.Pids.Max = 100
+	defs := []string{
+		head,
+		head + "security:\n  execution-privilege: reduced\n",
+		head + "security:\n  execution-privilege: reduced\nsandboxed:\n  pids-limit: 90\n",
+		head + "sandboxed:\n  pids-limit: 16\n  cpus: 0.5\n  tmpfs-size: 16MiB\n",
+		head + "sandboxed:\n  pids-limit: 5000\n  cpus: 8\n  tmpfs-size: 2GiB\nresources:\n  max-memory: 64GiB\n  timeout: 2h\n",
+	}
+	for _, pol := range []*policy.Policy{policy.Default(), capped} {
+		for _, yaml := range defs {
+			b, grants, f := planFixture(t, yaml)
+			d := pol.Decide(policy.NewRequest(b.Def, grants, f.Cwd, f.Home))
+			d.Verdict = policy.Allow // the limits are decided whatever the verdict
+			p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: &d, Facts: f})
+			if err != nil {
+				t.Fatalf("%q: %v", yaml, err)
+			}
+			want := isolation.Limits{MemoryBytes: d.Limits.MemoryBytes, Pids: d.Limits.Pids, CPUs: d.Limits.CPUs,
+				TmpfsBytes: d.Limits.TmpfsBytes, Timeout: d.Limits.Timeout, KillGrace: DefaultKillGrace}
+			if p.Limits != want || planLimits(&d) != want {
+				t.Errorf("%q: plan's limits %+v, want the decision's %+v", yaml, p.Limits, want)
+			}
+			if got := isolation.SpecPids(p.Spec); got != d.Limits.Pids+isolation.InitSpareThreads {
+				t.Errorf("%q: spec pids %d, want the decision's %d and %d spare", yaml, got, d.Limits.Pids, isolation.InitSpareThreads)
+			}
+			if tmp, err := tmpfsSize(p.Spec); err != nil || tmp != d.Limits.TmpfsBytes {
+				t.Errorf("%q: spec /tmp %d (%v), want the decision's %d", yaml, tmp, err, d.Limits.TmpfsBytes)
+			}
+			cpu := p.Spec.Linux.Resources.CPU
+			switch {
+			case d.Limits.CPUs == 0 && cpu != nil:
+				t.Errorf("%q: a CPU quota %+v the decision has none of", yaml, cpu)
+			case d.Limits.CPUs > 0 && (cpu == nil || *cpu.Quota != int64(d.Limits.CPUs*float64(*cpu.Period))):
+				t.Errorf("%q: spec CPU %+v, want the decision's %g CPUs", yaml, cpu, d.Limits.CPUs)
+			}
+		}
+	}
+	// What the decision holds, for the cases the policy's own tests pin.
+	b, grants, f := planFixture(t, defs[1])
+	if d := policy.Default().Decide(policy.NewRequest(b.Def, grants, f.Cwd, f.Home)); d.Limits.Pids != policy.ReducedPids {
+		t.Errorf("reduced privilege: pids %d, want %d", d.Limits.Pids, policy.ReducedPids)
+	}
+	b, grants, f = planFixture(t, defs[4])
+	if d := capped.Decide(policy.NewRequest(b.Def, grants, f.Cwd, f.Home)); d.Limits.CPUs != 2 || d.Limits.TmpfsBytes != 32<<20 || d.Limits.Pids != 100 {
+		t.Errorf("above the caps: %+v, want them clamped", d.Limits)
 	}
 }

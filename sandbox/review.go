@@ -43,7 +43,7 @@ func ReviewPlan(def *tool.Definition, b *tool.Bound, grants []permissions.Grant,
 		in.EnvDeny = pol.Environment.Deny
 	}
 	gatherMasks(f, &d, mountGrants(gs))
-	gatherCgroup(f, d.Isolation, kubernetesRun(in), planLimits(def, &d, planPrivilege(def)))
+	gatherCgroup(f, d.Isolation, kubernetesRun(in), planLimits(&d))
 	p, _, err := planSandbox(in)
 	if err != nil && len(d.Masks) > 0 {
 		// A mask that cannot be applied is shown with the masks; the rest

@@ -181,7 +181,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	gatherMasks(facts, &d, mountGrants(br.grants))
 	gatherWriteGrants(facts, mountGrants(br.grants))
-	gatherCgroup(facts, d.Isolation, kubernetesRun(PlanInput{Decision: &d, Cluster: req.Cluster}), planLimits(req.Def, &d, planPrivilege(req.Def)))
+	gatherCgroup(facts, d.Isolation, kubernetesRun(PlanInput{Decision: &d, Cluster: req.Cluster}), planLimits(&d))
 	if d.Isolation == tier.Landlock && slices.Contains(d.AcceptGaps, tier.GapMasks) {
 		if g, own := ownDirInGrant(mountGrants(br.grants), facts.OwnDirs); g != "" {
 			msg := fmt.Sprintf("the landlock tier cannot hide %s, sandboxed's own directory, inside the grant of %s (Landlock cannot narrow a grant), and the masks gap the policy accepts never covers it", own, g)

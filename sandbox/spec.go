@@ -14,14 +14,17 @@ import (
 	"github.com/sandboxed-dev/sandboxed/internal/privilege"
 	"github.com/sandboxed-dev/sandboxed/isolation"
 	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
+	"github.com/sandboxed-dev/sandboxed/policy"
 )
 
 // Spec defaults.
 const (
 	// DefaultPath is the PATH every command starts with.
 	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	// DefaultTmpfsBytes is the size of /tmp unless WithTmpfs says otherwise.
-	DefaultTmpfsBytes = 64 << 20
+	// DefaultTmpfsBytes is the size of DefaultSpec's /tmp, the policy's
+	// built-in limits.tmpfs.default; a run's plan sets the size its
+	// decision holds (WithTmpfs).
+	DefaultTmpfsBytes = policy.DefaultTmpfsBytes
 	// DefaultNoFile is the open-files limit of every command.
 	DefaultNoFile = 1024
 )

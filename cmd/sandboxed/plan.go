@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,8 +54,12 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 	if pl.Image != "" {
 		fmt.Fprintf(w, "image:\t%s\n", pl.Image)
 	}
-	fmt.Fprintf(w, "limits:\tmemory %s, pids %d, timeout %s, %s\n", units.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
-		durationOrNone(pl.Limits.Timeout), tmp)
+	cpus := ""
+	if pl.Limits.CPUs > 0 {
+		cpus = ", cpus " + strconv.FormatFloat(pl.Limits.CPUs, 'f', -1, 64)
+	}
+	fmt.Fprintf(w, "limits:\tmemory %s, pids %d%s, timeout %s, %s\n", units.FormatSize(pl.Limits.MemoryBytes), pl.Limits.Pids,
+		cpus, durationOrNone(pl.Limits.Timeout), tmp)
 	for _, m := range pl.Spec.Mounts {
 		if m.Type == "bind" {
 			fmt.Fprintf(w, "mount:\t%s -> %s (%s)\n", m.Source, m.Destination, strings.Join(m.Options, ","))

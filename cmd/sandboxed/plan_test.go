@@ -53,6 +53,54 @@ func TestDumpPlanPolicyCapWrittenLikeTheTool(t *testing.T) {
 	}
 }
 
+// Every limit of the plan is the decision's: a tool asking above the
+// policy's caps for cpus, /tmp and pids gets the caps in both, and the
+// decision's items say so.
+func TestDumpPlanLimitsAreThePolicys(t *testing.T) {
+	home, _ := isolate(t)
+	pol := writeTool(t, home, "cap.yaml", "limits:\n  cpus:\n    max: 1.5\n  tmpfs:\n    max: 32MiB\n  pids:\n    max: 100\n")
+	def := writeTool(t, home, "big.yaml", "name: big\ndescription: asks for much\nbash: echo hi\ntags: [read]\n"+
+		"sandboxed:\n  cpus: 4\n  tmpfs-size: 1GiB\n  pids-limit: 500\n")
+	t.Chdir(home)
+	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, filepath.Base(def))
+	if code != 0 {
+		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
+	}
+	type limits struct {
+		Pids       int64   `json:"pids"`
+		CPUs       float64 `json:"cpus"`
+		TmpfsBytes int64   `json:"tmpfs_bytes"`
+	}
+	var doc struct {
+		Plan struct {
+			Limits limits `json:"limits"`
+		} `json:"plan"`
+		Decision struct {
+			Limits limits `json:"limits"`
+			Items  []struct {
+				Subject, Reason string
+			} `json:"items"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("dump-plan output: %v\n%s", err, out)
+	}
+	want := limits{Pids: 100, CPUs: 1.5, TmpfsBytes: 32 << 20}
+	if doc.Plan.Limits != want || doc.Decision.Limits != want {
+		t.Errorf("plan %+v, decision %+v; want the caps %+v", doc.Plan.Limits, doc.Decision.Limits, want)
+	}
+	var said []string
+	for _, it := range doc.Decision.Items {
+		if strings.HasPrefix(it.Subject, "limits.") {
+			said = append(said, it.Subject+": "+it.Reason)
+		}
+	}
+	if !slices.Equal(said, []string{"limits.pids: requested 500, clamped to the cap 100", "limits.cpus: requested 4, clamped to the cap 1.5",
+		"limits.tmpfs: requested 1GiB, clamped to the cap 32MiB"}) {
+		t.Errorf("limit items %q", said)
+	}
+}
+
 // A deny rule naming a directory "[draft]" hides that directory in the
 // plan, and nothing else: '[' is literal in the policy's decision and in
 // the plan's mask alike. Before, the decision read it literally and the
