@@ -125,6 +125,11 @@ sandboxed:
 			if _, err := os.Stat(filepath.Join(dir, "out", "ready")); err == nil || tier == kubeTier {
 				pid = findMarked(mark)
 			}
+			if tier == kubeTier && ran.cpu == "" {
+				// The test cluster's node is this host: the pod's CPU
+				// limit is read from its cgroup here.
+				ran.cpu = podCPU(t)
+			}
 		}
 		if pid == 0 && tier == kubeTier {
 			// Under gVisor the pod's processes are its kernel's, not the
@@ -165,9 +170,13 @@ sandboxed:
 			if ran.memory == 0 && ran.pids == 0 {
 				// gVisor shows the pod no cgroupfs, and its limits are
 				// its kernel's: what the pod's spec says stands for them.
-				t.Logf("the pod shows no cgroup limits: memory, pids and cpu compared between explain and the plan only")
-				ran.memory, ran.pids, ran.cpu = planned.memory, planned.pids, planned.cpu
+				t.Logf("the pod shows no cgroup limits: memory and pids compared between explain and the plan only")
+				ran.memory, ran.pids = planned.memory, planned.pids
 			}
+			if ran.cpu == "" {
+				t.Errorf("the pod's cgroup was not found on this host, the test cluster's node")
+			}
+			t.Logf("the pod's cgroup on this host: cpu %q", ran.cpu)
 		} else {
 			ran.memory, ran.pids, ran.cpu = inside.memory, inside.pids, inside.cpu
 		}
@@ -469,6 +478,66 @@ func (f *facts) readInside(t *testing.T, out, dir string, noMounts bool) {
 	if f.tmpfs == 0 || f.uid < 0 {
 		t.Fatalf("the tool printed no /tmp size or uid: %s", out)
 	}
+}
+
+// podCPU is the CPU limit of the running contract pod, read from its
+// cgroup on this host (the test cluster's node; its kubelet's cgroupfs
+// driver names it pod<UID>), as cgroup v2's cpu.max says it; "" until
+// the pod runs.
+func podCPU(t *testing.T) string {
+	var l struct {
+		Items []struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+			Status struct {
+				Phase string `json:"phase"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := kubeRequest("GET", "/api/v1/namespaces/"+kubeNamespace+"/pods?labelSelector=dev.sandboxed.tool%3Dcontract", "", &l); err != nil {
+		t.Fatalf("list the contract pod: %v", err)
+	}
+	for _, p := range l.Items {
+		if p.Status.Phase != "Running" {
+			continue
+		}
+		var found string
+		for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup"} {
+			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				switch {
+				case err != nil && path == root:
+					return filepath.SkipAll // no such hierarchy here
+				case err != nil || !d.IsDir():
+					return nil
+				}
+				if d.Name() == "pod"+p.Metadata.UID {
+					found = path
+					return filepath.SkipAll
+				}
+				if strings.Count(strings.TrimPrefix(path, root), "/") >= 3 {
+					return filepath.SkipDir
+				}
+				return nil
+			})
+			if found != "" {
+				break
+			}
+		}
+		if found == "" {
+			return ""
+		}
+		if v, err := os.ReadFile(filepath.Join(found, "cpu.max")); err == nil {
+			return strings.TrimSpace(string(v))
+		}
+		q, err1 := os.ReadFile(filepath.Join(found, "cpu.cfs_quota_us"))
+		per, err2 := os.ReadFile(filepath.Join(found, "cpu.cfs_period_us"))
+		if err1 != nil || err2 != nil {
+			t.Fatalf("the pod's cgroup %s has no CPU limit: %v %v", found, err1, err2)
+		}
+		return strings.TrimSpace(string(q)) + " " + strings.TrimSpace(string(per))
+	}
+	return ""
 }
 
 // findMarked is the host pid of the process whose argv[0] is mark.
