@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxed-dev/sandboxed/isolation/landlock"
+	"github.com/sandboxed-dev/sandboxed/isolation/specconv"
 )
 
 // What a reviewer is told is what runs: for each tier (the landlock tier,
@@ -117,6 +118,7 @@ sandboxed:
 		go func() { done <- cmd.Wait() }()
 		var ran facts
 		var pid int
+		var podMemory int64
 		wait := 60 * time.Second
 		if tier == kubeTier {
 			wait = 15 * time.Second // the pod's tool goes on by itself
@@ -127,8 +129,8 @@ sandboxed:
 			}
 			if tier == kubeTier && ran.cpu == "" {
 				// The test cluster's node is this host: the pod's CPU
-				// limit is read from its cgroup here.
-				ran.cpu = podCPU(t)
+				// and memory limits are read from its cgroup here.
+				ran.cpu, podMemory = podLimits(t)
 			}
 		}
 		if pid == 0 && tier == kubeTier {
@@ -169,14 +171,16 @@ sandboxed:
 			ran.hostUID = ran.uid
 			if ran.memory == 0 && ran.pids == 0 {
 				// gVisor shows the pod no cgroupfs, and its limits are
-				// its kernel's: what the pod's spec says stands for them.
-				t.Logf("the pod shows no cgroup limits: memory and pids compared between explain and the plan only")
-				ran.memory, ran.pids = planned.memory, planned.pids
+				// its kernel's: the pod's cgroup on the node holds the
+				// tool's memory and gVisor's own (explain says how
+				// much); its pids are gVisor's kernel's.
+				t.Logf("the pod shows no cgroup limits: pids compared between explain and the plan only")
+				ran.memory, ran.pids = podMemory-specconv.GVisorMemoryOverhead, planned.pids
 			}
 			if ran.cpu == "" {
 				t.Errorf("the pod's cgroup was not found on this host, the test cluster's node")
 			}
-			t.Logf("the pod's cgroup on this host: cpu %q", ran.cpu)
+			t.Logf("the pod's cgroup on this host: cpu %q, memory %d", ran.cpu, podMemory)
 		} else {
 			ran.memory, ran.pids, ran.cpu = inside.memory, inside.pids, inside.cpu
 		}
@@ -480,11 +484,11 @@ func (f *facts) readInside(t *testing.T, out, dir string, noMounts bool) {
 	}
 }
 
-// podCPU is the CPU limit of the running contract pod, read from its
-// cgroup on this host (the test cluster's node; its kubelet's cgroupfs
-// driver names it pod<UID>), as cgroup v2's cpu.max says it; "" until
-// the pod runs.
-func podCPU(t *testing.T) string {
+// podLimits are the CPU and memory limits of the running contract pod,
+// read from its cgroup on this host (the test cluster's node; its
+// kubelet's cgroupfs driver names it pod<UID>), cpu as cgroup v2's
+// cpu.max says it; "" until the pod runs.
+func podLimits(t *testing.T) (cpu string, memory int64) {
 	var l struct {
 		Items []struct {
 			Metadata struct {
@@ -525,19 +529,32 @@ func podCPU(t *testing.T) string {
 			}
 		}
 		if found == "" {
-			return ""
+			return "", 0
 		}
-		if v, err := os.ReadFile(filepath.Join(found, "cpu.max")); err == nil {
+		read := func(name string) string {
+			v, err := os.ReadFile(filepath.Join(found, name))
+			if err != nil {
+				v, err = os.ReadFile(filepath.Join(strings.Replace(found, "/cpu", "/memory", 1), name))
+			}
+			if err != nil {
+				return ""
+			}
 			return strings.TrimSpace(string(v))
 		}
-		q, err1 := os.ReadFile(filepath.Join(found, "cpu.cfs_quota_us"))
-		per, err2 := os.ReadFile(filepath.Join(found, "cpu.cfs_period_us"))
-		if err1 != nil || err2 != nil {
-			t.Fatalf("the pod's cgroup %s has no CPU limit: %v %v", found, err1, err2)
+		mem := read("memory.max")
+		if mem == "" {
+			mem = read("memory.limit_in_bytes")
 		}
-		return strings.TrimSpace(string(q)) + " " + strings.TrimSpace(string(per))
+		memory, _ = strconv.ParseInt(mem, 10, 64)
+		if cpu = read("cpu.max"); cpu == "" {
+			cpu = read("cpu.cfs_quota_us") + " " + read("cpu.cfs_period_us")
+		}
+		if memory == 0 || cpu == " " {
+			t.Fatalf("the pod's cgroup %s has no CPU or memory limit (cpu %q, memory %q)", found, cpu, mem)
+		}
+		return cpu, memory
 	}
-	return ""
+	return "", 0
 }
 
 // findMarked is the host pid of the process whose argv[0] is mark.
