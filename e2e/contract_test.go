@@ -284,6 +284,7 @@ var (
 
 func (e explainJSON) facts(t *testing.T) facts {
 	f := facts{hostUID: -1, mounts: map[string]string{}}
+	var tmpfsPoint int64
 	for _, p := range e.Resources {
 		for _, m := range p.Mechanisms {
 			n, _ := strconv.ParseInt(m.Value, 10, 64)
@@ -297,6 +298,8 @@ func (e explainJSON) facts(t *testing.T) facts {
 				f.pids = n
 			case "limits.cpus":
 				f.cpu = m.Value
+			case "limits.tmpfs":
+				tmpfsPoint, _ = strconv.ParseInt(strings.TrimPrefix(m.Value, "RLIMIT_FSIZE="), 10, 64)
 			}
 		}
 	}
@@ -335,6 +338,9 @@ func (e explainJSON) facts(t *testing.T) facts {
 	}
 	if f.memory == 0 || f.pids == 0 {
 		t.Fatalf("explain --json lacks a limit: %+v", f)
+	}
+	if tmpfsPoint != f.tmpfs {
+		t.Errorf("explain's limits.tmpfs says %d, its /tmp %d", tmpfsPoint, f.tmpfs)
 	}
 	return f
 }

@@ -84,6 +84,7 @@ func Diff(old, new Explanation) ExplainDiff {
 		{"limits.pids", func(e Explanation) []Point { return e.Resources }},
 		{"limits.output", func(e Explanation) []Point { return e.Resources }},
 		{"limits.cpus", func(e Explanation) []Point { return e.Resources }},
+		{"limits.tmpfs", func(e Explanation) []Point { return e.Resources }},
 	} {
 		o, n := pointIn(f.section(old), f.field), pointIn(f.section(new), f.field)
 		change(f.field+" (requested)", o.Requested, n.Requested)

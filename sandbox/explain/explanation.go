@@ -464,18 +464,16 @@ func (x *explainer) filesystem() {
 		base.Meaning = "system directories read-only, the parts of /etc programs need and /proc readable, a private scratch directory as TMPDIR and HOME; nothing else of the host (its /tmp included)"
 		base.Mechanisms = []Mechanism{{Kind: MechTier, Value: string(tier.Landlock),
 			Detail: "Landlock, applied by each command to itself: reads and execution only beneath the system directories and the grants, writes only beneath the write grants and the scratch directory (removed after the run); nothing is mounted"}}
-		if pl.Limits.TmpfsBytes > 0 {
-			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRlimit, Value: "RLIMIT_FSIZE=" + strconv.FormatInt(pl.Limits.TmpfsBytes, 10),
-				Detail: fmt.Sprintf("no tmpfs holds the scratch directory: it is on the host's temporary directory, and what caps it is RLIMIT_FSIZE, %s for each file the tool writes (there or in a write grant), not for all of them together", units.FormatSize(pl.Limits.TmpfsBytes))})
+		if m, _, ok := tmpfsMechanism(pl); ok {
+			base.Mechanisms = append(base.Mechanisms, m)
 		}
 	} else {
 		base.Meaning = "system directories read-only, a private /tmp, a minimal /dev and a fresh /proc; nothing else of the host"
 		if pl.Spec.Root != nil && pl.Spec.Root.Readonly {
 			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechRootfs, Access: "read-only", Detail: "root filesystem mounted read-only"})
 		}
-		if pl.Limits.TmpfsBytes > 0 {
-			base.Mechanisms = append(base.Mechanisms, Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(pl.Limits.TmpfsBytes, 10),
-				Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", units.FormatSize(pl.Limits.TmpfsBytes))})
+		if m, _, ok := tmpfsMechanism(pl); ok {
+			base.Mechanisms = append(base.Mechanisms, m)
 		}
 		for _, mf := range pl.Spec.Mounts {
 			if mf.Type == "tmpfs" && mf.Destination != "/tmp" && mf.Destination != "/dev" && mf.Destination != "/dev/shm" && readOnly(mf) && !x.isMask(mf.Destination) {
@@ -485,6 +483,29 @@ func (x *explainer) filesystem() {
 		}
 	}
 	x.e.Filesystem = append(x.e.Filesystem, base)
+}
+
+// tmpfsMechanism is what holds the tool's scratch space, read from the
+// spec: the size of its /tmp mount, or in the landlock tier, which mounts
+// nothing, the RLIMIT_FSIZE each command gets. None: the tool has no
+// scratch space of its own (the none tier).
+func tmpfsMechanism(pl *isolation.Plan) (Mechanism, int64, bool) {
+	if pl.Tier == isolation.TierLandlock {
+		for _, r := range pl.Spec.Process.Rlimits {
+			if r.Type == "RLIMIT_FSIZE" {
+				n := int64(r.Hard)
+				return Mechanism{Kind: MechRlimit, Value: "RLIMIT_FSIZE=" + strconv.FormatInt(n, 10),
+					Detail: fmt.Sprintf("no tmpfs holds the scratch directory: it is on the host's temporary directory, and what caps it is RLIMIT_FSIZE, %s for each file the tool writes (there or in a write grant), not for all of them together", units.FormatSize(n))}, n, true
+			}
+		}
+		return Mechanism{}, 0, false
+	}
+	n, err := specconv.TmpfsBytes(pl.Spec)
+	if err != nil || n <= 0 {
+		return Mechanism{}, 0, false
+	}
+	return Mechanism{Kind: MechTmpfs, Target: "/tmp", Access: "read-write", Value: strconv.FormatInt(n, 10),
+		Detail: fmt.Sprintf("/tmp is a private tmpfs of %s, gone after the run", units.FormatSize(n))}, n, true
 }
 
 // notThere reports whether the policy's mask mk names one path that the
@@ -938,6 +959,17 @@ func (x *explainer) resources() {
 	if p, ok := x.cpuPoint(); ok {
 		x.e.Resources = append(x.e.Resources, p)
 	}
+	if m, n, ok := tmpfsMechanism(pl); ok && !x.unsandboxed() {
+		var req string
+		if def.Sandboxed != nil && def.Sandboxed.TmpfsSize > 0 {
+			req = "sandboxed.tmpfs-size: " + units.FormatSize(def.Sandboxed.TmpfsSize)
+		}
+		meaning := "may keep up to " + units.FormatSize(n) + " in its private /tmp; beyond it a write fails (ENOSPC)"
+		if m.Kind == MechRlimit {
+			meaning = "may write files of up to " + units.FormatSize(n) + " each; beyond it a write fails (EFBIG)"
+		}
+		x.e.Resources = append(x.e.Resources, x.limitPoint("tmpfs", req, meaning, m))
+	}
 }
 
 // cpuPoint is the CPU limit, read from the spec's quota and period (none:
@@ -975,7 +1007,11 @@ func (x *explainer) cpuPoint() (Point, bool) {
 	cpus := strconv.FormatFloat(float64(quota)/float64(period), 'f', -1, 64)
 	meaning := fmt.Sprintf("may use %s CPUs' worth of time: %s in each %s; beyond it its threads wait, nothing is killed", cpus,
 		time.Duration(quota)*time.Microsecond, time.Duration(period)*time.Microsecond)
-	return x.limitPoint("cpus", req, meaning, mech), true
+	p := x.limitPoint("cpus", req, meaning, mech)
+	if r := x.in.Rules; r != nil && r.Limits.CPUs.Max == 0 && p.Rule == "limits.cpus.max" {
+		p.Reason = "the policy sets no cap (limits.cpus.max: 0): the tool's own request"
+	}
+	return p, true
 }
 
 // pidsMechanism is how the pids limit is enforced: the run's cgroup, or

@@ -351,11 +351,13 @@ func TestExplainLandlockPrivilege(t *testing.T) {
 }
 
 // The landlock tier has no tmpfs: explain says its /tmp size caps each
-// file (RLIMIT_FSIZE), not the scratch directory.
+// file (RLIMIT_FSIZE), not the scratch directory — the spec's rlimit,
+// not the number the plan's Limits keep.
 func TestExplainLandlockScratchSize(t *testing.T) {
 	def := &tool.Definition{Name: "t"}
 	pl := planOf("landlock", 0, 0)
-	pl.Limits.TmpfsBytes = 64 << 20
+	pl.Limits.TmpfsBytes = 32 << 20
+	pl.Spec.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_FSIZE", Hard: 64 << 20, Soft: 64 << 20}}
 	e := Explain(ExplainInput{Def: def, Decision: policy.Decision{Verdict: policy.Allow}, Policy: PolicyInfo{Source: "built-in default"},
 		Plan: pl, Planned: true})
 	var got string
@@ -369,6 +371,15 @@ func TestExplainLandlockScratchSize(t *testing.T) {
 	}
 	if !strings.Contains(got, "rlimit=RLIMIT_FSIZE=67108864") || !strings.Contains(got, "not for all of them together") {
 		t.Errorf("host filesystem point: %s", got)
+	}
+	found := false
+	for _, p := range e.Resources {
+		if p.Subject == "limits.tmpfs" {
+			found = p.Mechanisms[0].Value == "RLIMIT_FSIZE=67108864" && strings.Contains(p.Meaning, "files of up to 64MiB each")
+		}
+	}
+	if !found {
+		t.Errorf("no limits.tmpfs point of the spec's rlimit: %+v", e.Resources)
 	}
 }
 
