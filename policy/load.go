@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -118,9 +119,48 @@ func Parse(data []byte, file string) (*Policy, error) {
 		return nil, yamlError(file, err)
 	}
 	if err := p.validate(); err != nil {
-		return nil, &LoadError{File: file, Msg: err.Error()}
+		return nil, &LoadError{File: file, Line: keyLine(root, err.Error()), Msg: err.Error()}
 	}
 	return p, nil
+}
+
+// keyRE is the key a check's message starts with: undo.max-files,
+// sources[2].isolation.landlock-gaps, limits.memory.default.
+var keyRE = regexp.MustCompile(`^[a-z][a-z0-9-]*(\[[0-9]+\])?(\.[a-z][a-z0-9-]*(\[[0-9]+\])?)*`)
+
+// keyLine is the line of the key msg starts with in the document root, or
+// of the nearest of its parents the document has (a default the file
+// does not write is checked under the key that holds it); 0 when none.
+func keyLine(root *yaml.Node, msg string) int {
+	parts := strings.Split(keyRE.FindString(msg), ".")
+	line, n := 0, root
+	for _, part := range parts {
+		name, index := part, -1
+		if i := strings.IndexByte(part, '['); i > 0 {
+			name = part[:i]
+			index, _ = strconv.Atoi(strings.TrimSuffix(part[i+1:], "]"))
+		}
+		var next *yaml.Node
+		if n != nil && n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == name {
+					line, next = n.Content[i].Line, n.Content[i+1]
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		if index >= 0 {
+			if next.Kind != yaml.SequenceNode || index >= len(next.Content) {
+				return line
+			}
+			next = next.Content[index]
+			line = next.Line
+		}
+		n = next
+	}
+	return line
 }
 
 // yamlError turns a yaml.v3 error into a LoadError. yaml.v3 puts the line

@@ -163,9 +163,9 @@ func TestParseErrors(t *testing.T) {
 		{"host with port", "network:\n  allow: [\"a.com:443\"]\n", `p.yaml:2: network.allow[0]: host "a.com:443"`},
 		{"list for mapping", "limits: [1]\n", `p.yaml:1: limits: want a mapping`},
 		{"scalar for list", "paths:\n  deny: /etc\n", `p.yaml:2: paths.deny: want a list`},
-		{"version", "version: 2\n", `p.yaml: version 2`},
-		{"zero default", "limits:\n  pids:\n    default: 0\n", `p.yaml: limits.pids.default must be above 0: write one such as 256`},
-		{"zero tmpfs", "limits:\n  tmpfs:\n    default: 0\n", `p.yaml: limits.tmpfs.default must be above 0: write one such as 64MiB`},
+		{"version", "version: 2\n", `p.yaml:1: version 2`},
+		{"zero default", "limits:\n  pids:\n    default: 0\n", `p.yaml:3: limits.pids.default must be above 0: write one such as 256`},
+		{"zero tmpfs", "limits:\n  tmpfs:\n    default: 0\n", `p.yaml:3: limits.tmpfs.default must be above 0: write one such as 64MiB`},
 		{"negative tmpfs cap", "limits:\n  tmpfs:\n    max: -1\n", `p.yaml:3: limits.tmpfs.max: parse size "-1"`},
 		{"bad tmpfs", "limits:\n  tmpfs:\n    max: big\n", `p.yaml:3: limits.tmpfs.max: parse size "big"`},
 		{"negative cpus", "limits:\n  cpus:\n    default: -1\n", `p.yaml:3: limits.cpus.default: "-1": want 0 (none) or a number of CPUs from 0.01 to 1024, such as 0.5 or 2`},
@@ -177,7 +177,9 @@ func TestParseErrors(t *testing.T) {
 		{"quoted cpus", "limits:\n  cpus:\n    default: \"0.5\"\n", `p.yaml:3: limits.cpus.default: "0.5": want 0 (none) or a number of CPUs`},
 		{"word cpus", "limits:\n  cpus:\n    default: half\n", `p.yaml:3: limits.cpus.default: "half": want 0 (none) or a number of CPUs`},
 		{"list cpus", "limits:\n  cpus:\n    default: [1]\n", `p.yaml:3: limits.cpus.default: want a single value, got a list`},
-		{"bad port", "network:\n  localhost-allow: [70000]\n", `p.yaml: network.localhost-allow: port 70000`},
+		{"bad port", "network:\n  localhost-allow: [70000]\n", `p.yaml:2: network.localhost-allow: port 70000`},
+		{"negative undo count", "version: 1\nundo:\n  keep: 7d\n  max-files: -1\n", `p.yaml:4: undo.max-files: -1 is below zero`},
+		{"a sources index", "sources:\n  - scope: any\n  - scope: local\n    isolation:\n      landlock-gaps: [nope]\n", `p.yaml:5: `},
 		{"two documents", "version: 1\n---\nversion: 1\n", `p.yaml:2: more than one YAML document`},
 		{"syntax", "limits: {\n", `p.yaml:`},
 		{"root scalar", "hello\n", `p.yaml:1: want a mapping`},
@@ -342,6 +344,28 @@ func TestParseCPUAndTmpfsLimits(t *testing.T) {
 		}
 		if p.Limits.CPUs != tt.cpus || p.Limits.Tmpfs != tt.tmpfs {
 			t.Errorf("%q: cpus %+v tmpfs %+v, want %+v %+v", tt.yaml, p.Limits.CPUs, p.Limits.Tmpfs, tt.cpus, tt.tmpfs)
+		}
+	}
+}
+
+// A check made after decoding is reported at its key's line, or at the
+// nearest parent the file writes.
+func TestKeyLine(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("version: 1\nlimits:\n  memory:\n    max: 1GiB\nsources:\n  - scope: any\n  - scope: local\n    isolation:\n      allowed: [process]\n"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for msg, want := range map[string]int{
+		"limits.memory.max must be 0 (no cap) or above": 4,
+		"limits.memory.default must be above 0":         3,
+		"limits.pids.default must be above 0":           2,
+		"sources[1].isolation.allowed: bad":             9,
+		"sources[7].isolation: bad":                     5,
+		"undo.keep: write a duration above zero":        0,
+		"a message that names no key":                   0,
+	} {
+		if got := keyLine(doc.Content[0], msg); got != want {
+			t.Errorf("keyLine(%q) = %d, want %d", msg, got, want)
 		}
 	}
 }
