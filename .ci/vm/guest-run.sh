@@ -93,7 +93,7 @@ clear_leftovers() {
 export SANDBOXED_E2E=1
 run_tests cgroup isolation/cgroup /root/bin/cgroup.test "${cgroup_args[@]}"
 run_tests process isolation/process /root/bin/process.test "${process_args[@]}"
-SANDBOXED_E2E_BIN=/root/bin/sandboxed SANDBOXED_E2E_TIERS=process \
+SANDBOXED_E2E_BIN=/root/bin/sandboxed SANDBOXED_E2E_TIERS=process,landlock,none \
 	run_tests e2e e2e /root/bin/e2e.test "${e2e_args[@]}" -test.timeout 60m
 clear_leftovers
 # The rootless mode: every sandboxed the suite starts runs as the
