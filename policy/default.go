@@ -38,9 +38,9 @@ version: 1
 # isolation.without-namespaces: approve (the default: where the process tier
 # cannot run, in a container without user namespaces or a writable cgroup, its
 # runs are refused with the way out, --approve isolation-landlock, which lets
-# the landlock tier stand in for one run), refuse (they are refused, and no
-# approval lifts that) or landlock (they run in the landlock tier: no
-# namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
+# the landlock tier stand in for one run; refuse is its earlier name), never
+# (they are refused, and no approval lifts that) or landlock (they run in the
+# landlock tier: no namespaces; Landlock, seccomp and rlimits; see docs/ci.md).
 # isolation.landlock-gaps: what the landlock tier may go without where it
 # cannot enforce it: masks (paths.deny, secrets and protected paths inside a
 # write grant; a read grant's masks are kept unreadable by a rule per entry) and

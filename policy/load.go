@@ -196,10 +196,10 @@ var validators = map[reflect.Type]func(string) error{
 	},
 	reflect.TypeOf(StandIn("")): func(s string) error {
 		switch StandIn(s) {
-		case StandInApprove, StandInRefuse, StandInLandlock:
+		case StandInApprove, StandInRefuse, StandInNever, StandInLandlock:
 			return nil
 		}
-		return fmt.Errorf("without-namespaces %q: want approve, refuse or landlock", s)
+		return fmt.Errorf("without-namespaces %q: want approve (refuse is its earlier name), never or landlock", s)
 	},
 	reflect.TypeOf(LandlockRule("")): func(s string) error {
 		switch LandlockRule(s) {
@@ -400,7 +400,7 @@ func (p *Policy) validate() error {
 		if r.Isolation.Landlock == "" {
 			r.Isolation.Landlock = LandlockBestEffort
 		}
-		if r.Isolation.WithoutNamespaces == "" {
+		if r.Isolation.WithoutNamespaces == "" || r.Isolation.WithoutNamespaces == StandInRefuse {
 			r.Isolation.WithoutNamespaces = StandInApprove
 		}
 		if len(r.Isolation.LandlockGaps) == 0 {

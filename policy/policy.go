@@ -109,11 +109,11 @@ type IsolationRule struct {
 	// WithoutNamespaces is what a run of the process tier does where the
 	// process tier cannot run (namespaces cannot be made, or no cgroup
 	// can be written: a container with Docker's defaults):
-	// StandInApprove (the default, also "") refuses it with the way out,
-	// an approval for the run; StandInRefuse refuses it, and no approval
-	// lifts that; StandInLandlock runs it in the landlock tier, which
-	// enforces the same plan as far as Landlock, seccomp and rlimits
-	// reach.
+	// StandInApprove (the default, also "" and StandInRefuse) refuses it
+	// with the way out, an approval for the run; StandInNever refuses it,
+	// and no approval lifts that; StandInLandlock runs it in the landlock
+	// tier, which enforces the same plan as far as Landlock, seccomp and
+	// rlimits reach.
 	WithoutNamespaces StandIn `yaml:"without-namespaces"`
 	// LandlockGaps are the gaps of the landlock tier (tier.LandlockGaps)
 	// the source's runs may go without; any other gap refuses the run.
@@ -162,9 +162,13 @@ const (
 	// StandInApprove (the default) runs it in the landlock tier only with
 	// --approve isolation-landlock, and refuses it saying so otherwise.
 	StandInApprove StandIn = "approve"
-	// StandInRefuse refuses it: no approval lifts that, and --isolation
-	// landlock is denied too.
+	// StandInRefuse is the earlier name of StandInApprove, which policy
+	// files written by `sandboxed policy init` before it hold: it means
+	// the same.
 	StandInRefuse StandIn = "refuse"
+	// StandInNever refuses it: no approval lifts that, and --isolation
+	// landlock is denied too.
+	StandInNever StandIn = "never"
 	// StandInLandlock runs it in the landlock tier.
 	StandInLandlock StandIn = "landlock"
 )

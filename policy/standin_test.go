@@ -17,7 +17,7 @@ func TestLandlockStandIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refuse, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      without-namespaces: refuse\n"), "p.yaml")
+	refuse, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      without-namespaces: never\n"), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +97,24 @@ func TestLandlockKeysAreChecked(t *testing.T) {
 	}
 	if err := ValidateApprovals([]string{ApproveIsolationLandlock}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A policy written before never existed says refuse for what approve
+// means now: it loads as approve, and an approval still lets the landlock
+// tier stand in.
+func TestStandInRefuseIsApprove(t *testing.T) {
+	p, err := Parse([]byte("sources:\n  - scope: any\n    isolation:\n      without-namespaces: refuse\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sources[0].Isolation.WithoutNamespaces; got != StandInApprove {
+		t.Fatalf("refuse loads as %q, want approve", got)
+	}
+	r := baseRequest()
+	r.NoProcessTier = "namespaces cannot be made"
+	r.Approvals = []string{ApproveIsolationLandlock}
+	if d := p.Decide(r); d.Isolation != tier.Landlock || d.Verdict != Allow || d.LandlockRefused {
+		t.Fatalf("refuse with an approval: %s %s refused %v", d.Isolation, d.Verdict, d.LandlockRefused)
 	}
 }
