@@ -111,13 +111,30 @@ func (s Store) Save(r *Record) error {
 		return fmt.Errorf("create change record %s: %w", dir, err)
 	}
 	tmp := filepath.Join(dir, ".record.json.tmp")
-	if err := writeRecord(tmp, append(js, '\n'), r.Applying || r.Undoing); err != nil {
+	sync := r.Applying || r.Undoing
+	if err := writeRecord(tmp, append(js, '\n'), sync); err != nil {
 		return fmt.Errorf("write change record: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "record.json")); err != nil {
 		return fmt.Errorf("store change record: %w", err)
 	}
+	if sync {
+		// The rename is on disk too: a record marked applying is there
+		// before the first change reaches a grant.
+		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("store change record: %w", err)
+		}
+	}
 	return nil
+}
+
+// syncDir flushes dir's entries (fsync of the directory).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // Lock takes runID's record for an undo or an apply: an exclusive
