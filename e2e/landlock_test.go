@@ -23,7 +23,8 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 		"job.sh":              landlockJob,
 		"probe.py":            landlockProbe,
 		"policy.yaml":         landlockPolicy,
-		"refuse.yaml":         "version: 1\nsources:\n  - scope: any\n    isolation:\n      without-namespaces: refuse\n",
+		"refuse.yaml":         "version: 1\nsources:\n  - scope: any\n    isolation:\n      without-namespaces: never\n",
+		"cpus.yaml":           "version: 1\nsources:\n  - scope: any\n    isolation:\n      without-namespaces: landlock\nlimits:\n  cpus:\n    max: 1\n",
 		"tools/hello.yaml":    mustRead(t, "../examples/tools/hello.yaml"),
 		"tools/probe.yaml":    landlockTool("probe", "5000", "64MiB", "python3 /tmp/w/in/probe.py", "filesystem:read:/tmp/w/in", "filesystem:write:/tmp/w/out"),
 		"tools/forkbomb.yaml": landlockTool("forkbomb", "3000", "64MiB", "bomb() { bomb | bomb & }; bomb; sleep 5"),
@@ -75,6 +76,7 @@ func TestLandlockTierInDefaultContainer(t *testing.T) {
 				"hello-process: rc=125", "hello-process-hint: isolation-landlock",
 				"hello-unapproved: rc=126",
 				"hello-refused: rc=126", "hello-refused-why: the policy", "hello-refused-asked: rc=126",
+				"hello-cpus: rc=125", "hello-cpus-why: the policy's quota",
 				"hello-none: Hello, Ada!", "hello-none: rc=0",
 				"probe: rc=0", "probe: DONE",
 				"forkbomb: ended", "memory: ended", "daemon: rc=0",
@@ -187,8 +189,10 @@ run hello-process /t/tools/hello.yaml NAME=Ada
 grep -q 'approve isolation-landlock' /tmp/err && echo "hello-process-hint: isolation-landlock"
 run hello-unapproved --isolation landlock /t/tools/hello.yaml NAME=Ada
 run hello-refused --policy /t/refuse.yaml --approve all /t/tools/hello.yaml NAME=Ada
-grep -q 'without-namespaces refuse' /tmp/err && echo "hello-refused-why: the policy"
+grep -q 'without-namespaces never' /tmp/err && echo "hello-refused-why: the policy"
 run hello-refused-asked --policy /t/refuse.yaml --isolation landlock --approve all /t/tools/hello.yaml NAME=Ada
+run hello-cpus --policy /t/cpus.yaml /t/tools/hello.yaml NAME=Ada
+grep -q 'limits.cpus.default and limits.cpus.max to 0' /tmp/err && echo "hello-cpus-why: the policy's quota"
 run hello-none --policy /t/policy.yaml --isolation none --approve isolation-none /t/tools/hello.yaml NAME=Ada
 P="--policy /t/policy.yaml"
 run probe $P /t/tools/probe.yaml

@@ -3,6 +3,7 @@ package isolation
 import (
 	"context"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -254,6 +255,10 @@ func SpecPids(s *specs.Spec) int64 {
 // CPU quota (Linux.Resources.CPU.Period): the kernel's and Docker's
 // default, 100ms.
 const CPUPeriod = 100000
+
+// CPUQuota is the quota, in microseconds of each CPUPeriod, of a limit of
+// cpus CPUs: the one conversion of sandboxed.cpus.
+func CPUQuota(cpus float64) int64 { return int64(math.Round(cpus * CPUPeriod)) }
 
 // Limits are the run's resource limits. Zero means "no limit" only where
 // noted; the planner always sets memory and pids.

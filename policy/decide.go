@@ -265,7 +265,7 @@ type Decision struct {
 	// the caller looks whether it can (Request.NoProcessTier).
 	LandlockStandIn bool `json:"landlock_stand_in,omitempty"`
 	// LandlockRefused: the source's isolation.without-namespaces is
-	// refuse, so where the process tier cannot run, the run is refused
+	// never, so where the process tier cannot run, the run is refused
 	// with no way out but another host or policy.
 	LandlockRefused bool `json:"landlock_refused,omitempty"`
 	// AcceptGaps are the gaps of the landlock tier the source's policy
@@ -323,8 +323,8 @@ func (p *Policy) Decide(req Request) Decision {
 	if iso == tool.IsolationProcess && isoItem.Verdict == Allow {
 		standIn := src.rule.Isolation.WithoutNamespaces
 		d.LandlockStandIn = standIn == StandInLandlock ||
-			standIn != StandInRefuse && (slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll))
-		d.LandlockRefused = standIn == StandInRefuse
+			standIn != StandInNever && (slices.Contains(req.Approvals, ApproveIsolationLandlock) || slices.Contains(req.Approvals, ApproveAll))
+		d.LandlockRefused = standIn == StandInNever
 		if askedLandlock || req.NoProcessTier != "" {
 			iso, isoItem = landlockStandIn(req, src, askedLandlock)
 			d.AcceptGaps = append([]string(nil), src.rule.Isolation.LandlockGaps...)
@@ -562,7 +562,7 @@ var LandlockNotes = []string{
 // in the landlock tier: asked for with --isolation landlock, or because
 // the process tier cannot run here (req.NoProcessTier). The source's
 // isolation.without-namespaces allows it (landlock) or refuses it
-// (refuse); otherwise (approve) it needs approval (isolation-landlock),
+// (never); otherwise (approve) it needs approval (isolation-landlock),
 // which is the way out a refused run shows.
 func landlockStandIn(req Request, src sourceRule, asked bool) (tool.Isolation, Item) {
 	it := Item{Subject: "isolation", Kind: ItemIsolation, Risk: RiskMedium,
@@ -580,8 +580,8 @@ func landlockStandIn(req Request, src sourceRule, asked bool) (tool.Isolation, I
 		it.Verdict, it.Rule = Allow, rule+" landlock"
 		it.Reason = why + "; the policy lets the landlock tier stand in"
 		return tier.Landlock, it
-	case StandInRefuse:
-		it.Verdict, it.Rule = Deny, rule+" refuse"
+	case StandInNever:
+		it.Verdict, it.Rule = Deny, rule+" never"
 		it.Reason = why + "; the policy refuses the landlock tier, and no approval lifts that"
 		it.PolicyFix = rule + ": approve (or landlock), or run on a host where the process tier can run"
 		return tier.Landlock, it
@@ -1020,11 +1020,13 @@ func (p *Policy) decideLimits(req Request) (Effective, []Item) {
 		Pids:        pick("pids", req.Pids, pidsDefault, p.Limits.Pids.Max, func(v int64) string { return fmt.Sprint(v) }),
 		OutputBytes: pick("output", req.Output, int64(p.Limits.Output.Default), int64(p.Limits.Output.Max), size),
 	}
+	// Written so that a NaN (which no loader lets through) falls to the
+	// default and the cap, never past them.
 	cpus := CPUs(req.CPUs)
-	if cpus <= 0 {
+	if !(cpus > 0) {
 		cpus = p.Limits.CPUs.Default
 	}
-	if max := p.Limits.CPUs.Max; max > 0 && (cpus <= 0 || cpus > max) {
+	if max := p.Limits.CPUs.Max; max > 0 && !(cpus > 0 && cpus <= max) {
 		if CPUs(req.CPUs) > max {
 			items = append(items, clampItem("cpus", fmt.Sprintf("may use %s CPUs' worth of time", max), CPUs(req.CPUs).String(), max.String()))
 		}

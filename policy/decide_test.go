@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -1071,5 +1072,20 @@ func TestHoldsProtectedReasonSaysWhatTheMasksHold(t *testing.T) {
 	}
 	if strings.Contains(it.Reason, "stay hidden even when approved") {
 		t.Errorf("reason %q claims the masks hold what does not exist yet", it.Reason)
+	}
+}
+
+// A CPU request that is not a number never passes the cap.
+func TestCPUsNaNIsCapped(t *testing.T) {
+	p := Default()
+	p.Limits.CPUs = CPULimit{Default: 0, Max: 2}
+	r := baseRequest()
+	r.CPUs = math.NaN()
+	if d := p.Decide(r); d.Limits.CPUs != 2 {
+		t.Fatalf("NaN under a cap of 2: %v CPUs", d.Limits.CPUs)
+	}
+	p.Limits.CPUs = CPULimit{}
+	if d := p.Decide(r); d.Limits.CPUs != 0 {
+		t.Fatalf("NaN without a cap: %v CPUs, want none", d.Limits.CPUs)
 	}
 }

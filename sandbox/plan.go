@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +111,23 @@ func initPids(tier isolation.Tier, kubernetes, cgroup bool) int64 {
 // the landlock and none tiers.
 func startsOutside(t isolation.Tier, kubernetes bool) bool {
 	return !kubernetes && (t == isolation.TierLandlock || t == isolation.TierNone)
+}
+
+// cpuWithoutCgroup is the refusal of a CPU quota where no cgroup can hold
+// it (the landlock and none tiers in a CI container): no rlimit stands in
+// for one. It names where the quota comes from, the definition or the
+// policy, and the fix for each.
+func cpuWithoutCgroup(def *tool.Definition, d *policy.Decision) error {
+	what := fmt.Sprintf("a CPU quota of %g CPUs in the %s tier, where no cgroup sandboxed may use holds one (no rlimit stands in for it)", d.Limits.CPUs, d.Isolation)
+	fix := "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a container started with a writable cgroupfs)"
+	if ext := sandboxedExt(def); ext.CPUs > 0 {
+		what += "; the definition asks for it (sandboxed.cpus: " + strconv.FormatFloat(ext.CPUs, 'f', -1, 64) + ")"
+		fix += ", or remove sandboxed.cpus from " + cmp.Or(def.Source.Path, "the definition")
+	} else {
+		what += "; the policy gives every run one (limits.cpus)"
+		fix += ", or set the policy's limits.cpus.default and limits.cpus.max to 0"
+	}
+	return &isolation.UnsupportedError{What: what, Fix: fix}
 }
 
 // planUser is the uid and gid the tool runs as where the tier or the
@@ -280,7 +299,10 @@ func planSandbox(in PlanInput) (*isolation.Plan, *sandboxPlan, error) {
 	}
 	if startsOutside(d.Isolation, kubernetesRun(in)) && !f.Cgroup {
 		// No cgroup here: the spec names none, and rlimits approximate
-		// its limits (specconv's notes say how).
+		// its limits (specconv's notes say how) — but not a CPU quota.
+		if limits.CPUs > 0 {
+			return nil, nil, cpuWithoutCgroup(def, d)
+		}
 		opts = append(opts, WithoutCgroup())
 	}
 	if u, ok := planUser(d.Isolation, kubernetesRun(in), priv, f, in.RunID); ok {

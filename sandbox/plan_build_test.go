@@ -394,7 +394,7 @@ func TestPlanLimitsAreTheDecision(t *testing.T) {
 			switch {
 			case d.Limits.CPUs == 0 && cpu != nil:
 				t.Errorf("%q: a CPU quota %+v the decision has none of", yaml, cpu)
-			case d.Limits.CPUs > 0 && (cpu == nil || *cpu.Quota != int64(d.Limits.CPUs*float64(*cpu.Period))):
+			case d.Limits.CPUs > 0 && (cpu == nil || *cpu.Quota != isolation.CPUQuota(d.Limits.CPUs) || *cpu.Period != isolation.CPUPeriod):
 				t.Errorf("%q: spec CPU %+v, want the decision's %g CPUs", yaml, cpu, d.Limits.CPUs)
 			}
 		}
@@ -407,5 +407,34 @@ func TestPlanLimitsAreTheDecision(t *testing.T) {
 	b, grants, f = planFixture(t, defs[4])
 	if d := capped.Decide(policy.NewRequest(b.Def, grants, f.Cwd, f.Home)); d.Limits.CPUs != 2 || d.Limits.TmpfsBytes != 32<<20 || d.Limits.Pids != 100 {
 		t.Errorf("above the caps: %+v, want them clamped", d.Limits)
+	}
+}
+
+// A CPU quota needs a cgroup: outside namespaces without one, the plan is
+// refused with the fix for where the quota comes from — the definition's
+// sandboxed.cpus, or the policy's limits.cpus.
+func TestPlanRefusesCPUWithoutCgroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		cgroup     bool
+		want       string // "" for planned
+	}{
+		{"the definition's", "name: t\ndescription: d\nbash: echo hi\nsandboxed:\n  cpus: 0.5\n", false, "remove sandboxed.cpus"},
+		{"the policy's", "name: t\ndescription: d\nbash: echo hi\n", false, "limits.cpus.default and limits.cpus.max to 0"},
+		{"in a cgroup", "name: t\ndescription: d\nbash: echo hi\n", true, ""},
+	} {
+		b, grants, f := planFixture(t, tc.yaml)
+		f.Cgroup = tc.cgroup
+		d := allow(64<<20, 16)
+		d.Isolation, d.Limits.CPUs = isolation.TierLandlock, 0.5
+		p, _, _, err := buildPlan(PlanInput{RunID: "RUN", Bound: b, Grants: grants, Decision: d, Facts: f})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want == "" && p.Spec.Linux.Resources.CPU == nil:
+			t.Errorf("%s: no CPU quota in the spec", tc.name)
+		case tc.want != "" && (!errors.Is(err, isolation.ErrUnsupported) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want refused with %q", tc.name, err, tc.want)
+		}
 	}
 }

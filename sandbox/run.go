@@ -199,7 +199,7 @@ func Prepare(req *Request, runID string) (*Prepared, error) {
 	}
 	plan, steps, watches, err := buildPlan(in)
 	if err != nil {
-		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), "", err, &d)
+		return nil, rf.refuse(StatusError, CodeInitFailed, err.Error(), hintFor(err), err, &d)
 	}
 	def := req.Def
 	notes := append(append([]string(nil), d.Notes...), br.comp.notes...)

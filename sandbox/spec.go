@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -134,7 +133,7 @@ func WithCPUs(cpus float64) SpecOpt {
 			return fmt.Errorf("cpu limit %v: %w", cpus, ErrSpec)
 		}
 		period := uint64(isolation.CPUPeriod)
-		quota := int64(math.Round(cpus * isolation.CPUPeriod))
+		quota := isolation.CPUQuota(cpus)
 		resources(s).CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 		return nil
 	}

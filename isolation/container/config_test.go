@@ -64,7 +64,7 @@ func basePlanNoPids() *isolation.Plan {
 // container package cannot import the planner): memory, cpus and /tmp's
 // size as given; setPids sets the pids limit.
 func baseSpec(runID string, mem int64, cpus float64, tmp int64) *specs.Spec {
-	quota, period := int64(cpus*100000), uint64(100000)
+	quota, period := isolation.CPUQuota(cpus), uint64(isolation.CPUPeriod)
 	ns := make([]specs.LinuxNamespace, len(specconv.Namespaces))
 	for i, t := range specconv.Namespaces {
 		ns[i] = specs.LinuxNamespace{Type: t}

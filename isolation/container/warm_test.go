@@ -195,7 +195,7 @@ func TestWarmPrestartClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(f.updated) != 1 || f.updated[0].Memory != p.Limits.MemoryBytes || f.updated[0].MemorySwap != p.Limits.MemoryBytes ||
-		*f.updated[0].PidsLimit != p.Limits.Pids+sbinit.SpareThreads || f.updated[0].CPUQuota != int64(p.Limits.CPUs*isolation.CPUPeriod) || f.updated[0].CPUPeriod != isolation.CPUPeriod {
+		*f.updated[0].PidsLimit != p.Limits.Pids+sbinit.SpareThreads || f.updated[0].CPUQuota != isolation.CPUQuota(p.Limits.CPUs) || f.updated[0].CPUPeriod != isolation.CPUPeriod {
 		t.Errorf("claim updated %+v, want the plan's limits", f.updated)
 	}
 	if _, err := sb.Exec(context.Background(), isolation.Command{Args: []string{"true"}}, isolation.Stdio{}); err != nil {

@@ -302,7 +302,7 @@ func OutsideCgroup(p *isolation.Plan) (*cgroup.Host, error) {
 func CgroupHolds(l isolation.Limits) bool {
 	r := cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids}
 	if l.CPUs > 0 {
-		r.CPUQuota, r.CPUPeriod = int64(l.CPUs*isolation.CPUPeriod), isolation.CPUPeriod
+		r.CPUQuota, r.CPUPeriod = isolation.CPUQuota(l.CPUs), isolation.CPUPeriod
 	}
 	return UsableCgroup(r) != nil
 }
@@ -328,7 +328,7 @@ func OutsideRlimits(p *isolation.Plan, sharedUID, inCgroup bool) (*sbinit.Confin
 	if r.CPUQuota > 0 {
 		return nil, &isolation.UnsupportedError{
 			What: fmt.Sprintf("a limit of %g CPUs without a cgroup sandboxed may use (no rlimit stands in for it)", float64(r.CPUQuota)/float64(r.CPUPeriod)),
-			Fix:  "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a writable cgroupfs), or without sandboxed.cpus",
+			Fix:  "run where sandboxed may make a cgroup (sudo sandboxed setup --user NAME, or a writable cgroupfs), or without a CPU quota (the definition's sandboxed.cpus, the policy's limits.cpus)",
 		}
 	}
 	// RLIMIT_NPROC counts the tool's uid's processes, which the init's

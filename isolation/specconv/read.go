@@ -77,13 +77,14 @@ func (r Resources) CPUs() float64 {
 	return float64(r.CPUQuota) / float64(r.CPUPeriod)
 }
 
-// MilliCPUs is the CPU limit in thousandths of a CPU, rounded up
-// (Kubernetes' unit).
+// MilliCPUs is the CPU limit in thousandths of a CPU (Kubernetes' unit),
+// rounded down, so that a pod gets no more than the other tiers; the
+// least quota (1ms a second) is still 1.
 func (r Resources) MilliCPUs() int64 {
 	if r.CPUPeriod == 0 {
 		return 0
 	}
-	return (r.CPUQuota*1000 + int64(r.CPUPeriod) - 1) / int64(r.CPUPeriod)
+	return r.CPUQuota * 1000 / int64(r.CPUPeriod)
 }
 
 // RunID is the run id of s (its isolation.AnnotationRunID annotation),

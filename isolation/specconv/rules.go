@@ -49,7 +49,7 @@ const (
 	noteRlimitPids   = "the spec names no cgroup (none sandboxed may use here: a container's read-only cgroupfs): the limit is the tool's own, set as RLIMIT_NPROC on the tool's uid, which counts every task of that uid across the kernel (with the uid shared, on top of what it runs already when each command starts; the init's threads are not counted); an exhausted limit fails the fork"
 	noteRlimitCPU    = "the spec names no cgroup (none sandboxed may use here), and no rlimit stands in for a CPU limit: the run is refused when it starts"
 	noteGVisorMemory = "gVisor's own kernel (the Sentry) is charged to the same limit as the tool: the tool gets the limit less the runtime's memory"
-	notePodCPU       = "the pod's CPU limit, in thousandths of a CPU rounded up"
+	notePodCPU       = "the pod's CPU limit, in thousandths of a CPU rounded down"
 	notePodMemory    = "the pod's memory limit; under gVisor (a RuntimeClass of handler runsc), whose own kernel (the Sentry) the pod's cgroup charges with the tool, the pod's limit is the tool's plus 64 MiB for it (GVisorMemoryOverhead), so the tool gets about its own, give or take what the Sentry uses"
 	notePodPids      = "under gVisor, RLIMIT_NPROC in the pod's own kernel, which counts the tool's tasks alone; elsewhere the node's pod pids limit (kubelet podPidsLimit) holds, not the plan's"
 	notePodMasks     = "the runtime's own masked and read-only /proc and /sys paths (containerd's defaults, Docker's lists without /proc/interrupts) stand for the spec's"

@@ -24,8 +24,9 @@ import (
 
 // ExplainSchemaVersion is the version of the Explanation document
 // (docs/explain.schema.json). It changes only when a field changes meaning
-// or is removed.
-const ExplainSchemaVersion = 1
+// or is removed. 2: a CPU limit's mechanism value is its quota and period
+// in microseconds ("50000 100000"), no longer a number of CPUs.
+const ExplainSchemaVersion = 2
 
 // Verdict words of an Explanation and its points. They are the policy's
 // verdicts (allow, deny, approval) plus "depends" for a permission whose
@@ -1008,8 +1009,14 @@ func (x *explainer) cpuPoint() (Point, bool) {
 	meaning := fmt.Sprintf("may use %s CPUs' worth of time: %s in each %s; beyond it its threads wait, nothing is killed", cpus,
 		time.Duration(quota)*time.Microsecond, time.Duration(period)*time.Microsecond)
 	p := x.limitPoint("cpus", req, meaning, mech)
-	if r := x.in.Rules; r != nil && r.Limits.CPUs.Max == 0 && p.Rule == "limits.cpus.max" {
-		p.Reason = "the policy sets no cap (limits.cpus.max: 0): the tool's own request"
+	if r := x.in.Rules; r != nil {
+		switch {
+		case r.Limits.CPUs.Max == 0 && p.Rule == "limits.cpus.max":
+			p.Reason = "the policy sets no cap (limits.cpus.max: 0): the tool's own request"
+		case r.Limits.CPUs.Default == 0 && r.Limits.CPUs.Max > 0 && p.Rule == "limits.cpus.default":
+			p.Rule = "limits.cpus.max"
+			p.Reason = "the tool asks for none and the policy's default is none (limits.cpus.default: 0); under a cap every run gets the cap"
+		}
 	}
 	return p, true
 }

@@ -597,7 +597,7 @@ func TestCPUPointReadsTheSpec(t *testing.T) {
 		{"process", "process", "", "", 50000, 100000, MechCgroup, "50000 100000", "cgroup CPU quota 50ms in each 100ms period"},
 		{"another period", "process", "", "", 25000, 50000, MechCgroup, "25000 50000", "cgroup CPU quota 25ms in each 50ms period"},
 		{"container", "container", "", "", 150000, 100000, MechCgroup, "150000 100000", "the container's cgroup CPU quota 150ms"},
-		{"pod", "process", isolation.BackendKubernetes, "", 33333, 100000, MechCgroup, "33400 100000", "the pod's CPU limit 334m"},
+		{"pod", "process", isolation.BackendKubernetes, "", 33333, 100000, MechCgroup, "33300 100000", "the pod's CPU limit 333m"},
 		{"landlock in a cgroup", "landlock", "", "/sandboxed/r", 50000, 100000, MechCgroup, "50000 100000", "cgroup CPU quota"},
 		{"landlock without a cgroup", "landlock", "", "", 50000, 100000, MechNone, "", "the run is refused when it starts"},
 	} {
