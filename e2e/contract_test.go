@@ -512,7 +512,11 @@ func podLimits(t *testing.T) (cpu string, memory int64) {
 		if p.Status.Phase != "Running" {
 			continue
 		}
-		var found string
+		// The pod's folder in the cpu hierarchy (v1: cpu, or cpu,cpuacct
+		// where cpu is a link to it; v2: the one hierarchy), a QoS class
+		// folder or two below the kubelet's root; the memory hierarchy
+		// has it at the same place.
+		var found, rel string
 		for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup"} {
 			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 				switch {
@@ -522,10 +526,10 @@ func podLimits(t *testing.T) (cpu string, memory int64) {
 					return nil
 				}
 				if d.Name() == "pod"+p.Metadata.UID {
-					found = path
+					found, rel = path, strings.TrimPrefix(path, root)
 					return filepath.SkipAll
 				}
-				if strings.Count(strings.TrimPrefix(path, root), "/") >= 3 {
+				if strings.Count(strings.TrimPrefix(path, root), "/") >= 4 {
 					return filepath.SkipDir
 				}
 				return nil
@@ -540,7 +544,7 @@ func podLimits(t *testing.T) (cpu string, memory int64) {
 		read := func(name string) string {
 			v, err := os.ReadFile(filepath.Join(found, name))
 			if err != nil {
-				v, err = os.ReadFile(filepath.Join(strings.Replace(found, "/cpu", "/memory", 1), name))
+				v, err = os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", rel, name))
 			}
 			if err != nil {
 				return ""

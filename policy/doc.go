@@ -69,8 +69,10 @@
 //   - Limits: a request above a cap is clamped to the cap, not denied: the
 //     run stays within the operator's bounds, and a tool that really needed
 //     more fails with a clear oom or timeout status. The decision carries a
-//     limit item saying so. Every limit of a run (memory, timeout, pids,
+//     limit item saying so. Every limit of a tool's run (memory, timeout, pids,
 //     output, cpus, tmpfs) is decided here; the planner copies Effective.
+//     (The probes of `sandboxed discover`, which run no tool, have fixed
+//     limits of their own: sandbox.DefaultProbeLimits.)
 //   - Approvals (--approve, approval.standing) turn approval items into
 //     allow; nothing turns a deny into allow, and no approval lowers a
 //     source's minimum isolation tier.

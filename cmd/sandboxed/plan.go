@@ -27,7 +27,7 @@ func printPlan(c *cli.Context, req *sandbox.Request) error {
 				writeJSON(c.App.Writer, pe.Result)
 			} else {
 				fmt.Fprintf(c.App.ErrWriter, "sandboxed: %s: %s\n", pe.Result.Status, pe.Result.Error.Message)
-				if pe.Result.Error.Hint != "" {
+				if newHint(pe.Result.Error.Message, pe.Result.Error.Hint) {
 					fmt.Fprintln(c.App.ErrWriter, indent(pe.Result.Error.Hint))
 				}
 			}

@@ -240,7 +240,7 @@ func reportRun(c *cli.Context, res *sandbox.Result, err error) error {
 		}
 		if res.Error != nil {
 			fmt.Fprintf(c.App.ErrWriter, "sandboxed: %s: %s\n", res.Status, res.Error.Message)
-			if res.Error.Hint != "" {
+			if newHint(res.Error.Message, res.Error.Hint) {
 				fmt.Fprintf(c.App.ErrWriter, "%s\n", indent(res.Error.Hint))
 			}
 		}
@@ -356,4 +356,11 @@ func reviewPrompt(ctx context.Context, w io.Writer, r io.Reader, ch *sandbox.Cha
 		}
 		return apply, nil
 	}
+}
+
+// newHint reports whether hint says more than msg: an error that carries
+// its fix (isolation.UnsupportedError) ends with it already, and the same
+// line twice helps no one. --json keeps both fields.
+func newHint(msg, hint string) bool {
+	return hint != "" && !strings.HasSuffix(msg, hint)
 }
