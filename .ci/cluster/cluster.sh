@@ -22,7 +22,11 @@
 #   - One node, sandboxed-node, address 192.0.2.1 (the pod bridge's).
 #   - Pod range 192.0.2.0/24 (bridge sbxk8s0, host-local IPAM, addresses from
 #     192.0.2.16); service range 203.0.113.0/24. No kube-proxy, no DNS:
-#     services have no data path.
+#     services have no data path. On a host whose own network is in
+#     192.0.2.0/24 (its address or a route: the bridge would take its
+#     gateway's address), both go in 203.0.113.0/24 instead: node
+#     203.0.113.129, pods 203.0.113.128/25, services 203.0.113.0/25
+#     (pick_network).
 #   - No network out of a pod: the pods have no default route, and iptables
 #     (chain SANDBOXED-K8S, IPv4 and IPv6) drops whatever comes in from the
 #     bridge, to the host (INPUT) or anywhere else (FORWARD), pod to pod
@@ -77,11 +81,6 @@ sock=$run/containerd.sock
 
 node=sandboxed-node
 bridge=sbxk8s0
-node_ip=192.0.2.1
-pod_cidr=192.0.2.0/24
-pod_range_start=192.0.2.16
-service_cidr=203.0.113.0/24
-service_ip=203.0.113.1
 api=https://127.0.0.1:6443
 etcd_client=http://127.0.0.1:2479
 etcd_peer=http://127.0.0.1:2480
@@ -109,6 +108,32 @@ daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd k
 
 log() { printf '== cluster: %s\n' "$*" >&2; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+
+# host_uses PREFIX: an address of the host's (on a device other than the
+# bridge) or a route not through the bridge starts with PREFIX (such as
+# "192.0.2."), or its default route's gateway does.
+host_uses() {
+	ip -o -4 addr show | awk -v b="$bridge" '$2 != b {print $4}' | grep -q "^${1//./\\.}" && return 0
+	ip -4 route show | grep -v "dev $bridge" | grep -Eq "(^| )${1//./\\.}" && return 0
+	return 1
+}
+
+# pick_network sets the node's address and the pod and service ranges: in
+# documentation ranges, never one the host's own network uses (a bridge
+# holding the host's gateway address cuts the host off). The same host
+# picks the same every time, so down finds what up made.
+pick_network() {
+	if ! host_uses 192.0.2.; then
+		node_ip=192.0.2.1 pod_cidr=192.0.2.0/24 pod_range_start=192.0.2.16
+		service_cidr=203.0.113.0/24 service_ip=203.0.113.1
+	elif ! host_uses 203.0.113.; then
+		node_ip=203.0.113.129 pod_cidr=203.0.113.128/25 pod_range_start=203.0.113.144
+		service_cidr=203.0.113.0/25 service_ip=203.0.113.1
+	else
+		die "the host's own network uses 192.0.2.0/24 and 203.0.113.0/24, the documentation ranges the cluster's pods and services take: run it on a host (or VM) whose network is elsewhere"
+	fi
+}
+pick_network
 
 # --- daemons ---------------------------------------------------------------
 
