@@ -18,15 +18,6 @@ import (
 // `max-memory: 512MB` in a tool are both 512MiB. Before, the policy read
 // its cap as 10^6-based and the plan said 512000000.
 func TestDumpPlanPolicyCapWrittenLikeTheTool(t *testing.T) {
-	home, _ := isolate(t)
-	pol := writeTool(t, home, "cap.yaml", "limits:\n  memory:\n    max: 512MB\n  timeout:\n    max: 1h\n")
-	def := writeTool(t, home, "mem.yaml", "name: mem\ndescription: asks for memory\nbash: echo hi\ntags: [read]\n"+
-		"resources:\n  max-memory: 512MB\n  timeout: 1000\n")
-	t.Chdir(home)
-	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, filepath.Base(def))
-	if code != 0 {
-		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
-	}
 	var doc struct {
 		Plan struct {
 			Limits struct {
@@ -41,9 +32,8 @@ func TestDumpPlanPolicyCapWrittenLikeTheTool(t *testing.T) {
 			} `json:"limits"`
 		} `json:"decision"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("dump-plan output: %v\n%s", err, out)
-	}
+	dumpPlan(t, "limits:\n  memory:\n    max: 512MB\n  timeout:\n    max: 1h\n",
+		"name: mem\ndescription: asks for memory\nbash: echo hi\ntags: [read]\nresources:\n  max-memory: 512MB\n  timeout: 1000\n", &doc)
 	const want = 512 << 20
 	if doc.Plan.Limits.MemoryBytes != want || doc.Decision.Limits.MemoryBytes != want {
 		t.Errorf("memory: plan %d, decision %d; want %d (the tool's 512MB)", doc.Plan.Limits.MemoryBytes, doc.Decision.Limits.MemoryBytes, want)
@@ -57,15 +47,6 @@ func TestDumpPlanPolicyCapWrittenLikeTheTool(t *testing.T) {
 // policy's caps for cpus, /tmp and pids gets the caps in both, and the
 // decision's items say so.
 func TestDumpPlanLimitsAreThePolicys(t *testing.T) {
-	home, _ := isolate(t)
-	pol := writeTool(t, home, "cap.yaml", "limits:\n  cpus:\n    max: 1.5\n  tmpfs:\n    max: 32MiB\n  pids:\n    max: 100\n")
-	def := writeTool(t, home, "big.yaml", "name: big\ndescription: asks for much\nbash: echo hi\ntags: [read]\n"+
-		"sandboxed:\n  cpus: 4\n  tmpfs-size: 1GiB\n  pids-limit: 500\n")
-	t.Chdir(home)
-	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, filepath.Base(def))
-	if code != 0 {
-		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
-	}
 	type limits struct {
 		Pids       int64   `json:"pids"`
 		CPUs       float64 `json:"cpus"`
@@ -82,9 +63,8 @@ func TestDumpPlanLimitsAreThePolicys(t *testing.T) {
 			} `json:"items"`
 		} `json:"decision"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("dump-plan output: %v\n%s", err, out)
-	}
+	dumpPlan(t, "limits:\n  cpus:\n    max: 1.5\n  tmpfs:\n    max: 32MiB\n  pids:\n    max: 100\n",
+		"name: big\ndescription: asks for much\nbash: echo hi\ntags: [read]\nsandboxed:\n  cpus: 4\n  tmpfs-size: 1GiB\n  pids-limit: 500\n", &doc)
 	want := limits{Pids: 100, CPUs: 1.5, TmpfsBytes: 32 << 20}
 	if doc.Plan.Limits != want || doc.Decision.Limits != want {
 		t.Errorf("plan %+v, decision %+v; want the caps %+v", doc.Plan.Limits, doc.Decision.Limits, want)
@@ -167,5 +147,22 @@ func TestPlanIdentityByTier(t *testing.T) {
 		if who != c.who || tmp != c.tmp {
 			t.Errorf("%s uid %d: got %q, %q; want %q, %q", c.pl.Tier, c.pl.Spec.Process.User.UID, who, tmp, c.who, c.tmp)
 		}
+	}
+}
+
+// dumpPlan runs `run --dump-plan --policy` on a tool, both written from
+// YAML into a home of the test's own, and decodes what it prints into doc.
+func dumpPlan(t *testing.T, policyYAML, toolYAML string, doc any) {
+	t.Helper()
+	home, _ := isolate(t)
+	pol := writeTool(t, home, "policy.yaml", policyYAML)
+	def := writeTool(t, home, "tool.yaml", toolYAML)
+	t.Chdir(home)
+	out, errOut, code := runApp(t, "run", "--dump-plan", "--policy", pol, filepath.Base(def))
+	if code != 0 {
+		t.Fatalf("run --dump-plan: exit %d: %s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), doc); err != nil {
+		t.Fatalf("dump-plan output: %v\n%s", err, out)
 	}
 }
